@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency of vxfed from Debian 12's archive.
+# Idempotent: packages already present are skipped by apt; safe to run on every CI start.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  build-essential meson ninja-build pkg-config git
+  # dataplane
+  dpdk dpdk-dev libnuma-dev libpcap-dev
+  # eBPF
+  libbpf-dev bpftool libxdp-dev clang llvm libelf-dev zlib1g-dev
+  # control plane
+  libboost-dev libboost-system-dev libprotobuf-dev protobuf-compiler
+  libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev valgrind
+  iproute2 iputils-ping tcpdump python3-scapy gnuplot-nox iperf3 sockperf
+  containernetworking-plugins procps psmisc kmod ethtool
+  # BGP
+  frr frr-pythontools
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+fi
+
+# FRR's Debian service must not fight our per-namespace instances in tests.
+if systemctl is-active --quiet frr 2>/dev/null; then systemctl stop frr || true; fi

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs every vxfed test on this machine: installs dependencies from Debian's archive, builds,
+# and runs the unit, packet, fuzz and integration suites (integration tests start their own
+# services: FRR daemons, vxfedd and vxfed-dataplane inside network namespaces).
+# Must run as root (network namespaces, BPF). Exits non-zero on any failure, and on any
+# skipped test: every test is meant to run here.
+#
+#   usage: sudo scripts/test.sh [--suite unit|packet|fuzz|integration] [meson test args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "test.sh: must run as root (network namespaces, eBPF, DPDK)" >&2
+  exit 1
+fi
+
+scripts/install-deps.sh
+scripts/build.sh
+
+# Tests read this to turn "cannot run here" (exit 77) into a failure.
+export VXFED_REQUIRE_ALL=1
+export VXFED_BUILD_DIR="$PWD/build"
+
+status=0
+meson test -C build --print-errorlogs --num-processes 1 "$@" || status=$?
+
+# meson reports skipped tests as success; every test must run here.
+skipped=$(python3 - <<'PY'
+import json
+n = 0
+for line in open("build/meson-logs/testlog.json"):
+    rec = json.loads(line)
+    if rec.get("result") == "SKIP":
+        print("skipped:", rec.get("name"), flush=True)
+        n += 1
+PY
+)
+if [[ -n "$skipped" ]]; then
+  echo "$skipped" >&2
+  echo "test.sh: tests were skipped; every test must run on this machine" >&2
+  status=1
+fi
+
+python3 - <<'PY'
+import json
+counts = {"OK": 0, "FAIL": 0, "SKIP": 0, "TIMEOUT": 0, "EXPECTEDFAIL": 0, "UNEXPECTEDPASS": 0, "ERROR": 0}
+for line in open("build/meson-logs/testlog.json"):
+    rec = json.loads(line)
+    counts[rec.get("result", "ERROR")] = counts.get(rec.get("result", "ERROR"), 0) + 1
+failed = counts["FAIL"] + counts["TIMEOUT"] + counts["ERROR"] + counts["UNEXPECTEDPASS"]
+print(f"{counts['OK'] + counts['EXPECTEDFAIL']} passed, {failed} failed, {counts['SKIP']} skipped")
+PY
+exit $status
