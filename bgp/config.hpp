@@ -1,0 +1,108 @@
+// The `bgp:` section of vxfedd's YAML config: who we peer with, what we accept from each peer
+// and how FRR is driven. Parsing validates everything up front so that a bad config is a clear
+// fatal error at start-up (DESIGN.md convention 7). See docs/bgp.md for the YAML reference.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "ipv4.hpp"
+#include "result.hpp"
+
+namespace vxfed::bgp {
+
+// A secret that never prints itself: log lines and error messages show "<redacted>".
+// Only the FRR renderer reads `reveal()`, to put it into frr.conf.
+class Secret {
+ public:
+  Secret() = default;
+  explicit Secret(std::string value) : value_(std::move(value)) {}
+  bool empty() const { return value_.empty(); }
+  const std::string& reveal() const { return value_; }
+  std::string redacted() const { return value_.empty() ? "" : "<redacted>"; }
+  bool operator==(const Secret&) const = default;
+
+ private:
+  std::string value_;
+};
+
+// One entry of a peer's inbound filter, with FRR prefix-list semantics:
+// ge == le == 0 -> exactly `prefix`; otherwise prefixes inside `prefix` whose length is in
+// [ge or prefix.len, le or 32].
+struct PrefixMatch {
+  Ipv4Prefix prefix;
+  std::uint8_t ge = 0;
+  std::uint8_t le = 0;
+
+  bool matches(const Ipv4Prefix& p) const;
+  std::string str() const;  // "10.245.0.0/16 le 24", the FRR prefix-list syntax
+  bool operator==(const PrefixMatch&) const = default;
+};
+
+struct PeerConfig {
+  Ipv4Addr address;
+  std::uint32_t remote_asn = 0;
+  std::string cluster;                 // key of BgpConfig::clusters
+  std::string network;                 // vxfed network of this peer's routes (or vni below)
+  std::uint32_t vni = 0;               // fixed VNI instead of network; 0: use network
+  Secret password;                     // TCP MD5; empty: none
+  std::uint32_t keepalive_s = 3;
+  std::uint32_t hold_s = 9;
+  std::uint32_t connect_retry_s = 5;
+  bool bfd = false;
+  bool graceful_restart = true;
+  std::uint32_t ebgp_multihop = 0;     // 0: directly connected
+  std::string update_source;           // IPv4 or interface name; empty: none
+  std::uint32_t max_prefix = 1000;
+  std::vector<PrefixMatch> accept;     // never empty after parse (defaults to cluster CIDRs)
+  bool accept_defaulted = false;       // accept came from the cluster's CIDRs
+
+  bool accepts(const Ipv4Prefix& p) const;
+  bool operator==(const PeerConfig&) const = default;
+};
+
+enum class ApplyMode { kReload, kVtysh, kNone };
+
+struct FrrSettings {
+  ApplyMode apply = ApplyMode::kReload;
+  std::string config_path = "/etc/frr/frr.conf";
+  std::string vtysh = "/usr/bin/vtysh";
+  std::string reload_script = "/usr/lib/frr/frr-reload.py";
+  std::string vty_socket_dir;          // empty: FRR's default
+  std::uint32_t status_interval_ms = 2000;
+  bool operator==(const FrrSettings&) const = default;
+};
+
+struct FpmSettings {
+  Ipv4Addr listen{0x7f000001};
+  std::uint16_t port = 2620;
+  std::uint32_t resync_settle_ms = 2000;
+  bool operator==(const FpmSettings&) const = default;
+};
+
+struct BgpConfig {
+  bool enabled = false;
+  std::uint32_t asn = 0;
+  Ipv4Addr router_id;
+  bool graceful_restart = true;
+  std::uint32_t restart_time_s = 120;
+  std::vector<Ipv4Prefix> advertise;                       // extra CIDRs to advertise
+  std::map<std::string, std::vector<Ipv4Prefix>> clusters; // remote cluster -> its CIDRs
+  std::vector<PeerConfig> peers;
+  FrrSettings frr;
+  FpmSettings fpm;
+  bool operator==(const BgpConfig&) const = default;
+};
+
+// Parses the node under `bgp:` (a null/undefined node gives enabled=false). Errors name the
+// field path and the reason: "bgp.peers[1].hold: must be 0 or 3..65535 (got 2)".
+Result<BgpConfig> parse_config(const YAML::Node& bgp);
+
+const char* to_string(ApplyMode mode);
+
+}  // namespace vxfed::bgp
