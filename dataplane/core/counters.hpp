@@ -1,0 +1,63 @@
+// Per-worker counters: written by one worker without atomics' locked instructions (relaxed
+// load+store), read by the control thread at any time (relaxed loads; sums across workers).
+// Per-VNI counters are indexed by a slot that stays the VNI's across table generations.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "result.hpp"  // common/
+#include "core/drop_reasons.hpp"
+
+namespace vxfed::dataplane {
+
+constexpr std::uint32_t kMaxPorts = 64;       // >= RTE_MAX_ETHPORTS (checked in pipeline.cpp)
+constexpr std::uint32_t kMaxVniSlots = 4096;  // distinct VNIs over the life of the process
+
+// A counter with one writer: plain add on x86, no lock prefix; readable from other threads.
+struct Counter {
+  std::atomic<std::uint64_t> value{0};
+  void add(std::uint64_t n) {
+    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  std::uint64_t get() const { return value.load(std::memory_order_relaxed); }
+};
+
+struct PortCounters {
+  Counter rx_packets, rx_bytes, tx_packets, tx_bytes, drops;
+};
+
+struct VniCounters {
+  Counter encap_packets, encap_bytes, decap_packets, decap_bytes, local_packets, local_bytes;
+};
+
+// One per worker, allocated by the runtime (new or rte_zmalloc; ~220 KiB), cache-line aligned
+// so that workers never share a line.
+struct alignas(64) WorkerCounters {
+  PortCounters ports[kMaxPorts];           // by DPDK port id; this worker's queue of each port
+  alignas(64) Counter drops[kDropReasonCount];   // by DropReason
+  alignas(64) VniCounters vnis[kMaxVniSlots];    // by VniCounterSlots slot
+  void drop(DropReason r, std::uint16_t port, std::uint64_t n = 1) {
+    drops[static_cast<std::uint32_t>(r)].add(n);
+    ports[port].drops.add(n);
+  }
+};
+
+// VNI -> counter slot, control thread only. Slots are never recycled, so a VNI's counters
+// survive table swaps and removal/re-adding.
+class VniCounterSlots {
+ public:
+  Result<std::uint16_t> slot_for(std::uint32_t vni);
+  std::optional<std::uint16_t> find(std::uint32_t vni) const;
+  // (vni, slot) pairs in order of assignment, for reporting.
+  const std::vector<std::pair<std::uint32_t, std::uint16_t>>& all() const { return order_; }
+
+ private:
+  std::unordered_map<std::uint32_t, std::uint16_t> slots_;
+  std::vector<std::pair<std::uint32_t, std::uint16_t>> order_;
+};
+
+}  // namespace vxfed::dataplane

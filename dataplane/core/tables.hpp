@@ -1,0 +1,185 @@
+// The forwarding tables: one immutable object, built and validated on the control thread
+// from the protobuf vxfed::dataplane::v1::Tables, then published whole to the workers (the
+// runtime swaps a pointer and frees the old object after an RCU grace period). Workers
+// never lock and never see a half-built table.
+//
+// Lookup structures (all flat, built once):
+//   networks     VNI -> network index -> {gateway ip/mac, MTU, VNI counter slot}
+//   endpoints    (network, pod IPv4) -> {port, pod MAC}          local delivery / decap
+//   pod ports    DPDK port id -> {network, pod IPv4, pod MAC}    traffic from a pod
+//   routes       one rte_lpm over the union of every VNI's prefixes (so 130k routes in any
+//                number of VNIs cost one 64 MiB tbl24, not one per VNI), then
+//                (prefix, network) -> next-hop group, walking to the next shorter prefix
+//                of the union when this VNI has no route at that exact prefix
+//   groups       next-hop group -> weighted slots of VTEP indexes (ECMP by flow hash)
+//   vteps        VTEP IPv4 -> VTEP index -> {prebuilt outer headers, neighbour slot}
+//   allow set    (VTEP, network) pairs allowed to send us VXLAN (next hops of a route in
+//                that VNI, plus explicit Vtep entries)
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/counters.hpp"
+#include "core/flat_map.hpp"
+#include "core/neighbor_cache.hpp"
+#include "core/wire/ethernet.hpp"
+#include "core/wire/vxlan.hpp"
+#include "dataplane.pb.h"
+#include "result.hpp"  // common/
+
+struct rte_lpm;
+
+namespace vxfed::dataplane {
+
+// What the tables need to know about this node, supplied by the runtime.
+struct BuildContext {
+  std::uint32_t local_vtep_ip_be = 0;     // our VTEP IPv4, network order
+  wire::MacAddress uplink_mac{};          // source MAC of everything sent on the uplink
+  std::uint32_t underlay_mtu = 9000;      // outer IPv4 MTU; network MTU defaults to this - 50
+  std::uint16_t uplink_port = 0;          // DPDK port id of the uplink
+  // DPDK port id of an endpoint's host-side interface (the runtime attaches it first);
+  // nullopt: unknown interface (the endpoint is refused).
+  std::function<std::optional<std::uint16_t>(const std::string& iface)> port_for_iface;
+  NeighborCache* neighbors = nullptr;     // required: every VTEP gets a slot
+  VniCounterSlots* vni_slots = nullptr;   // required: every network gets a counter slot
+};
+
+struct NetworkEntry {
+  std::uint32_t vni = 0;
+  std::uint32_t vni_field_be = 0;         // VXLAN word (VNI << 8), ready to store
+  std::uint32_t gateway_ip_be = 0;
+  wire::MacAddress gateway_mac{};
+  std::uint16_t mtu = 0;                  // largest inner IPv4 packet (bytes)
+  std::uint16_t counter_slot = 0;         // index into WorkerCounters::vnis
+};
+
+struct EndpointEntry {
+  std::uint16_t port = 0;
+  wire::MacAddress mac{};
+};
+
+struct PodPortEntry {
+  bool valid = false;
+  std::uint16_t network = 0;              // index into networks()
+  std::uint32_t ip_be = 0;
+  wire::MacAddress mac{};
+};
+
+// Outer headers toward one VTEP with everything constant filled in; per packet the pipeline
+// patches the neighbour MAC, TOS, lengths, checksum, UDP source port and VNI.
+struct VtepEntry {
+  std::uint32_t ip_be = 0;
+  std::uint32_t neighbor_slot = 0;
+  std::uint32_t checksum_base = 0;        // one's-complement sum of the constant IPv4 words
+  wire::VxlanOuterHeaders outer{};
+};
+
+struct NextHopGroup {
+  std::uint32_t first = 0;                // into group_slots
+  std::uint32_t count = 0;                // slots, proportional to weights
+};
+
+class ForwardingTables {
+ public:
+  // Validates every entry and builds the lookup structures. Errors name the entry and the
+  // field ("routes[12] (vni 1001, prefix \"10.245.0.0/33\"): prefix length must be 0..32").
+  // On success, also makes the neighbour cache's static entries match tables.neighbors.
+  // Needs the EAL (rte_lpm lives in DPDK memory).
+  static Result<std::unique_ptr<ForwardingTables>> create(const v1::Tables& tables,
+                                                          const BuildContext& context);
+  ~ForwardingTables();
+  ForwardingTables(const ForwardingTables&) = delete;
+  ForwardingTables& operator=(const ForwardingTables&) = delete;
+
+  // ---- node facts ----
+  std::uint32_t local_vtep_ip_be() const { return local_vtep_ip_be_; }
+  const wire::MacAddress& uplink_mac() const { return uplink_mac_; }
+  std::uint16_t uplink_port() const { return uplink_port_; }
+  std::uint32_t underlay_mtu() const { return underlay_mtu_; }
+  NeighborCache& neighbors() const { return *neighbors_; }
+
+  // ---- hot-path lookups (inline, no allocation) ----
+  const NetworkEntry* network_by_vni(std::uint32_t vni) const {
+    const std::uint16_t* i = network_index_.find(vni);
+    return i ? &networks_[*i] : nullptr;
+  }
+  const NetworkEntry& network(std::uint16_t index) const { return networks_[index]; }
+  std::uint16_t network_index(const NetworkEntry& n) const {
+    return static_cast<std::uint16_t>(&n - networks_.data());
+  }
+  const EndpointEntry* endpoint(std::uint16_t network, std::uint32_t ip_be) const {
+    return endpoints_.find(endpoint_key(network, ip_be));
+  }
+  const PodPortEntry* pod_port(std::uint16_t port) const {
+    return port < pod_ports_.size() && pod_ports_[port].valid ? &pod_ports_[port] : nullptr;
+  }
+  // Index of a known VTEP, or nullptr.
+  const std::uint32_t* vtep_index(std::uint32_t ip_be) const { return vtep_index_.find(ip_be); }
+  const VtepEntry& vtep(std::uint32_t index) const { return vteps_[index]; }
+  bool vtep_allowed(std::uint32_t vtep, std::uint16_t network) const {
+    return allowed_.find(allow_key(vtep, network)) != nullptr;
+  }
+  // Longest-prefix match of dst (network order) in a network: the next-hop group, or null.
+  const NextHopGroup* route(std::uint16_t network, std::uint32_t dst_ip_be) const;
+  // VTEP index chosen by flow hash among a group's weighted slots.
+  std::uint32_t pick(const NextHopGroup& g, std::uint32_t hash) const {
+    return group_slots_[g.first + static_cast<std::uint32_t>((static_cast<std::uint64_t>(hash) * g.count) >> 32)];
+  }
+
+  // ---- introspection (control thread, tests) ----
+  const std::vector<NetworkEntry>& networks() const { return networks_; }
+  std::size_t route_count() const { return route_count_; }
+  std::size_t endpoint_count() const { return endpoints_.size(); }
+  std::size_t vtep_count() const { return vteps_.size(); }
+  // Ports that carry endpoints (what the runtime must poll besides the uplink).
+  std::vector<std::uint16_t> pod_port_ids() const;
+
+ private:
+  ForwardingTables() = default;
+  friend class TablesBuilder;
+  static std::uint64_t endpoint_key(std::uint16_t network, std::uint32_t ip_be) {
+    return (static_cast<std::uint64_t>(network) << 32) | ip_be;
+  }
+  static std::uint64_t allow_key(std::uint32_t vtep, std::uint16_t network) {
+    return (static_cast<std::uint64_t>(vtep) << 16) | network;
+  }
+  static std::uint64_t route_key(std::uint32_t prefix_id, std::uint16_t network) {
+    return (static_cast<std::uint64_t>(prefix_id) << 16) | network;
+  }
+
+  std::uint32_t local_vtep_ip_be_ = 0;
+  wire::MacAddress uplink_mac_{};
+  std::uint16_t uplink_port_ = 0;
+  std::uint32_t underlay_mtu_ = 0;
+  NeighborCache* neighbors_ = nullptr;
+
+  std::vector<NetworkEntry> networks_;
+  FlatMap64<std::uint16_t> network_index_;
+  FlatMap64<EndpointEntry> endpoints_;
+  std::vector<PodPortEntry> pod_ports_;
+  std::vector<VtepEntry> vteps_;
+  FlatMap64<std::uint32_t> vtep_index_;
+  FlatMap64<std::uint8_t> allowed_;
+  rte_lpm* lpm_ = nullptr;                  // union of all prefixes -> prefix id
+  std::vector<std::uint32_t> prefix_parent_;  // prefix id -> next shorter union prefix id
+  FlatMap64<std::uint32_t> route_group_;    // (prefix id, network) -> group index
+  std::vector<NextHopGroup> groups_;
+  std::vector<std::uint32_t> group_slots_;
+  std::size_t route_count_ = 0;
+};
+
+// Applies a Delta to a Tables message (upserts by key, then removals), for the runtime's
+// Delta requests: the result is then built whole with ForwardingTables::create.
+// Fails (naming the entry) when a removal names something that does not exist.
+Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta);
+
+// The gateway MAC of a network whose gateway_mac is empty: 02:76:78 + the 24-bit VNI
+// (locally administered, the same on every node: an anycast gateway).
+wire::MacAddress derived_gateway_mac(std::uint32_t vni);
+
+}  // namespace vxfed::dataplane

@@ -1,0 +1,62 @@
+// Output of the pipeline: mbufs staged per output port, flushed by the runtime after each
+// burst with rte_eth_tx_burst on the worker's own TX queue. Staging never blocks: a full
+// port queue drops (tx_full), which only happens if the runtime does not flush per burst.
+#pragma once
+
+#include <cstdint>
+
+#include <rte_mbuf.h>
+
+#include "core/counters.hpp"
+
+namespace vxfed::dataplane {
+
+constexpr std::uint16_t kMaxBurst = 64;               // most packets one process_* call takes
+constexpr std::uint16_t kTxStageCapacity = 2 * kMaxBurst;
+
+struct TxStage {
+  struct Queue {
+    std::uint16_t count = 0;
+    rte_mbuf* pkts[kTxStageCapacity];
+  };
+  Queue ports[kMaxPorts];
+  std::uint16_t dirty[kMaxPorts];   // ports with count > 0, in order of first use
+  std::uint16_t n_dirty = 0;
+
+  // Stages m for port; on overflow frees it and counts tx_full.
+  void stage(std::uint16_t port, rte_mbuf* m, WorkerCounters& counters) {
+    Queue& q = ports[port];
+    if (q.count == kTxStageCapacity) [[unlikely]] {
+      counters.drop(DropReason::TxFull, port);
+      rte_pktmbuf_free(m);
+      return;
+    }
+    if (q.count == 0) dirty[n_dirty++] = port;
+    q.pkts[q.count++] = m;
+  }
+
+  // Hands every staged queue to send(port, pkts, n) -> number accepted (e.g. a lambda around
+  // rte_eth_tx_burst(port, my_queue, pkts, n)); counts tx packets/bytes of what was accepted,
+  // frees the rest and counts it as tx_full. Leaves the stage empty.
+  template <typename Send>
+  void flush(Send&& send, WorkerCounters& counters) {
+    for (std::uint16_t i = 0; i < n_dirty; ++i) {
+      const std::uint16_t port = dirty[i];
+      Queue& q = ports[port];
+      std::uint64_t bytes = 0;
+      for (std::uint16_t k = 0; k < q.count; ++k) bytes += rte_pktmbuf_pkt_len(q.pkts[k]);
+      const std::uint16_t sent = send(port, q.pkts, q.count);
+      for (std::uint16_t k = sent; k < q.count; ++k) {
+        bytes -= rte_pktmbuf_pkt_len(q.pkts[k]);
+        rte_pktmbuf_free(q.pkts[k]);
+      }
+      counters.ports[port].tx_packets.add(sent);
+      counters.ports[port].tx_bytes.add(bytes);
+      if (sent < q.count) counters.drop(DropReason::TxFull, port, q.count - sent);
+      q.count = 0;
+    }
+    n_dirty = 0;
+  }
+};
+
+}  // namespace vxfed::dataplane
