@@ -281,9 +281,10 @@ BgpConfig parse(const YAML::Node& node) {
   if (node["fpm"]) {
     const auto& f = node["fpm"];
     const std::string path = root + ".fpm";
-    check_keys(f, path, {"listen", "port", "resync_settle_ms"});
+    check_keys(f, path, {"listen", "port", "resync_settle_ms", "resync_min_ms"});
     if (f["listen"]) cfg.fpm.listen = address(f["listen"], path + ".listen");
     if (f["port"]) cfg.fpm.port = static_cast<std::uint16_t>(integer(f["port"], path + ".port", 1, 65535));
+    if (f["resync_min_ms"]) cfg.fpm.resync_min_ms = static_cast<std::uint32_t>(integer(f["resync_min_ms"], path + ".resync_min_ms", 0, 3600000));
     if (f["resync_settle_ms"]) cfg.fpm.resync_settle_ms = static_cast<std::uint32_t>(integer(f["resync_settle_ms"], path + ".resync_settle_ms", 0, 600000));
   }
   return cfg;

@@ -81,7 +81,11 @@ struct FrrSettings {
 struct FpmSettings {
   Ipv4Addr listen{0x7f000001};
   std::uint16_t port = 2620;
+  // After zebra (re)connects, routes it did not resend are swept once the stream has been
+  // quiet for resync_settle_ms AND at least resync_min_ms have passed since the connection:
+  // a restarted zebra needs bgpd to re-learn its routes before its table is complete.
   std::uint32_t resync_settle_ms = 2000;
+  std::uint32_t resync_min_ms = 10000;
   bool operator==(const FpmSettings&) const = default;
 };
 

@@ -1,0 +1,123 @@
+#include "frr_render.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace vxfed::bgp {
+namespace {
+
+std::vector<Ipv4Prefix> advertised(const RenderInput& in) {
+  std::vector<Ipv4Prefix> out = in.advertise;
+  out.insert(out.end(), in.config->advertise.begin(), in.config->advertise.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string prefix_list_in(const PeerConfig& p) { return "vxfed-in-" + p.address.str(); }
+
+}  // namespace
+
+std::string outbound_route_map_name() { return "vxfed-out"; }
+std::string inbound_route_map_name(const PeerConfig& peer) { return prefix_list_in(peer); }
+
+std::string render_frr_config(const RenderInput& in) {
+  const BgpConfig& c = *in.config;
+  const auto out_prefixes = advertised(in);
+  std::ostringstream o;
+  o << "! Rendered by vxfed (bgp/frr_render.cpp). Do not edit: vxfedd overwrites this file.\n"
+    << "frr defaults traditional\n"
+    << "!\n"
+    << "! zebra streams its selected routes to vxfedd's FPM server\n"
+    << "fpm address " << c.fpm.listen.str();
+  // FRR prints the port only when it is not the default: render what `show running` shows, or
+  // every reload would see a difference and reconnect the FPM session.
+  if (c.fpm.port != 2620) o << " port " << c.fpm.port;
+  o << "\n"
+    << "no fpm use-next-hop-groups\n"
+    << "!\n";
+
+  // Outbound: exactly our CIDRs. An empty list must still deny everything, not be missing.
+  const std::string out = outbound_route_map_name();
+  if (out_prefixes.empty()) {
+    o << "ip prefix-list " << out << " seq 5 deny any\n";
+  } else {
+    int seq = 5;
+    for (const auto& p : out_prefixes) {
+      o << "ip prefix-list " << out << " seq " << seq << " permit " << p.str() << "\n";
+      seq += 5;
+    }
+  }
+  for (const auto& peer : c.peers) {
+    int seq = 5;
+    for (const auto& m : peer.accept) {
+      o << "ip prefix-list " << prefix_list_in(peer) << " seq " << seq << " permit " << m.str() << "\n";
+      seq += 5;
+    }
+  }
+  o << "!\n"
+    << "route-map " << out << " permit 10\n"
+    << " match ip address prefix-list " << out << "\n"
+    << " set ip next-hop " << in.vtep.str() << "\n"
+    << "exit\n"
+    << "!\n";
+  for (const auto& peer : c.peers) {
+    o << "route-map " << inbound_route_map_name(peer) << " permit 10\n"
+      << " match ip address prefix-list " << prefix_list_in(peer) << "\n"
+      << "exit\n"
+      << "!\n";
+  }
+
+  o << "router bgp " << c.asn << "\n"
+    << " bgp router-id " << c.router_id.str() << "\n"
+    << " no bgp network import-check\n";
+  if (c.graceful_restart) {
+    o << " bgp graceful-restart\n";
+    if (c.restart_time_s != 120) o << " bgp graceful-restart restart-time " << c.restart_time_s << "\n";
+  }
+  for (const auto& peer : c.peers) {
+    const std::string n = " neighbor " + peer.address.str();
+    o << n << " remote-as " << peer.remote_asn << "\n"
+      << n << " description vxfed cluster " << peer.cluster << "\n";
+    if (!peer.password.empty()) o << n << " password " << peer.password.reveal() << "\n";
+    if (peer.ebgp_multihop) o << n << " ebgp-multihop " << peer.ebgp_multihop << "\n";
+    if (!peer.update_source.empty()) o << n << " update-source " << peer.update_source << "\n";
+    if (peer.bfd) o << n << " bfd\n";
+    // Per-neighbour mode only where it differs from the global one.
+    if (peer.graceful_restart && !c.graceful_restart) o << n << " graceful-restart\n";
+    if (!peer.graceful_restart && c.graceful_restart) o << n << " graceful-restart-disable\n";
+    o << n << " timers " << peer.keepalive_s << " " << peer.hold_s << "\n"
+      << n << " timers connect " << peer.connect_retry_s << "\n";
+  }
+  o << " !\n"
+    << " address-family ipv4 unicast\n";
+  for (const auto& p : out_prefixes) o << "  network " << p.str() << "\n";
+  for (const auto& peer : c.peers) {
+    const std::string n = "  neighbor " + peer.address.str();
+    o << n << " route-map " << inbound_route_map_name(peer) << " in\n"
+      << n << " route-map " << out << " out\n"
+      << n << " maximum-prefix " << peer.max_prefix << "\n";
+  }
+  o << " exit-address-family\n"
+    << "exit\n"
+    << "!\n";
+  return o.str();
+}
+
+std::string redact_frr_text(const std::string& text) {
+  // Any line (of a config, a diff, vtysh output) with "password <word>" loses the word.
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    auto pos = line.find("password ");
+    if (pos != std::string::npos) line = line.substr(0, pos) + "password <redacted>";
+    out += (first ? "" : "\n") + line;
+    first = false;
+  }
+  if (!text.empty() && text.back() == '\n') out += "\n";
+  return out;
+}
+
+}  // namespace vxfed::bgp

@@ -1,0 +1,40 @@
+// Renders FRR's integrated configuration (frr.conf) for vxfed's eBGP peering. Pure: the same
+// input always gives the same text, byte for byte, so applying it twice changes nothing.
+//
+// What it renders (docs/bgp.md has an annotated example):
+// - zebra: `fpm address <listen> port <port>` and `no fpm use-next-hop-groups` so that
+//   dplane_fpm_nl streams every selected route, next hops inline, to our FPM server.
+// - `ip prefix-list vxfed-out`: exactly the CIDRs we advertise (exact length match), and
+//   `route-map vxfed-out`: permits them and sets our VTEP as next hop (`set ip next-hop`).
+// - per peer `ip prefix-list vxfed-in-<addr>` from its accept list (exact unless ge/le) and
+//   `route-map vxfed-in-<addr>`: permits only those. Everything else hits the route-map's
+//   implicit deny. Policies in both directions satisfy Debian's `bgp ebgp-requires-policy`.
+// - `router bgp`: router-id, graceful restart, `no bgp network import-check` (our CIDRs are
+//   not in the RIB as routes: they are announced for the dataplane), one `network` per CIDR,
+//   neighbours with timers, password, bfd, graceful-restart, ebgp-multihop, update-source,
+//   maximum-prefix.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+
+namespace vxfed::bgp {
+
+struct RenderInput {
+  const BgpConfig* config = nullptr;
+  Ipv4Addr vtep;                      // next hop of everything we advertise
+  std::vector<Ipv4Prefix> advertise;  // our cluster's CIDRs (merged with config->advertise)
+};
+
+// The names FRR objects get; stable, so that reloads match the running config.
+std::string outbound_route_map_name();
+std::string inbound_route_map_name(const PeerConfig& peer);
+
+std::string render_frr_config(const RenderInput& in);
+
+// The same text with every password replaced by "<redacted>": what may be logged.
+std::string redact_frr_text(const std::string& text);
+
+}  // namespace vxfed::bgp

@@ -1,0 +1,97 @@
+// The BGP route table fed by zebra's FPM stream: pure logic, no I/O.
+//
+// - A route message's next hops (gateways) are the remote VTEPs: the peer's outbound route-map
+//   set them with `set ip next-hop <vtep>`.
+// - A route's VNI comes from the first peer (config order) whose accept list matches the
+//   prefix: its fixed `vni`, or its `network` resolved through VniLookup. FPM does not say
+//   which peer a route came from; config validation forbids ambiguous overlaps.
+// - Only RTPROT_BGP routes of the main table are learned. A non-BGP RTM_NEWROUTE for a prefix
+//   we hold means zebra now forwards that prefix elsewhere: ours is removed.
+// - Resync (mark and sweep): when zebra (re)connects it resends its whole table; begin_resync()
+//   marks every route stale, each resent route is unmarked, end_resync() removes the rest.
+// Changes accumulate and are taken as one RouteUpdate with take_pending().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config.hpp"
+#include "fpm_parser.hpp"
+#include "routes.hpp"
+
+namespace vxfed::bgp {
+
+struct RouteTableStats {
+  std::uint64_t route_messages = 0;  // IPv4 route messages applied
+  std::uint64_t upserts = 0;         // changes emitted as upserts
+  std::uint64_t removals = 0;        // changes emitted as removals
+  std::uint64_t non_bgp_ignored = 0;
+  std::uint64_t other_table_ignored = 0;
+  std::uint64_t no_peer = 0;         // prefix matched no peer's accept list (dropped)
+  std::uint64_t no_next_hop = 0;     // NEWROUTE without a gateway: treated as unreachable
+  std::uint64_t swept = 0;           // removed by end_resync()
+  std::uint64_t resyncs = 0;
+  std::uint64_t unresolved = 0;      // current routes whose network has no VNI yet
+};
+
+class RouteTable {
+ public:
+  RouteTable(std::vector<PeerConfig> peers, VniLookup vni_of, std::uint32_t table_id = fpm::kRtTableMain);
+
+  // New peer list (reconfigure) or network changes: re-resolves every route, emitting deltas.
+  void set_peers(std::vector<PeerConfig> peers);
+  void reresolve();
+
+  void apply(const fpm::RouteMessage& msg);
+
+  void begin_resync();
+  void end_resync();
+  bool resyncing() const { return resyncing_; }
+
+  RouteUpdate take_pending();
+  bool has_pending() const { return !pending_.empty(); }
+  // The complete table as one full update (clears pending changes: the full table supersedes them).
+  RouteUpdate take_full();
+  // Every resolved route (what the dataplane should hold).
+  std::vector<LearnedRoute> snapshot() const;
+  std::size_t size() const { return entries_.size(); }
+  RouteTableStats stats() const;
+
+ private:
+  struct Entry {
+    Ipv4Prefix prefix;
+    std::vector<Ipv4Addr> vteps;
+    int peer = -1;             // index into peers_; -1: none matched
+    std::uint32_t vni = 0;     // 0: unresolved (not emitted)
+    bool stale = false;
+  };
+  static std::uint64_t key(const Ipv4Prefix& p) { return (std::uint64_t{p.addr} << 8) | p.len; }
+  void resolve(Entry& e) const;
+  LearnedRoute to_route(const Entry& e) const;
+  // `consumer_had_it`: the consumer holds this (vni, prefix) from an earlier update.
+  void emit_upsert(const Entry& e, bool consumer_had_it);
+  void emit_removal(const Entry& e);
+  void remove(std::uint64_t k);
+
+  std::vector<PeerConfig> peers_;
+  VniLookup vni_of_;
+  std::uint32_t table_id_;
+  std::unordered_map<std::uint64_t, Entry> entries_;
+  // Pending changes coalesced per (vni, prefix) so that a batch never both upserts and removes
+  // one key, and never removes a key the consumer was never given.
+  struct PendingOp {
+    bool consumer_had_it = false;
+    bool removed = false;
+    LearnedRoute route;
+  };
+  static std::uint64_t pending_key(std::uint32_t vni, const Ipv4Prefix& p) {
+    return (std::uint64_t{vni} << 40) | key(p);
+  }
+  std::unordered_map<std::uint64_t, PendingOp> pending_;
+  bool resyncing_ = false;
+  RouteTableStats stats_;
+};
+
+}  // namespace vxfed::bgp

@@ -1,0 +1,180 @@
+// parse_config: defaults, every field, and errors that name the field.
+#include <gtest/gtest.h>
+
+#include "config.hpp"
+
+namespace {
+
+using vxfed::bgp::parse_config;
+
+constexpr const char* kBase = R"(
+asn: 65001
+router_id: 198.18.0.1
+clusters:
+  cluster-b: [10.245.0.0/16]
+peers:
+  - address: 198.18.0.2
+    remote_asn: 65002
+    cluster: cluster-b
+    network: fed
+)";
+
+vxfed::Result<vxfed::bgp::BgpConfig> parse(const std::string& yaml) {
+  return parse_config(YAML::Load(yaml));
+}
+
+TEST(BgpConfig, DefaultsAcceptOnlyTheClusterCidrsExactly) {
+  auto c = parse(kBase);
+  ASSERT_TRUE(c.ok()) << c.error();
+  ASSERT_EQ(c->peers.size(), 1u);
+  const auto& p = c->peers[0];
+  EXPECT_TRUE(c->enabled);
+  EXPECT_EQ(c->asn, 65001u);
+  EXPECT_EQ(c->router_id.str(), "198.18.0.1");
+  EXPECT_EQ(p.keepalive_s, 3u);
+  EXPECT_EQ(p.hold_s, 9u);
+  EXPECT_EQ(p.max_prefix, 1000u);
+  EXPECT_TRUE(p.graceful_restart);
+  EXPECT_FALSE(p.bfd);
+  EXPECT_TRUE(p.password.empty());
+  ASSERT_EQ(p.accept.size(), 1u);
+  EXPECT_TRUE(p.accept_defaulted);
+  EXPECT_TRUE(p.accepts(*vxfed::bgp::Ipv4Prefix::parse("10.245.0.0/16")));
+  EXPECT_FALSE(p.accepts(*vxfed::bgp::Ipv4Prefix::parse("10.245.1.0/24")));
+  EXPECT_FALSE(p.accepts(*vxfed::bgp::Ipv4Prefix::parse("10.0.0.0/8")));
+  EXPECT_EQ(c->fpm.port, 2620);
+  EXPECT_EQ(c->fpm.listen.str(), "127.0.0.1");
+  EXPECT_EQ(c->frr.apply, vxfed::bgp::ApplyMode::kReload);
+}
+
+TEST(BgpConfig, AbsentSectionMeansDisabled) {
+  auto c = parse_config(YAML::Node());
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->enabled);
+  auto d = parse("enabled: false");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->enabled);
+}
+
+TEST(BgpConfig, EveryPeerField) {
+  auto c = parse(R"(
+asn: 65001
+router_id: 198.18.0.1
+graceful_restart: false
+restart_time: 30
+advertise: [10.244.0.0/16]
+clusters: {b: [10.245.0.0/16]}
+peers:
+  - address: 198.18.0.2
+    remote_asn: 4200000000
+    cluster: b
+    vni: 1500
+    password: s3cret
+    keepalive: 1
+    hold: 3
+    connect_retry: 2
+    bfd: true
+    graceful_restart: true
+    ebgp_multihop: 2
+    update_source: 198.18.0.1
+    max_prefix: 5
+    accept: ["10.245.0.0/16 le 24", {prefix: 10.245.128.0/17, ge: 20, le: 28}]
+frr: {apply: vtysh, config_path: /tmp/x/frr.conf, vty_socket_dir: /tmp/x, status_interval_ms: 500}
+fpm: {listen: 127.0.0.1, port: 2700, resync_settle_ms: 100, resync_min_ms: 200}
+)");
+  ASSERT_TRUE(c.ok()) << c.error();
+  const auto& p = c->peers[0];
+  EXPECT_EQ(p.remote_asn, 4200000000u);
+  EXPECT_EQ(p.vni, 1500u);
+  EXPECT_EQ(p.password.reveal(), "s3cret");
+  EXPECT_EQ(p.password.redacted(), "<redacted>");
+  EXPECT_EQ(p.keepalive_s, 1u);
+  EXPECT_EQ(p.hold_s, 3u);
+  EXPECT_EQ(p.connect_retry_s, 2u);
+  EXPECT_TRUE(p.bfd);
+  EXPECT_TRUE(p.graceful_restart);
+  EXPECT_FALSE(c->graceful_restart);
+  EXPECT_EQ(c->restart_time_s, 30u);
+  EXPECT_EQ(p.ebgp_multihop, 2u);
+  EXPECT_EQ(p.update_source, "198.18.0.1");
+  EXPECT_EQ(p.max_prefix, 5u);
+  ASSERT_EQ(p.accept.size(), 2u);
+  EXPECT_EQ(p.accept[0].str(), "10.245.0.0/16 le 24");
+  EXPECT_EQ(p.accept[1].str(), "10.245.128.0/17 ge 20 le 28");
+  using vxfed::bgp::Ipv4Prefix;
+  EXPECT_TRUE(p.accepts(*Ipv4Prefix::parse("10.245.0.0/16")));
+  EXPECT_TRUE(p.accepts(*Ipv4Prefix::parse("10.245.7.0/24")));
+  EXPECT_FALSE(p.accepts(*Ipv4Prefix::parse("10.245.7.0/25")));
+  EXPECT_TRUE(p.accepts(*Ipv4Prefix::parse("10.245.200.16/28")));
+  EXPECT_EQ(c->frr.apply, vxfed::bgp::ApplyMode::kVtysh);
+  EXPECT_EQ(c->frr.vty_socket_dir, "/tmp/x");
+  EXPECT_EQ(c->fpm.port, 2700);
+  EXPECT_EQ(c->fpm.resync_min_ms, 200u);
+  ASSERT_EQ(c->advertise.size(), 1u);
+}
+
+struct ErrorCase {
+  const char* name;
+  std::string yaml;
+  const char* expected;  // substring of the error
+};
+
+std::string with_peer(const std::string& extra) {
+  return std::string(kBase) + extra;
+}
+
+TEST(BgpConfig, ErrorsNameTheFieldAndReason) {
+  const ErrorCase cases[] = {
+      {"missing asn", "router_id: 1.2.3.4", "bgp.asn: is required"},
+      {"asn zero", "asn: 0\nrouter_id: 1.2.3.4", "bgp.asn: must be an integer 1..4294967295"},
+      {"asn text", "asn: abc\nrouter_id: 1.2.3.4", "bgp.asn: must be an integer"},
+      {"router id", "asn: 1\nrouter_id: 1.2.3", "bgp.router_id: '1.2.3' is not an IPv4 address"},
+      {"unknown key", "asn: 1\nrouter_id: 1.2.3.4\npeerz: []", "bgp.peerz: unknown key"},
+      {"host bits", "asn: 1\nrouter_id: 1.2.3.4\nadvertise: [10.244.1.0/16]",
+       "bgp.advertise[0]: '10.244.1.0/16' has host bits set (did you mean 10.244.0.0/16?)"},
+      {"hold too small", with_peer("    hold: 2\n"), "bgp.peers[0].hold: must be 0 or 3..65535"},
+      {"keepalive >= hold", with_peer("    keepalive: 9\n"), "bgp.peers[0].keepalive: must be less than hold"},
+      {"same asn", std::string(kBase).replace(std::string(kBase).find("65002"), 5, "65001"),
+       "bgp.peers[0].remote_asn: equals the local asn"},
+      {"unknown cluster", std::string(kBase).replace(std::string(kBase).find("cluster: cluster-b"), 18, "cluster: nope"),
+       "bgp.peers[0].cluster: 'nope' is not declared under bgp.clusters"},
+      {"network and vni", with_peer("    vni: 7\n"), "exactly one of 'network'"},
+      {"password space", with_peer("    password: a b\n"), "bgp.peers[0].password: must not contain whitespace"},
+      {"accept le", with_peer("    accept: ['10.245.0.0/16 le 8']\n"), "le must be greater than the prefix length"},
+      {"accept ge>le", with_peer("    accept: ['10.245.0.0/16 ge 24 le 20']\n"), "le must be >= ge"},
+      {"accept word", with_peer("    accept: ['10.245.0.0/16 lt 20']\n"), "unknown keyword 'lt'"},
+      {"accept empty", with_peer("    accept: []\n"), "bgp.peers[0].accept: must be a non-empty list"},
+      {"max prefix", with_peer("    max_prefix: 0\n"), "bgp.peers[0].max_prefix: must be an integer 1.."},
+      {"bfd", with_peer("    bfd: maybe\n"), "bgp.peers[0].bfd: must be true or false"},
+      {"multihop", with_peer("    ebgp_multihop: 300\n"), "bgp.peers[0].ebgp_multihop: must be an integer 0..255"},
+      {"peer typo", with_peer("    hodl: 3\n"), "bgp.peers[0].hodl: unknown key"},
+      {"duplicate peer", with_peer("  - {address: 198.18.0.2, remote_asn: 65002, cluster: cluster-b, network: fed}\n"),
+       "bgp.peers[1].address: 198.18.0.2 is listed twice"},
+      {"overlap across networks",
+       with_peer("  - {address: 198.18.0.3, remote_asn: 65003, cluster: cluster-b, network: other,"
+                 " accept: ['10.0.0.0/8 le 16']}\n"),
+       "overlaps"},
+      {"apply mode", "asn: 1\nrouter_id: 1.2.3.4\nfrr: {apply: magic}", "bgp.frr.apply: must be reload, vtysh or none"},
+      {"fpm port", "asn: 1\nrouter_id: 1.2.3.4\nfpm: {port: 70000}", "bgp.fpm.port: must be an integer 1..65535"},
+  };
+  for (const auto& tc : cases) {
+    auto c = parse(tc.yaml);
+    ASSERT_FALSE(c.ok()) << tc.name;
+    EXPECT_NE(c.error().find(tc.expected), std::string::npos)
+        << tc.name << ": got '" << c.error() << "', expected it to contain '" << tc.expected << "'";
+  }
+}
+
+TEST(BgpConfig, SameNetworkPeersMayOverlap) {
+  auto c = parse(with_peer("  - {address: 198.18.0.3, remote_asn: 65002, cluster: cluster-b, network: fed}\n"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->peers.size(), 2u);
+}
+
+TEST(BgpConfig, PasswordNeverInErrors) {
+  auto c = parse(with_peer("    password: topsecret\n    hold: 1\n"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().find("topsecret"), std::string::npos);
+}
+
+}  // namespace
