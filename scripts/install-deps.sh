@@ -13,6 +13,8 @@ PACKAGES=(
   # control plane
   libboost-dev libboost-system-dev libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  # CNI plugin (rtnetlink)
+  libmnl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev valgrind
   iproute2 iputils-ping tcpdump python3-scapy gnuplot-nox iperf3 sockperf
