@@ -1,0 +1,318 @@
+#!/usr/bin/python3
+"""The two-cluster latency suite: builds the demo topology in each variant (vxfed = "ours",
+the Linux kernel VXLAN path = "kernel"), runs iperf3 and sockperf between a pod in cluster A
+and a pod in cluster B, and reports every figure as ours, kernel and ratio.
+
+    sudo perf/latency/latency_suite.py                       # both variants, defaults (< 3 min)
+    sudo perf/latency/latency_suite.py --variants kernel     # the baseline alone
+    sudo perf/latency/latency_suite.py --runs 3 --duration 10 --suites latency
+
+Exit status: 0 every SLO met; 1 an SLO failed; 3 a variant could not come up (the message
+names the missing or failing part); 4 a measurement failed; 130/143 interrupted. Everything the
+run created is removed on every path out, and checked to be gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import leftovers  # noqa: E402
+import measure  # noqa: E402
+import path_checks  # noqa: E402
+import plots  # noqa: E402
+import report  # noqa: E402
+from kernel_variant import KernelVariant  # noqa: E402
+from topology_plan import make_plan  # noqa: E402
+from variant_base import Variant, VariantUnavailable, tl  # noqa: E402
+
+EXIT_SLO, EXIT_UNAVAILABLE, EXIT_MEASUREMENT = 1, 3, 4
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--variants", default="kernel,ours",
+                   help="comma list of: ours (vxfed), kernel (Linux VXLAN). Default: both")
+    p.add_argument("--suites", default="all",
+                   help=f"comma list of {', '.join(report.SUITES)} or groups "
+                        f"{', '.join(report.SUITE_GROUPS)}. Default: all")
+    p.add_argument("--duration", type=float, default=5.0, help="seconds per measurement (default 5)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="rounds of the whole suite; figures are medians, with min-max (default 1)")
+    p.add_argument("--mtu", type=int, default=9000, choices=(9000, 1500), help="underlay MTU (default 9000)")
+    p.add_argument("--pods", type=int, default=1, help="pods per cluster (default 1; the suite runs "
+                   "between the first pod of each cluster, connectivity is checked for all)")
+    p.add_argument("--udp-rate", default="500M", help="iperf3 UDP offered rate, bit/s (default 500M)")
+    p.add_argument("--udp-len", type=int, default=1400, help="iperf3 UDP datagram bytes (default 1400)")
+    p.add_argument("--msg-size", type=int, default=64, help="sockperf message bytes (default 64)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="JSON path (default perf/results/latency-<UTC time>.json); PNGs beside it")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--build-dir", type=Path, default=Path(os.environ.get("VXFED_BUILD_DIR", SOURCE_DIR / "build")),
+                   help="where the vxfed binaries are (default ./build or $VXFED_BUILD_DIR)")
+    p.add_argument("--up-timeout", type=float, default=60,
+                   help="seconds for a variant's daemons to come up and for BGP to exchange routes (default 60)")
+    args = p.parse_args(argv)
+    try:
+        args.variant_list = report.parse_variants(args.variants)
+        args.suite_list = report.parse_suites(args.suites)
+        if args.duration < 1 or args.duration > 600:
+            raise ValueError("--duration must be 1..600 seconds")
+        if not 1 <= args.runs <= 20:
+            raise ValueError("--runs must be 1..20")
+        if not 64 <= args.udp_len <= (args.mtu - 50 - 28):
+            raise ValueError(f"--udp-len must be 64..{args.mtu - 78} for MTU {args.mtu} (no fragmentation)")
+        args.plan = make_plan(args.mtu, args.pods)
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.out is None:
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        args.out = SOURCE_DIR / "perf" / "results" / f"latency-{stamp}.json"
+    return args
+
+
+def preflight() -> None:
+    if os.geteuid() != 0:
+        sys.exit("latency_suite: must run as root (it creates network namespaces)")
+    missing = [t for t in ("ip", "bridge", "ss", "nstat", "ping", "iperf3", "sockperf") if not shutil.which(t)]
+    if missing:
+        sys.exit(f"latency_suite: missing tools: {', '.join(missing)} (scripts/install-deps.sh installs them)")
+
+
+def make_variant(name: str, args) -> Variant:
+    if name == "kernel":
+        return KernelVariant(args.plan)
+    from vxfed_variant import VxfedVariant   # imported late: only this variant needs it
+    return VxfedVariant(args.plan, build_dir=args.build_dir, source_dir=SOURCE_DIR,
+                        up_timeout=args.up_timeout)
+
+
+def run_suite(suite: str, v: Variant, opts: measure.SuiteOptions) -> dict:
+    a, b = v.pods["a"][0], v.pods["b"][0]
+    if suite == "tcp1":
+        return measure.iperf3(a, b, opts, streams=1)
+    if suite == "tcp4":
+        return measure.iperf3(a, b, opts, streams=4)
+    if suite == "udp":
+        return measure.iperf3(a, b, opts, udp=True)
+    return measure.sockperf_pingpong(a, b, opts, v.workdir(), tcp=(suite == "pp_tcp"))
+
+
+def short(suite: str, figures: dict) -> str:
+    return ", ".join(f"{k}={v:.4g}" for k, v in figures.items())
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    preflight()
+    log = tl.log
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.monotonic()
+    opts = measure.SuiteOptions(duration=args.duration, udp_rate=args.udp_rate, udp_len=args.udp_len,
+                                pp_msg_size=args.msg_size)
+    suffix = tl.unique_suffix()
+    markers = ["vxdkern-", "vxdours-"]
+    before = leftovers.take(markers, suffix, set(), [])
+    log(f"before: {before.describe()} of this run's names (suffix {suffix})")
+
+    created: list[Variant] = []
+    up: dict[str, Variant] = {}
+    unavailable: dict[str, dict] = {}
+    errors: list[str] = []
+    raw: dict[str, list[dict]] = {v: [] for v in args.variant_list}
+    samples: dict[str, dict[str, list[float]]] = {v: {} for v in args.variant_list}
+    counters: dict[str, dict] = {}
+    checks: dict[str, dict] = {}
+    all_pids: set[int] = set()
+    workdirs: list[Path] = []
+    interrupted = 0
+
+    def on_term(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_term)
+
+    def teardown() -> None:
+        # Nothing may interrupt the teardown: a second Ctrl-C would leave namespaces behind.
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for v in reversed(created):
+            try:
+                all_pids.update(v.all_pids())
+            except Exception:  # noqa: BLE001 - listing is best effort; close() must still run
+                pass
+            log(f"{v.name}: tearing down")
+            v.close()
+        created.clear()
+        signal.signal(signal.SIGINT, old[0])
+        signal.signal(signal.SIGTERM, old[1])
+    atexit.register(teardown)
+
+    try:
+        for name in args.variant_list:
+            v = make_variant(name, args)
+            created.append(v)
+            workdirs.append(v.workdir())
+            log(f"{name}: bringing up the two-cluster topology (underlay MTU {args.mtu}, {args.pods} pod(s) per cluster)")
+            try:
+                v.up()
+                log(f"{name}: checking pod-to-pod reachability and the {args.plan.pod_mtu}-byte DF path")
+                checks[name] = path_checks.check(v)
+                log(f"{name}: up: {len(checks[name]['pairs'])} pod pairs reach each other, "
+                    f"{args.plan.pod_mtu}-byte DF ping passes, {args.plan.pod_mtu + 1} is refused")
+                up[name] = v
+            except (VariantUnavailable, path_checks.PathError, TimeoutError, RuntimeError) as exc:
+                component = getattr(exc, "component", None) or f"{name} variant setup"
+                unavailable[name] = {"component": component, "reason": str(exc)}
+                log(f"{name}: NOT AVAILABLE: {exc}")
+                if os.environ.get("VXFED_DEMO_DUMP_LOGS") == "1":
+                    v.topo.dump_logs()
+                all_pids.update(v.all_pids())
+                v.close()
+                created.remove(v)
+
+        if up:
+            order = [n for n in args.variant_list if n in up]
+            for rnd in range(args.runs):
+                # Alternate which variant goes first, so neither always gets the warmer machine.
+                round_order = order if rnd % 2 == 0 else list(reversed(order))
+                per_variant = {n: {} for n in order}
+                for suite in args.suite_list:
+                    for name in round_order:
+                        log(f"run {rnd + 1}/{args.runs}: {name}: {suite} ({args.duration:g}s)")
+                        try:
+                            result = run_suite(suite, up[name], opts)
+                        except measure.MeasurementError as exc:
+                            errors.append(f"{name} {suite}: {exc}")
+                            log(f"{name}: {suite} FAILED: {exc}")
+                            continue
+                        figs = report.figures_from(suite, result)
+                        log(f"  {name}: {short(suite, figs)}")
+                        if "samples" in result:
+                            samples[name].setdefault(suite[3:], []).extend(result.pop("samples"))
+                        per_variant[name][suite] = {"figures": figs, "result": result}
+                for name in order:
+                    raw[name].append(per_variant[name])
+            for name, v in up.items():
+                try:
+                    counters[name] = v.counters()
+                except Exception as exc:  # noqa: BLE001 - counters are diagnostics only
+                    counters[name] = {"error": str(exc)}
+    except KeyboardInterrupt as exc:
+        interrupted = 143 if "signal 15" in str(exc) else 130
+        log(f"interrupted ({exc or 'Ctrl-C'}); tearing everything down")
+    finally:
+        teardown()
+
+    after = leftovers.take(markers, suffix, all_pids, workdirs)
+    log(f"after teardown: {after.describe()} of this run's objects remain")
+    if interrupted:
+        return interrupted
+
+    doc = assemble(args, started, time.monotonic() - t0, raw, samples, unavailable, errors,
+                   counters, checks, after)
+    print()
+    print(report.table(doc))
+    print()
+    for line in report.slo_lines(doc):
+        print(line)
+    for name, info in unavailable.items():
+        print(f"\n{name} variant NOT MEASURED: missing or failing part: {info['component']}\n  {info['reason']}")
+    for e in errors:
+        print(f"measurement error: {e}")
+
+    report.write_json(doc, args.out)
+    print(f"\nJSON: {args.out}")
+    if not args.no_plots:
+        try:
+            pngs = plots.render(doc, args.out.with_suffix(""))
+            doc["plots"] = [str(p) for p in pngs]
+            report.write_json(doc, args.out)
+            for p in pngs:
+                print(f"plot: {p}")
+        except (RuntimeError, OSError) as exc:
+            print(f"plots not drawn: {exc}")
+    if not after.empty():
+        print(f"teardown left objects behind: {after.describe()}")
+        return EXIT_MEASUREMENT
+    if unavailable:
+        return EXIT_UNAVAILABLE
+    if errors:
+        return EXIT_MEASUREMENT
+    failed = [s for variant in doc["slo"].values() for s in variant if s["pass"] is False]
+    return EXIT_SLO if failed else 0
+
+
+def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters, checks, after) -> dict:
+    spreads: dict[str, dict] = {}
+    medians: dict[str, dict] = {}
+    for name in ("ours", "kernel"):
+        medians[name] = {k: None for k in report.KEY_NAMES}
+        spreads[name] = {}
+        for key in report.KEY_NAMES:
+            values = [r[s]["figures"][key] for r in raw.get(name, []) for s in r if key in r[s]["figures"]]
+            sp = report.spread(values)
+            medians[name][key] = sp.median
+            if values:
+                spreads[name][key] = {"median": sp.median, "min": sp.minimum, "max": sp.maximum, "runs": sp.runs}
+    ratios = {k: report.ratio(medians["ours"][k], medians["kernel"][k]) for k in report.KEY_NAMES}
+    distributions = {}
+    for name, by_proto in samples.items():
+        for proto, s in by_proto.items():
+            pcts = {}
+            last = [r[f"pp_{proto}"]["result"]["summary"]["percentiles"] for r in raw[name] if f"pp_{proto}" in r]
+            if last:
+                pcts = last[-1]
+            distributions.setdefault(name, {})[proto] = report.distribution(s, pcts)
+    status = {}
+    for name in args.variant_list:
+        if name in unavailable:
+            status[name] = {"status": "unavailable", **unavailable[name]}
+        else:
+            status[name] = {"status": "measured", "path_checks": checks.get(name)}
+    return {
+        "schema": "vxfed-latency/1",
+        "started_utc": started.isoformat(timespec="seconds"),
+        "elapsed_s": round(elapsed, 1),
+        "command": " ".join([sys.argv[0]] + sys.argv[1:]),
+        "config": {
+            "variants": args.variant_list, "suites": args.suite_list, "duration_s": args.duration,
+            "runs": args.runs, "underlay_mtu": args.mtu, "pod_mtu": args.plan.pod_mtu,
+            "pods_per_cluster": args.pods, "udp_offered_rate": args.udp_rate,
+            "udp_datagram_bytes": args.udp_len, "sockperf_msg_bytes": args.msg_size,
+            "latency_definition": "sockperf ping-pong one-way latency = RTT/2, microseconds",
+        },
+        "environment": {
+            "kernel": platform.release(), "cpus": os.cpu_count(),
+            "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3],
+        },
+        "ours": medians["ours"],
+        "kernel": medians["kernel"],
+        "ratio": ratios,
+        "ratio_definition": "ours / kernel (null when a side is missing or the kernel figure is 0)",
+        "spread": spreads,
+        "slo": {name: report.slo_verdicts(medians[name], args.udp_rate)
+                for name in args.variant_list if name not in unavailable},
+        "goals": report.goal_verdicts(ratios),
+        "variants": status,
+        "errors": errors,
+        "runs": raw,
+        "distributions": distributions,
+        "counters": counters,
+        "teardown_leftovers": after.__dict__,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

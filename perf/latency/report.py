@@ -1,0 +1,197 @@
+"""Turns measurements into the report: medians, ratios, SLO verdicts, the table, the JSON.
+No I/O except `write_json`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import parsers
+
+# The keys of the `ours`, `kernel` and `ratio` objects, in table order, with their labels,
+# and which suite produces them.
+KEYS: list[tuple[str, str, str]] = [
+    ("tcp_gbps_1", "TCP 1 stream (Gbit/s)", "tcp1"),
+    ("tcp_gbps_4", "TCP 4 streams (Gbit/s)", "tcp4"),
+    ("udp_loss_pct", "UDP loss (%)", "udp"),
+    ("udp_jitter_ms", "UDP jitter (ms)", "udp"),
+    ("udp_p50_us", "UDP ping-pong p50 (us)", "pp_udp"),
+    ("udp_p99_us", "UDP ping-pong p99 (us)", "pp_udp"),
+    ("udp_p999_us", "UDP ping-pong p99.9 (us)", "pp_udp"),
+    ("tcp_p50_us", "TCP ping-pong p50 (us)", "pp_tcp"),
+    ("tcp_p99_us", "TCP ping-pong p99 (us)", "pp_tcp"),
+    ("tcp_p999_us", "TCP ping-pong p99.9 (us)", "pp_tcp"),
+]
+KEY_NAMES = [k for k, _, _ in KEYS]
+SUITES = ["tcp1", "tcp4", "udp", "pp_udp", "pp_tcp"]
+SUITE_GROUPS = {"all": SUITES, "throughput": ["tcp1", "tcp4"], "loss": ["udp"],
+                "latency": ["pp_udp", "pp_tcp"]}
+VARIANTS = ["kernel", "ours"]
+
+# The field's targets (issue 7): cross-cluster p99 under 1 ms, loss under 0.01 % at the offered rate.
+P99_SLO_US = 1000.0
+LOSS_SLO_PCT = 0.01
+
+
+def parse_suites(text: str) -> list[str]:
+    """"all", a group name or a comma list of suites; refuses unknown names."""
+    out: list[str] = []
+    for item in (s.strip() for s in text.split(",") if s.strip()):
+        names = SUITE_GROUPS.get(item, [item])
+        for n in names:
+            if n not in SUITES:
+                raise ValueError(f"unknown suite {item!r}; choose from {', '.join(SUITES)} "
+                                 f"or {', '.join(SUITE_GROUPS)}")
+            if n not in out:
+                out.append(n)
+    if not out:
+        raise ValueError("no suite selected")
+    return out
+
+
+def parse_variants(text: str) -> list[str]:
+    out = [v.strip() for v in text.split(",") if v.strip()]
+    for v in out:
+        if v not in VARIANTS:
+            raise ValueError(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+    if not out:
+        raise ValueError("no variant selected")
+    return [v for v in VARIANTS if v in out]
+
+
+def figures_from(suite: str, result: dict) -> dict[str, float]:
+    """The report keys one suite's raw result yields."""
+    if suite == "tcp1":
+        return {"tcp_gbps_1": result["gbps"]}
+    if suite == "tcp4":
+        return {"tcp_gbps_4": result["gbps"]}
+    if suite == "udp":
+        return {"udp_loss_pct": result["loss_pct"], "udp_jitter_ms": result["jitter_ms"]}
+    if suite in ("pp_udp", "pp_tcp"):
+        proto = "udp" if suite == "pp_udp" else "tcp"
+        pct = result["summary"]["percentiles"]
+        return {f"{proto}_p50_us": pct[50.0], f"{proto}_p99_us": pct[99.0],
+                f"{proto}_p999_us": pct[99.9]}
+    raise ValueError(f"unknown suite {suite}")
+
+
+@dataclass
+class Spread:
+    median: Optional[float]
+    minimum: Optional[float]
+    maximum: Optional[float]
+    runs: list[float]
+
+
+def spread(values: list[float]) -> Spread:
+    if not values:
+        return Spread(None, None, None, [])
+    return Spread(statistics.median(values), min(values), max(values), list(values))
+
+
+def ratio(ours: Optional[float], kernel: Optional[float]) -> Optional[float]:
+    """ours / kernel; None when either is missing or the kernel figure is zero."""
+    if ours is None or kernel is None or kernel == 0:
+        return None
+    return ours / kernel
+
+
+def slo_verdicts(figures: dict[str, Optional[float]], udp_rate: str) -> list[dict]:
+    """Each SLO with its value and verdict: True pass, False fail, None not measured."""
+    checks = [
+        ("UDP p99 latency < 1 ms", "udp_p99_us", P99_SLO_US, "us"),
+        ("TCP p99 latency < 1 ms", "tcp_p99_us", P99_SLO_US, "us"),
+        (f"UDP loss < {LOSS_SLO_PCT}% at {udp_rate}bit/s", "udp_loss_pct", LOSS_SLO_PCT, "%"),
+    ]
+    out = []
+    for name, key, target, unit in checks:
+        value = figures.get(key)
+        out.append({"slo": name, "key": key, "target": target, "unit": unit, "value": value,
+                    "pass": None if value is None else value < target})
+    return out
+
+
+def goal_verdicts(ratios: dict[str, Optional[float]]) -> list[dict]:
+    """Issue 7's goal against the kernel in the same run (reported, not an exit condition)."""
+    goals = [("p99 ratio <= 1.0", k, lambda r: r <= 1.0) for k in ("udp_p99_us", "tcp_p99_us")]
+    goals += [("TCP throughput ratio >= 1.0", k, lambda r: r >= 1.0) for k in ("tcp_gbps_1", "tcp_gbps_4")]
+    return [{"goal": f"{name} ({key})", "key": key, "ratio": ratios.get(key),
+             "met": None if ratios.get(key) is None else test(ratios[key])} for name, key, test in goals]
+
+
+def distribution(samples: list[float], summary_pcts: dict) -> dict:
+    ordered = sorted(samples)
+    mine = {str(p): parsers.percentile(ordered, p) for p in (50, 90, 99, 99.9, 99.99)} if ordered else {}
+    return {
+        "samples": len(samples),
+        "sockperf_percentiles_us": {f"{k:g}": v for k, v in summary_pcts.items()},
+        "percentiles_us_from_samples": mine,
+        "histogram_us": [[lo, n] for lo, n in parsers.histogram(samples, 5.0)],
+        "histogram_bucket_us": 5.0,
+        "cdf": [[round(x, 3), round(f, 6)] for x, f in parsers.cdf_points(samples, 1500)],
+    }
+
+
+def _fmt(v: Optional[float], key: str) -> str:
+    if v is None:
+        return "-"
+    if key.endswith("_pct"):
+        return f"{v:.4f}"
+    if key.endswith("_ms"):
+        return f"{v:.4f}"
+    if key.endswith("_gbps_1") or key.endswith("_gbps_4"):
+        return f"{v:.2f}"
+    return f"{v:.1f}"
+
+
+def table(doc: dict) -> str:
+    """The terminal table: median [min-max] per variant, and the ratio ours/kernel."""
+    spreads = doc.get("spread", {})
+    rows = [("metric", "ours", "kernel", "ratio")]
+    for key, label, _ in KEYS:
+        cells = [label]
+        for variant in ("ours", "kernel"):
+            s = spreads.get(variant, {}).get(key)
+            v = doc[variant].get(key)
+            cell = _fmt(v, key)
+            if s and len(s["runs"]) > 1:
+                cell += f" [{_fmt(s['min'], key)}-{_fmt(s['max'], key)}]"
+            cells.append(cell)
+        r = doc["ratio"].get(key)
+        cells.append("-" if r is None else f"{r:.2f}")
+        rows.append(tuple(cells))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for n, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def slo_lines(doc: dict) -> list[str]:
+    lines = []
+    for variant in ("ours", "kernel"):
+        for v in doc["slo"].get(variant, []):
+            if v["pass"] is None:
+                verdict = "not measured"
+            else:
+                verdict = "PASS" if v["pass"] else "FAIL"
+            value = "-" if v["value"] is None else f"{v['value']:.4g} {v['unit']}"
+            lines.append(f"SLO {variant:6} {v['slo']:40} {value:>14}  {verdict}")
+    for g in doc.get("goals", []):
+        met = "not measured" if g["met"] is None else ("met" if g["met"] else "not met")
+        r = "-" if g["ratio"] is None else f"{g['ratio']:.2f}"
+        lines.append(f"goal   {g['goal']:47} {r:>14}  {met}")
+    return lines
+
+
+def write_json(doc: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
