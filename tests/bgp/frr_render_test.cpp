@@ -1,0 +1,106 @@
+// FRR renderer: golden files (tests/bgp/golden/*.conf). To update them after an intended
+// change: VXFED_UPDATE_GOLDEN=1 build-x/tests/bgp/bgp_frr_render_test, then review the diff.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "config.hpp"
+#include "frr_render.hpp"
+
+#ifndef BGP_GOLDEN_DIR
+#error "BGP_GOLDEN_DIR must point at tests/bgp/golden"
+#endif
+
+namespace {
+
+using namespace vxfed::bgp;
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void check_golden(const std::string& name, const std::string& yaml, const char* vtep,
+                  std::vector<const char*> advertise) {
+  auto c = parse_config(YAML::Load(yaml));
+  ASSERT_TRUE(c.ok()) << c.error();
+  RenderInput in{&*c, *Ipv4Addr::parse(vtep), {}};
+  for (const char* a : advertise) in.advertise.push_back(*Ipv4Prefix::parse(a));
+  const std::string text = render_frr_config(in);
+  const std::string path = std::string(BGP_GOLDEN_DIR) + "/" + name + ".conf";
+  if (const char* u = std::getenv("VXFED_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::ofstream(path) << text;
+  }
+  EXPECT_EQ(text, read_file(path)) << "golden file " << path << " differs";
+  EXPECT_EQ(render_frr_config(in), text) << "rendering must be deterministic";
+}
+
+TEST(FrrRender, TwoClusterPeer) {
+  check_golden("two_cluster", R"(
+asn: 65001
+router_id: 198.18.0.1
+clusters: {cluster-b: [10.245.0.0/16]}
+peers:
+  - {address: 198.18.0.2, remote_asn: 65002, cluster: cluster-b, network: fed, keepalive: 1, hold: 3,
+     max_prefix: 100, graceful_restart: false}
+)", "198.18.0.11", {"10.244.0.0/16"});
+}
+
+TEST(FrrRender, EveryOption) {
+  check_golden("every_option", R"(
+asn: 65001
+router_id: 198.18.0.1
+graceful_restart: true
+restart_time: 60
+advertise: [10.244.128.0/17]
+clusters: {b: [10.245.0.0/16], c: [10.246.0.0/16, 10.247.0.0/16]}
+peers:
+  - address: 198.18.0.2
+    remote_asn: 65002
+    cluster: b
+    network: fed
+    password: s3cret
+    bfd: true
+    ebgp_multihop: 3
+    update_source: 198.18.0.1
+    connect_retry: 2
+    accept: ["10.245.0.0/16 le 24", {prefix: 10.245.0.0/16, ge: 28, le: 32}]
+  - {address: 198.18.0.3, remote_asn: 65003, cluster: c, vni: 2000, graceful_restart: false}
+fpm: {listen: 127.0.0.1, port: 2700}
+)", "198.18.0.11", {"10.244.0.0/16", "10.244.0.0/16"});
+}
+
+TEST(FrrRender, NothingToAdvertiseDeniesAll) {
+  check_golden("no_advertise", R"(
+asn: 65001
+router_id: 198.18.0.1
+graceful_restart: false
+clusters: {b: [10.245.0.0/16]}
+peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: fed, graceful_restart: true}]
+)", "198.18.0.11", {});
+}
+
+TEST(FrrRender, RedactionHidesPasswords) {
+  auto c = parse_config(YAML::Load(R"(
+asn: 65001
+router_id: 198.18.0.1
+clusters: {b: [10.245.0.0/16]}
+peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: fed, password: hunter2pass}]
+)"));
+  ASSERT_TRUE(c.ok());
+  RenderInput in{&*c, *Ipv4Addr::parse("198.18.0.11"), {}};
+  const std::string text = render_frr_config(in);
+  ASSERT_NE(text.find("neighbor 198.18.0.2 password hunter2pass"), std::string::npos);
+  const std::string red = redact_frr_text(text);
+  EXPECT_EQ(red.find("hunter2pass"), std::string::npos);
+  EXPECT_NE(red.find("neighbor 198.18.0.2 password <redacted>"), std::string::npos);
+  // frr-reload's own log format (python list of lines) is covered too.
+  EXPECT_EQ(redact_frr_text("['router bgp 1\\n neighbor 1.2.3.4 password hunter2pass\\n']").find("hunter2pass"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,172 @@
+// RouteTable: next hop -> VTEP, prefix -> peer -> VNI, withdrawals, coalesced deltas and the
+// mark-and-sweep resync.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "route_table.hpp"
+#include "fpm_encoder.hpp"
+
+namespace {
+
+using namespace vxfed::bgp;
+
+std::uint32_t ip(const char* s) { return Ipv4Addr::parse(s)->value; }
+Ipv4Prefix pfx(const char* s) { return *Ipv4Prefix::parse(s); }
+
+std::vector<PeerConfig> peers() {
+  auto c = parse_config(YAML::Load(R"(
+asn: 65001
+router_id: 198.18.0.1
+clusters: {b: [10.245.0.0/16], c: [10.246.0.0/16]}
+peers:
+  - {address: 198.18.0.2, remote_asn: 65002, cluster: b, network: fed, accept: ["10.245.0.0/16 le 24"]}
+  - {address: 198.18.0.3, remote_asn: 65003, cluster: c, vni: 2000}
+)"));
+  EXPECT_TRUE(c.ok()) << c.error();
+  return c->peers;
+}
+
+struct Fixture : ::testing::Test {
+  std::map<std::string, std::uint32_t> vnis{{"fed", 1500}};
+  RouteTable table{peers(), [this](const std::string& n) -> std::optional<std::uint32_t> {
+                     auto it = vnis.find(n);
+                     if (it == vnis.end()) return std::nullopt;
+                     return it->second;
+                   }};
+  void apply(const char* prefix, std::initializer_list<std::uint32_t> gws, bool del = false) {
+    table.apply(fpm::make_bgp_route(pfx(prefix), gws, del));
+  }
+  static std::string str(const RouteUpdate& u) {
+    std::string s = u.full ? "full" : "delta";
+    std::vector<std::string> parts;
+    for (const auto& r : u.upserts) {
+      std::string v = " +" + r.prefix.str() + "@" + std::to_string(r.vni) + "[";
+      for (std::size_t i = 0; i < r.vteps.size(); ++i) v += (i ? "," : "") + r.vteps[i].str();
+      parts.push_back(v + "]" + r.peer);
+    }
+    for (const auto& k : u.removals) parts.push_back(" -" + k.prefix.str() + "@" + std::to_string(k.vni));
+    std::sort(parts.begin(), parts.end());
+    for (auto& p : parts) s += p;
+    return s;
+  }
+};
+
+TEST_F(Fixture, LearnsVtepsAndVniFromThePeerWhoseAcceptListMatches) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  apply("10.246.0.0/16", {ip("198.18.0.13"), ip("198.18.0.14"), ip("198.18.0.13")});
+  EXPECT_EQ(str(table.take_pending()),
+            "delta +10.245.0.0/16@1500[198.18.0.12]198.18.0.2 +10.246.0.0/16@2000[198.18.0.13,198.18.0.14]198.18.0.3");
+  EXPECT_EQ(table.size(), 2u);
+  auto snap = table.snapshot();
+  ASSERT_EQ(snap.size(), 2u);
+  EXPECT_EQ(snap[0].network, "fed");
+  EXPECT_EQ(snap[1].network, "");
+}
+
+TEST_F(Fixture, WithdrawalRemoves) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  table.take_pending();
+  apply("10.245.0.0/16", {}, true);
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.0.0/16@1500");
+  EXPECT_EQ(table.size(), 0u);
+}
+
+TEST_F(Fixture, DeleteThenAddInOneBatchIsOneUpsert) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  table.take_pending();
+  apply("10.245.0.0/16", {ip("198.18.0.12")}, true);
+  apply("10.245.0.0/16", {ip("198.18.0.13")});
+  EXPECT_EQ(str(table.take_pending()), "delta +10.245.0.0/16@1500[198.18.0.13]198.18.0.2");
+}
+
+TEST_F(Fixture, AddThenDeleteOfANewRouteEmitsNothing) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  apply("10.245.0.0/16", {}, true);
+  EXPECT_TRUE(table.take_pending().empty());
+}
+
+TEST_F(Fixture, IdenticalResendEmitsNothing) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  table.take_pending();
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  EXPECT_TRUE(table.take_pending().empty());
+}
+
+TEST_F(Fixture, PrefixNoPeerAcceptsIsDropped) {
+  apply("10.245.1.128/25", {ip("198.18.0.12")});  // beyond le 24
+  apply("10.99.0.0/16", {ip("198.18.0.12")});
+  EXPECT_TRUE(table.take_pending().empty());
+  EXPECT_EQ(table.stats().no_peer, 2u);
+}
+
+TEST_F(Fixture, NonBgpRoutesIgnoredAndDisplaceOurs) {
+  auto r = fpm::make_bgp_route(pfx("10.245.0.0/16"), {ip("198.18.0.12")});
+  r.protocol = 196;
+  table.apply(r);
+  EXPECT_TRUE(table.take_pending().empty());
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  table.take_pending();
+  table.apply(r);  // zebra now prefers a static route for the prefix
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.0.0/16@1500");
+  EXPECT_EQ(table.stats().non_bgp_ignored, 2u);
+}
+
+TEST_F(Fixture, OtherTablesIgnored) {
+  auto r = fpm::make_bgp_route(pfx("10.245.0.0/16"), {ip("198.18.0.12")});
+  r.table = 1000;
+  table.apply(r);
+  EXPECT_TRUE(table.take_pending().empty());
+  EXPECT_EQ(table.stats().other_table_ignored, 1u);
+}
+
+TEST_F(Fixture, ZeroNextHopsRemoves) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  table.take_pending();
+  auto r = fpm::make_bgp_route(pfx("10.245.0.0/16"), {});
+  r.multipath = true;
+  table.apply(r);
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.0.0/16@1500");
+  EXPECT_EQ(table.stats().no_next_hop, 1u);
+}
+
+TEST_F(Fixture, UnknownNetworkWaitsThenResolves) {
+  vnis.clear();
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  EXPECT_TRUE(table.take_pending().empty());
+  EXPECT_EQ(table.stats().unresolved, 1u);
+  vnis["fed"] = 1600;
+  table.reresolve();
+  EXPECT_EQ(str(table.take_pending()), "delta +10.245.0.0/16@1600[198.18.0.12]198.18.0.2");
+  vnis["fed"] = 1700;  // network re-created with another VNI
+  table.reresolve();
+  EXPECT_EQ(str(table.take_pending()), "delta +10.245.0.0/16@1700[198.18.0.12]198.18.0.2 -10.245.0.0/16@1600");
+}
+
+TEST_F(Fixture, ResyncSweepsWhatWasNotResent) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  apply("10.245.1.0/24", {ip("198.18.0.12")});
+  apply("10.246.0.0/16", {ip("198.18.0.13")});
+  table.take_pending();
+  table.begin_resync();
+  apply("10.245.0.0/16", {ip("198.18.0.12")});  // resent unchanged
+  apply("10.246.0.0/16", {ip("198.18.0.14")});  // resent with a new VTEP
+  EXPECT_EQ(str(table.take_pending()), "delta +10.246.0.0/16@2000[198.18.0.14]198.18.0.3");
+  table.end_resync();
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.1.0/24@1500");
+  EXPECT_EQ(table.size(), 2u);
+  EXPECT_EQ(table.stats().swept, 1u);
+  auto full = table.take_full();
+  EXPECT_EQ(str(full), "full +10.245.0.0/16@1500[198.18.0.12]198.18.0.2 +10.246.0.0/16@2000[198.18.0.14]198.18.0.3");
+}
+
+TEST_F(Fixture, PeerChangeReresolves) {
+  apply("10.246.0.0/16", {ip("198.18.0.13")});
+  table.take_pending();
+  auto p = peers();
+  p.pop_back();  // peer c removed: its routes have no peer any more
+  table.set_peers(p);
+  EXPECT_EQ(str(table.take_pending()), "delta -10.246.0.0/16@2000");
+}
+
+}  // namespace
