@@ -167,6 +167,7 @@ class ForwardingTables {
   FlatMap64<std::uint8_t> allowed_;
   rte_lpm* lpm_ = nullptr;                  // union of all prefixes -> prefix id
   std::vector<std::uint32_t> prefix_parent_;  // prefix id -> next shorter union prefix id
+  std::uint32_t default_prefix_ = ~0u;      // id of 0.0.0.0/0 (rte_lpm has no depth 0)
   FlatMap64<std::uint32_t> route_group_;    // (prefix id, network) -> group index
   std::vector<NextHopGroup> groups_;
   std::vector<std::uint32_t> group_slots_;

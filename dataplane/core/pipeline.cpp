@@ -1,0 +1,316 @@
+// The packet pipeline (see pipeline.hpp for what happens to which packet).
+// Shape of every burst function (DESIGN.md convention 1): count RX for the burst, then a
+// loop that prefetches the packet kPrefetchAhead places ahead while handling the current
+// one, then a tail loop for the last packets (nothing left to prefetch).
+#include "core/pipeline.hpp"
+
+#include <rte_ether.h>
+#include <rte_prefetch.h>
+
+#include <cstring>
+
+#include "core/flow_hash.hpp"
+#include "core/parse.hpp"
+#include "core/wire/arp.hpp"
+#include "core/wire/icmp.hpp"
+#include "core/wire/ipv4.hpp"
+#include "core/wire/vxlan.hpp"
+
+namespace vxfed::dataplane {
+
+static_assert(kMaxPorts >= RTE_MAX_ETHPORTS, "counters and TX stage index by DPDK port id");
+
+namespace {
+
+using namespace vxfed::wire;
+
+constexpr std::uint16_t kPrefetchAhead = 3;
+
+inline void drop(rte_mbuf* m, DropReason r, std::uint16_t port, WorkerCounters& c) {
+  c.drop(r, port);
+  rte_pktmbuf_free(m);
+}
+
+inline ByteSpan first_segment(const rte_mbuf* m) {
+  return ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), rte_pktmbuf_data_len(m));
+}
+
+inline void prefetch_data(rte_mbuf* m) { rte_prefetch0(rte_pktmbuf_mtod(m, void*)); }
+
+inline void count_rx(rte_mbuf** pkts, std::uint16_t n, std::uint16_t port, WorkerCounters& c) {
+  std::uint64_t bytes = 0;
+  for (std::uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
+  c.ports[port].rx_packets.add(n);
+  c.ports[port].rx_bytes.add(bytes);
+}
+
+inline std::uint16_t fold_checksum(std::uint32_t sum) {
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum);
+}
+
+// Rewrites Ethernet dst/src of a frame delivered to a pod (from its gateway).
+inline void set_macs(rte_mbuf* m, const MacAddress& dst, const MacAddress& src) {
+  auto* eth = rte_pktmbuf_mtod(m, std::uint8_t*);
+  std::memcpy(eth, dst.data(), 6);
+  std::memcpy(eth + 6, src.data(), 6);
+}
+
+// Turns an ARP request in m into our reply, in place: "ip_be is at mac".
+inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddress& mac,
+                               std::uint32_t ip_be) {
+  auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
+  EthernetHeader eth;
+  eth.dst = req.sender_mac;
+  eth.src = mac;
+  eth.ether_type_be = to_be16(kEtherTypeArp);
+  std::memcpy(p, &eth, sizeof(eth));
+  ArpHeader arp;
+  arp.hardware_type_be = to_be16(kArpHardwareEthernet);
+  arp.protocol_type_be = to_be16(kEtherTypeIpv4);
+  arp.hardware_len = 6;
+  arp.protocol_len = 4;
+  arp.opcode_be = to_be16(kArpOpReply);
+  arp.sender_mac = mac;
+  arp.sender_ip_be = ip_be;
+  arp.target_mac = req.sender_mac;
+  arp.target_ip_be = req.sender_ip_be;
+  std::memcpy(p + sizeof(eth), &arp, sizeof(arp));
+  m->ol_flags = 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Uplink
+
+inline void uplink_arp(const ForwardingTables& t, rte_mbuf* m, const ArpFields& arp,
+                       TxStage& tx, WorkerCounters& c) {
+  const std::uint16_t port = t.uplink_port();
+  // Any ARP from a known VTEP tells us its MAC (replies to our requests, and its requests).
+  bool learned = false;
+  if (const std::uint32_t* v = t.vtep_index(arp.sender_ip_be)) {
+    t.neighbors().learn_slot(t.vtep(*v).neighbor_slot, arp.sender_mac);
+    learned = true;
+  }
+  if (arp.opcode == kArpOpRequest && arp.target_ip_be == t.local_vtep_ip_be()) {
+    arp_reply_in_place(m, arp, t.uplink_mac(), t.local_vtep_ip_be());
+    tx.stage(port, m, c);
+    return;
+  }
+  if (learned) {
+    rte_pktmbuf_free(m);  // consumed: its work is done
+    return;
+  }
+  drop(m, DropReason::ArpIgnored, port, c);
+}
+
+inline void uplink_one(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+  const std::uint16_t port = t.uplink_port();
+  UplinkParseOptions opt;
+  opt.local_vtep_ip_be = t.local_vtep_ip_be();
+  const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+  if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD) [[unlikely]] {
+    // A NIC-flagged bad checksum is only meaningful for IPv4; ARP has none.
+    if (rte_pktmbuf_data_len(m) >= 14 &&
+        rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 12)[0] == 0x08 &&
+        rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 13)[0] == 0x00)
+      return drop(m, DropReason::BadIpChecksum, port, c);
+  }
+  opt.outer_ip_checksum_verified = csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+
+  const UplinkFrame f = parse_uplink_frame(first_segment(m), rte_pktmbuf_pkt_len(m), opt);
+  if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
+  if (f.kind != FrameKind::Vxlan) [[unlikely]] return drop(m, f.drop, port, c);
+
+  const std::uint32_t* vtep = t.vtep_index(f.outer_src_ip_be);
+  if (!vtep) [[unlikely]] return drop(m, DropReason::UnknownVtep, port, c);
+  const NetworkEntry* net = t.network_by_vni(f.vni);
+  if (!net) [[unlikely]] return drop(m, DropReason::UnknownVni, port, c);
+  const std::uint16_t ni = t.network_index(*net);
+  if (!t.vtep_allowed(*vtep, ni)) [[unlikely]] return drop(m, DropReason::VniNotAllowedForVtep, port, c);
+  if (f.inner_ip_total_len > net->mtu) [[unlikely]] return drop(m, DropReason::InnerTooBig, port, c);
+  const EndpointEntry* ep = t.endpoint(ni, f.inner_dst_ip_be);
+  if (!ep) [[unlikely]] return drop(m, DropReason::NoEndpoint, port, c);
+
+  rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
+  const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - f.inner_len;   // outer Ethernet padding
+  if (excess) rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
+  set_macs(m, ep->mac, net->gateway_mac);
+  m->ol_flags = 0;
+  VniCounters& vc = c.vnis[net->counter_slot];
+  vc.decap_packets.add(1);
+  vc.decap_bytes.add(f.inner_len);
+  tx.stage(ep->port, m, c);
+}
+
+// ---------------------------------------------------------------------------------------
+// Pod ports
+
+// ICMP fragmentation-needed (RFC 792 / 1191) from the gateway to the pod, quoting the IP
+// header and first 8 payload bytes of m (which the caller then frees).
+inline bool frag_needed(const NetworkEntry& net, const PodPortEntry& pod, rte_mbuf* m,
+                        const PodFrame& f, std::uint16_t port, TxStage& tx, WorkerCounters& c) {
+  rte_mbuf* r = rte_pktmbuf_alloc(m->pool);
+  if (!r) return false;
+  const std::uint32_t quote_max = rte_pktmbuf_data_len(m) - sizeof(EthernetHeader);
+  const std::uint32_t quote = std::min<std::uint32_t>(f.ip_header_len + 8u, quote_max);
+  const std::uint32_t ip_len = sizeof(Ipv4Header) + sizeof(IcmpHeader) + quote;
+  auto* p = reinterpret_cast<std::uint8_t*>(
+      rte_pktmbuf_append(r, static_cast<std::uint16_t>(sizeof(EthernetHeader) + ip_len)));
+  if (!p) {
+    rte_pktmbuf_free(r);
+    return false;
+  }
+  EthernetHeader eth{pod.mac, net.gateway_mac, to_be16(kEtherTypeIpv4)};
+  Ipv4Header ip{};
+  ip.version_ihl = 0x45;
+  ip.tos = 0xc0;  // internetwork control, as hosts send ICMP errors
+  ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_len));
+  ip.ttl = 64;
+  ip.protocol = kIpProtoIcmp;
+  ip.src_be = net.gateway_ip_be;
+  ip.dst_be = f.src_ip_be;
+  ip.checksum_be = to_be16(ipv4_checksum(&ip, sizeof(ip)));
+  std::memcpy(p, &eth, sizeof(eth));
+  std::memcpy(p + sizeof(eth), &ip, sizeof(ip));
+  std::uint8_t* icmp_at = p + sizeof(eth) + sizeof(ip);
+  IcmpHeader icmp{};
+  icmp.type = kIcmpDestUnreachable;
+  icmp.code = kIcmpCodeFragNeeded;
+  icmp.next_hop_mtu_be = to_be16(net.mtu);
+  std::memcpy(icmp_at, &icmp, sizeof(icmp));
+  std::memcpy(icmp_at + sizeof(icmp), rte_pktmbuf_mtod_offset(m, const std::uint8_t*, sizeof(EthernetHeader)), quote);
+  const std::uint16_t sum = ipv4_checksum(icmp_at, sizeof(icmp) + quote);
+  icmp.checksum_be = to_be16(sum);
+  std::memcpy(icmp_at, &icmp, sizeof(icmp));
+  tx.stage(port, r, c);
+  return true;
+}
+
+inline void encap(const ForwardingTables& t, const NetworkEntry& net, const NextHopGroup& g,
+                  rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port, TxStage& tx,
+                  WorkerCounters& c) {
+  const std::uint32_t hash = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
+  const VtepEntry& v = t.vtep(t.pick(g, hash));
+  const std::uint64_t nb = t.neighbors().read(v.neighbor_slot);
+  if (!(nb & NeighborCache::kValid)) [[unlikely]] {
+    t.neighbors().want(v.neighbor_slot);
+    return drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+  }
+  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
+  auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
+  if (!o) [[unlikely]] return drop(m, DropReason::NoHeadroom, rx_port, c);
+
+  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
+  // Neighbour MAC: the cache holds it as a 48-bit big-endian number.
+  const std::uint64_t mac_be = __builtin_bswap64(nb << 16);
+  std::memcpy(&o->eth.dst, &mac_be, 6);
+  const std::uint32_t ip_total = frame_len + sizeof(Ipv4Header) + sizeof(UdpHeader) + sizeof(VxlanHeader);
+  o->ip.tos = f.tos;  // DSCP (e.g. RoCE traffic classes) and ECN survive the tunnel
+  o->ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_total));
+  o->ip.checksum_be = to_be16(fold_checksum(v.checksum_base + ip_total + f.tos));
+  o->udp.src_port_be = to_be16(vxlan_src_port(hash));
+  o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
+  o->vxlan.vni_reserved_be = net.vni_field_be;
+  m->ol_flags = 0;
+  VniCounters& vc = c.vnis[net.counter_slot];
+  vc.encap_packets.add(1);
+  vc.encap_bytes.add(frame_len);
+  tx.stage(t.uplink_port(), m, c);
+}
+
+inline void pod_one(const ForwardingTables& t, const PodPortEntry& pod, std::uint16_t rx_port,
+                    rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+  const NetworkEntry& net = t.network(pod.network);
+  const PodFrame f = parse_pod_frame(first_segment(m), rte_pktmbuf_pkt_len(m));
+  if (f.kind == FrameKind::Arp) {
+    if (f.arp.opcode == kArpOpRequest && f.arp.target_ip_be == net.gateway_ip_be) {
+      arp_reply_in_place(m, f.arp, net.gateway_mac, net.gateway_ip_be);
+      return tx.stage(rx_port, m, c);
+    }
+    return drop(m, DropReason::ArpIgnored, rx_port, c);
+  }
+  if (f.kind != FrameKind::Ipv4) [[unlikely]] return drop(m, f.drop, rx_port, c);
+  if (f.src_ip_be != pod.ip_be) [[unlikely]] return drop(m, DropReason::PodSourceSpoofed, rx_port, c);
+  if (f.dst_ip_be == net.gateway_ip_be) [[unlikely]] return drop(m, DropReason::ToGateway, rx_port, c);
+  if (f.ip_total_len > net.mtu) [[unlikely]] {
+    if (!f.dont_fragment) return drop(m, DropReason::TooBigNoDf, rx_port, c);
+    if (!frag_needed(net, pod, m, f, rx_port, tx, c)) return drop(m, DropReason::MbufAllocFailed, rx_port, c);
+    return drop(m, DropReason::TooBigDf, rx_port, c);
+  }
+  if (const EndpointEntry* ep = t.endpoint(pod.network, f.dst_ip_be)) {
+    set_macs(m, ep->mac, net.gateway_mac);
+    m->ol_flags = 0;
+    VniCounters& vc = c.vnis[net.counter_slot];
+    vc.local_packets.add(1);
+    vc.local_bytes.add(rte_pktmbuf_pkt_len(m));
+    return tx.stage(ep->port, m, c);
+  }
+  const NextHopGroup* g = t.route(pod.network, f.dst_ip_be);
+  if (!g) [[unlikely]] return drop(m, DropReason::NoRoute, rx_port, c);
+  encap(t, net, *g, m, f, rx_port, tx, c);
+}
+
+}  // namespace
+
+std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pkts,
+                                   std::uint16_t n, TxStage& tx, WorkerCounters& counters) {
+  count_rx(pkts, n, tables.uplink_port(), counters);
+  std::uint16_t i = 0;
+  for (std::uint16_t k = 0; k < kPrefetchAhead && k < n; ++k) prefetch_data(pkts[k]);
+  for (; i + kPrefetchAhead < n; ++i) {
+    prefetch_data(pkts[i + kPrefetchAhead]);
+    uplink_one(tables, pkts[i], tx, counters);
+  }
+  for (; i < n; ++i) uplink_one(tables, pkts[i], tx, counters);
+  return n;
+}
+
+std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx_port,
+                                rte_mbuf** pkts, std::uint16_t n, TxStage& tx,
+                                WorkerCounters& counters) {
+  const PodPortEntry* pod = tables.pod_port(rx_port);
+  if (!pod) [[unlikely]] {
+    drop_burst(pkts, n, rx_port, DropReason::UnknownPodPort, counters);
+    return n;
+  }
+  count_rx(pkts, n, rx_port, counters);
+  std::uint16_t i = 0;
+  for (std::uint16_t k = 0; k < kPrefetchAhead && k < n; ++k) prefetch_data(pkts[k]);
+  for (; i + kPrefetchAhead < n; ++i) {
+    prefetch_data(pkts[i + kPrefetchAhead]);
+    pod_one(tables, *pod, rx_port, pkts[i], tx, counters);
+  }
+  for (; i < n; ++i) pod_one(tables, *pod, rx_port, pkts[i], tx, counters);
+  return n;
+}
+
+void drop_burst(rte_mbuf** pkts, std::uint16_t n, std::uint16_t rx_port, DropReason reason,
+                WorkerCounters& counters) {
+  count_rx(pkts, n, rx_port, counters);
+  counters.drop(reason, rx_port, n);
+  rte_pktmbuf_free_bulk(pkts, n);
+}
+
+bool build_arp_request(rte_mbuf* m, const MacAddress& sender_mac, std::uint32_t sender_ip_be,
+                       std::uint32_t target_ip_be) {
+  rte_pktmbuf_reset(m);
+  auto* p = reinterpret_cast<std::uint8_t*>(
+      rte_pktmbuf_append(m, sizeof(EthernetHeader) + sizeof(ArpHeader)));
+  if (!p) return false;
+  EthernetHeader eth{kBroadcastMac, sender_mac, to_be16(kEtherTypeArp)};
+  ArpHeader arp{};
+  arp.hardware_type_be = to_be16(kArpHardwareEthernet);
+  arp.protocol_type_be = to_be16(kEtherTypeIpv4);
+  arp.hardware_len = 6;
+  arp.protocol_len = 4;
+  arp.opcode_be = to_be16(kArpOpRequest);
+  arp.sender_mac = sender_mac;
+  arp.sender_ip_be = sender_ip_be;
+  arp.target_ip_be = target_ip_be;
+  std::memcpy(p, &eth, sizeof(eth));
+  std::memcpy(p + sizeof(eth), &arp, sizeof(arp));
+  return true;
+}
+
+}  // namespace vxfed::dataplane
