@@ -114,7 +114,8 @@ def percentile(sorted_samples: list[float], pct: float) -> float:
     """Nearest-rank percentile of an ascending list (the definition sockperf uses)."""
     if not sorted_samples:
         raise ValueError("no samples")
-    rank = max(1, math.ceil(pct / 100.0 * len(sorted_samples)))
+    # round() first: 99.9 / 100 * 1000 is 999.0000000000001 in binary floating point.
+    rank = max(1, math.ceil(round(pct * len(sorted_samples) / 100.0, 9)))
     return sorted_samples[min(rank, len(sorted_samples)) - 1]
 
 

@@ -1,0 +1,161 @@
+"""Unit: the latency suite's parsers and report logic, on tool output recorded from real
+iperf3 3.12 and sockperf 3.7 runs (trimmed). No root, no namespaces."""
+
+import json
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "perf" / "latency"))
+
+import parsers  # noqa: E402
+import report  # noqa: E402
+from topology_plan import df_ping_payload, make_plan  # noqa: E402
+
+SOCKPERF_OUT = """sockperf: == version #3.7-no.git ==
+sockperf: [Total Run] RunTime=1.001 sec; Warm up time=400 msec; SentMessages=31223; ReceivedMessages=31222
+sockperf: ========= Printing statistics for Server No: 0
+sockperf: [Valid Duration] RunTime=0.542 sec; SentMessages=16660; ReceivedMessages=16660
+sockperf: \x1b[2;35m====> avg-latency=16.260 (std-dev=19.010)\x1b[0m
+sockperf: # dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0
+sockperf: Summary: Latency is 16.260 usec
+sockperf: \x1b[2;35mTotal 16660 observations\x1b[0m; each percentile contains 166.60 observations
+sockperf: ---> <MAX> observation = 2042.874
+sockperf: ---> percentile 99.999 = 2042.874
+sockperf: ---> percentile 99.990 =  412.514
+sockperf: ---> percentile 99.900 =   63.595
+sockperf: ---> percentile 99.000 =   42.365
+sockperf: ---> percentile 90.000 =   15.188
+sockperf: ---> percentile 75.000 =   14.913
+sockperf: ---> percentile 50.000 =   14.748
+sockperf: ---> percentile 25.000 =   14.617
+sockperf: ---> <MIN> observation =    9.698
+"""
+
+FULL_LOG = SOCKPERF_OUT + """------------------------------
+packet, txTime(sec), rxTime(sec), latency(usec)
+0, 2.479140638, 2.479159504, 9.433
+1, 2.479159524, 2.479178581, 9.528
+2, 2.479178601, 2.479197637, 30.5
+------------------------------
+"""
+
+IPERF_TCP = {"start": {}, "intervals": [], "end": {
+    "streams": [{}, {}, {}, {}],
+    "sum_sent": {"seconds": 4.0, "bytes": 4044773006, "bits_per_second": 8.1e9, "retransmits": 425},
+    "sum_received": {"seconds": 4.0, "bytes": 4040000000, "bits_per_second": 8.07e9}}}
+
+IPERF_UDP_312 = {"start": {}, "intervals": [], "end": {
+    "streams": [{"udp": {}}],
+    "sum": {"seconds": 2.0, "bytes": 125000000, "bits_per_second": 4.99e8, "jitter_ms": 0.0273,
+            "lost_packets": 3, "packets": 89000, "lost_percent": 0.00337, "sender": True}}}
+
+
+class Parsers(unittest.TestCase):
+    def test_sockperf_summary(self):
+        s = parsers.parse_sockperf_summary(SOCKPERF_OUT)
+        self.assertEqual(s["observations"], 16660)
+        self.assertAlmostEqual(s["percentiles"][99.0], 42.365)
+        self.assertAlmostEqual(s["percentiles"][99.9], 63.595)
+        self.assertAlmostEqual(s["percentiles"][50.0], 14.748)
+        self.assertEqual(s["dropped"], 0)
+        self.assertAlmostEqual(s["max"], 2042.874)
+
+    def test_sockperf_without_results_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "no latency percentiles"):
+            parsers.parse_sockperf_summary("sockperf: ERROR: connect() failed\n")
+
+    def test_full_log(self):
+        self.assertEqual(parsers.parse_sockperf_full_log(FULL_LOG), [9.433, 9.528, 30.5])
+        with self.assertRaises(ValueError):
+            parsers.parse_sockperf_full_log(SOCKPERF_OUT)
+
+    def test_iperf3_tcp(self):
+        r = parsers.parse_iperf3_tcp(json.dumps(IPERF_TCP))
+        self.assertAlmostEqual(r["gbps"], 8.07)
+        self.assertEqual(r["retransmits"], 425)
+        self.assertEqual(r["streams"], 4)
+
+    def test_iperf3_udp_312_and_newer(self):
+        r = parsers.parse_iperf3_udp(json.dumps(IPERF_UDP_312))
+        self.assertAlmostEqual(r["loss_pct"], 0.00337)
+        self.assertEqual(r["lost_packets"], 3)
+        newer = json.loads(json.dumps(IPERF_UDP_312))
+        newer["end"]["sum_received"] = dict(newer["end"]["sum"], lost_percent=1.5)
+        self.assertAlmostEqual(parsers.parse_iperf3_udp(json.dumps(newer))["loss_pct"], 1.5)
+
+    def test_iperf3_errors(self):
+        with self.assertRaisesRegex(ValueError, "unable to connect"):
+            parsers.parse_iperf3_tcp('{"start": {}, "error": "unable to connect to server"}')
+        with self.assertRaisesRegex(ValueError, "did not print JSON"):
+            parsers.parse_iperf3_tcp("iperf3: error")
+        no_packets = json.loads(json.dumps(IPERF_UDP_312))
+        no_packets["end"]["sum"]["packets"] = 0
+        with self.assertRaisesRegex(ValueError, "no datagrams"):
+            parsers.parse_iperf3_udp(json.dumps(no_packets))
+
+    def test_percentile_and_cdf(self):
+        xs = [float(i) for i in range(1, 1001)]
+        self.assertEqual(parsers.percentile(xs, 50), 500.0)
+        self.assertEqual(parsers.percentile(xs, 99.9), 999.0)
+        cdf = parsers.cdf_points(xs, max_points=100)
+        self.assertEqual(cdf[-1], (1000.0, 1.0))
+        self.assertLess(len(cdf), 130)
+        self.assertTrue(all(b[1] > a[1] for a, b in zip(cdf, cdf[1:])))
+        self.assertEqual(parsers.histogram([1, 2, 6, 11], 5.0), [(0.0, 2), (5.0, 1), (10.0, 1)])
+
+    def test_nstat(self):
+        self.assertEqual(parsers.parse_nstat("#kernel\nUdpRcvbufErrors  19  0.0\n"), {"UdpRcvbufErrors": 19})
+
+
+class Report(unittest.TestCase):
+    def test_ratio(self):
+        self.assertAlmostEqual(report.ratio(2.0, 4.0), 0.5)
+        self.assertIsNone(report.ratio(1.0, 0.0))
+        self.assertIsNone(report.ratio(None, 1.0))
+
+    def test_slo(self):
+        v = {k: None for k in report.KEY_NAMES}
+        v.update(udp_p99_us=999.0, tcp_p99_us=1000.0, udp_loss_pct=0.0)
+        verdicts = {s["key"]: s["pass"] for s in report.slo_verdicts(v, "500M")}
+        self.assertEqual(verdicts, {"udp_p99_us": True, "tcp_p99_us": False, "udp_loss_pct": True})
+        v["udp_loss_pct"] = 0.01
+        self.assertFalse([s for s in report.slo_verdicts(v, "500M") if s["key"] == "udp_loss_pct"][0]["pass"])
+        self.assertIsNone(report.slo_verdicts({}, "1G")[0]["pass"])
+
+    def test_suites_and_variants(self):
+        self.assertEqual(report.parse_suites("latency,tcp1"), ["pp_udp", "pp_tcp", "tcp1"])
+        self.assertEqual(report.parse_suites("all"), report.SUITES)
+        with self.assertRaisesRegex(ValueError, "unknown suite"):
+            report.parse_suites("tcp9")
+        self.assertEqual(report.parse_variants("ours,kernel"), ["kernel", "ours"])
+        with self.assertRaisesRegex(ValueError, "unknown variant"):
+            report.parse_variants("calico")
+
+    def test_figures(self):
+        f = report.figures_from("pp_tcp", {"summary": parsers.parse_sockperf_summary(SOCKPERF_OUT)})
+        self.assertEqual(f, {"tcp_p50_us": 14.748, "tcp_p99_us": 42.365, "tcp_p999_us": 63.595})
+
+    def test_table_lists_every_key(self):
+        doc = {"ours": {k: None for k in report.KEY_NAMES}, "kernel": {k: 1.0 for k in report.KEY_NAMES},
+               "ratio": {k: None for k in report.KEY_NAMES}, "spread": {}}
+        text = report.table(doc)
+        for _, label, _ in report.KEYS:
+            self.assertIn(label, text)
+
+
+class Plan(unittest.TestCase):
+    def test_plan(self):
+        p = make_plan(9000, 2)
+        self.assertEqual(p.pod_mtu, 8950)
+        self.assertEqual(p.a.gateway, "10.244.0.1")
+        self.assertEqual([x.ip for x in p.b.pods], ["10.245.0.10", "10.245.0.11"])
+        self.assertEqual((p.a.asn, p.b.asn), (65001, 65002))
+        self.assertEqual(df_ping_payload(8950), 8922)
+        self.assertEqual(make_plan(1500).pod_mtu, 1450)
+        with self.assertRaisesRegex(ValueError, "not supported"):
+            make_plan(4000)
+
+
+if __name__ == "__main__":
+    unittest.main()
