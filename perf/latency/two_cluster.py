@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Brings up the two-cluster demo topology and keeps it up, for poking at by hand; tears it
+down on Ctrl-C, SIGTERM or when the given command ends.
+
+    sudo perf/latency/two_cluster.py --variant kernel                  # up until Ctrl-C
+    sudo perf/latency/two_cluster.py --variant ours --pods 2
+    sudo perf/latency/two_cluster.py --variant kernel -- ip netns list  # run a command, then down
+
+While it is up, the namespace names and pod addresses are printed, e.g.
+    ip netns exec vxdkern-podA0-12345 ping 10.245.0.10
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import path_checks  # noqa: E402
+from kernel_variant import KernelVariant  # noqa: E402
+from topology_plan import make_plan  # noqa: E402
+from variant_base import VariantUnavailable, tl  # noqa: E402
+
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--variant", choices=("kernel", "ours"), default="kernel")
+    p.add_argument("--mtu", type=int, choices=(9000, 1500), default=9000)
+    p.add_argument("--pods", type=int, default=1)
+    p.add_argument("--build-dir", type=Path, default=Path(os.environ.get("VXFED_BUILD_DIR", SOURCE_DIR / "build")))
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- command to run while it is up")
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        sys.exit("two_cluster: must run as root")
+    plan = make_plan(args.mtu, args.pods)
+    if args.variant == "kernel":
+        v = KernelVariant(plan)
+    else:
+        from vxfed_variant import VxfedVariant
+        v = VxfedVariant(plan, build_dir=args.build_dir, source_dir=SOURCE_DIR)
+
+    def on_term(signum, _frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    status = 0
+    try:
+        v.up()
+        path_checks.check(v)
+        for c in ("a", "b"):
+            tl.log(f"node {c.upper()}: {v.nodes[c].name}")
+            for pod in v.pods[c]:
+                tl.log(f"  {pod.name}: {pod.ns.name} {pod.ip}")
+        cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if cmd:
+            status = subprocess.run(cmd).returncode
+        else:
+            tl.log("up; Ctrl-C tears it down")
+            signal.pause()
+    except VariantUnavailable as exc:
+        tl.log(f"{v.name}: NOT AVAILABLE: {exc}")
+        status = 3
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        tl.log("tearing down")
+        v.close()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
