@@ -1,0 +1,423 @@
+#include "dataplane.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <spdlog/spdlog.h>
+
+#include "core/pipeline.hpp"
+#include "tables_json.hpp"
+
+namespace vxfed::dataplane {
+
+namespace {
+
+std::optional<std::uint32_t> parse_ipv4(const std::string& text) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, text.c_str(), &a) != 1) return std::nullopt;
+  return a.s_addr;
+}
+
+Result<std::pair<std::uint32_t, std::uint32_t>> parse_cidr(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos) return make_error("'" + text + "' is not a CIDR (a.b.c.d/len)");
+  const auto ip = parse_ipv4(text.substr(0, slash));
+  int len = -1;
+  try {
+    len = std::stoi(text.substr(slash + 1));
+  } catch (...) {
+  }
+  if (!ip || len < 0 || len > 32) return make_error("'" + text + "' is not a CIDR (a.b.c.d/len)");
+  const std::uint32_t mask = len == 0 ? 0 : htonl(~0u << (32 - len));
+  return std::make_pair(*ip & mask, mask);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
+  std::unique_ptr<Dataplane> d(new Dataplane());
+  d->options_ = options;
+  d->workers_ = options.queues;
+  const auto vtep = parse_ipv4(options.vtep_ip);
+  if (!vtep) return make_error("--vtep-ip: '" + options.vtep_ip + "' is not an IPv4 address");
+  d->vtep_ip_be_ = *vtep;
+
+  // Lcores: the main one is the control thread, then one per worker.
+  if (rte_lcore_count() < d->workers_ + 1)
+    return make_error("--queues " + std::to_string(d->workers_) + " needs " +
+                      std::to_string(d->workers_ + 1) + " EAL lcores (control + workers), got " +
+                      std::to_string(rte_lcore_count()) + ": give e.g. -l 0-" +
+                      std::to_string(d->workers_));
+
+  ArpResolver::Underlay underlay;
+  if (!options.underlay_gateway.empty()) {
+    const auto gw = parse_ipv4(options.underlay_gateway);
+    if (!gw) return make_error("--underlay-gateway: '" + options.underlay_gateway + "' is not an IPv4 address");
+    underlay.gateway_be = *gw;
+    bool static_gw = false;
+    for (const auto& n : options.static_neighbors)
+      if (n.substr(0, n.find('=')) == options.underlay_gateway) static_gw = true;
+    if (!static_gw)
+      return make_error("--underlay-gateway " + options.underlay_gateway +
+                        " needs its MAC as --static-neighbor " + options.underlay_gateway + "=MAC");
+  }
+  if (!options.underlay_subnet.empty()) {
+    auto c = parse_cidr(options.underlay_subnet);
+    if (!c) return make_error("--underlay-subnet: " + c.error());
+    underlay.subnet_be = c->first;
+    underlay.mask_be = c->second;
+  }
+  for (const auto& n : options.static_neighbors) {
+    const auto eq = n.find('=');
+    if (eq == std::string::npos || !parse_ipv4(n.substr(0, eq)))
+      return make_error("--static-neighbor '" + n + "': expected IP=MAC");
+  }
+
+  auto ports = Ports::create(options, d->workers_);
+  if (!ports) return make_error(ports.error());
+  d->ports_ = std::move(*ports);
+  rte_ether_addr mac{};
+  rte_eth_macaddr_get(d->ports_->uplink(), &mac);
+  std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), d->uplink_mac_.begin());
+
+  // RCU: one thread id per worker.
+  const std::size_t qs_size = rte_rcu_qsbr_get_memsize(d->workers_);
+  d->qs_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("vxfed_qsbr", qs_size, RTE_CACHE_LINE_SIZE));
+  if (d->qs_ == nullptr || rte_rcu_qsbr_init(d->qs_, d->workers_) != 0)
+    return make_error("cannot set up RCU state for " + std::to_string(d->workers_) + " workers");
+  d->state_ = std::make_unique<RcuSlot<ForwardingState>>(d->qs_);
+
+  if (d->ports_->uplink_spread() == UplinkSpread::Software) {
+    d->handoff_.assign(d->workers_, nullptr);
+    for (unsigned w = 1; w < d->workers_; ++w) {
+      const std::string name = "vxfed_handoff" + std::to_string(w);
+      d->handoff_[w] = rte_ring_create(name.c_str(), 4096, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+      if (d->handoff_[w] == nullptr) return make_error("cannot create " + name);
+    }
+  }
+  if (d->ports_->control_tx_queue() < 0) {
+    d->control_tx_ = rte_ring_create("vxfed_ctrl_tx", 256, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (d->control_tx_ == nullptr) return make_error("cannot create the control TX ring");
+  }
+
+  for (unsigned w = 0; w < d->workers_; ++w) {
+    auto* c = static_cast<WorkerCounters*>(rte_zmalloc("vxfed_counters", sizeof(WorkerCounters), 64));
+    auto* t = static_cast<TxStage*>(rte_zmalloc("vxfed_txstage", sizeof(TxStage), 64));
+    if (c == nullptr || t == nullptr) return make_error("cannot allocate per-worker state (EAL memory)");
+    new (c) WorkerCounters();
+    new (t) TxStage();
+    d->counters_.push_back(c);
+    d->stages_.push_back(t);
+    auto ctx = std::make_unique<WorkerContext>();
+    ctx->id = w;
+    ctx->workers = d->workers_;
+    ctx->uplink = d->ports_->uplink();
+    ctx->spread = d->ports_->uplink_spread();
+    ctx->state = d->state_.get();
+    ctx->qs = d->qs_;
+    ctx->counters = c;
+    ctx->tx = t;
+    ctx->handoff = d->handoff_.empty() ? nullptr : d->handoff_.data();
+    ctx->control_tx = w == 0 ? d->control_tx_ : nullptr;
+    ctx->handoff_drops = &d->handoff_drops_;
+    ctx->idle_sleep_us = options.idle_sleep_us;
+    ctx->busy_poll = options.busy_poll;
+    ctx->stop = &d->stop_workers_;
+    d->contexts_.push_back(std::move(ctx));
+  }
+
+  Dataplane* self = d.get();
+  d->arp_ = std::make_unique<ArpResolver>(d->neighbors_, underlay,
+                                          [self](std::uint32_t ip) { return self->send_arp_request(ip); });
+  if (!options.api_socket.empty()) {
+    auto api = ApiServer::create(options.api_socket, [self](const v1::DataplaneRequest& rq, v1::DataplaneResponse& rs) {
+      self->handle(rq, rs);
+    });
+    if (!api) return make_error(api.error());
+    d->api_ = std::move(*api);
+  }
+  return d;
+}
+
+Dataplane::~Dataplane() {
+  stop_workers();
+  api_.reset();
+  state_.reset();  // workers are gone: no grace period needed
+  if (ports_) ports_->close_all();
+  for (auto* c : counters_) rte_free(c);
+  for (auto* t : stages_) rte_free(t);
+  for (auto* r : handoff_) rte_ring_free(r);
+  rte_ring_free(control_tx_);
+  rte_free(qs_);
+}
+
+void Dataplane::stop_workers() {
+  if (!workers_running_) return;
+  stop_workers_.store(true);
+  rte_eal_mp_wait_lcore();
+  workers_running_ = false;
+}
+
+Status Dataplane::run(const std::atomic<bool>& stop) {
+  unsigned w = 0;
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (w == workers_) break;
+    if (int rc = rte_eal_remote_launch(worker_main, contexts_[w].get(), lcore); rc != 0)
+      return make_error("cannot launch worker " + std::to_string(w) + " on lcore " + std::to_string(lcore));
+    spdlog::info("worker {} on lcore {}", w, lcore);
+    ++w;
+  }
+  workers_running_ = true;
+
+  if (!options_.tables_file.empty()) {
+    auto snapshot = snapshot_from_file(options_.tables_file);
+    if (!snapshot) return make_error("--tables-file: " + snapshot.error());
+    if (auto st = apply_snapshot(*snapshot); !st) return make_error("--tables-file " + options_.tables_file + ": " + st.error());
+  } else {
+    spdlog::info("no tables yet: forwarding nothing until the first Snapshot");
+  }
+
+  while (!stop.load()) {
+    if (api_) {
+      api_->poll(5);
+    } else {
+      timespec ts{0, 5'000'000};
+      ::nanosleep(&ts, nullptr);
+    }
+    arp_->tick(std::chrono::steady_clock::now());
+  }
+  spdlog::info("stopping");
+  stop_workers();
+  return {};
+}
+
+bool Dataplane::send_arp_request(std::uint32_t target_ip_be) {
+  rte_mbuf* m = rte_pktmbuf_alloc(ports_->pool());
+  if (m == nullptr) return false;
+  if (!build_arp_request(m, uplink_mac_, vtep_ip_be_, target_ip_be)) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  bool sent;
+  if (ports_->control_tx_queue() >= 0) {
+    sent = rte_eth_tx_burst(ports_->uplink(), static_cast<std::uint16_t>(ports_->control_tx_queue()), &m, 1) == 1;
+  } else {
+    sent = rte_ring_enqueue(control_tx_, m) == 0;
+  }
+  if (!sent) rte_pktmbuf_free(m);
+  char text[INET_ADDRSTRLEN];
+  in_addr a{target_ip_be};
+  spdlog::debug("ARP request for {}: {}", inet_ntop(AF_INET, &a, text, sizeof text), sent ? "sent" : "no room");
+  return sent;
+}
+
+Status Dataplane::install(const v1::Tables& requested, std::uint64_t generation) {
+  v1::Tables tables = requested;
+  // --static-neighbor entries fill in what the tables do not say.
+  std::set<std::string> listed;
+  for (const auto& n : tables.neighbors()) listed.insert(n.ip());
+  for (const auto& n : options_.static_neighbors) {
+    const auto eq = n.find('=');
+    if (listed.count(n.substr(0, eq))) continue;
+    auto* added = tables.add_neighbors();
+    added->set_ip(n.substr(0, eq));
+    added->set_mac(n.substr(eq + 1));
+  }
+
+  // Attach the endpoint ports first: the tables refer to them by port id.
+  std::set<std::string> wanted;
+  std::vector<std::string> attached_now;
+  const auto roll_back = [&] {
+    for (const auto& iface : attached_now) ports_->detach(iface);
+  };
+  for (int i = 0; i < tables.endpoints_size(); ++i) {
+    const auto& e = tables.endpoints(i);
+    if (wanted.count(e.iface())) continue;
+    const bool existed = ports_->endpoint_ports().count(e.iface()) != 0;
+    auto port = ports_->attach(e.iface());
+    if (!port) {
+      roll_back();
+      return make_error("endpoints[" + std::to_string(i) + "] (id \"" + e.id() + "\"): iface: " + port.error());
+    }
+    if (!existed) attached_now.push_back(e.iface());
+    wanted.insert(e.iface());
+  }
+
+  BuildContext ctx;
+  ctx.local_vtep_ip_be = vtep_ip_be_;
+  ctx.uplink_mac = uplink_mac_;
+  ctx.underlay_mtu = options_.mtu;
+  ctx.uplink_port = ports_->uplink();
+  ctx.neighbors = &neighbors_;
+  ctx.vni_slots = &vni_slots_;
+  const auto& eps = ports_->endpoint_ports();
+  ctx.port_for_iface = [&eps](const std::string& iface) -> std::optional<std::uint16_t> {
+    auto it = eps.find(iface);
+    if (it == eps.end()) return std::nullopt;
+    return it->second.port_id;
+  };
+  auto built = ForwardingTables::create(tables, ctx);
+  if (!built) {
+    roll_back();
+    return make_error(built.error());
+  }
+
+  auto next = std::make_unique<ForwardingState>();
+  next->pod_ports = (*built)->pod_port_ids();
+  std::vector<std::uint32_t> vteps;
+  for (std::size_t i = 0; i < (*built)->vtep_count(); ++i) vteps.push_back((*built)->vtep(static_cast<std::uint32_t>(i)).ip_be);
+  next->tables = std::move(*built);
+  state_->publish(std::move(next));  // returns after the grace period: the old state is gone
+
+  // Ports no endpoint uses any more: no worker polls them now.
+  std::vector<std::string> unused;
+  for (const auto& [iface, info] : ports_->endpoint_ports())
+    if (!wanted.count(iface)) unused.push_back(iface);
+  for (const auto& iface : unused) ports_->detach(iface);
+
+  current_ = requested;
+  generation_ = generation;
+  ready_ = true;
+  arp_->watch(vteps);
+  spdlog::info("tables generation {} in force: {} networks, {} endpoints, {} routes, {} vteps",
+               generation, tables.networks_size(), tables.endpoints_size(), tables.routes_size(), vteps.size());
+  return {};
+}
+
+Status Dataplane::apply_snapshot(const v1::Snapshot& snapshot) {
+  auto st = install(snapshot.tables(), snapshot.generation());
+  if (st) ++snapshots_applied_;
+  return st;
+}
+
+Status Dataplane::apply_delta(const v1::Delta& delta) {
+  if (!ready_) return make_error("a Delta needs a Snapshot first: no tables are loaded");
+  auto merged = vxfed::dataplane::apply_delta(current_, delta);
+  if (!merged) return make_error(merged.error());
+  return install(*merged, delta.generation());
+}
+
+void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneResponse& response) {
+  response.set_request_id(request.request_id());
+  Status st;
+  switch (request.op_case()) {
+    case v1::DataplaneRequest::kSnapshot:
+      st = apply_snapshot(request.snapshot());
+      break;
+    case v1::DataplaneRequest::kDelta:
+      st = apply_delta(request.delta());
+      break;
+    case v1::DataplaneRequest::kGetStatus:
+      fill_status(*response.mutable_status());
+      break;
+    case v1::DataplaneRequest::kGetCounters:
+      fill_counters(*response.mutable_counters());
+      break;
+    case v1::DataplaneRequest::kDumpTables: {
+      auto* t = response.mutable_tables();
+      t->set_generation(generation_);
+      *t->mutable_tables() = current_;
+      break;
+    }
+    default:
+      st = make_error("request " + std::to_string(request.request_id()) + " names no operation");
+  }
+  response.set_ok(st.ok());
+  if (!st) {
+    ++requests_refused_;
+    response.set_error(st.error());
+    spdlog::warn("API: refused request {}: {}", request.request_id(), st.error());
+  }
+}
+
+void Dataplane::fill_status(v1::DataplaneStatus& s) const {
+  s.set_ready(ready_);
+  s.set_generation(generation_);
+  s.set_vtep_ip(options_.vtep_ip);
+  s.set_underlay_mtu(options_.mtu);
+  s.set_workers(workers_);
+  s.set_uptime_ms(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started_).count()));
+  s.set_ports(static_cast<std::uint32_t>(1 + ports_->endpoint_ports().size()));
+  s.set_version(VXFED_VERSION);
+}
+
+void Dataplane::fill_counters(v1::Counters& out) const {
+  std::vector<std::pair<std::string, std::uint16_t>> ports{{"uplink", ports_->uplink()}};
+  for (const auto& [iface, info] : ports_->endpoint_ports()) ports.emplace_back(iface, info.port_id);
+  for (const auto& [name, id] : ports) {
+    rte_eth_stats stats{};
+    rte_eth_stats_get(id, &stats);
+    for (unsigned w = 0; w < workers_; ++w) {
+      const PortCounters& c = counters_[w]->ports[id];
+      auto* p = out.add_ports();
+      p->set_name(name);
+      p->set_queue(w);
+      p->set_rx_packets(c.rx_packets.get());
+      p->set_rx_bytes(c.rx_bytes.get());
+      p->set_tx_packets(c.tx_packets.get());
+      p->set_tx_bytes(c.tx_bytes.get());
+      // Device-level losses (RX ring overruns, no mbuf, TX errors) have no queue: queue 0.
+      p->set_drops(c.drops.get() + (w == 0 ? stats.imissed + stats.rx_nombuf + stats.oerrors : 0));
+    }
+  }
+  for (const auto& [vni, slot] : vni_slots_.all()) {
+    auto* v = out.add_vnis();
+    v->set_vni(vni);
+    std::uint64_t sums[6] = {};
+    for (unsigned w = 0; w < workers_; ++w) {
+      const VniCounters& c = counters_[w]->vnis[slot];
+      sums[0] += c.encap_packets.get();
+      sums[1] += c.encap_bytes.get();
+      sums[2] += c.decap_packets.get();
+      sums[3] += c.decap_bytes.get();
+      sums[4] += c.local_packets.get();
+      sums[5] += c.local_bytes.get();
+    }
+    v->set_encap_packets(sums[0]);
+    v->set_encap_bytes(sums[1]);
+    v->set_decap_packets(sums[2]);
+    v->set_decap_bytes(sums[3]);
+    v->set_local_packets(sums[4]);
+    v->set_local_bytes(sums[5]);
+  }
+  for (std::uint32_t r = 0; r < kDropReasonCount; ++r) {
+    std::uint64_t total = 0;
+    for (unsigned w = 0; w < workers_; ++w) total += counters_[w]->drops[r].get();
+    auto* d = out.add_drops();
+    d->set_reason(std::string(drop_reason_name(static_cast<DropReason>(r))));
+    d->set_packets(total);
+  }
+}
+
+std::string Dataplane::counters_text() const {
+  v1::Counters c;
+  fill_counters(c);
+  std::ostringstream s;
+  s << "vxfed-dataplane final counters (generation " << generation_ << ")\n";
+  for (const auto& p : c.ports())
+    s << "  port " << p.name() << " queue " << p.queue() << ": rx " << p.rx_packets() << " pkts "
+      << p.rx_bytes() << " bytes, tx " << p.tx_packets() << " pkts " << p.tx_bytes() << " bytes, drops "
+      << p.drops() << "\n";
+  for (const auto& v : c.vnis())
+    s << "  vni " << v.vni() << ": encap " << v.encap_packets() << " pkts " << v.encap_bytes()
+      << " bytes, decap " << v.decap_packets() << " pkts " << v.decap_bytes() << " bytes, local "
+      << v.local_packets() << " pkts " << v.local_bytes() << " bytes\n";
+  std::uint64_t total = 0;
+  for (const auto& d : c.drops()) {
+    total += d.packets();
+    if (d.packets() != 0) s << "  drop " << d.reason() << ": " << d.packets() << "\n";
+  }
+  s << "  drops total: " << total << " (" << kDropReasonCount << " reasons; zeros not shown)\n";
+  s << "  arp requests sent: " << arp_->requests_sent() << "\n";
+  return s.str();
+}
+
+}  // namespace vxfed::dataplane

@@ -1,0 +1,84 @@
+// vxfed-dataplane as one object: ports, workers, the RCU-published forwarding state, the
+// table API and ARP resolution. The control thread (the EAL main lcore) runs run(); workers
+// run on the other lcores. Everything here except the workers is control-thread only.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "api_server.hpp"
+#include "arp_resolver.hpp"
+#include "core/counters.hpp"
+#include "core/neighbor_cache.hpp"
+#include "core/tx_stage.hpp"
+#include "dataplane.pb.h"
+#include "forwarding_state.hpp"
+#include "options.hpp"
+#include "ports.hpp"
+#include "rcu_slot.hpp"
+#include "result.hpp"
+#include "worker.hpp"
+
+namespace vxfed::dataplane {
+
+class Dataplane {
+ public:
+  // Sets everything up (EAL already initialised); workers are not started yet.
+  static Result<std::unique_ptr<Dataplane>> create(const Options& options);
+  ~Dataplane();
+
+  // Starts the workers, applies --tables-file, serves the API until `stop` becomes true.
+  Status run(const std::atomic<bool>& stop);
+
+  // ---- table API (also used for --tables-file) ----
+  Status apply_snapshot(const v1::Snapshot& snapshot);
+  Status apply_delta(const v1::Delta& delta);
+  void handle(const v1::DataplaneRequest& request, v1::DataplaneResponse& response);
+  void fill_status(v1::DataplaneStatus& status) const;
+  void fill_counters(v1::Counters& counters) const;
+
+  // Human-readable counters (non-zero lines), printed on exit.
+  std::string counters_text() const;
+
+ private:
+  Dataplane() = default;
+  Status install(const v1::Tables& tables, std::uint64_t generation);
+  bool send_arp_request(std::uint32_t target_ip_be);
+  void stop_workers();
+
+  Options options_;
+  std::uint32_t vtep_ip_be_ = 0;
+  wire::MacAddress uplink_mac_{};
+  std::unique_ptr<Ports> ports_;
+  unsigned workers_ = 1;
+  rte_rcu_qsbr* qs_ = nullptr;
+  std::unique_ptr<RcuSlot<ForwardingState>> state_;
+  NeighborCache neighbors_;
+  VniCounterSlots vni_slots_;
+  std::vector<WorkerCounters*> counters_;
+  std::vector<TxStage*> stages_;
+  std::vector<std::unique_ptr<WorkerContext>> contexts_;
+  std::vector<rte_ring*> handoff_;
+  rte_ring* control_tx_ = nullptr;
+  std::atomic<std::uint64_t> handoff_drops_{0};
+  std::atomic<bool> stop_workers_{false};
+  bool workers_running_ = false;
+  std::unique_ptr<ArpResolver> arp_;
+  std::unique_ptr<ApiServer> api_;
+
+  // What the workers run now (for DumpTables and Deltas).
+  v1::Tables current_;
+  std::uint64_t generation_ = 0;
+  bool ready_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::uint64_t snapshots_applied_ = 0, requests_refused_ = 0;
+};
+
+}  // namespace vxfed::dataplane

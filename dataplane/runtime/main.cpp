@@ -1,0 +1,81 @@
+// vxfed-dataplane: EAL arguments, then `--`, then our options (options.cpp). A thin shell
+// around Dataplane: parse, initialise EAL, run until SIGTERM/SIGINT, print final counters.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <spdlog/spdlog.h>
+
+#include "dataplane.hpp"
+#include "options.hpp"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace vxfed::dataplane;
+  // Our options follow the first `--`; everything before it belongs to EAL.
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      split = i;
+      break;
+    }
+  std::vector<std::string> ours(argv + std::min(split + 1, argc), argv + argc);
+  for (int i = 1; i < split; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) ours = {"--help"};
+  auto parsed = parse_options(argv[0], ours);
+  if (!parsed) {
+    std::cerr << "vxfed-dataplane: " << parsed.error() << "\n";
+    return 2;
+  }
+  if (parsed->help) {
+    std::cout << parsed->help_text;
+    return 0;
+  }
+  const Options& options = parsed->options;
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [vxfed-dataplane] [%l] %v");
+
+  std::vector<char*> eal_args(argv, argv + split);
+  if (rte_eal_init(static_cast<int>(eal_args.size()), eal_args.data()) < 0) {
+    std::cerr << "vxfed-dataplane: EAL initialisation failed: " << rte_strerror(rte_errno)
+              << " (check the EAL options before `--`)\n";
+    return 1;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  int status = 0;
+  {
+    auto dp = Dataplane::create(options);
+    if (!dp) {
+      spdlog::error("{}", dp.error());
+      rte_eal_cleanup();
+      return 1;
+    }
+    auto st = (*dp)->run(g_stop);
+    if (!st) {
+      spdlog::error("{}", st.error());
+      status = 1;
+    }
+    std::cout << (*dp)->counters_text() << std::flush;
+  }
+  rte_eal_cleanup();
+  spdlog::info("exit {}", status);
+  return status;
+}

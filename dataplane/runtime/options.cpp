@@ -1,0 +1,132 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <sstream>
+
+namespace vxfed::dataplane {
+
+namespace {
+
+constexpr const char* kDescription =
+    "vxfed-dataplane: the DPDK VXLAN forwarder of vxfed.\n"
+    "\n"
+    "usage: vxfed-dataplane [EAL options] -- --uplink PORT --vtep-ip IP [options]\n"
+    "\n"
+    "EAL options are DPDK's own (see `dpdk-testpmd --help` or the DPDK docs), e.g.\n"
+    "  -l 0,1                   lcores: the first is the control thread (API, ARP),\n"
+    "                           the next --queues lcores are the workers\n"
+    "  --no-huge -m 1024        run without hugepages (or reserve them and drop these)\n"
+    "  --no-pci                 no PCI scan (vdev-only test setups)\n"
+    "  --file-prefix NAME       unique per instance when several run on one machine\n"
+    "  --in-memory              no shared files (hugepage mode only)\n"
+    "  --vdev net_af_packet0,iface=eth1,qpairs=N,framesz=9216,blocksz=36864,framecnt=512\n"
+    "                           an af_packet uplink; qpairs must equal --queues\n"
+    "  --vdev net_pcap0,... / net_tap0,... / net_null0 / net_af_xdp0,...   other ports\n"
+    "\n"
+    "Endpoint ports are not given here: for every Endpoint.iface in the tables the dataplane\n"
+    "hot-plugs an af_packet port on that interface (see --endpoint-port to use a DPDK port\n"
+    "instead), and detaches it when the last endpoint on it disappears.\n"
+    "\n"
+    "Our options";
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--uplink", o.uplink,
+                 "uplink port: a DPDK port name (net_af_packet0, 0000:03:00.0) or a port index")
+      ->required();
+  app.add_option("--vtep-ip", o.vtep_ip,
+                 "this node's VTEP IPv4 address: outer source of encapsulated frames; "
+                 "the dataplane answers ARP for it on the uplink")
+      ->required();
+  app.add_option("--queues", o.queues,
+                 "RX queues on the uplink = worker lcores (needs --queues + 1 EAL lcores). "
+                 "Hardware RSS where the port has it; af_packet spreads by the kernel's flow "
+                 "hash (PACKET_FANOUT_HASH); other ports with fewer queues are spread in "
+                 "software by the outer flow hash")
+      ->check(CLI::Range(1u, 16u))
+      ->capture_default_str();
+  app.add_option("--mtu", o.mtu, "underlay MTU; the pods' MTU is this minus 50 (VXLAN overhead)")
+      ->check(CLI::Range(1280u, 9600u))
+      ->capture_default_str();
+  app.add_option("--api-socket", o.api_socket,
+                 "unix socket (mode 0600) serving the table API of proto/dataplane.proto, "
+                 "length-delimited DataplaneRequest/DataplaneResponse");
+  app.add_option("--tables-file", o.tables_file,
+                 "JSON file applied at start-up for stand-alone use: a Snapshot "
+                 "({\"generation\":1,\"tables\":{...}}) or a bare Tables object, protobuf JSON "
+                 "mapping of proto/dataplane.proto");
+  app.add_option("--underlay-gateway", o.underlay_gateway,
+                 "underlay next hop (IPv4) for remote VTEPs outside --underlay-subnet; give its "
+                 "MAC with --static-neighbor GATEWAY=MAC (on-link VTEPs are resolved by ARP)");
+  app.add_option("--underlay-subnet", o.underlay_subnet,
+                 "CIDR of VTEPs reachable on-link (ARP for the VTEP itself); default: all "
+                 "VTEPs are on-link unless --underlay-gateway is set");
+  app.add_option("--static-neighbor", o.static_neighbors,
+                 "IP=MAC static underlay neighbour (repeatable); merged with the tables' "
+                 "neighbors, which win on conflict");
+  app.add_option("--endpoint-port", o.endpoint_port_args,
+                 "IFACE=PORTNAME: endpoints whose iface is IFACE use the existing DPDK port "
+                 "PORTNAME (e.g. a --vdev net_null1 or net_tap) instead of a hot-plugged "
+                 "af_packet port (repeatable)");
+  app.add_option("--endpoint-frames", o.endpoint_frames,
+                 "af_packet ring frames per queue and direction of each hot-plugged endpoint port")
+      ->check(CLI::Range(16u, 65536u))
+      ->capture_default_str();
+  app.add_option("--qdisc-bypass", o.qdisc_bypass,
+                 "1: endpoint af_packet ports transmit with PACKET_QDISC_BYPASS (skips the "
+                 "host veth's qdisc and tc egress hooks, faster); 0: through the qdisc, so tc "
+                 "programs on the host end of the pod veth see the frames")
+      ->capture_default_str();
+  app.add_option("--mbufs", o.mbufs, "mbuf pool size (0: computed from ports and queues)")
+      ->capture_default_str();
+  app.add_option("--idle-sleep-us", o.idle_sleep_us,
+                 "longest sleep of an idle worker in microseconds (it spins with rte_pause "
+                 "first, then sleeps 1 us, doubling up to this)")
+      ->check(CLI::Range(1u, 10000u))
+      ->capture_default_str();
+  app.add_flag("--busy-poll", o.busy_poll, "never sleep when idle (benchmarks; burns the cores)");
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+std::string usage_text(const std::string& argv0) {
+  CLI::App app(kDescription, argv0);
+  Options o;
+  add_options(app, o);
+  std::ostringstream out;
+  out << app.help();
+  out << "\nSignals: SIGTERM/SIGINT stop the workers, print the final counters, release the\n"
+         "ports and exit 0.\n";
+  return out.str();
+}
+
+Result<ParseOutcome> parse_options(const std::string& argv0, const std::vector<std::string>& args) {
+  ParseOutcome outcome;
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      outcome.help = true;
+      outcome.help_text = usage_text(argv0);
+      return outcome;
+    }
+  }
+  CLI::App app(kDescription, argv0);
+  add_options(app, outcome.options);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return make_error(std::string(e.what()) + " (see --help)");
+  }
+  for (const auto& a : outcome.options.endpoint_port_args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
+      return make_error("--endpoint-port '" + a + "': expected IFACE=PORTNAME");
+    outcome.options.endpoint_ports[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  return outcome;
+}
+
+}  // namespace vxfed::dataplane

@@ -1,0 +1,47 @@
+// Command-line options of vxfed-dataplane (the part after the EAL arguments and `--`).
+// Parsing is separate from main() so that --help can be produced without initialising EAL.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+
+namespace vxfed::dataplane {
+
+struct Options {
+  std::string uplink;                 // DPDK port name (e.g. net_af_packet0, 0000:03:00.0) or index
+  std::string vtep_ip;                // our VTEP IPv4 on the uplink
+  unsigned queues = 1;                // RX queues on the uplink = worker lcores
+  unsigned mtu = 9000;                // underlay MTU; pod MTU = mtu - 50
+  std::string api_socket;             // unix socket of the table API (empty: none)
+  std::string tables_file;            // Snapshot/Tables JSON applied at start-up (empty: none)
+  std::string underlay_gateway;       // next hop for VTEPs off the underlay subnet
+  std::string underlay_subnet;        // CIDR of on-link VTEPs (ARP for the VTEP itself)
+  std::vector<std::string> static_neighbors;          // "IP=MAC"
+  std::map<std::string, std::string> endpoint_ports;  // iface -> existing DPDK port name
+  std::vector<std::string> endpoint_port_args;        // "IFACE=PORTNAME" as given
+  unsigned endpoint_frames = 256;     // af_packet ring frames per queue of an endpoint port
+  bool qdisc_bypass = true;           // af_packet PACKET_QDISC_BYPASS on endpoint ports
+  unsigned mbufs = 0;                 // mbuf pool size (0: computed)
+  unsigned idle_sleep_us = 20;        // longest idle sleep of a worker
+  bool busy_poll = false;             // never sleep (benchmarks)
+  std::string log_level = "info";
+  bool print_counters_on_exit = true;
+};
+
+// Parses our options (argv after `--`). `argv0` is the program name for the usage text.
+// A parse error returns a message; --help returns ParseOutcome::help with the text.
+struct ParseOutcome {
+  Options options;
+  bool help = false;
+  std::string help_text;
+};
+Result<ParseOutcome> parse_options(const std::string& argv0, const std::vector<std::string>& args);
+
+// The usage text (EAL part and our options), for --help.
+std::string usage_text(const std::string& argv0);
+
+}  // namespace vxfed::dataplane

@@ -1,0 +1,77 @@
+// The ports of vxfed-dataplane: the uplink (given on the EAL command line) and one port per
+// local endpoint interface, hot-plugged as an af_packet vdev on the host end of the pod's veth
+// (or mapped to an existing DPDK port with --endpoint-port). Control-thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <rte_mempool.h>
+
+#include "options.hpp"
+#include "result.hpp"
+
+namespace vxfed::dataplane {
+
+// How the uplink's RX queues map to workers.
+enum class UplinkSpread {
+  Hardware,  // one RX queue per worker, the device spreads flows (RSS or af_packet fanout)
+  Software,  // one RX queue read by worker 0, which hands packets to their worker by flow hash
+};
+
+struct PortInfo {
+  std::uint16_t port_id = 0;
+  std::string name;         // "uplink" or the endpoint's iface
+  std::string device;       // DPDK device name
+  bool hot_plugged = false; // we created it (af_packet) and detach it
+};
+
+class Ports {
+ public:
+  static Result<std::unique_ptr<Ports>> create(const Options& options, unsigned workers);
+  ~Ports();
+  Ports(const Ports&) = delete;
+  Ports& operator=(const Ports&) = delete;
+
+  std::uint16_t uplink() const { return uplink_; }
+  UplinkSpread uplink_spread() const { return spread_; }
+  // A TX queue of the uplink reserved for the control thread (ARP requests), or -1 when the
+  // uplink has no spare TX queue: then the control thread hands frames to worker 0.
+  int control_tx_queue() const { return control_txq_; }
+  rte_mempool* pool() const { return pool_; }
+  unsigned workers() const { return workers_; }
+  std::uint32_t max_frame() const { return max_frame_; }
+
+  // Ensures a started port for endpoint interface `iface` and returns its port id.
+  Result<std::uint16_t> attach(const std::string& iface);
+  // Stops, closes and (if hot-plugged) removes the port of `iface`. Callers first make sure
+  // no worker polls it any more (RCU grace period).
+  void detach(const std::string& iface);
+  // Interface -> port id of every attached endpoint port.
+  const std::map<std::string, PortInfo>& endpoint_ports() const { return endpoints_; }
+  // Name for counters: "uplink" or the iface.
+  std::string name_of(std::uint16_t port_id) const;
+
+  void close_all();
+
+ private:
+  Ports() = default;
+  Status setup_uplink();
+  Status start_port(std::uint16_t port, unsigned rx_queues, unsigned tx_queues, bool rss);
+
+  Options options_;
+  unsigned workers_ = 1;
+  std::uint16_t uplink_ = 0;
+  UplinkSpread spread_ = UplinkSpread::Hardware;
+  int control_txq_ = -1;
+  rte_mempool* pool_ = nullptr;
+  std::uint32_t max_frame_ = 0;
+  unsigned framesz_ = 0, blocksz_ = 0;
+  unsigned next_vdev_ = 0;
+  std::map<std::string, PortInfo> endpoints_;
+};
+
+}  // namespace vxfed::dataplane

@@ -1,0 +1,133 @@
+#include "worker.hpp"
+
+#include <sys/prctl.h>
+
+#include <rte_ethdev.h>
+
+#include "core/pipeline.hpp"
+#include "idle_backoff.hpp"
+#include "software_rss.hpp"
+
+namespace vxfed::dataplane {
+
+namespace {
+
+// Runs one uplink burst through the pipeline (or drops it before the first snapshot).
+inline void handle_uplink(WorkerContext& w, const ForwardingState* s, rte_mbuf** pkts, std::uint16_t n) {
+  if (s == nullptr) {
+    drop_burst(pkts, n, w.uplink, DropReason::NoTables, *w.counters);
+    return;
+  }
+  process_uplink_burst(*s->tables, pkts, n, *w.tx, *w.counters);
+}
+
+// Worker 0 on a single-queue uplink: keeps its own share, hands the rest to their workers.
+inline std::uint16_t distribute(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) {
+  std::uint16_t mine = 0;
+  rte_mbuf* per_worker[16][kMaxBurst];  // --queues is at most 16
+  std::uint16_t counts[16] = {};
+  for (std::uint16_t i = 0; i < n; ++i) {
+    const unsigned target = software_rss_hash(pkts[i]) % w.workers;
+    if (target == 0) {
+      pkts[mine++] = pkts[i];
+    } else {
+      per_worker[target][counts[target]++] = pkts[i];
+    }
+  }
+  for (unsigned t = 1; t < w.workers; ++t) {
+    if (counts[t] == 0) continue;
+    const unsigned done = rte_ring_enqueue_burst(w.handoff[t], reinterpret_cast<void**>(per_worker[t]),
+                                                 counts[t], nullptr);
+    if (done < counts[t]) {
+      // The target worker is behind: count on the uplink as RX then drop.
+      w.counters->ports[w.uplink].rx_packets.add(counts[t] - done);
+      w.counters->drop(DropReason::TxFull, w.uplink, counts[t] - done);
+      w.handoff_drops->fetch_add(counts[t] - done, std::memory_order_relaxed);
+      rte_pktmbuf_free_bulk(per_worker[t] + done, counts[t] - done);
+    }
+  }
+  return mine;
+}
+
+}  // namespace
+
+int worker_main(void* arg) {
+  auto& w = *static_cast<WorkerContext*>(arg);
+  // Short sleeps must stay short: the default 50 us timer slack would stretch a 10 us nap.
+  ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  rte_rcu_qsbr_thread_register(w.qs, w.id);
+  rte_rcu_qsbr_thread_online(w.qs, w.id);
+  IdleBackoff backoff(w.idle_sleep_us, w.busy_poll);
+  rte_mbuf* pkts[kMaxBurst];
+  const auto queue = static_cast<std::uint16_t>(w.id);
+  const auto send = [queue](std::uint16_t port, rte_mbuf** p, std::uint16_t n) {
+    return rte_eth_tx_burst(port, queue, p, n);
+  };
+
+  while (!w.stop->load(std::memory_order_relaxed)) {
+    const ForwardingState* s = w.state->read();
+    unsigned work = 0;
+
+    // Uplink.
+    if (w.spread == UplinkSpread::Hardware) {
+      const std::uint16_t n = rte_eth_rx_burst(w.uplink, queue, pkts, kMaxBurst);
+      if (n) {
+        work += n;
+        handle_uplink(w, s, pkts, n);
+      }
+    } else {
+      if (w.id == 0) {
+        std::uint16_t n = rte_eth_rx_burst(w.uplink, 0, pkts, kMaxBurst);
+        if (n) {
+          work += n;
+          n = distribute(w, pkts, n);
+          if (n) handle_uplink(w, s, pkts, n);
+        }
+      } else {
+        const unsigned n = rte_ring_dequeue_burst(w.handoff[w.id], reinterpret_cast<void**>(pkts),
+                                                  kMaxBurst, nullptr);
+        if (n) {
+          work += n;
+          handle_uplink(w, s, pkts, static_cast<std::uint16_t>(n));
+        }
+      }
+    }
+
+    // Endpoint ports: this worker's queue of each.
+    if (s != nullptr) {
+      for (const std::uint16_t port : s->pod_ports) {
+        const std::uint16_t n = rte_eth_rx_burst(port, queue, pkts, kMaxBurst);
+        if (n) {
+          work += n;
+          process_pod_burst(*s->tables, port, pkts, n, *w.tx, *w.counters);
+        }
+      }
+    }
+
+    // Frames the control thread asked worker 0 to send (ARP requests) when the uplink has
+    // no TX queue of its own for it.
+    if (w.control_tx != nullptr) {
+      const unsigned n = rte_ring_dequeue_burst(w.control_tx, reinterpret_cast<void**>(pkts),
+                                                kMaxBurst, nullptr);
+      for (unsigned i = 0; i < n; ++i) w.tx->stage(w.uplink, pkts[i], *w.counters);
+      work += n;
+    }
+
+    // Everything staged leaves before the quiescent report, so once a grace period ends no
+    // mbuf is still headed for a port the old tables named.
+    w.tx->flush(send, *w.counters);
+    rte_rcu_qsbr_quiescent(w.qs, w.id);
+    w.loops.store(w.loops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+
+    if (work) {
+      backoff.work_done();
+    } else if (backoff.idle()) {
+      w.sleeps.store(w.sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+  }
+  rte_rcu_qsbr_thread_offline(w.qs, w.id);
+  rte_rcu_qsbr_thread_unregister(w.qs, w.id);
+  return 0;
+}
+
+}  // namespace vxfed::dataplane

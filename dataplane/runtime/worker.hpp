@@ -1,0 +1,42 @@
+// A worker lcore: polls its uplink RX queue and its queue of every endpoint port, runs the
+// core pipeline on each burst, flushes the TX stage to its own TX queues, reports a quiescent
+// state to RCU once per loop, and backs off when idle.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "core/counters.hpp"
+#include "core/tx_stage.hpp"
+#include "forwarding_state.hpp"
+#include "ports.hpp"
+#include "rcu_slot.hpp"
+
+namespace vxfed::dataplane {
+
+struct WorkerContext {
+  unsigned id = 0;                    // worker index = RX/TX queue index = RCU thread id
+  unsigned workers = 1;
+  std::uint16_t uplink = 0;
+  UplinkSpread spread = UplinkSpread::Hardware;
+  RcuSlot<ForwardingState>* state = nullptr;
+  rte_rcu_qsbr* qs = nullptr;
+  WorkerCounters* counters = nullptr; // this worker's, zeroed
+  TxStage* tx = nullptr;              // this worker's
+  rte_ring** handoff = nullptr;       // software spread: ring per worker (index 0 unused)
+  rte_ring* control_tx = nullptr;     // worker 0 only: frames from the control thread
+  std::atomic<std::uint64_t>* handoff_drops = nullptr;  // software spread ring full
+  std::uint32_t idle_sleep_us = 20;
+  bool busy_poll = false;
+  const std::atomic<bool>* stop = nullptr;
+  std::atomic<std::uint64_t> loops{0};
+  std::atomic<std::uint64_t> sleeps{0};
+};
+
+// lcore entry point (rte_eal_remote_launch); arg is a WorkerContext*.
+int worker_main(void* arg);
+
+}  // namespace vxfed::dataplane
