@@ -143,6 +143,8 @@ def main(argv: list[str]) -> int:
     def on_term(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_term)
+    # Also when started in the background by a non-interactive shell, which ignores SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def teardown() -> None:
         # Nothing may interrupt the teardown: a second Ctrl-C would leave namespaces behind.
@@ -211,7 +213,7 @@ def main(argv: list[str]) -> int:
                     counters[name] = {"error": str(exc)}
     except KeyboardInterrupt as exc:
         interrupted = 143 if "signal 15" in str(exc) else 130
-        log(f"interrupted ({exc or 'Ctrl-C'}); tearing everything down")
+        log(f"interrupted ({str(exc) or 'Ctrl-C'}); tearing everything down")
     finally:
         teardown()
 

@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
     def on_term(signum, _frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     status = 0
     try:
         v.up()
