@@ -1,0 +1,540 @@
+#include "commands.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "bandwidth_hook.hpp"
+#include "cni_result.hpp"
+#include "delegate.hpp"
+#include "ipv4.hpp"
+#include "netlink.hpp"
+#include "records.hpp"
+#include "rollback.hpp"
+#include "state_store.hpp"
+#include "vxfedd_client.hpp"
+
+namespace vxfed::cni {
+
+namespace {
+
+constexpr std::uint32_t kDefaultPodMtu = 8950;   // underlay 9000 - VXLAN 50
+constexpr std::uint32_t kVxlanOverhead = 50;
+constexpr std::uint32_t kMaxDetachAttempts = 20; // a detach vxfedd keeps refusing is dropped
+
+std::uint64_t now_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// An fd on the pod's namespace; code 3 when it does not exist.
+class NetnsFd {
+ public:
+  static Expected<NetnsFd> open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT)
+        return cni_error(kContainerUnknown, "the pod's network namespace " + path + " does not exist");
+      return cni_error(kIoFailure, "cannot open the pod's network namespace " + path, std::strerror(errno));
+    }
+    return NetnsFd(fd);
+  }
+  NetnsFd(NetnsFd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  ~NetnsFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  explicit NetnsFd(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+CniError iface_error(const std::string& msg, const std::string& details) {
+  return cni_error(kInterfaceFailure, msg, details);
+}
+
+// Applies queued detaches (vxfedd was down when DEL ran). Called, under the lock, by every
+// invocation that reached vxfedd, before it does anything else there.
+void replay_pending(StateStore& store, VxfeddClient& client) {
+  auto guard = store.lock();
+  if (!guard) return;
+  auto queue = store.load_queue();
+  if (!queue || queue->empty()) return;
+  std::vector<PendingDetach> remaining;
+  bool reachable = true;
+  for (auto& d : *queue) {
+    if (!reachable) {
+      remaining.push_back(d);
+      continue;
+    }
+    pb::ControlRequest req;
+    req.mutable_detach_endpoint()->set_container_id(d.container_id);
+    req.mutable_detach_endpoint()->set_ifname(d.ifname);
+    auto resp = client.call(req);
+    if (!resp) {
+      reachable = false;
+      remaining.push_back(d);
+      continue;
+    }
+    if (resp->code() == pb::OK || resp->code() == pb::NOT_FOUND) {
+      spdlog::info("replayed queued detach of {}/{}", d.container_id, d.ifname);
+      continue;
+    }
+    if (++d.attempts >= kMaxDetachAttempts) {
+      spdlog::error("dropping queued detach of {}/{} after {} refusals: {}", d.container_id, d.ifname, d.attempts,
+                    resp->error());
+      continue;
+    }
+    remaining.push_back(d);
+  }
+  if (auto st = store.save_queue(remaining); !st) spdlog::error("{}: {}", st.error().msg, st.error().details);
+}
+
+// Detaches from vxfedd now if it answers, else records the detach for replay. Never fails:
+// the attachment's local state is removed either way.
+void detach_or_queue(StateStore& store, VxfeddClient* client, const std::string& container_id,
+                     const std::string& ifname, const std::string& network) {
+  if (client) {
+    pb::ControlRequest req;
+    req.mutable_detach_endpoint()->set_container_id(container_id);
+    req.mutable_detach_endpoint()->set_ifname(ifname);
+    auto resp = client->call(req);
+    if (resp && (resp->code() == pb::OK || resp->code() == pb::NOT_FOUND)) return;
+    if (resp) spdlog::warn("vxfedd refused to detach {}/{} ({}); queued for retry", container_id, ifname, resp->error());
+  }
+  auto guard = store.lock();
+  auto queue = store.load_queue();
+  std::vector<PendingDetach> q = queue ? *queue : std::vector<PendingDetach>{};
+  enqueue(q, PendingDetach{container_id, ifname, network, now_ms(), 0});
+  if (auto st = store.save_queue(q); !st)
+    spdlog::error("cannot queue the detach of {}/{}: {}", container_id, ifname, st.error().msg);
+  else
+    spdlog::warn("vxfedd unreachable: detach of {}/{} queued in {}/pending-detach.json", container_id, ifname,
+                 store.dir());
+}
+
+struct Network {
+  pb::NetworkInfo info;
+  Ipv4Prefix subnet;
+  std::uint32_t gateway = 0;
+  std::uint32_t mtu = 0;
+  std::vector<Ipv4Prefix> remote;
+};
+
+Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
+  pb::ControlRequest req;
+  req.mutable_get_network()->set_name(conf.network);
+  auto resp = client.call(req);
+  if (!resp) return resp.error();
+  if (resp->code() == pb::NOT_FOUND)
+    return cni_error(kInvalidConfig, "vxfed network \"" + conf.network + "\" does not exist on this node",
+                     "create it with vxfedctl, or set \"network\" in the CNI config to an existing one; vxfedd: " +
+                         resp->error());
+  if (resp->code() != pb::OK) return from_vxfedd(*resp, "cannot get vxfed network \"" + conf.network + "\"");
+  Network n;
+  n.info = resp->network();
+  auto subnet = parse_prefix(n.info.spec().subnet());
+  if (!subnet)
+    return cni_error(kVxfeddRefused, "vxfedd describes network \"" + conf.network + "\" without a valid subnet",
+                     "subnet: \"" + n.info.spec().subnet() + "\"");
+  n.subnet = Ipv4Prefix{subnet->network(), subnet->len};
+  if (!n.info.spec().gateway().empty()) {
+    auto gw = parse_ipv4(n.info.spec().gateway());
+    if (!gw) return cni_error(kVxfeddRefused, "vxfedd gives network \"" + conf.network + "\" an invalid gateway",
+                              n.info.spec().gateway());
+    n.gateway = *gw;
+  } else {
+    n.gateway = n.subnet.network() + 1;
+  }
+  for (const auto& cidr : n.info.remote_cidrs()) {
+    auto p = parse_prefix(cidr);
+    if (!p) {
+      spdlog::warn("ignoring remote CIDR \"{}\" of network {}: not an IPv4 prefix", cidr, conf.network);
+      continue;
+    }
+    n.remote.push_back(Ipv4Prefix{p->network(), p->len});
+  }
+  const std::uint32_t net_mtu = n.info.mtu() ? n.info.mtu() : kDefaultPodMtu;
+  if (conf.mtu > net_mtu)
+    return cni_error(kInvalidConfig, "\"mtu\": " + std::to_string(conf.mtu) + " exceeds network \"" + conf.network +
+                                         "\"'s MTU " + std::to_string(net_mtu) + " (underlay MTU - 50)");
+  n.mtu = conf.mtu ? conf.mtu : net_mtu;
+  return n;
+}
+
+std::map<std::string, std::string> pod_args(const CniEnv& env) {
+  std::map<std::string, std::string> out;
+  for (const auto& key : pod_arg_keys())
+    if (auto it = env.arg_map.find(key); it != env.arg_map.end()) out[key] = it->second;
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------- ADD
+
+Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
+  if (conf.ipam_type.empty())
+    return cni_error(kInvalidConfig, "the vxfed config has no \"ipam\" section; vxfed delegates addresses to an IPAM plugin such as host-local");
+  if (auto v = bandwidth_validate(conf); !v) return v.error();
+  auto store = StateStore::open(conf.state_dir);
+  if (!store) return store.error();
+  auto client = VxfeddClient::connect(conf.socket, static_cast<int>(conf.timeout_ms));
+  if (!client) return client.error();
+  replay_pending(*store, *client);
+
+  auto net = get_network(*client, conf);
+  if (!net) return net.error();
+  auto nsfd = NetnsFd::open(env.netns);
+  if (!nsfd) return nsfd.error();
+  auto host_nl = Netlink::open();
+  if (!host_nl) return iface_error("cannot talk to the kernel (rtnetlink)", host_nl.error());
+  auto pod_nl = Netlink::open_in(nsfd->fd());
+  if (!pod_nl) return iface_error("cannot talk to the kernel in the pod's namespace " + env.netns, pod_nl.error());
+
+  const std::string host = host_iface_name(env.container_id, env.ifname);
+  {
+    auto existing = host_nl->get_link(host);
+    if (!existing) return iface_error("cannot look up " + host, existing.error());
+    if (existing->has_value())
+      return iface_error("the host interface " + host + " for " + env.container_id + "/" + env.ifname +
+                             " already exists: this attachment was added before; DEL it first", "");
+    auto in_pod = pod_nl->get_link(env.ifname);
+    if (!in_pod) return iface_error("cannot look up " + env.ifname + " in the pod", in_pod.error());
+    if (in_pod->has_value())
+      return iface_error("the pod's namespace already has an interface named " + env.ifname +
+                             "; choose another CNI_IFNAME", "");
+  }
+
+  IpamDelegate ipam(conf, env);
+  Rollback rollback;  // declared after everything its steps use, so it runs before they go
+  auto ip_result = ipam.add();
+  if (!ip_result) return ip_result.error();
+  rollback.push("IPAM DEL", [&] {
+    if (auto r = ipam.del(); !r) spdlog::error("rollback: {} ({})", r.error().msg, r.error().details);
+  });
+
+  std::optional<Ipv4Prefix> address;
+  for (const auto& ip : ip_result->ips) {
+    if (ip.address.find(':') != std::string::npos)
+      return cni_error(kUnsupportedField, "IPAM plugin \"" + conf.ipam_type + "\" returned the IPv6 address " + ip.address +
+                                              "; vxfed networks are IPv4 only: remove IPv6 ranges from \"ipam\"");
+    auto p = parse_prefix(ip.address);
+    if (!p) return cni_error(kDecodeFailure, "IPAM returned an invalid address \"" + ip.address + "\"");
+    if (!address) address = *p;
+  }
+  if (!address)
+    return cni_error(kIpamFailure, "IPAM plugin \"" + conf.ipam_type + "\" returned no IPv4 address");
+  if (!contains(net->subnet, address->addr))
+    return cni_error(kInvalidConfig, "IPAM assigned " + address->str() + ", outside network \"" + conf.network +
+                                         "\"'s subnet " + net->subnet.str() + "; fix the IPAM range");
+
+  // The veth pair: host end for the dataplane, pod end created directly in the pod's namespace.
+  if (auto st = host_nl->create_veth(host, net->mtu + kVxlanOverhead, env.ifname, net->mtu, nsfd->fd()); !st)
+    return iface_error("cannot create the pod's interface", st.error());
+  rollback.push("delete veth", [&] {
+    if (auto r = host_nl->delete_link(host); !r) spdlog::error("rollback: {}", r.error());
+  });
+  disable_ipv6(host);
+
+  auto pod_link = pod_nl->get_link(env.ifname);
+  if (!pod_link || !pod_link->has_value())
+    return iface_error("the new interface " + env.ifname + " is not in the pod's namespace", pod_link ? "" : pod_link.error());
+  const int pod_index = (*pod_link)->index;
+  if (conf.runtime_mac) {
+    if (auto st = pod_nl->set_mac(pod_index, *parse_mac(*conf.runtime_mac)); !st)
+      return iface_error("cannot set the pod's MAC", st.error());
+  }
+  if (auto st = pod_nl->set_up(pod_index); !st) return iface_error("cannot bring " + env.ifname + " up", st.error());
+  if (auto st = pod_nl->add_address(pod_index, *address); !st)
+    return iface_error("cannot assign the IPAM address", st.error());
+
+  // ptp-style routing: no on-link subnet, everything goes to the gateway (the dataplane
+  // answers ARP for it), so pods on the same node also meet in the dataplane.
+  const Ipv4Prefix connected{address->network(), address->len};
+  if (auto r = pod_nl->delete_route(pod_index, connected, 0); !r)
+    return iface_error("cannot remove the on-link route " + connected.str(), r.error());
+  if (auto st = pod_nl->add_route(pod_index, Ipv4Prefix{net->gateway, 32}, 0, true); !st)
+    return iface_error("cannot add the gateway route", st.error());
+  CniResult result;
+  std::set<std::pair<std::uint32_t, int>> routed;
+  auto route_via = [&](const Ipv4Prefix& dst, std::uint32_t gw) -> Done {
+    if (!routed.insert({dst.network(), dst.len}).second) return done();
+    if (auto st = pod_nl->add_route(pod_index, dst, gw, false); !st)
+      return iface_error("cannot add a route in the pod", st.error());
+    result.routes.push_back({dst.network_str(), format_ipv4(gw)});
+    return done();
+  };
+  if (auto r = route_via(net->subnet, net->gateway); !r) return r.error();
+  for (const auto& remote : net->remote)
+    if (auto r = route_via(remote, net->gateway); !r) return r.error();
+  for (const auto& rt : ip_result->routes) {
+    auto dst = parse_prefix(rt.dst);
+    if (!dst || rt.dst.find(':') != std::string::npos) continue;
+    std::uint32_t gw = net->gateway;
+    if (!rt.gw.empty())
+      if (auto g = parse_ipv4(rt.gw)) gw = *g;
+    if (auto r = route_via(Ipv4Prefix{dst->network(), dst->len}, gw); !r) return r.error();
+  }
+
+  auto host_link = host_nl->get_link(host);
+  if (!host_link || !host_link->has_value()) return iface_error("the host end " + host + " vanished", "");
+  if (auto st = host_nl->set_up((*host_link)->index); !st) return iface_error("cannot bring " + host + " up", st.error());
+  pod_link = pod_nl->get_link(env.ifname);
+  if (!pod_link || !pod_link->has_value()) return iface_error("the pod end " + env.ifname + " vanished", "");
+  const std::string pod_mac = format_mac((*pod_link)->mac);
+
+  if (auto r = bandwidth_attach(conf, env.container_id, env.ifname, env.netns); !r) return r.error();
+  rollback.push("bandwidth detach", [&] { (void)bandwidth_detach(env.container_id, env.ifname); });
+
+  pb::ControlRequest req;
+  auto* ep = req.mutable_attach_endpoint()->mutable_endpoint();
+  ep->set_container_id(env.container_id);
+  ep->set_ifname(env.ifname);
+  ep->set_network(conf.network);
+  ep->set_ip(address->addr_str());
+  ep->set_mac(pod_mac);
+  ep->set_host_iface(host);
+  ep->set_netns(env.netns);
+  for (const auto& [k, v] : pod_args(env)) (*ep->mutable_pod())[k] = v;
+  auto resp = client->call(req);
+  if (!resp) return resp.error();
+  if (resp->code() != pb::OK && resp->code() != pb::ALREADY_EXISTS)
+    return from_vxfedd(*resp, "vxfedd did not register the endpoint " + env.container_id + "/" + env.ifname);
+  rollback.push("vxfedd detach", [&] { detach_or_queue(*store, &*client, env.container_id, env.ifname, conf.network); });
+
+  {
+    auto guard = store->lock();
+    if (!guard) return guard.error();
+    AttachmentRecord rec{env.container_id, env.ifname, conf.name, conf.network, env.netns, host,
+                         address->str(), pod_mac, conf.ipam_type, now_ms()};
+    if (auto st = store->save_record(rec); !st) return st.error();
+    // A detach queued for an earlier attachment with the same key is superseded by this one.
+    auto queue = store->load_queue();
+    if (queue && drop_queued(*queue, env.container_id, env.ifname)) (void)store->save_queue(*queue);
+  }
+
+  result.cni_version = conf.cni_version;
+  result.interfaces.push_back({host, format_mac((*host_link)->mac), "", net->mtu + kVxlanOverhead});
+  result.interfaces.push_back({env.ifname, pod_mac, env.netns, net->mtu});
+  result.ips.push_back({address->str(), format_ipv4(net->gateway), 1});
+  result.dns = ip_result->dns;
+  rollback.dismiss();
+  spdlog::info("ADD {}/{}: {} {} on {} (host {}, network {}, vni {})", env.container_id, env.ifname, address->str(),
+               pod_mac, env.netns, host, conf.network, net->info.vni());
+  return write_result(result, conf.cni_version);
+}
+
+// ---------------------------------------------------------------------------------------- DEL
+
+Expected<nlohmann::json> cmd_del(const NetConf& conf, const CniEnv& env) {
+  auto store = StateStore::open(conf.state_dir);
+  if (!store) return store.error();
+  auto client = VxfeddClient::connect(conf.socket, static_cast<int>(conf.timeout_ms));
+  if (client) replay_pending(*store, *client);
+
+  const std::string host = host_iface_name(env.container_id, env.ifname);
+  const auto record = store->load_record(host);
+  const std::string network = record ? record->network : conf.network;
+  detach_or_queue(*store, client ? &*client : nullptr, env.container_id, env.ifname, network);
+
+  if (auto r = bandwidth_detach(env.container_id, env.ifname); !r)
+    spdlog::warn("DEL {}/{}: {} ({})", env.container_id, env.ifname, r.error().msg, r.error().details);
+
+  auto host_nl = Netlink::open();
+  if (!host_nl) return iface_error("cannot talk to the kernel (rtnetlink)", host_nl.error());
+  auto deleted = host_nl->delete_link(host);
+  if (!deleted) return iface_error("cannot delete the host interface " + host, deleted.error());
+
+  if (!conf.ipam_type.empty()) {
+    IpamDelegate ipam(conf, env);
+    if (auto r = ipam.del(); !r) return r.error();
+  }
+  if (auto r = store->remove_record(host); !r) return r.error();
+  spdlog::info("DEL {}/{}: host interface {} {}", env.container_id, env.ifname, host,
+               *deleted ? "deleted" : "was already gone");
+  return nlohmann::json();
+}
+
+// -------------------------------------------------------------------------------------- CHECK
+
+Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
+  if (!supports_check(conf.version))
+    return cni_error(kIncompatibleVersion, "CHECK needs cniVersion 0.4.0 or later; the config says " + conf.cni_version);
+  if (!conf.prev_result)
+    return cni_error(kInvalidConfig, "CHECK needs prevResult: the runtime passes the cached ADD result");
+  if (conf.ipam_type.empty()) return cni_error(kInvalidConfig, "the vxfed config has no \"ipam\" section");
+  const CniResult& prev = *conf.prev_result;
+  auto fail = [&](const std::string& what) {
+    return cni_error(kCheckFailed, "CHECK " + env.container_id + "/" + env.ifname + ": " + what);
+  };
+
+  int prev_index = -1;
+  for (std::size_t i = 0; i < prev.interfaces.size(); ++i)
+    if (prev.interfaces[i].name == env.ifname && !prev.interfaces[i].sandbox.empty()) prev_index = static_cast<int>(i);
+  if (prev_index < 0) return fail("prevResult has no interface " + env.ifname + " with a sandbox");
+  const auto& prev_iface = prev.interfaces[static_cast<std::size_t>(prev_index)];
+
+  auto client = VxfeddClient::connect(conf.socket, static_cast<int>(conf.timeout_ms));
+  if (!client) return client.error();
+  auto nsfd = NetnsFd::open(env.netns);
+  if (!nsfd) return nsfd.error();
+  auto pod_nl = Netlink::open_in(nsfd->fd());
+  if (!pod_nl) return iface_error("cannot talk to the kernel in the pod's namespace", pod_nl.error());
+  auto link = pod_nl->get_link(env.ifname);
+  if (!link) return iface_error("cannot look up " + env.ifname, link.error());
+  if (!link->has_value()) return fail("the pod has no interface " + env.ifname);
+  const LinkInfo& l = **link;
+  if (l.kind != "veth") return fail(env.ifname + " is a " + (l.kind.empty() ? std::string("non-veth") : l.kind) + " link, not a veth");
+  if (!l.up) return fail(env.ifname + " is down");
+  if (!prev_iface.mac.empty() && parse_mac(prev_iface.mac) && *parse_mac(prev_iface.mac) != l.mac)
+    return fail(env.ifname + " has MAC " + format_mac(l.mac) + ", prevResult says " + prev_iface.mac);
+  if (prev_iface.mtu && *prev_iface.mtu != l.mtu)
+    return fail(env.ifname + " has MTU " + std::to_string(l.mtu) + ", prevResult says " + std::to_string(*prev_iface.mtu));
+
+  auto addrs = pod_nl->addresses(l.index);
+  if (!addrs) return iface_error("cannot list addresses", addrs.error());
+  std::string our_ip;
+  for (const auto& ip : prev.ips) {
+    if (ip.interface && *ip.interface != prev_index) continue;
+    auto p = parse_prefix(ip.address);
+    if (!p) return fail("prevResult has an invalid address " + ip.address);
+    if (std::find(addrs->begin(), addrs->end(), *p) == addrs->end()) return fail(env.ifname + " lacks address " + ip.address);
+    if (our_ip.empty()) our_ip = p->addr_str();
+  }
+  auto routes = pod_nl->routes(l.index);
+  if (!routes) return iface_error("cannot list routes", routes.error());
+  for (const auto& rt : prev.routes) {
+    auto dst = parse_prefix(rt.dst);
+    if (!dst) continue;
+    const std::uint32_t gw = rt.gw.empty() ? 0 : parse_ipv4(rt.gw).value_or(0);
+    const bool present = std::any_of(routes->begin(), routes->end(), [&](const RouteEntry& e) {
+      return e.dst.network() == dst->network() && e.dst.len == dst->len && (gw == 0 || e.gateway == gw);
+    });
+    if (!present) return fail("the route " + rt.dst + (rt.gw.empty() ? "" : " via " + rt.gw) + " is missing");
+  }
+  auto host_nl = Netlink::open();
+  if (!host_nl) return iface_error("cannot talk to the kernel (rtnetlink)", host_nl.error());
+  const std::string host = host_iface_name(env.container_id, env.ifname);
+  auto host_link = host_nl->get_link(host);
+  if (!host_link) return iface_error("cannot look up " + host, host_link.error());
+  if (!host_link->has_value()) return fail("the host end " + host + " is missing");
+  if (!(*host_link)->up) return fail("the host end " + host + " is down");
+
+  pb::ControlRequest req;
+  req.mutable_check_endpoint()->set_container_id(env.container_id);
+  req.mutable_check_endpoint()->set_ifname(env.ifname);
+  auto resp = client->call(req);
+  if (!resp) return resp.error();
+  if (resp->code() == pb::NOT_FOUND) return fail("vxfedd has no endpoint for it");
+  if (resp->code() != pb::OK) return from_vxfedd(*resp, "vxfedd could not check the endpoint");
+  const auto& ep = resp->endpoint();
+  if (!ep.in_dataplane()) return fail("vxfedd has the endpoint but the dataplane does not (yet)");
+  if (!our_ip.empty() && ep.spec().ip() != our_ip)
+    return fail("vxfedd has IP " + ep.spec().ip() + " for it, the pod has " + our_ip);
+  if (ep.spec().host_iface() != host) return fail("vxfedd attaches host interface " + ep.spec().host_iface() + ", expected " + host);
+
+  if (auto r = bandwidth_check(conf, env.container_id, env.ifname, env.netns); !r) return r.error();
+  IpamDelegate ipam(conf, env);
+  if (auto r = ipam.check(); !r) return r.error();
+  return nlohmann::json();
+}
+
+// ----------------------------------------------------------------------------------------- GC
+
+Expected<nlohmann::json> cmd_gc(const NetConf& conf, const CniEnv& env) {
+  if (!supports_gc_and_status(conf.version))
+    return cni_error(kIncompatibleVersion, "GC needs cniVersion 1.1.0; the config says " + conf.cni_version);
+  auto store = StateStore::open(conf.state_dir);
+  if (!store) return store.error();
+  auto client = VxfeddClient::connect(conf.socket, static_cast<int>(conf.timeout_ms));
+  if (client) replay_pending(*store, *client);
+  const std::set<Attachment> valid(conf.valid_attachments.begin(), conf.valid_attachments.end());
+  auto host_nl = Netlink::open();
+  if (!host_nl) return iface_error("cannot talk to the kernel (rtnetlink)", host_nl.error());
+
+  std::optional<CniError> first_error;
+  std::vector<Attachment> keep_in_vxfedd(valid.begin(), valid.end());
+  int removed = 0;
+  for (const auto& rec : store->list_records()) {
+    if (rec.config_name != conf.name) {
+      // Another config on the same vxfed network: vxfedd's GC below must not touch it.
+      if (rec.network == conf.network) keep_in_vxfedd.push_back({rec.container_id, rec.ifname});
+      continue;
+    }
+    if (valid.count({rec.container_id, rec.ifname})) continue;
+    spdlog::info("GC: removing stale attachment {}/{} ({})", rec.container_id, rec.ifname, rec.host_iface);
+    detach_or_queue(*store, client ? &*client : nullptr, rec.container_id, rec.ifname, rec.network);
+    (void)bandwidth_detach(rec.container_id, rec.ifname);
+    if (auto d = host_nl->delete_link(rec.host_iface); !d) {
+      if (!first_error) first_error = iface_error("GC: cannot delete " + rec.host_iface, d.error());
+      continue;
+    }
+    if (!conf.ipam_type.empty()) {
+      IpamDelegate ipam(conf, env);
+      if (auto r = ipam.del(rec.container_id, rec.ifname, rec.netns); !r) {
+        if (!first_error) first_error = r.error();
+        continue;
+      }
+    }
+    (void)store->remove_record(rec.host_iface);
+    ++removed;
+  }
+  if (client) {
+    pb::ControlRequest req;
+    auto* gc = req.mutable_garbage_collect();
+    for (const auto& a : keep_in_vxfedd) {
+      auto* v = gc->add_valid();
+      v->set_container_id(a.container_id);
+      v->set_ifname(a.ifname);
+    }
+    gc->add_networks(conf.network);
+    auto resp = client->call(req);
+    if (resp && resp->code() == pb::OK) {
+      for (const auto& spec : resp->gc().removed())
+        spdlog::info("GC: vxfedd removed endpoint {}/{}", spec.container_id(), spec.ifname());
+    } else if (resp) {
+      spdlog::warn("GC: vxfedd refused garbage collection: {}", resp->error());
+    }
+  }
+  spdlog::info("GC {}: removed {} stale attachments", conf.name, removed);
+  if (first_error) return *first_error;
+  return nlohmann::json();
+}
+
+// ------------------------------------------------------------------------------------- STATUS
+
+Expected<nlohmann::json> cmd_status(const NetConf& conf, const CniEnv& env) {
+  if (!supports_gc_and_status(conf.version))
+    return cni_error(kIncompatibleVersion, "STATUS needs cniVersion 1.1.0; the config says " + conf.cni_version);
+  auto client = VxfeddClient::connect(conf.socket, static_cast<int>(conf.timeout_ms));
+  if (!client) return cni_error(kNotAvailable, client.error().msg, client.error().details);
+  if (auto store = StateStore::open(conf.state_dir)) replay_pending(*store, *client);
+  pb::ControlRequest req;
+  req.mutable_get_status();
+  auto resp = client->call(req);
+  if (!resp) return cni_error(kNotAvailable, resp.error().msg, resp.error().details);
+  if (resp->code() != pb::OK) return cni_error(kNotAvailable, "vxfedd is not ready: " + resp->error());
+  const auto& st = resp->status();
+  if (!st.dataplane_connected()) return cni_error(kNotAvailable, "vxfedd is up but the dataplane is not connected to it");
+  if (!st.dataplane_ready()) return cni_error(kNotAvailable, "the dataplane has not applied vxfedd's tables yet");
+  if (!conf.ipam_type.empty()) {
+    if (auto found = find_plugin(conf.ipam_type, env.path); !found)
+      return cni_error(kNotAvailable, found.error().msg, found.error().details);
+  }
+  if (st.bgp_enabled() && !st.fpm_connected())
+    return cni_error(kLimitedConnectivity, "pods on this node can attach, but routes from other clusters are not "
+                                           "arriving (FRR's FPM stream is not connected to vxfedd)");
+  return nlohmann::json();
+}
+
+}  // namespace vxfed::cni

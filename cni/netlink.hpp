@@ -1,0 +1,82 @@
+// rtnetlink through libmnl: the few link, address and route operations the plugin needs.
+// A Netlink object is bound to the network namespace it was opened in (a netlink socket stays
+// in the namespace it was created in), so the plugin opens one in the host namespace and one
+// in the pod's, and never has to keep the process itself inside the pod's namespace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ipv4.hpp"
+#include "result.hpp"  // vxfed::Result, from common/
+
+struct mnl_socket;
+
+namespace vxfed::cni {
+
+struct LinkInfo {
+  int index = 0;
+  std::string name;
+  std::uint32_t mtu = 0;
+  Mac mac{};
+  bool up = false;          // IFF_UP
+  std::string kind;         // "veth", ... (IFLA_INFO_KIND)
+  int peer_index = 0;       // IFLA_LINK: for a veth, the peer's index (in the peer's namespace)
+};
+
+struct RouteEntry {
+  Ipv4Prefix dst;
+  std::uint32_t gateway = 0;  // 0: none (on-link)
+  int oif = 0;
+  std::uint8_t scope = 0;
+  std::uint8_t protocol = 0;
+};
+
+class Netlink {
+ public:
+  // In the calling thread's current network namespace.
+  static vxfed::Result<Netlink> open();
+  // In the namespace behind `netns_fd` (a /proc/.../ns/net or /var/run/netns/... fd): the
+  // thread enters it to create the socket and returns to the namespace it came from.
+  static vxfed::Result<Netlink> open_in(int netns_fd);
+
+  Netlink(Netlink&& o) noexcept;
+  Netlink& operator=(Netlink&&) = delete;
+  Netlink(const Netlink&) = delete;
+  ~Netlink();
+
+  // nullopt when no such link.
+  vxfed::Result<std::optional<LinkInfo>> get_link(const std::string& name);
+  // Creates a veth pair: `name` here, `peer_name` directly in `peer_netns_fd`.
+  vxfed::Status create_veth(const std::string& name, std::uint32_t mtu, const std::string& peer_name,
+                            std::uint32_t peer_mtu, int peer_netns_fd);
+  vxfed::Status set_mac(int index, const Mac& mac);
+  vxfed::Status set_up(int index);
+  // true when deleted, false when it did not exist.
+  vxfed::Result<bool> delete_link(const std::string& name);
+  vxfed::Status add_address(int index, const Ipv4Prefix& address);
+  vxfed::Result<std::vector<Ipv4Prefix>> addresses(int index);
+  vxfed::Status add_route(int oif, const Ipv4Prefix& dst, std::uint32_t gateway, bool scope_link);
+  // true when deleted, false when it did not exist.
+  vxfed::Result<bool> delete_route(int oif, const Ipv4Prefix& dst, std::uint32_t gateway);
+  vxfed::Result<std::vector<RouteEntry>> routes(int oif);  // IPv4, main table
+
+ private:
+  explicit Netlink(mnl_socket* sock);
+  // Sends one request with NLM_F_ACK and waits for the ack; returns -errno (0 on success).
+  int transact(void* nlh);
+  template <typename F>
+  int dump(void* nlh, F&& on_message);
+
+  mnl_socket* sock_ = nullptr;
+  std::uint32_t portid_ = 0;
+  std::uint32_t seq_ = 0;
+};
+
+// Writes "1" to /proc/sys/net/ipv6/conf/<ifname>/disable_ipv6 in the current namespace; the
+// host end of a pod veth carries no IPv6 of its own (no router solicitations into the dataplane).
+void disable_ipv6(const std::string& ifname);
+
+}  // namespace vxfed::cni

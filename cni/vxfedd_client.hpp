@@ -1,0 +1,43 @@
+// A blocking client for vxfedd's control socket (proto/control.proto): one connection per
+// plugin invocation, one ControlResponse per ControlRequest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "control.pb.h"
+#include "errors.hpp"
+
+namespace vxfed::cni {
+
+namespace pb = vxfed::control::v1;
+
+class VxfeddClient {
+ public:
+  // Code 11 (try again later) when vxfedd is not listening: the runtime retries ADD, and DEL
+  // queues the detach instead of failing.
+  static Expected<VxfeddClient> connect(const std::string& socket_path, int timeout_ms);
+
+  VxfeddClient(VxfeddClient&& o) noexcept : fd_(o.fd_), timeout_ms_(o.timeout_ms_), next_id_(o.next_id_), socket_(std::move(o.socket_)) { o.fd_ = -1; }
+  VxfeddClient(const VxfeddClient&) = delete;
+  VxfeddClient& operator=(const VxfeddClient&) = delete;
+  VxfeddClient& operator=(VxfeddClient&&) = delete;
+  ~VxfeddClient();
+
+  // Sends `request` (its request_id is set here) and returns vxfedd's answer whatever its code;
+  // transport failures are code 11.
+  Expected<pb::ControlResponse> call(pb::ControlRequest request);
+
+ private:
+  VxfeddClient(int fd, int timeout_ms, std::string socket) : fd_(fd), timeout_ms_(timeout_ms), socket_(std::move(socket)) {}
+  int fd_ = -1;
+  int timeout_ms_ = 0;
+  std::uint64_t next_id_ = 1;
+  std::string socket_;
+};
+
+// vxfedd's reason as a CNI error: NOT_FOUND and INVALID_ARGUMENT of a network become 7 (the
+// config names something vxfedd does not have), UNAVAILABLE becomes 11, the rest 100.
+CniError from_vxfedd(const pb::ControlResponse& response, const std::string& what);
+
+}  // namespace vxfed::cni

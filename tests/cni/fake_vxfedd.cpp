@@ -1,0 +1,250 @@
+// fake_vxfedd: a unit-level stand-in for vxfedd (control/) that speaks proto/control.proto on
+// a unix socket, so the CNI plugin's integration tests can run before or without the real
+// daemon. It keeps endpoints in memory, reports an endpoint as in the dataplane when its host
+// interface exists (what the real dataplane needs to attach), and writes its endpoint table
+// to --state after every change so tests can count endpoints.
+//
+//   fake_vxfedd --socket S --config networks.json [--state endpoints.json] [--not-ready]
+//   networks.json: {"networks":[{"name":"fed-a","subnet":"10.244.0.0/16","gateway":"10.244.0.1",
+//                   "mtu":8950,"vni":1001,"remote_cidrs":["10.245.0.0/16"]}]}
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "control.pb.h"
+#include "delimited.hpp"
+
+namespace pb = vxfed::control::v1;
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct State {
+  std::map<std::string, pb::NetworkInfo> networks;
+  std::map<std::pair<std::string, std::string>, pb::EndpointInfo> endpoints;
+  bool ready = true;
+  std::string state_path;
+  std::uint64_t requests = 0;
+};
+
+void save(const State& s) {
+  if (s.state_path.empty()) return;
+  nlohmann::json j;
+  j["requests"] = s.requests;
+  j["endpoints"] = nlohmann::json::array();
+  for (const auto& [key, ep] : s.endpoints) {
+    const auto& e = ep.spec();
+    nlohmann::json pod = nlohmann::json::object();
+    for (const auto& [k, v] : e.pod()) pod[k] = v;
+    j["endpoints"].push_back({{"container_id", e.container_id()}, {"ifname", e.ifname()}, {"network", e.network()},
+                              {"ip", e.ip()}, {"mac", e.mac()}, {"host_iface", e.host_iface()},
+                              {"netns", e.netns()}, {"pod", pod}});
+  }
+  const std::string tmp = s.state_path + ".tmp";
+  std::ofstream(tmp) << j.dump(2);
+  std::rename(tmp.c_str(), s.state_path.c_str());
+}
+
+pb::ControlResponse handle(State& s, const pb::ControlRequest& req) {
+  pb::ControlResponse resp;
+  resp.set_request_id(req.request_id());
+  ++s.requests;
+  auto fail = [&](pb::ErrorCode code, const std::string& msg) {
+    resp.set_code(code);
+    resp.set_error(msg);
+    return resp;
+  };
+  switch (req.op_case()) {
+    case pb::ControlRequest::kGetNetwork: {
+      auto it = s.networks.find(req.get_network().name());
+      if (it == s.networks.end()) return fail(pb::NOT_FOUND, "no network named \"" + req.get_network().name() + "\"");
+      *resp.mutable_network() = it->second;
+      return resp;
+    }
+    case pb::ControlRequest::kAttachEndpoint: {
+      const auto& e = req.attach_endpoint().endpoint();
+      if (!s.networks.count(e.network())) return fail(pb::NOT_FOUND, "no network named \"" + e.network() + "\"");
+      if (e.container_id().empty() || e.ifname().empty() || e.ip().empty() || e.host_iface().empty())
+        return fail(pb::INVALID_ARGUMENT, "endpoint needs container_id, ifname, ip and host_iface");
+      for (const auto& [key, other] : s.endpoints)
+        if (other.spec().ip() == e.ip() && key != std::make_pair(e.container_id(), e.ifname()))
+          return fail(pb::ALREADY_EXISTS, "IP " + e.ip() + " is already used by " + key.first);
+      pb::EndpointInfo info;
+      *info.mutable_spec() = e;
+      info.set_vni(s.networks[e.network()].vni());
+      info.set_in_dataplane(s.ready);
+      s.endpoints[{e.container_id(), e.ifname()}] = info;
+      *resp.mutable_endpoint() = info;
+      save(s);
+      return resp;
+    }
+    case pb::ControlRequest::kDetachEndpoint: {
+      auto key = std::make_pair(req.detach_endpoint().container_id(), req.detach_endpoint().ifname());
+      if (!s.endpoints.erase(key)) return fail(pb::NOT_FOUND, "no endpoint " + key.first + "/" + key.second);
+      save(s);
+      return resp;
+    }
+    case pb::ControlRequest::kCheckEndpoint: {
+      auto key = std::make_pair(req.check_endpoint().container_id(), req.check_endpoint().ifname());
+      auto it = s.endpoints.find(key);
+      if (it == s.endpoints.end()) return fail(pb::NOT_FOUND, "no endpoint " + key.first + "/" + key.second);
+      pb::EndpointInfo info = it->second;
+      info.set_in_dataplane(s.ready && if_nametoindex(info.spec().host_iface().c_str()) != 0);
+      *resp.mutable_endpoint() = info;
+      return resp;
+    }
+    case pb::ControlRequest::kGetStatus: {
+      auto* st = resp.mutable_status();
+      st->set_node("fake");
+      st->set_dataplane_connected(s.ready);
+      st->set_dataplane_ready(s.ready);
+      st->set_networks(static_cast<std::uint32_t>(s.networks.size()));
+      st->set_endpoints(static_cast<std::uint32_t>(s.endpoints.size()));
+      st->set_version("fake");
+      return resp;
+    }
+    case pb::ControlRequest::kListEndpoints: {
+      for (const auto& [key, ep] : s.endpoints) *resp.mutable_endpoints()->add_endpoints() = ep;
+      return resp;
+    }
+    case pb::ControlRequest::kListNetworks: {
+      for (const auto& [name, n] : s.networks) *resp.mutable_networks()->add_networks() = n;
+      return resp;
+    }
+    case pb::ControlRequest::kGarbageCollect: {
+      const auto& gc = req.garbage_collect();
+      std::set<std::pair<std::string, std::string>> valid;
+      for (const auto& a : gc.valid()) valid.insert({a.container_id(), a.ifname()});
+      std::set<std::string> nets(gc.networks().begin(), gc.networks().end());
+      for (auto it = s.endpoints.begin(); it != s.endpoints.end();) {
+        if ((nets.empty() || nets.count(it->second.spec().network())) && !valid.count(it->first)) {
+          *resp.mutable_gc()->add_removed() = it->second.spec();
+          it = s.endpoints.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      save(s);
+      return resp;
+    }
+    default:
+      return fail(pb::INVALID_ARGUMENT, "fake_vxfedd does not implement this request");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string socket_path, config_path;
+  State s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--socket" && i + 1 < argc) socket_path = argv[++i];
+    else if (a == "--config" && i + 1 < argc) config_path = argv[++i];
+    else if (a == "--state" && i + 1 < argc) s.state_path = argv[++i];
+    else if (a == "--not-ready") s.ready = false;
+    else {
+      std::fprintf(stderr, "usage: fake_vxfedd --socket S --config F [--state F] [--not-ready]\n");
+      return 2;
+    }
+  }
+  std::ifstream in(config_path);
+  auto cfg = nlohmann::json::parse(in, nullptr, false);
+  if (cfg.is_discarded()) {
+    std::fprintf(stderr, "fake_vxfedd: cannot read %s\n", config_path.c_str());
+    return 2;
+  }
+  for (const auto& n : cfg["networks"]) {
+    pb::NetworkInfo info;
+    info.mutable_spec()->set_name(n["name"]);
+    info.mutable_spec()->set_subnet(n["subnet"]);
+    info.mutable_spec()->set_gateway(n.value("gateway", ""));
+    info.set_mtu(n.value("mtu", 8950));
+    info.set_vni(n.value("vni", 1000));
+    info.set_gateway_mac("0a:58:00:00:00:01");
+    for (const auto& r : n.value("remote_cidrs", nlohmann::json::array())) info.add_remote_cidrs(r.get<std::string>());
+    s.networks[info.spec().name()] = info;
+  }
+  save(s);
+
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+  const int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
+  unlink(socket_path.c_str());
+  if (bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(lfd, 128) != 0) {
+    std::perror("fake_vxfedd: bind/listen");
+    return 1;
+  }
+  std::fprintf(stderr, "fake_vxfedd: listening on %s\n", socket_path.c_str());
+  struct Client {
+    int fd;
+    vxfed::DelimitedDecoder decoder;
+  };
+  std::vector<Client> clients;
+  while (!g_stop) {
+    std::vector<pollfd> fds{{lfd, POLLIN, 0}};
+    for (auto& c : clients) fds.push_back({c.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), 200) <= 0) continue;
+    if (fds[0].revents & POLLIN) {
+      const int cfd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (cfd >= 0) clients.push_back({cfd, vxfed::DelimitedDecoder()});
+    }
+    std::vector<int> closed;
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      auto& c = clients[i - 1];
+      char buf[65536];
+      const ssize_t n = read(c.fd, buf, sizeof buf);
+      if (n <= 0) {
+        closed.push_back(c.fd);
+        continue;
+      }
+      c.decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+      for (;;) {
+        auto frame = c.decoder.next();
+        if (!frame.ok()) {
+          closed.push_back(c.fd);
+          break;
+        }
+        if (!frame->has_value()) break;
+        pb::ControlRequest req;
+        if (!req.ParseFromString(**frame)) {
+          closed.push_back(c.fd);
+          break;
+        }
+        auto resp = handle(s, req);
+        if (!vxfed::write_delimited(c.fd, resp, 2000).ok()) {
+          closed.push_back(c.fd);
+          break;
+        }
+      }
+    }
+    for (int fd : closed) {
+      close(fd);
+      std::erase_if(clients, [fd](const Client& c) { return c.fd == fd; });
+    }
+  }
+  for (auto& c : clients) close(c.fd);
+  close(lfd);
+  unlink(socket_path.c_str());
+  return 0;
+}
