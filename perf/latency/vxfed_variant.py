@@ -152,28 +152,30 @@ class VxfedVariant(Variant):
         self._wait_for_file(sock, proc, "vxfed-dataplane", c, timeout=30)
 
     def vxfedd_config(self, c: ClusterPlan) -> dict:
-        """docs/control.md (vxfedd's YAML) with the `bgp:` section of docs/bgp.md."""
+        """vxfedd's YAML (control/daemon_config.hpp, docs/control.md) with the `bgp:` section of
+        docs/bgp.md: eBGP to the other cluster's node, accepting exactly its pod CIDR."""
         d = self.node_dirs[c.name]
         peer = self.plan.peer_of(c)
         return {
-            "node": c.node_short.lower(),
-            "cluster": f"cluster-{c.name}",
-            "socket": str(d / "vxfedd.sock"),
-            "state_dir": str(d / "state"),
-            "underlay": {"vtep_ip": c.underlay_ip, "mtu": self.plan.underlay_mtu},
+            "node": {"name": c.node_short.lower(), "vtep_ip": c.underlay_ip, "uplink": "ul0",
+                     "underlay_mtu": self.plan.underlay_mtu},
+            "cluster": {"name": f"cluster-{c.name}", "pod_cidrs": [c.pod_cidr], "asn": c.asn},
+            "daemon": {"socket": str(d / "vxfedd.sock"), "state_dir": str(d / "state"),
+                       "log_level": "info", "metrics_listen": ""},
             "dataplane": {"socket": str(d / "dataplane.sock")},
-            "networks": [{"name": NETWORK, "subnet": c.pod_cidr, "gateway": c.gateway,
-                          "pinned_vni": self.plan.vni}],
+            "networks": [{"name": NETWORK, "vni": self.plan.vni, "subnet": c.pod_cidr,
+                          "gateway": c.gateway}],
             "bgp": {
                 "enabled": True,
                 "asn": c.asn,
                 "router_id": c.underlay_ip,
                 "clusters": {f"cluster-{peer.name}": [peer.pod_cidr]},
+                # Short timers: the demo should not wait for BGP longer than it must.
                 "peers": [{"address": peer.underlay_ip, "remote_asn": peer.asn,
                            "cluster": f"cluster-{peer.name}", "network": NETWORK,
                            "keepalive": 1, "hold": 3, "connect_retry": 1}],
                 "frr": {"apply": "reload", "config_path": str(d / "frr" / "frr.conf"),
-                        "vty_socket_dir": str(d / "frr")},
+                        "vty_socket_dir": str(d / "frr"), "status_interval_ms": 1000},
                 "fpm": {"listen": "127.0.0.1", "port": 2620},
             },
         }
