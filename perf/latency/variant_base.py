@@ -71,12 +71,15 @@ class Variant:
     def close(self) -> None:
         self.topo.close()
 
-    def make_node(self, cluster: ClusterPlan) -> tl.Namespace:
-        """A node namespace that routes: forwarding on, strict reverse-path filtering off (pods'
-        /32 addresses behind veths would otherwise trip it)."""
+    def make_node(self, cluster: ClusterPlan, forwarding: bool = True) -> tl.Namespace:
+        """A node namespace. `forwarding`: the kernel routes between pods and the overlay
+        (kernel variant); the vxfed dataplane forwards by itself, so there the kernel must not.
+        Strict reverse-path filtering off (pods' /32 addresses behind veths would trip it);
+        IPv6 off, so that no router solicitations or ND wander over the underlay."""
         ns = self.topo.netns(cluster.node_short)
-        for key in ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0",
-                    "net.ipv4.conf.default.rp_filter=0"):
+        for key in (f"net.ipv4.ip_forward={int(forwarding)}", "net.ipv4.conf.all.rp_filter=0",
+                    "net.ipv4.conf.default.rp_filter=0", "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1"):
             ns.run(["sysctl", "-qw", key])
         self.nodes[cluster.name] = ns
         return ns

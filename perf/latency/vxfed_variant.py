@@ -100,7 +100,7 @@ class VxfedVariant(Variant):
         plan = self.plan
         self.progress(f"ours: creating node namespaces and the MTU {plan.underlay_mtu} underlay")
         for c in plan.clusters:
-            self.make_node(c)
+            self.make_node(c, forwarding=False)
             d = self.workdir() / c.node_short
             (d / "frr").mkdir(parents=True)
             (d / "state").mkdir()
