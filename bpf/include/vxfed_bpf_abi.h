@@ -28,9 +28,10 @@
 #define VXFED_TC_PRIORITY 0x7846
 
 /* vxfed_config.flags */
-#define VXFED_CFG_EGRESS_LIMIT  (1u << 0) /* pace pod egress (EDT) */
+#define VXFED_CFG_EGRESS_LIMIT  (1u << 0) /* limit pod egress: EDT, or police if the flag below */
 #define VXFED_CFG_INGRESS_LIMIT (1u << 1) /* police pod ingress (token bucket) */
 #define VXFED_CFG_MARK          (1u << 2) /* apply the marking rules */
+#define VXFED_CFG_EGRESS_POLICE (1u << 3) /* egress by token-bucket drops: no fq qdisc here */
 
 /* Per-pod configuration: array map "config", one entry. Rates in bytes per second and
  * bursts in bytes (the loader converts from the CNI's bits). */
@@ -76,6 +77,7 @@ struct vxfed_counter {
 	X(EGRESS_DROPPED, "egress_dropped_horizon") /* beyond the EDT horizon */ \
 	X(INGRESS_PASSED, "ingress_passed")                                      \
 	X(INGRESS_DROPPED, "ingress_dropped_rate") /* token bucket empty */      \
+	X(EGRESS_POLICED, "egress_dropped_rate") /* egress token bucket empty */ \
 	X(MARKED, "marked")                      /* DSCP or priority changed */  \
 	X(NOT_IPV4, "not_ipv4")                  /* IPv6, ARP, VLAN in-band ... */ \
 	X(MALFORMED, "malformed")                /* truncated, bad IHL */        \
@@ -92,7 +94,9 @@ struct vxfed_rate_state {
 	struct bpf_spin_lock lock;
 	__u32 pad;
 	__u64 egress_next_ns;   /* EDT: departure time of the last packet */
-	__u64 ingress_tokens;   /* bytes */
+	__u64 egress_tokens;    /* egress policer: bytes * 1e9 */
+	__u64 egress_last_ns;   /* egress policer: time of the last refill */
+	__u64 ingress_tokens;   /* bytes * 1e9 */
 	__u64 ingress_last_ns;  /* time of the last refill */
 };
 
@@ -101,6 +105,7 @@ struct vxfed_rate_state {
 #define VXFED_META_PATH_MAX 256
 #define VXFED_META_IFNAME_MAX 16
 #define VXFED_META_INSTALLED_FQ (1u << 0) /* the loader put the fq root qdisc there */
+#define VXFED_META_EGRESS_POLICED (1u << 1) /* egress limited by drops (no fq) */
 struct vxfed_meta {
 	__u32 abi_version;
 	__u32 ifindex;

@@ -2,6 +2,8 @@
 // pod's netns; and list, check, read counters, reconcile, detach. See docs/bpf.md.
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -39,7 +41,7 @@ struct SkelDeleter {
   void operator()(vxfed_tc* s) const { vxfed_tc__destroy(s); }
 };
 
-vxfed_config encode_config(const BandwidthSpec& bw, bool mark) {
+vxfed_config encode_config(const BandwidthSpec& bw, bool mark, bool egress_police) {
   vxfed_config c{};
   c.abi_version = VXFED_BPF_ABI_VERSION;
   c.egress_rate_bps = bw.egress_rate / 8;
@@ -47,6 +49,7 @@ vxfed_config encode_config(const BandwidthSpec& bw, bool mark) {
   c.ingress_rate_bps = bw.ingress_rate / 8;
   c.ingress_burst_bytes = bw.ingress_burst / 8;
   if (bw.has_egress()) c.flags |= VXFED_CFG_EGRESS_LIMIT;
+  if (bw.has_egress() && egress_police) c.flags |= VXFED_CFG_EGRESS_POLICE;
   if (bw.has_ingress()) c.flags |= VXFED_CFG_INGRESS_LIMIT;
   if (mark) c.flags |= VXFED_CFG_MARK;
   return c;
@@ -166,6 +169,22 @@ Result<bool> filters_attached(const std::string& dir, const vxfed_meta& m) {
   return attached;
 }
 
+// libbpf prints the kernel's refusal of a second clsact create; that is expected (we create
+// the hook when it may already exist). Everything else goes to stderr as usual.
+int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG) return 0;
+  if (std::strstr(format, "Kernel error message") != nullptr) return 0;
+  return vfprintf(stderr, format, args);
+}
+
+void quiet_libbpf() {
+  static const bool once = [] {
+    libbpf_set_print(libbpf_print);
+    return true;
+  }();
+  (void)once;
+}
+
 uint64_t unix_ms_now() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -218,6 +237,7 @@ Status detach_pod(const std::string& pod_key, const Options& opt) {
 }
 
 Status attach_pod(const PodAttachment& pod, const Options& opt) {
+  quiet_libbpf();
   if (auto st = validate_attachment(pod); !st) return st;
   auto nsid = detail::netns_identity(pod.netns_path);
   if (!nsid) return Error{nsid.error()};
@@ -237,12 +257,34 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
       return st;
     }
   }
+  // Settle how egress is limited before anything is written: EDT when the interface has (or
+  // can get) an fq root qdisc, otherwise the policer.
   int ifindex = 0;
+  bool police_egress = false;
+  bool installed_fq_now = false;
   Status found = detail::run_in_netns(pod.netns_path, [&]() -> Status {
     ifindex = static_cast<int>(if_nametoindex(pod.ifname.c_str()));
     if (ifindex == 0)
       return make_error(fmt::format("there is no interface {} in network namespace {}", pod.ifname, pod.netns_path));
-    return {};
+    if (!pod.bandwidth.has_egress()) return {};
+    if (opt.egress_mode == EgressMode::police) {
+      police_egress = true;
+      return {};
+    }
+    auto kind = detail::root_qdisc_kind(ifindex);
+    if (!kind) return Error{kind.error()};
+    if (*kind == "fq") return {};
+    bool unsupported = false;
+    Status st = detail::install_root_fq(ifindex, &unsupported);
+    if (st) {
+      installed_fq_now = true;
+      return {};
+    }
+    if (unsupported && opt.egress_mode == EgressMode::automatic) {
+      police_egress = true;
+      return {};
+    }
+    return st;
   });
   if (!found) return found;
   if (old_meta && static_cast<int>(old_meta->ifindex) != ifindex) {
@@ -260,6 +302,7 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
       (void)detail::run_in_netns(pod.netns_path, [&]() -> Status {
         (void)detail::tc_detach(ifindex, Hook::egress);
         (void)detail::tc_detach(ifindex, Hook::ingress);
+        if (installed_fq_now) (void)detail::delete_root_qdisc(ifindex);
         return {};
       });
       (void)detail::remove_pod_dir(dir);
@@ -284,7 +327,7 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
   int cfg_fd = bpf_map__fd(skel->maps.config);
   vxfed_config old_cfg{};
   (void)bpf_map_lookup_elem(cfg_fd, &zero, &old_cfg);
-  vxfed_config cfg = encode_config(pod.bandwidth, !pod.rules.empty());
+  vxfed_config cfg = encode_config(pod.bandwidth, !pod.rules.empty(), police_egress);
   if (fresh || std::memcmp(&old_cfg, &cfg, sizeof(cfg)) != 0) {
     vxfed_rate_state st{};
     if (bpf_map_update_elem(bpf_map__fd(skel->maps.rate_state), &zero, &st, BPF_ANY) != 0)
@@ -307,20 +350,19 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
   }
 
   uint32_t meta_flags = old_meta ? old_meta->flags : 0;
+  if (installed_fq_now) meta_flags |= VXFED_META_INSTALLED_FQ;
+  if (police_egress) meta_flags |= VXFED_META_EGRESS_POLICED;
+  else meta_flags &= ~VXFED_META_EGRESS_POLICED;
   Status attached = detail::run_in_netns(pod.netns_path, [&]() -> Status {
     if (auto st = detail::tc_attach(ifindex, Hook::egress, bpf_program__fd(skel->progs.vxfed_egress)); !st) return st;
     if (auto st = detail::tc_attach(ifindex, Hook::ingress, bpf_program__fd(skel->progs.vxfed_ingress)); !st)
       return st;
-    auto kind = detail::root_qdisc_kind(ifindex);
-    if (!kind) return Error{kind.error()};
-    if (pod.bandwidth.has_egress()) {
-      // EDT needs a qdisc that honours skb->tstamp: fq.
-      if (*kind != "fq") {
-        if (auto st = detail::install_root_fq(ifindex); !st) return st;
-        meta_flags |= VXFED_META_INSTALLED_FQ;
-      }
-    } else if ((meta_flags & VXFED_META_INSTALLED_FQ) && *kind == "fq") {
-      if (auto st = detail::delete_root_qdisc(ifindex); !st) return st;
+    // An fq we installed earlier and no longer need (egress limit removed, or policing now).
+    if ((meta_flags & VXFED_META_INSTALLED_FQ) && (!pod.bandwidth.has_egress() || police_egress)) {
+      auto kind = detail::root_qdisc_kind(ifindex);
+      if (!kind) return Error{kind.error()};
+      if (*kind == "fq")
+        if (auto st = detail::delete_root_qdisc(ifindex); !st) return st;
       meta_flags &= ~VXFED_META_INSTALLED_FQ;
     }
     return {};
@@ -360,7 +402,10 @@ Result<std::vector<PinnedPod>> list_pinned(const Options& opt) {
         auto a = filters_attached(dir, *meta);
         p.attached = a && *a;
       }
-      if (auto cfg = read_pinned_entry<vxfed_config>(dir + "/config")) p.bandwidth = decode_config(*cfg);
+      if (auto cfg = read_pinned_entry<vxfed_config>(dir + "/config")) {
+        p.bandwidth = decode_config(*cfg);
+        p.egress_policed = (cfg->flags & VXFED_CFG_EGRESS_POLICE) != 0;
+      }
       for (uint32_t i = 0; i < VXFED_MAX_RULES; i++) {
         auto r = read_pinned_entry<vxfed_rule>(dir + "/rules", i);
         if (r && r->in_use) p.rules.push_back(decode_rule(*r));

@@ -167,8 +167,11 @@ Result<uint32_t> tc_attached_prog_id(int ifindex, Hook hook) {
 
 Result<std::string> root_qdisc_kind(int ifindex) { return Rtnl().root_kind(ifindex); }
 
-Status install_root_fq(int ifindex) {
+Status install_root_fq(int ifindex, bool* unsupported) {
   int err = Rtnl().qdisc(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE, ifindex, "fq");
+  *unsupported = err == ENOENT;  // "Specified qdisc kind is unknown"
+  if (err == ENOENT)
+    return make_error(fmt::format("this kernel has no fq qdisc (CONFIG_NET_SCH_FQ), which EDT pacing needs"));
   if (err) return make_error(fmt::format("cannot install the fq qdisc on ifindex {}: {}", ifindex, strerror(err)));
   return {};
 }

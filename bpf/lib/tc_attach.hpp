@@ -20,8 +20,9 @@ Result<uint32_t> tc_attached_prog_id(int ifindex, Hook hook);
 
 // The kind of the root qdisc ("fq", "noqueue", "mq" ...).
 Result<std::string> root_qdisc_kind(int ifindex);
-// Replaces the root qdisc with fq (default parameters; fq honours skb->tstamp).
-Status install_root_fq(int ifindex);
+// Replaces the root qdisc with fq (default parameters; fq honours skb->tstamp). When the
+// kernel has no fq (CONFIG_NET_SCH_FQ off), *unsupported is set and an error returned.
+Status install_root_fq(int ifindex, bool* unsupported);
 // Deletes the root qdisc (the device falls back to its default).
 Status delete_root_qdisc(int ifindex);
 

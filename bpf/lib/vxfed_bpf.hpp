@@ -89,8 +89,13 @@ std::string pod_key_for(const std::string& container_id, const std::string& ifna
 
 // ---------- lifecycle -------------------------------------------------------------------------
 
+// How pod egress is limited: EDT pacing needs the fq qdisc; without it (this CI kernel has
+// no CONFIG_NET_SCH_FQ) a token-bucket policer drops at TC egress instead.
+enum class EgressMode { automatic, edt, police };
+
 struct Options {
   std::string pin_root = "/sys/fs/bpf/vxfed";  // pods live in <pin_root>/pods/<key>/
+  EgressMode egress_mode = EgressMode::automatic;  // automatic: EDT when fq exists, else police
 };
 
 struct PodAttachment {
@@ -121,6 +126,7 @@ struct PinnedPod {
   bool attached = false;      // our filters are on the interface (checked inside the netns)
   BandwidthSpec bandwidth;
   std::vector<MarkRule> rules;
+  bool egress_policed = false;  // egress limited by drops rather than EDT
   uint64_t attached_unix_ms = 0;
 };
 

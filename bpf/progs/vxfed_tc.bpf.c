@@ -4,7 +4,8 @@
  *
  *   vxfed_egress  (TC egress):  traffic-class marking (DSCP, skb->priority, 802.1p PCP of an
  *                               offloaded VLAN tag), per-class counters, and egress rate limit
- *                               by earliest departure time (skb->tstamp; needs an fq qdisc).
+ *                               by earliest departure time (skb->tstamp; needs an fq qdisc) or,
+ *                               where the kernel has no fq, by a token-bucket policer.
  *   vxfed_ingress (TC ingress): ingress rate limit by a token-bucket policer (drops).
  *
  * One object is loaded per pod; its maps are pinned under /sys/fs/bpf/vxfed/pods/<pod-key>/.
@@ -273,41 +274,45 @@ static __always_inline int pace_egress(struct __sk_buff *skb, const struct vxfed
 }
 
 /* Token bucket in byte-nanoseconds (bytes * 1e9) so the refill, elapsed_ns * rate, is exact.
- * The loader caps bursts at 4 GiB, so burst * 1e9 fits in 64 bits. */
-static __always_inline int police_ingress(struct __sk_buff *skb, const struct vxfed_config *cfg)
+ * The loader caps bursts at 4 GiB, so burst * 1e9 fits in 64 bits. A packet conforms when
+ * the bucket holds its whole length; a packet that does not conform is dropped and takes no
+ * tokens. */
+static __always_inline int police(struct __sk_buff *skb, __u64 rate, __u64 burst_bytes, int egress)
 {
-	__u64 rate = cfg->ingress_rate_bps;
-	if (rate == 0)
-		return TC_ACT_OK;
 	__u32 key = 0;
 	struct vxfed_rate_state *st = bpf_map_lookup_elem(&rate_state, &key);
 	if (!st)
-		return TC_ACT_OK;
+		return 1;
 	__u64 now = now_ns();
-	__u64 full = cfg->ingress_burst_bytes * NSEC_PER_SEC;
+	__u64 full = burst_bytes * NSEC_PER_SEC;
 	__u64 need = (__u64)skb->len * NSEC_PER_SEC;
 	__u64 fill_ns = full / rate; /* time to refill from empty */
 	int pass;
 
 	bpf_spin_lock(&st->lock);
-	__u64 tokens = st->ingress_tokens;
-	__u64 elapsed = now > st->ingress_last_ns ? now - st->ingress_last_ns : 0;
+	__u64 tokens = egress ? st->egress_tokens : st->ingress_tokens;
+	__u64 last = egress ? st->egress_last_ns : st->ingress_last_ns;
+	__u64 elapsed = now > last ? now - last : 0;
 	if (elapsed >= fill_ns)
 		tokens = full;
 	else
 		tokens += elapsed * rate;
 	if (tokens > full)
 		tokens = full;
-	if (now > st->ingress_last_ns)
-		st->ingress_last_ns = now;
+	if (now > last)
+		last = now;
 	pass = tokens >= need;
 	if (pass)
 		tokens -= need;
-	st->ingress_tokens = tokens;
+	if (egress) {
+		st->egress_tokens = tokens;
+		st->egress_last_ns = last;
+	} else {
+		st->ingress_tokens = tokens;
+		st->ingress_last_ns = last;
+	}
 	bpf_spin_unlock(&st->lock);
-
-	count_stat(pass ? VXFED_STAT_INGRESS_PASSED : VXFED_STAT_INGRESS_DROPPED);
-	return pass ? TC_ACT_OK : TC_ACT_SHOT;
+	return pass;
 }
 
 SEC("tc")
@@ -319,8 +324,14 @@ int vxfed_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (cfg->flags & VXFED_CFG_MARK)
 		mark(skb);
-	if (cfg->flags & VXFED_CFG_EGRESS_LIMIT)
-		return pace_egress(skb, cfg);
+	if ((cfg->flags & VXFED_CFG_EGRESS_LIMIT) && cfg->egress_rate_bps) {
+		if (!(cfg->flags & VXFED_CFG_EGRESS_POLICE))
+			return pace_egress(skb, cfg);
+		if (!police(skb, cfg->egress_rate_bps, cfg->egress_burst_bytes, 1)) {
+			count_stat(VXFED_STAT_EGRESS_POLICED);
+			return TC_ACT_SHOT;
+		}
+	}
 	count_stat(VXFED_STAT_EGRESS_PASSED);
 	return TC_ACT_OK;
 }
@@ -330,11 +341,13 @@ int vxfed_ingress(struct __sk_buff *skb)
 {
 	__u32 key = 0;
 	struct vxfed_config *cfg = bpf_map_lookup_elem(&config, &key);
-	if (!cfg || !(cfg->flags & VXFED_CFG_INGRESS_LIMIT)) {
-		count_stat(VXFED_STAT_INGRESS_PASSED);
-		return TC_ACT_OK;
+	if (cfg && (cfg->flags & VXFED_CFG_INGRESS_LIMIT) && cfg->ingress_rate_bps &&
+	    !police(skb, cfg->ingress_rate_bps, cfg->ingress_burst_bytes, 0)) {
+		count_stat(VXFED_STAT_INGRESS_DROPPED);
+		return TC_ACT_SHOT;
 	}
-	return police_ingress(skb, cfg);
+	count_stat(VXFED_STAT_INGRESS_PASSED);
+	return TC_ACT_OK;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -2,6 +2,7 @@
 // validate, reconcile). Results are JSON on stdout; errors are one sentence on stderr, exit 1.
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   vb::Options opt;
   app.add_option("--pin-root", opt.pin_root, "bpffs directory for pins")->capture_default_str();
+  std::map<std::string, vb::EgressMode> modes{
+      {"auto", vb::EgressMode::automatic}, {"edt", vb::EgressMode::edt}, {"police", vb::EgressMode::police}};
+  app.add_option("--egress-mode", opt.egress_mode, "egress limit: auto (EDT if fq exists, else police), edt, police")
+      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
 
   vb::PodAttachment pod;
   std::string container_id, rules_json = "default", bandwidth_json_text;
@@ -113,7 +118,7 @@ int main(int argc, char** argv) {
       for (const auto& r : p.rules) rules.push_back(rule_json(r));
       out.push_back({{"podKey", p.pod_key}, {"netns", p.netns_path}, {"ifname", p.ifname}, {"ifindex", p.ifindex},
                      {"netnsAlive", p.netns_alive}, {"attached", p.attached},
-                     {"bandwidth", bandwidth_json(p.bandwidth)}, {"rules", rules},
+                     {"bandwidth", bandwidth_json(p.bandwidth)}, {"egressPoliced", p.egress_policed}, {"rules", rules},
                      {"attachedUnixMs", p.attached_unix_ms}});
     }
     std::cout << out.dump(2) << "\n";
