@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
         for name in args.variant_list:
             v = make_variant(name, args)
             created.append(v)
-            workdirs.append(v.workdir())
+            workdirs.extend(v.owned_paths())
             log(f"{name}: bringing up the two-cluster topology (underlay MTU {args.mtu}, {args.pods} pod(s) per cluster)")
             try:
                 v.up()

@@ -104,5 +104,9 @@ class Variant:
     def workdir(self) -> Path:
         return self.topo.workdir
 
+    def owned_paths(self) -> list[Path]:
+        """Every path this variant creates, all of which must be gone after close()."""
+        return [self.topo.workdir]
+
     def env_keep(self) -> bool:
         return os.environ.get("VXFED_KEEP_WORKDIR") == "1"

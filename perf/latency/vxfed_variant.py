@@ -88,6 +88,10 @@ class VxfedVariant(Variant):
         self.dpdk_prefixes: list[str] = []
         self.frr_started: list[str] = []
 
+    def owned_paths(self) -> list[Path]:
+        return super().owned_paths() + [Path("/var/run/dpdk") / f"vxdemo{self.topo.suffix}{c.name}"
+                                        for c in self.plan.clusters]
+
     def bin(self, rel: str) -> Path:
         return self.build_dir / rel
 
@@ -133,7 +137,7 @@ class VxfedVariant(Variant):
 
     def dataplane_command(self, c: ClusterPlan) -> list[str]:
         """docs/dataplane.md: EAL options, `--`, then ours. af_packet uplink on ul0."""
-        prefix = f"vxdemo{self.topo.suffix}{c.name}"
+        prefix = f"vxdemo{self.topo.suffix}{c.name}"      # owned_paths() lists its run dir
         self.dpdk_prefixes.append(prefix)
         mtu = self.plan.underlay_mtu
         framesz = 10240 if mtu > 1500 else 2048

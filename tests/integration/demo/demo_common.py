@@ -52,6 +52,6 @@ def check_variant(v: Variant) -> None:
 
 
 def assert_torn_down(v: Variant, pids: set[int]) -> None:
-    inv = leftovers.take([f"vx{v.tag()}-"], v.topo.suffix, pids, [v.workdir()])
+    inv = leftovers.take([f"vx{v.tag()}-"], v.topo.suffix, pids, v.owned_paths())
     assert inv.empty(), f"teardown left objects behind: {inv.describe()}"
     tl.log(f"{v.name}: teardown left nothing ({inv.describe()})")
