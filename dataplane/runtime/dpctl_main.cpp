@@ -1,9 +1,13 @@
 // vxfed-dpctl: a small client of vxfed-dataplane's table API, for people, tests and demos.
 //   vxfed-dpctl --socket S status | counters | dump
-//   vxfed-dpctl --socket S snapshot FILE.json [--generation N]
+//   vxfed-dpctl --socket S snapshot FILE.json [FILE2.json ...] [--generation N] [--repeat K]
+//     (several files and/or --repeat: sent back to back on one connection, cycling through
+//      the files, generations N, N+1, ...: for table-churn tests)
 //   vxfed-dpctl --socket S delta FILE.json
 // Prints the DataplaneResponse as JSON (proto field names); exits 1 when ok is false.
+#include <chrono>
 #include <cstdio>
+#include <vector>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -27,9 +31,13 @@ int main(int argc, char** argv) {
   auto* dump = app.add_subcommand("dump", "DumpTables: the tables the workers use now");
   auto* snapshot = app.add_subcommand("snapshot", "send a Snapshot read from a JSON file");
   std::string file;
+  std::vector<std::string> files;
   std::uint64_t generation = 0;
-  snapshot->add_option("file", file, "Snapshot or Tables in protobuf JSON")->required();
-  snapshot->add_option("--generation", generation, "overrides the file's generation");
+  unsigned repeat = 1;
+  snapshot->add_option("files", files, "Snapshot or Tables in protobuf JSON")->required();
+  snapshot->add_option("--generation", generation, "overrides the file's generation (then +1 per send)");
+  snapshot->add_option("--repeat", repeat, "sends this many snapshots, cycling through the files")
+      ->capture_default_str();
   auto* delta = app.add_subcommand("delta", "send a Delta read from a JSON file");
   delta->add_option("file", file, "Delta in protobuf JSON")->required();
   CLI11_PARSE(app, argc, argv);
@@ -39,14 +47,18 @@ int main(int argc, char** argv) {
   if (status->parsed()) request.mutable_get_status();
   if (counters->parsed()) request.mutable_get_counters();
   if (dump->parsed()) request.mutable_dump_tables();
+  std::vector<v1::Snapshot> snapshots;
   if (snapshot->parsed()) {
-    auto s = dataplane::snapshot_from_file(file);
-    if (!s) {
-      std::cerr << "vxfed-dpctl: " << s.error() << "\n";
-      return 2;
+    for (const auto& f : files) {
+      auto s = dataplane::snapshot_from_file(f);
+      if (!s) {
+        std::cerr << "vxfed-dpctl: " << s.error() << "\n";
+        return 2;
+      }
+      snapshots.push_back(*s);
     }
-    if (generation != 0) s->set_generation(generation);
-    *request.mutable_snapshot() = *s;
+    if (generation != 0) snapshots[0].set_generation(generation);
+    *request.mutable_snapshot() = snapshots[0];
   }
   if (delta->parsed()) {
     auto d = dataplane::delta_from_file(file);
@@ -69,6 +81,25 @@ int main(int argc, char** argv) {
   if (auto st = read_delimited(*fd, response, timeout_ms, 256u << 20); !st) {
     std::cerr << "vxfed-dpctl: receive: " << st.error() << "\n";
     return 2;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  for (unsigned i = 1; i < repeat && response.ok(); ++i) {
+    request.set_request_id(i + 1);
+    *request.mutable_snapshot() = snapshots[i % snapshots.size()];
+    if (generation != 0) request.mutable_snapshot()->set_generation(generation + i);
+    if (auto st = write_delimited(*fd, request, timeout_ms); !st) {
+      std::cerr << "vxfed-dpctl: send: " << st.error() << "\n";
+      return 2;
+    }
+    if (auto st = read_delimited(*fd, response, timeout_ms, 256u << 20); !st) {
+      std::cerr << "vxfed-dpctl: receive: " << st.error() << "\n";
+      return 2;
+    }
+  }
+  if (repeat > 1) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    std::cerr << "vxfed-dpctl: " << repeat << " snapshots applied, the last " << (repeat - 1)
+              << " in " << ms << " ms\n";
   }
   std::cout << dataplane::to_json(response);
   if (!response.ok()) {

@@ -1,0 +1,166 @@
+"""The interoperability topology of the dataplane integration tests (and of the forwarder demo).
+
+  podA netns                 nodeA netns (vxfed-dataplane)          nodeB netns (Linux kernel)        podB netns
+  eth0 10.244.1.2/16 --veth-- hA (af_packet endpoint port)
+                             up0 (af_packet uplink) ====veth MTU 9000==== up1 198.18.0.2/24
+                             VTEP 198.18.0.1                            vxlan0 (VNI 100, VTEP 198.18.0.2)
+                                                                       hB 10.245.0.1/16 --veth-- eth0 10.245.1.2/16
+
+Pod A reaches pod B through vxfed-dataplane (encap) and the kernel's vxlan device (decap), and
+back. Both pods have MTU 8950 (underlay 9000 - 50). Pod A's gateway 10.244.0.1 is answered by the
+dataplane with GATEWAY_MAC; nodeB's vxlan0 carries that MAC so the inner frames the dataplane
+sends (dst MAC = the pod's gateway) are for it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Optional
+
+import vxfed_testlib as t
+
+VNI = 100
+VTEP_A = "198.18.0.1"
+VTEP_B = "198.18.0.2"
+POD_A = "10.244.1.2"
+POD_A_MAC = "02:00:0a:f4:01:02"
+POD_B = "10.245.1.2"
+GATEWAY_A = "10.244.0.1"
+GATEWAY_B = "10.245.0.1"
+GATEWAY_MAC = "02:00:00:00:01:01"
+UNDERLAY_MTU = 9000
+POD_MTU = UNDERLAY_MTU - 50
+
+
+def tables(generation: int = 1, extra_routes: Optional[list] = None) -> dict:
+    routes = [{"vni": VNI, "prefix": "10.245.0.0/16", "next_hops": [{"vtep": VTEP_B}]}]
+    routes += extra_routes or []
+    return {
+        "generation": generation,
+        "tables": {
+            "networks": [{"vni": VNI, "gateway_ip": GATEWAY_A, "gateway_mac": GATEWAY_MAC}],
+            "endpoints": [{"id": "podA/eth0", "vni": VNI, "ip": POD_A, "mac": POD_A_MAC, "iface": "hA"}],
+            "routes": routes,
+        },
+    }
+
+
+class ForwarderTopology:
+    def __init__(self, topo: t.Topology, queues: int = 1):
+        self.topo = topo
+        self.queues = queues
+        self.binary = t.require_binary("dataplane/vxfed-dataplane")
+        self.dpctl = t.require_binary("dataplane/runtime/vxfed-dpctl")
+        for prog in ("ip", "ethtool", "ping", "iperf3"):
+            t.require_program(prog)
+        self.socket = str(topo.workdir / "dp.sock")
+        self.file_prefix = f"vxdp{topo.suffix}{topo.tag[:4]}"
+        self.proc: Optional[subprocess.Popen] = None
+
+    def build(self) -> None:
+        topo = self.topo
+        self.pod_a = topo.netns("podA")
+        self.node_a = topo.netns("nodeA")
+        self.node_b = topo.netns("nodeB")
+        self.pod_b = topo.netns("podB")
+        topo.veth(self.node_a, "up0", self.node_b, "up1", mtu=UNDERLAY_MTU)
+        topo.veth(self.pod_a, "eth0", self.node_a, "hA", mtu=UNDERLAY_MTU)
+        topo.veth(self.pod_b, "eth0", self.node_b, "hB", mtu=UNDERLAY_MTU)
+
+        # Pod A: ptp-style routing through its gateway, offloads off (the dataplane reads the
+        # host end with af_packet and needs finished checksums and no GSO super-frames).
+        a = self.pod_a
+        a.run(f"ip link set eth0 mtu {POD_MTU} address {POD_A_MAC}")
+        a.run(f"ip addr add {POD_A}/16 dev eth0")
+        a.run(f"ip route del 10.244.0.0/16 dev eth0")
+        a.run(f"ip route add {GATEWAY_A}/32 dev eth0 scope link")
+        a.run(f"ip route add default via {GATEWAY_A} dev eth0")
+        a.run("ethtool -K eth0 tx off tso off gso off")
+        self.node_a.run("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+
+        # Node B: a plain Linux VXLAN endpoint routing for pod B.
+        b = self.node_b
+        b.run("sysctl -qw net.ipv4.ip_forward=1")
+        b.run(f"ip addr add {VTEP_B}/24 dev up1")
+        # Underlay frames leave with finished inner checksums (the dataplane, like a NIC
+        # without tunnel offloads, does not finish them).
+        b.run("ethtool -K up1 tx off tso off gso off")
+        b.run(f"ip link add vxlan0 type vxlan id {VNI} local {VTEP_B} dstport 4789 dev up1 nolearning")
+        b.run(f"ip link set vxlan0 address {GATEWAY_MAC} mtu {POD_MTU} up")
+        b.run(f"bridge fdb append 00:00:00:00:00:00 dev vxlan0 dst {VTEP_A}")
+        b.run(f"ip route add 10.244.0.0/16 via {GATEWAY_A} dev vxlan0 onlink")
+        b.run(f"ip neigh replace {GATEWAY_A} lladdr {GATEWAY_MAC} dev vxlan0 nud permanent")
+        b.run(f"ip addr add {GATEWAY_B}/16 dev hB")
+        b.run(f"ip link set hB mtu {POD_MTU}")
+        p = self.pod_b
+        p.run(f"ip link set eth0 mtu {POD_MTU}")
+        p.run(f"ip addr add {POD_B}/16 dev eth0")
+        p.run(f"ip route add default via {GATEWAY_B}")
+        p.run("ethtool -K eth0 tx off tso off gso off")
+
+    def eal_args(self) -> list[str]:
+        lcores = ["--lcores", "0@0,1@1"] if self.queues == 1 else \
+            ["--lcores", "0@0," + ",".join(f"{i + 1}@{(i + 1) % 2}" for i in range(self.queues))]
+        return lcores + ["--no-huge", "-m", "1024", "--no-pci", "--file-prefix", self.file_prefix,
+                         "--vdev", f"net_af_packet0,iface=up0,qpairs={self.queues},framesz=9216,"
+                                   f"blocksz=36864,framecnt=512"]
+
+    def start(self, tables_file: Optional[Path] = None, extra: Optional[list[str]] = None) -> subprocess.Popen:
+        args = [str(self.binary)] + self.eal_args() + [
+            "--", "--uplink", "net_af_packet0", "--vtep-ip", VTEP_A, "--queues", str(self.queues),
+            "--mtu", str(UNDERLAY_MTU), "--api-socket", self.socket]
+        if tables_file:
+            args += ["--tables-file", str(tables_file)]
+        args += extra or []
+        self.proc = self.node_a.spawn(args, name="vxfed-dataplane")
+        t.wait_for(lambda: Path(self.socket).exists() or self.proc.poll() is not None, 30,
+                   "the dataplane's API socket")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"vxfed-dataplane exited with {self.proc.returncode}:\n"
+                               + self.topo.log_of("vxfed-dataplane"))
+        return self.proc
+
+    def dpctl_raw(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return t.run([str(self.dpctl), "--socket", self.socket, *args], check=check, timeout=30)
+
+    def call(self, *args: str) -> dict:
+        return json.loads(self.dpctl_raw(*args).stdout)
+
+    def send_snapshot(self, snapshot: dict, check: bool = True) -> subprocess.CompletedProcess:
+        path = self.topo.workdir / f"snapshot-{time.monotonic_ns()}.json"
+        path.write_text(json.dumps(snapshot))
+        return self.dpctl_raw("snapshot", str(path), check=check)
+
+    def counters(self) -> dict:
+        return self.call("counters")["counters"]
+
+    def status(self) -> dict:
+        return self.call("status")["status"]
+
+    def wait_reachable(self, timeout: float = 20) -> None:
+        t.wait_for(lambda: self.pod_a.ping(POD_B, count=1, timeout=5).returncode == 0, timeout,
+                   f"{POD_A} -> {POD_B} through the dataplane")
+
+    def stop(self, timeout: float = 15) -> tuple[int, str]:
+        assert self.proc is not None
+        self.proc.terminate()
+        rc = self.proc.wait(timeout=timeout)
+        return rc, self.topo.log_of("vxfed-dataplane")
+
+
+def drop_map(counters: dict) -> dict:
+    return {d["reason"]: int(d.get("packets", 0)) for d in counters.get("drops", [])}
+
+
+def port_sum(counters: dict, name: str, field: str) -> int:
+    return sum(int(p.get(field, 0)) for p in counters.get("ports", []) if p["name"] == name)
+
+
+def vni_counters(counters: dict, vni: int = VNI) -> dict:
+    for v in counters.get("vnis", []):
+        if int(v["vni"]) == vni:
+            return {k: int(x) for k, x in v.items()}
+    return {}
