@@ -94,7 +94,10 @@ std::string render_frr_config(const RenderInput& in) {
   for (const auto& p : out_prefixes) o << "  network " << p.str() << "\n";
   for (const auto& peer : c.peers) {
     const std::string n = "  neighbor " + peer.address.str();
-    o << n << " route-map " << inbound_route_map_name(peer) << " in\n"
+    // soft-reconfiguration keeps what the peer sent before policy: inbound policy changes
+    // apply without a session reset, and "prefixes received" can be counted (Adj-in).
+    o << n << " soft-reconfiguration inbound\n"
+      << n << " route-map " << inbound_route_map_name(peer) << " in\n"
       << n << " route-map " << out << " out\n"
       << n << " maximum-prefix " << peer.max_prefix << "\n";
   }

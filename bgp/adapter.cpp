@@ -1,0 +1,248 @@
+#include "adapter.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "frr_apply.hpp"
+#include "frr_render.hpp"
+#include "process.hpp"
+
+namespace vxfed::bgp {
+
+namespace asio = boost::asio;
+
+Adapter::Adapter(asio::io_context& io, AdapterOptions opts)
+    : io_(io),
+      opts_(std::move(opts)),
+      table_(opts_.config.peers, opts_.vni_of),
+      resync_timer_(io),
+      poll_timer_(io),
+      alive_(std::make_shared<std::atomic<bool>>(true)) {
+  for (const auto& p : opts_.config.peers) {
+    PeerStatus s;
+    s.address = p.address.str();
+    s.remote_asn = p.remote_asn;
+    s.cluster = p.cluster;
+    peers_.push_back(s);
+  }
+}
+
+Result<std::unique_ptr<Adapter>> Adapter::create(asio::io_context& io, AdapterOptions opts) {
+  if (!opts.config.enabled) return make_error("bgp: the adapter needs an enabled bgp config");
+  if (opts.vtep.value == 0) return make_error("bgp: the node's VTEP IP is required (next hop of our routes)");
+  if (!opts.vni_of) {
+    for (const auto& p : opts.config.peers) {
+      if (p.vni == 0) {
+        return make_error("bgp: peer " + p.address.str() + " names network '" + p.network +
+                          "' but no network->VNI lookup was given");
+      }
+    }
+  }
+  return std::unique_ptr<Adapter>(new Adapter(io, std::move(opts)));
+}
+
+Adapter::~Adapter() {
+  stop();
+  if (poll_thread_.joinable()) poll_thread_.join();
+}
+
+Status Adapter::apply() {
+  RenderInput in{&opts_.config, opts_.vtep, opts_.advertise};
+  std::string text = render_frr_config(in);
+  auto r = apply_frr_config(opts_.config.frr, text);
+  if (!r) return make_error("bgp: " + r.error());
+  rendered_ = std::move(text);
+  ++applies_;
+  last_apply_seconds_ = r->seconds;
+  spdlog::info("bgp: FRR config applied with {} ({} peers, {} advertised CIDRs) in {:.2f} s",
+               to_string(opts_.config.frr.apply), opts_.config.peers.size(), opts_.advertise.size(),
+               r->seconds);
+  if (!r->output.empty()) spdlog::debug("bgp: FRR tool output: {}", r->output);  // redacted
+  return {};
+}
+
+Status Adapter::open_fpm() {
+  FpmServer::Handlers h;
+  h.on_connect = [this] { on_fpm_connect(); };
+  h.on_disconnect = [this] {
+    resync_timer_.cancel();
+    spdlog::info("bgp: FPM connection lost; keeping {} routes until zebra resyncs", table_.size());
+  };
+  h.on_route = [this](const fpm::RouteMessage& m) { table_.apply(m); };
+  h.on_batch_end = [this] { on_batch_end(); };
+  asio::ip::tcp::endpoint ep(asio::ip::address_v4(opts_.config.fpm.listen.value), opts_.config.fpm.port);
+  auto s = FpmServer::create(io_, ep, std::move(h));
+  if (!s) return make_error("bgp: " + s.error());
+  server_ = std::move(*s);
+  return {};
+}
+
+Status Adapter::start() {
+  if (started_) return {};
+  if (auto st = apply(); !st) return st;
+  if (auto st = open_fpm(); !st) return st;
+  started_ = true;
+  poll_peers();
+  return {};
+}
+
+void Adapter::stop() {
+  if (!started_) return;
+  started_ = false;
+  alive_->store(false);
+  alive_ = std::make_shared<std::atomic<bool>>(true);
+  resync_timer_.cancel();
+  poll_timer_.cancel();
+  if (server_) server_->stop();
+  server_.reset();
+}
+
+Status Adapter::reconfigure(BgpConfig config, std::vector<Ipv4Prefix> advertise) {
+  const bool fpm_changed = !(config.fpm == opts_.config.fpm);
+  BgpConfig old = opts_.config;
+  auto old_adv = opts_.advertise;
+  opts_.config = std::move(config);
+  opts_.advertise = std::move(advertise);
+  if (auto st = apply(); !st) {
+    opts_.config = std::move(old);
+    opts_.advertise = std::move(old_adv);
+    return st;
+  }
+  table_.set_peers(opts_.config.peers);
+  flush();
+  {
+    std::vector<PeerStatus> fresh;
+    for (const auto& p : opts_.config.peers) {
+      PeerStatus s;
+      s.address = p.address.str();
+      s.remote_asn = p.remote_asn;
+      s.cluster = p.cluster;
+      for (const auto& o : peers_) {
+        if (o.address == s.address) s = o;
+      }
+      s.remote_asn = p.remote_asn;
+      s.cluster = p.cluster;
+      fresh.push_back(s);
+    }
+    peers_ = std::move(fresh);
+  }
+  if (fpm_changed && started_) {
+    if (server_) server_->stop();
+    server_.reset();
+    if (auto st = open_fpm(); !st) return st;
+  }
+  return {};
+}
+
+void Adapter::networks_changed() {
+  table_.reresolve();
+  flush();
+}
+
+void Adapter::on_fpm_connect() {
+  connected_at_ = std::chrono::steady_clock::now();
+  last_message_at_ = connected_at_;
+  table_.begin_resync();
+  spdlog::info("bgp: zebra connected over FPM; resync started ({} routes marked stale)", table_.size());
+  arm_resync_timer();
+}
+
+void Adapter::on_batch_end() {
+  last_message_at_ = std::chrono::steady_clock::now();
+  flush();
+}
+
+void Adapter::arm_resync_timer() {
+  const auto& f = opts_.config.fpm;
+  auto due = std::max(connected_at_ + std::chrono::milliseconds(f.resync_min_ms),
+                      last_message_at_ + std::chrono::milliseconds(f.resync_settle_ms));
+  resync_timer_.expires_at(due);
+  resync_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || !table_.resyncing()) return;
+    const auto& f2 = opts_.config.fpm;
+    auto now = std::chrono::steady_clock::now();
+    if (now < connected_at_ + std::chrono::milliseconds(f2.resync_min_ms) ||
+        now < last_message_at_ + std::chrono::milliseconds(f2.resync_settle_ms)) {
+      arm_resync_timer();  // messages kept arriving: wait for the stream to settle
+      return;
+    }
+    table_.end_resync();
+    const auto st = table_.stats();
+    spdlog::info("bgp: FPM resync complete: {} routes, {} swept", table_.size(), st.swept);
+    RouteUpdate full = table_.take_full();
+    if (opts_.on_routes) opts_.on_routes(full);
+  });
+}
+
+void Adapter::flush() {
+  if (!table_.has_pending()) return;
+  RouteUpdate u = table_.take_pending();
+  if (u.empty()) return;
+  if (opts_.on_routes) opts_.on_routes(u);
+}
+
+void Adapter::poll_peers() {
+  if (!started_) return;
+  if (!polling_) {
+    if (poll_thread_.joinable()) poll_thread_.join();
+    polling_ = true;
+    std::vector<std::string> argv = vtysh_command(opts_.config.frr);
+    for (auto& a : peer_status_commands(opts_.config)) argv.push_back(a);
+    BgpConfig cfg = opts_.config;
+    auto alive = alive_;
+    poll_thread_ = std::thread([this, argv = std::move(argv), cfg = std::move(cfg), alive] {
+      auto r = run_command(argv, std::chrono::seconds(10));
+      std::vector<PeerStatus> status =
+          parse_peer_status(cfg, r && r->exit_code == 0 ? r->output : std::string());
+      if (!r || r->exit_code != 0) {
+        spdlog::debug("bgp: peer status poll failed: {}", r ? "vtysh exit " + std::to_string(r->exit_code) : r.error());
+      }
+      asio::post(io_, [this, status = std::move(status), alive] {
+        if (!alive->load()) return;
+        polling_ = false;
+        // Only keep entries for peers still configured.
+        std::vector<PeerStatus> kept;
+        for (const auto& p : opts_.config.peers) {
+          for (const auto& s : status) {
+            if (s.address == p.address.str()) kept.push_back(s);
+          }
+        }
+        peers_ = std::move(kept);
+        if (opts_.on_peers) opts_.on_peers(peers_);
+      });
+    });
+  }
+  poll_timer_.expires_after(std::chrono::milliseconds(opts_.config.frr.status_interval_ms));
+  poll_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) poll_peers();
+  });
+}
+
+std::vector<PeerStatus> Adapter::peers() const { return peers_; }
+
+AdapterStats Adapter::stats() const {
+  AdapterStats s;
+  if (server_) {
+    const auto& f = server_->stats();
+    s.fpm_connected = f.connected;
+    s.fpm_connections = f.connections;
+    s.frames = f.frames;
+    s.messages = f.messages;
+    s.malformed = f.malformed_frames + f.malformed_messages;
+    s.stream_errors = f.stream_errors;
+  }
+  const auto t = table_.stats();
+  s.non_bgp_ignored = t.non_bgp_ignored;
+  s.no_peer = t.no_peer;
+  s.unresolved_routes = t.unresolved;
+  s.resyncs = t.resyncs;
+  s.swept = t.swept;
+  s.routes = table_.size();
+  s.applies = applies_;
+  s.last_apply_seconds = last_apply_seconds_;
+  s.resyncing = table_.resyncing();
+  return s;
+}
+
+std::string Adapter::rendered_config_redacted() const { return redact_frr_text(rendered_); }
+
+}  // namespace vxfed::bgp

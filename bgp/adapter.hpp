@@ -1,0 +1,110 @@
+// The BGP adapter facade that vxfedd owns (docs/bgp.md, /tmp notes bgp-control.md).
+//
+// Lifecycle: create() validates; start() renders the FRR config, applies it through FRR's
+// tools (blocking, ~1-2 s with frr-reload) and opens the FPM server; zebra connects and
+// streams its selected routes; the adapter turns them into LearnedRoutes and calls on_routes
+// with deltas, and with a full table after every resync. Peer status is polled from vtysh
+// in a helper thread every frr.status_interval_ms.
+//
+// Threading: everything runs on the io_context passed to create(); call the adapter only from
+// that thread. Callbacks are invoked on it.
+//
+// Resync: when zebra (re)connects it resends every route. Routes it does not resend are
+// removed once the stream has been quiet for fpm.resync_settle_ms and at least
+// fpm.resync_min_ms have passed since the connection (a restarted zebra needs bgpd to
+// re-learn its routes first); then on_routes gets {full = true}. When zebra disconnects the
+// routes stay: the dataplane keeps forwarding on them.
+#pragma once
+
+#include <atomic>
+#include <utility>  // before asio: Boost 1.74 awaitable.hpp needs std::exchange
+#include <boost/asio.hpp>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "config.hpp"
+#include "fpm_server.hpp"
+#include "peer_status.hpp"
+#include "route_table.hpp"
+#include "routes.hpp"
+
+namespace vxfed::bgp {
+
+struct AdapterStats {
+  bool fpm_connected = false;
+  std::uint64_t fpm_connections = 0;
+  std::uint64_t frames = 0;
+  std::uint64_t messages = 0;
+  std::uint64_t malformed = 0;        // frames + messages dropped as malformed
+  std::uint64_t stream_errors = 0;
+  std::uint64_t non_bgp_ignored = 0;
+  std::uint64_t no_peer = 0;
+  std::uint64_t unresolved_routes = 0;
+  std::uint64_t resyncs = 0;
+  std::uint64_t swept = 0;
+  std::uint64_t routes = 0;
+  std::uint64_t applies = 0;
+  double last_apply_seconds = 0;
+  bool resyncing = false;
+};
+
+struct AdapterOptions {
+  BgpConfig config;
+  Ipv4Addr vtep;                       // our VTEP: next hop of everything we advertise
+  std::vector<Ipv4Prefix> advertise;   // our cluster's CIDRs
+  VniLookup vni_of;                    // network name -> VNI
+  std::function<void(const RouteUpdate&)> on_routes;
+  // Optional: called on the io thread after each peer status poll.
+  std::function<void(const std::vector<PeerStatus>&)> on_peers;
+};
+
+class Adapter {
+ public:
+  static Result<std::unique_ptr<Adapter>> create(boost::asio::io_context& io, AdapterOptions opts);
+  ~Adapter();
+
+  Status start();
+  void stop();
+  Status reconfigure(BgpConfig config, std::vector<Ipv4Prefix> advertise);
+  void networks_changed();
+
+  std::vector<LearnedRoute> routes() const { return table_.snapshot(); }
+  std::vector<PeerStatus> peers() const;
+  AdapterStats stats() const;
+  const BgpConfig& config() const { return opts_.config; }
+  // The config text last applied, passwords redacted (safe to log or show).
+  std::string rendered_config_redacted() const;
+  std::uint16_t fpm_port() const { return server_ ? server_->port() : 0; }
+
+ private:
+  Adapter(boost::asio::io_context& io, AdapterOptions opts);
+  Status apply();
+  Status open_fpm();
+  void on_fpm_connect();
+  void on_batch_end();
+  void arm_resync_timer();
+  void flush();
+  void poll_peers();
+
+  boost::asio::io_context& io_;
+  AdapterOptions opts_;
+  RouteTable table_;
+  std::unique_ptr<FpmServer> server_;
+  boost::asio::steady_timer resync_timer_;
+  boost::asio::steady_timer poll_timer_;
+  std::chrono::steady_clock::time_point connected_at_{};
+  std::chrono::steady_clock::time_point last_message_at_{};
+  std::string rendered_;
+  std::uint64_t applies_ = 0;
+  double last_apply_seconds_ = 0;
+  std::vector<PeerStatus> peers_;
+  std::thread poll_thread_;
+  std::shared_ptr<std::atomic<bool>> alive_;
+  bool polling_ = false;
+  bool started_ = false;
+};
+
+}  // namespace vxfed::bgp

@@ -1,0 +1,72 @@
+// The FPM server: a Boost.Asio TCP listener that zebra's dplane_fpm_nl connects to. It
+// splits the byte stream into FPM frames, checks the netlink framing and hands every IPv4
+// route message to its owner. One zebra at a time: a new connection replaces the old one.
+// A frame with a bad version or a length below 4 means the stream cannot be trusted: the
+// connection is closed (zebra reconnects and resends everything). Malformed netlink inside a
+// well-framed frame is dropped and counted; the stream goes on.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74 awaitable.hpp needs std::exchange
+#include <boost/asio.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "fpm_parser.hpp"
+#include "result.hpp"
+
+namespace vxfed::bgp {
+
+struct FpmStats {
+  bool connected = false;
+  std::uint64_t connections = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t frames = 0;
+  std::uint64_t messages = 0;          // netlink messages
+  std::uint64_t route_messages = 0;    // IPv4 RTM_NEWROUTE/RTM_DELROUTE handed on
+  std::uint64_t skipped = 0;           // other netlink types, non-IPv4, non-netlink frames
+  std::uint64_t malformed_frames = 0;  // netlink framing broken: frame dropped
+  std::uint64_t malformed_messages = 0;
+  std::uint64_t stream_errors = 0;     // bad version/length: connection closed
+};
+
+class FpmServer {
+ public:
+  struct Handlers {
+    std::function<void()> on_connect;
+    std::function<void()> on_disconnect;
+    std::function<void(const fpm::RouteMessage&)> on_route;
+    std::function<void()> on_batch_end;  // after each read's worth of frames
+  };
+
+  static Result<std::unique_ptr<FpmServer>> create(boost::asio::io_context& io,
+                                                    const boost::asio::ip::tcp::endpoint& listen,
+                                                    Handlers handlers);
+  ~FpmServer();
+  void stop();
+  const FpmStats& stats() const { return stats_; }
+  std::uint16_t port() const { return port_; }
+
+  // Feeds bytes as if they came from the socket (tests, benchmarks); returns false when the
+  // stream had to be abandoned.
+  bool feed(fpm::Bytes bytes);
+
+ private:
+  FpmServer(boost::asio::io_context& io, Handlers handlers);
+  void accept();
+  void read();
+  void close_connection();
+
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::shared_ptr<boost::asio::ip::tcp::socket> socket_;
+  Handlers handlers_;
+  std::vector<std::uint8_t> buffer_;   // unconsumed bytes
+  std::vector<std::uint8_t> chunk_;
+  FpmStats stats_;
+  std::uint16_t port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace vxfed::bgp

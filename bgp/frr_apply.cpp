@@ -1,0 +1,86 @@
+#include "frr_apply.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "frr_render.hpp"
+#include "process.hpp"
+
+namespace vxfed::bgp {
+namespace {
+
+std::string dir_of(const std::string& path) {
+  auto d = std::filesystem::path(path).parent_path().string();
+  return d.empty() ? "." : d;
+}
+
+}  // namespace
+
+std::vector<std::string> vtysh_command(const FrrSettings& s) {
+  std::vector<std::string> argv{s.vtysh};
+  if (!s.vty_socket_dir.empty()) argv.insert(argv.end(), {"--vty_socket", s.vty_socket_dir});
+  argv.insert(argv.end(), {"--config_dir", dir_of(s.config_path)});
+  return argv;
+}
+
+Status write_config_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".vxfed-tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return make_error("cannot write " + tmp + ": " + std::strerror(errno));
+  std::size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return make_error("cannot write " + tmp + ": " + std::strerror(e));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  ::fchmod(fd, 0640);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    return make_error("cannot flush " + tmp + ": " + std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return make_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
+  }
+  return {};
+}
+
+Result<ApplyReport> apply_frr_config(const FrrSettings& s, const std::string& text) {
+  if (auto st = write_config_file(s.config_path, text); !st) return make_error(st.error());
+  ApplyReport report;
+  if (s.apply == ApplyMode::kNone) return report;
+  std::vector<std::string> argv;
+  if (s.apply == ApplyMode::kReload) {
+    const std::string dir = dir_of(s.config_path);
+    argv = {"python3", s.reload_script, "--reload", "--stdout", "--log-level", "warning",
+            "--bindir", dir_of(s.vtysh), "--confdir", dir, "--rundir", dir};
+    if (!s.vty_socket_dir.empty()) argv.insert(argv.end(), {"--vty_socket", s.vty_socket_dir});
+    argv.push_back(s.config_path);
+  } else {
+    argv = vtysh_command(s);
+    argv.insert(argv.end(), {"-f", s.config_path});
+  }
+  auto run = run_command(argv, std::chrono::seconds(60));
+  if (!run) return make_error(run.error());
+  report.seconds = run->seconds;
+  report.output = redact_frr_text(run->output);
+  if (run->exit_code != 0) {
+    return make_error("applying " + s.config_path + " with " + to_string(s.apply) + " failed (exit " +
+                      std::to_string(run->exit_code) + "): " + report.output);
+  }
+  return report;
+}
+
+}  // namespace vxfed::bgp

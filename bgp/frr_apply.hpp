@@ -1,0 +1,34 @@
+// Applies a rendered frr.conf to a running FRR through FRR's own tools.
+//
+// - reload (default): the file is written to frr.config_path, then
+//   `frr-reload.py --reload` computes the difference against FRR's running config and applies
+//   only that. Unchanged neighbours are not touched, so their sessions stay up; applying the
+//   same text twice executes nothing.
+// - vtysh: `vtysh -f file` (additive: lines that disappeared are not removed).
+// - none: the file is only written (an operator or FRR's service loads it).
+// The file is written with mode 0640 (it holds peer passwords). Output of the tools is
+// returned redacted (no passwords) and frr-reload runs at log level warning so that it does
+// not log the commands it executes (which would include passwords) anywhere.
+#pragma once
+
+#include <string>
+
+#include "config.hpp"
+#include "result.hpp"
+
+namespace vxfed::bgp {
+
+struct ApplyReport {
+  double seconds = 0;
+  std::string output;  // redacted
+};
+
+// Writes `text` to settings.config_path atomically (temporary file + rename).
+Status write_config_file(const std::string& path, const std::string& text);
+
+Result<ApplyReport> apply_frr_config(const FrrSettings& settings, const std::string& text);
+
+// vtysh argv prefix for these settings ("vtysh [--vty_socket DIR] [--config_dir DIR]").
+std::vector<std::string> vtysh_command(const FrrSettings& settings);
+
+}  // namespace vxfed::bgp

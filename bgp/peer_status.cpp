@@ -1,0 +1,83 @@
+#include "peer_status.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace vxfed::bgp {
+
+std::vector<std::string> peer_status_commands(const BgpConfig& config) {
+  std::vector<std::string> args{"-c", "show bgp neighbors json"};
+  for (const auto& p : config.peers) {
+    args.insert(args.end(), {"-c", "show bgp ipv4 unicast neighbors " + p.address.str() + " prefix-counts json"});
+  }
+  return args;
+}
+
+std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::string& output) {
+  using nlohmann::json;
+  std::vector<PeerStatus> out;
+  for (const auto& p : config.peers) {
+    PeerStatus s;
+    s.address = p.address.str();
+    s.remote_asn = p.remote_asn;
+    s.cluster = p.cluster;
+    out.push_back(s);
+  }
+  // Several JSON documents one after another; text that is not JSON (an error for a peer
+  // that is not up) is skipped to the next '{'.
+  std::size_t pos = 0;
+  while ((pos = output.find('{', pos)) != std::string::npos) {
+    json doc;
+    std::size_t end = pos;
+    // Find the matching closing brace (strings in FRR's JSON carry no braces we care about,
+    // but be exact: track strings).
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (; end < output.size(); ++end) {
+      char c = output[end];
+      if (in_str) {
+        if (esc) esc = false;
+        else if (c == '\\') esc = true;
+        else if (c == '"') in_str = false;
+        continue;
+      }
+      if (c == '"') in_str = true;
+      else if (c == '{') ++depth;
+      else if (c == '}' && --depth == 0) break;
+    }
+    if (end >= output.size()) break;
+    doc = json::parse(output.begin() + static_cast<long>(pos), output.begin() + static_cast<long>(end) + 1,
+                      nullptr, false);
+    pos = end + 1;
+    if (doc.is_discarded() || !doc.is_object()) continue;
+    if (doc.contains("prefixCountsFor")) {
+      std::string addr = doc.value("prefixCountsFor", "");
+      for (auto& s : out) {
+        if (s.address != addr) continue;
+        const auto& w = doc.value("ribTableWalkCounters", json::object());
+        s.prefixes_received = w.value("Adj-in", 0u);
+        s.prefixes_stale = w.value("Stale", 0u);
+      }
+      continue;
+    }
+    for (auto& s : out) {
+      auto it = doc.find(s.address);
+      if (it == doc.end() || !it->is_object()) continue;
+      const json& n = *it;
+      s.state = n.value("bgpState", "Unknown");
+      s.connections_dropped = n.value("connectionsDropped", 0u);
+      if (s.state == "Established") {
+        s.uptime_s = n.value("bgpTimerUpMsec", std::uint64_t{0}) / 1000;
+        s.established_epoch = n.value("bgpTimerUpEstablishedEpoch", std::uint64_t{0});
+      }
+      if (n.contains("addressFamilyInfo") && n["addressFamilyInfo"].contains("ipv4Unicast")) {
+        const json& af = n["addressFamilyInfo"]["ipv4Unicast"];
+        s.prefixes_accepted = af.value("acceptedPrefixCounter", 0u);
+        s.prefixes_advertised = af.value("sentPrefixCounter", 0u);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace vxfed::bgp

@@ -1,0 +1,36 @@
+// Peer status from FRR's JSON (`show bgp neighbors json` and, per peer,
+// `show bgp ipv4 unicast neighbors X prefix-counts json`). Parsing is pure; polling lives in
+// the adapter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+
+namespace vxfed::bgp {
+
+struct PeerStatus {  // maps 1:1 onto control.proto PeerInfo
+  std::string address;
+  std::uint32_t remote_asn = 0;
+  std::string cluster;
+  std::string state = "Unknown";  // FRR's bgpState; "Unknown" if FRR did not answer
+  std::uint64_t uptime_s = 0;
+  std::uint32_t prefixes_received = 0;    // before inbound policy (Adj-in)
+  std::uint32_t prefixes_accepted = 0;    // after inbound policy
+  std::uint32_t prefixes_advertised = 0;
+  std::uint32_t prefixes_stale = 0;       // kept by graceful restart while the peer restarts
+  std::uint32_t connections_dropped = 0;
+  std::uint64_t established_epoch = 0;    // when the session came up (unix s); 0: not up
+};
+
+// The vtysh argument list (after the vtysh command itself) that produces what
+// parse_peer_status() reads.
+std::vector<std::string> peer_status_commands(const BgpConfig& config);
+
+// `output`: the concatenated JSON documents of those commands. Every configured peer gets an
+// entry; peers FRR does not report keep state "Unknown".
+std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::string& output);
+
+}  // namespace vxfed::bgp

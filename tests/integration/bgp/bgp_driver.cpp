@@ -1,0 +1,188 @@
+// vxfed-bgp-driver: a thin host for the BGP adapter in integration tests (and a way to try the
+// adapter by hand before vxfedd hosts it). It reads a YAML file with a `bgp:` section, starts
+// the adapter (renders + applies FRR config, runs the FPM server) and reports:
+//   --state FILE   JSON rewritten atomically after every change: routes, peers, stats
+//   --events FILE  one JSON line per route update (deltas and full resyncs), with a timestamp
+//   stdout         the same update lines
+// SIGHUP re-reads the config file and reconfigures (applies idempotently); SIGTERM/SIGINT exit.
+#include <CLI/CLI.hpp>
+#include <utility>  // before asio (Boost 1.74 + C++20)
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "adapter.hpp"
+#include "frr_apply.hpp"
+
+using nlohmann::json;
+using namespace vxfed::bgp;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+json route_json(const LearnedRoute& r) {
+  json v = json::array();
+  for (const auto& a : r.vteps) v.push_back(a.str());
+  return {{"prefix", r.prefix.str()}, {"vteps", v}, {"vni", r.vni}, {"network", r.network}, {"peer", r.peer}};
+}
+
+vxfed::Result<BgpConfig> load(const std::string& path) {
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    return parse_config(root["bgp"]);
+  } catch (const YAML::Exception& e) {
+    return vxfed::make_error(path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Hosts the vxfed BGP adapter and reports learned routes as JSON (integration tests)."};
+  std::string config_path, vtep, state_path, events_path, log_level = "info";
+  std::vector<std::string> advertise, networks;
+  app.add_option("--config", config_path, "YAML file with a bgp: section")->required();
+  app.add_option("--vtep", vtep, "this node's VTEP IPv4")->required();
+  app.add_option("--advertise", advertise, "CIDR of this cluster to advertise (repeatable)");
+  app.add_option("--network", networks, "NAME=VNI known to the daemon (repeatable)");
+  app.add_option("--state", state_path, "JSON state file, rewritten on every change");
+  app.add_option("--events", events_path, "JSON-lines file of route updates");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  auto cfg = load(config_path);
+  if (!cfg) {
+    std::cerr << "vxfed-bgp-driver: " << cfg.error() << "\n";
+    return 2;
+  }
+  auto vtep_ip = Ipv4Addr::parse(vtep);
+  if (!vtep_ip) {
+    std::cerr << "vxfed-bgp-driver: --vtep: " << vtep_ip.error() << "\n";
+    return 2;
+  }
+  std::vector<Ipv4Prefix> adv;
+  for (const auto& a : advertise) {
+    auto p = Ipv4Prefix::parse(a);
+    if (!p) {
+      std::cerr << "vxfed-bgp-driver: --advertise: " << p.error() << "\n";
+      return 2;
+    }
+    adv.push_back(*p);
+  }
+  std::map<std::string, std::uint32_t> vnis;
+  for (const auto& n : networks) {
+    auto eq = n.find('=');
+    if (eq == std::string::npos) {
+      std::cerr << "vxfed-bgp-driver: --network expects NAME=VNI\n";
+      return 2;
+    }
+    vnis[n.substr(0, eq)] = static_cast<std::uint32_t>(std::stoul(n.substr(eq + 1)));
+  }
+
+  boost::asio::io_context io;
+  std::unique_ptr<Adapter> adapter;
+  std::ofstream events;
+  if (!events_path.empty()) events.open(events_path, std::ios::app);
+  std::uint64_t updates = 0;
+  double started_ms = now_ms();
+
+  auto write_state = [&] {
+    if (state_path.empty() || !adapter) return;
+    json routes = json::array();
+    for (const auto& r : adapter->routes()) routes.push_back(route_json(r));
+    json peers = json::array();
+    for (const auto& p : adapter->peers()) {
+      peers.push_back({{"address", p.address}, {"remote_asn", p.remote_asn}, {"cluster", p.cluster},
+                       {"state", p.state}, {"uptime_s", p.uptime_s},
+                       {"prefixes_received", p.prefixes_received}, {"prefixes_accepted", p.prefixes_accepted},
+                       {"prefixes_advertised", p.prefixes_advertised}, {"prefixes_stale", p.prefixes_stale},
+                       {"connections_dropped", p.connections_dropped},
+                       {"established_epoch", p.established_epoch}});
+    }
+    const auto s = adapter->stats();
+    json stats = {{"fpm_connected", s.fpm_connected}, {"fpm_connections", s.fpm_connections},
+                  {"frames", s.frames}, {"messages", s.messages}, {"malformed", s.malformed},
+                  {"stream_errors", s.stream_errors}, {"non_bgp_ignored", s.non_bgp_ignored},
+                  {"no_peer", s.no_peer}, {"unresolved_routes", s.unresolved_routes},
+                  {"resyncs", s.resyncs}, {"swept", s.swept}, {"routes", s.routes},
+                  {"applies", s.applies}, {"last_apply_seconds", s.last_apply_seconds},
+                  {"resyncing", s.resyncing}, {"updates", updates}};
+    json st = {{"time_ms", now_ms()}, {"started_ms", started_ms}, {"routes", routes},
+               {"peers", peers}, {"stats", stats}};
+    const std::string tmp = state_path + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << st.dump(1) << "\n";
+    }
+    std::rename(tmp.c_str(), state_path.c_str());
+  };
+
+  AdapterOptions opts;
+  opts.config = *cfg;
+  opts.vtep = *vtep_ip;
+  opts.advertise = adv;
+  opts.vni_of = [&vnis](const std::string& n) -> std::optional<std::uint32_t> {
+    auto it = vnis.find(n);
+    if (it == vnis.end()) return std::nullopt;
+    return it->second;
+  };
+  opts.on_routes = [&](const RouteUpdate& u) {
+    ++updates;
+    json up = json::array(), rm = json::array();
+    for (const auto& r : u.upserts) up.push_back(route_json(r));
+    for (const auto& k : u.removals) rm.push_back({{"prefix", k.prefix.str()}, {"vni", k.vni}});
+    json line = {{"t_ms", now_ms()}, {"full", u.full}, {"upserts", up}, {"removals", rm}};
+    const std::string text = line.dump();
+    std::cout << text << std::endl;
+    if (events.is_open()) events << text << std::endl;
+    write_state();
+  };
+  opts.on_peers = [&](const std::vector<PeerStatus>&) { write_state(); };
+
+  auto created = Adapter::create(io, std::move(opts));
+  if (!created) {
+    std::cerr << "vxfed-bgp-driver: " << created.error() << "\n";
+    return 2;
+  }
+  adapter = std::move(*created);
+  if (auto st = adapter->start(); !st) {
+    std::cerr << "vxfed-bgp-driver: " << st.error() << "\n";
+    return 1;
+  }
+  write_state();
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+          auto c = load(config_path);
+          if (!c) {
+            spdlog::error("reload refused: {}", c.error());
+          } else if (auto st = adapter->reconfigure(*c, adv); !st) {
+            spdlog::error("reconfigure failed: {}", st.error());
+          } else {
+            spdlog::info("reconfigured from {}", config_path);
+          }
+          write_state();
+          signals.async_wait(on_signal);
+          return;
+        }
+        spdlog::info("exiting on signal {}", sig);
+        adapter->stop();
+        io.stop();
+      };
+  signals.async_wait(on_signal);
+  io.run();
+  adapter.reset();
+  return 0;
+}
