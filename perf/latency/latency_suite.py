@@ -73,6 +73,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             raise ValueError("--duration must be 1..600 seconds")
         if not 1 <= args.runs <= 20:
             raise ValueError("--runs must be 1..20")
+        report.rate_mbps(args.udp_rate)
         if not 64 <= args.udp_len <= (args.mtu - 50 - 28):
             raise ValueError(f"--udp-len must be 64..{args.mtu - 78} for MTU {args.mtu} (no fragmentation)")
         args.plan = make_plan(args.mtu, args.pods)
@@ -256,6 +257,12 @@ def main(argv: list[str]) -> int:
     return EXIT_SLO if failed else 0
 
 
+def sent_mbps(rounds: list[dict]):
+    """Median rate the UDP sender really achieved over the rounds (None if UDP did not run)."""
+    values = [r["udp"]["result"]["sent_mbps"] for r in rounds if "udp" in r]
+    return report.spread(values).median
+
+
 def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters, checks, after) -> dict:
     spreads: dict[str, dict] = {}
     medians: dict[str, dict] = {}
@@ -304,8 +311,9 @@ def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters
         "ratio": ratios,
         "ratio_definition": "ours / kernel (null when a side is missing or the kernel figure is 0)",
         "spread": spreads,
-        "slo": {name: report.slo_verdicts(medians[name], args.udp_rate)
+        "slo": {name: report.slo_verdicts(medians[name], args.udp_rate, sent_mbps(raw.get(name, [])))
                 for name in args.variant_list if name not in unavailable},
+        "udp_sent_mbps": {name: sent_mbps(raw.get(name, [])) for name in args.variant_list},
         "goals": report.goal_verdicts(ratios),
         "variants": status,
         "errors": errors,

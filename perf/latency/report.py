@@ -100,8 +100,25 @@ def ratio(ours: Optional[float], kernel: Optional[float]) -> Optional[float]:
     return ours / kernel
 
 
-def slo_verdicts(figures: dict[str, Optional[float]], udp_rate: str) -> list[dict]:
-    """Each SLO with its value and verdict: True pass, False fail, None not measured."""
+def rate_mbps(rate: str) -> float:
+    """iperf3's -b syntax ("500M", "1G", "200000K", "1e9") in Mbit/s; iperf3 rates are 1000-based."""
+    text = rate.strip()
+    scale = {"k": 1e-3, "m": 1.0, "g": 1e3, "t": 1e6}.get(text[-1:].lower())
+    try:
+        return float(text[:-1]) * scale if scale else float(text) / 1e6
+    except ValueError:
+        raise ValueError(f"offered rate {rate!r} is not a number with an optional K/M/G/T suffix") from None
+
+
+# The loss SLO is judged only if the sender really offered (nearly) the rate: a starved iperf3
+# that sent 60 % of it proves nothing about loss at the offered rate.
+OFFERED_RATE_MIN_SHARE = 0.95
+
+
+def slo_verdicts(figures: dict[str, Optional[float]], udp_rate: str,
+                 udp_sent_mbps: Optional[float] = None) -> list[dict]:
+    """Each SLO with its value and verdict: True pass, False fail, None not measured.
+    The loss SLO fails as "inconclusive" when the sender did not reach the offered rate."""
     checks = [
         ("UDP p99 latency < 1 ms", "udp_p99_us", P99_SLO_US, "us"),
         ("TCP p99 latency < 1 ms", "tcp_p99_us", P99_SLO_US, "us"),
@@ -110,8 +127,15 @@ def slo_verdicts(figures: dict[str, Optional[float]], udp_rate: str) -> list[dic
     out = []
     for name, key, target, unit in checks:
         value = figures.get(key)
-        out.append({"slo": name, "key": key, "target": target, "unit": unit, "value": value,
-                    "pass": None if value is None else value < target})
+        verdict = {"slo": name, "key": key, "target": target, "unit": unit, "value": value,
+                   "pass": None if value is None else value < target}
+        if key == "udp_loss_pct" and value is not None and udp_sent_mbps is not None:
+            verdict["sent_mbps"] = udp_sent_mbps
+            if udp_sent_mbps < OFFERED_RATE_MIN_SHARE * rate_mbps(udp_rate):
+                verdict["pass"] = False
+                verdict["note"] = (f"inconclusive: the sender reached only {udp_sent_mbps:.0f} Mbit/s "
+                                   f"of {udp_rate}bit/s offered (CPU-starved sender)")
+        out.append(verdict)
     return out
 
 
@@ -182,7 +206,8 @@ def slo_lines(doc: dict) -> list[str]:
             else:
                 verdict = "PASS" if v["pass"] else "FAIL"
             value = "-" if v["value"] is None else f"{v['value']:.4g} {v['unit']}"
-            lines.append(f"SLO {variant:6} {v['slo']:40} {value:>14}  {verdict}")
+            lines.append(f"SLO {variant:6} {v['slo']:40} {value:>14}  {verdict}"
+                         + (f" ({v['note']})" if v.get("note") else ""))
     for g in doc.get("goals", []):
         met = "not measured" if g["met"] is None else ("met" if g["met"] else "not met")
         r = "-" if g["ratio"] is None else f"{g['ratio']:.2f}"

@@ -44,6 +44,8 @@ def check_variant(v: Variant) -> None:
     tl.log(f"{v.name}: iperf3 UDP {UDP_RATE}bit/s: {udp['packets']} datagrams, {udp['lost_packets']} lost "
            f"({udp['loss_pct']:.4f}%), {udp['receiver_socket_drops']} dropped at the receiving socket")
     assert udp["packets"] > 1000, f"iperf3 sent too few datagrams to judge loss: {udp}"
+    assert udp["sent_mbps"] >= report.OFFERED_RATE_MIN_SHARE * report.rate_mbps(UDP_RATE), \
+        f"iperf3 did not reach the offered {UDP_RATE}bit/s, so loss at that rate is not shown: {udp}"
     assert udp["loss_pct"] < report.LOSS_SLO_PCT, \
         f"UDP loss {udp['loss_pct']:.4f}% >= SLO {report.LOSS_SLO_PCT}% at {UDP_RATE}bit/s: {udp}"
     pp = measure.sockperf_pingpong(a, b, measure.SuiteOptions(duration=1), v.workdir(), tcp=False)

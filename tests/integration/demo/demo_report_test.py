@@ -122,6 +122,19 @@ class Report(unittest.TestCase):
         v["udp_loss_pct"] = 0.01
         self.assertFalse([s for s in report.slo_verdicts(v, "500M") if s["key"] == "udp_loss_pct"][0]["pass"])
         self.assertIsNone(report.slo_verdicts({}, "1G")[0]["pass"])
+        v["udp_loss_pct"] = 0.0
+        starved = [s for s in report.slo_verdicts(v, "500M", udp_sent_mbps=318.0) if s["key"] == "udp_loss_pct"][0]
+        self.assertFalse(starved["pass"])
+        self.assertIn("inconclusive", starved["note"])
+        ok = [s for s in report.slo_verdicts(v, "500M", udp_sent_mbps=499.9) if s["key"] == "udp_loss_pct"][0]
+        self.assertTrue(ok["pass"])
+
+    def test_rate(self):
+        self.assertEqual(report.rate_mbps("500M"), 500.0)
+        self.assertEqual(report.rate_mbps("1G"), 1000.0)
+        self.assertEqual(report.rate_mbps("2000000"), 2.0)
+        with self.assertRaisesRegex(ValueError, "not a number"):
+            report.rate_mbps("fast")
 
     def test_suites_and_variants(self):
         self.assertEqual(report.parse_suites("latency,tcp1"), ["pp_udp", "pp_tcp", "tcp1"])
