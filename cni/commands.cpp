@@ -308,7 +308,7 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   for (const auto& [k, v] : pod_args(env)) (*ep->mutable_pod())[k] = v;
   auto resp = client->call(req);
   if (!resp) return resp.error();
-  if (resp->code() != pb::OK && resp->code() != pb::ALREADY_EXISTS)
+  if (resp->code() != pb::OK)
     return from_vxfedd(*resp, "vxfedd did not register the endpoint " + env.container_id + "/" + env.ifname);
   rollback.push("vxfedd detach", [&] { detach_or_queue(*store, &*client, env.container_id, env.ifname, conf.network); });
 

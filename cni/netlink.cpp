@@ -24,6 +24,24 @@ namespace {
 
 std::string errno_text(int neg) { return std::strerror(-neg); }
 
+// libmnl's iteration macros assign void* and do not compile as C++; these do the same walk.
+template <typename F>
+void for_each_attr(const nlmsghdr* m, std::size_t offset, F&& f) {
+  const auto* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(m));
+  for (auto* a = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(m, offset));
+       mnl_attr_ok(a, static_cast<int>(tail - reinterpret_cast<const char*>(a))); a = mnl_attr_next(a))
+    f(a);
+}
+
+template <typename F>
+void for_each_nested(const nlattr* nest, F&& f) {
+  const auto* end = static_cast<const char*>(mnl_attr_get_payload(nest)) + mnl_attr_get_payload_len(nest);
+  for (auto* a = static_cast<const nlattr*>(mnl_attr_get_payload(nest));
+       mnl_attr_ok(a, static_cast<int>(end - reinterpret_cast<const char*>(a))); a = mnl_attr_next(a))
+    f(a);
+}
+
+
 vxfed::Result<int> fd_of_current_netns() {
   const int fd = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return make_error(std::string("cannot open the current network namespace: ") + std::strerror(errno));
@@ -126,8 +144,7 @@ void parse_link(const nlmsghdr* m, LinkInfo& out) {
   const auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(m));
   out.index = ifi->ifi_index;
   out.up = (ifi->ifi_flags & IFF_UP) != 0;
-  nlattr* attr;
-  mnl_attr_for_each(attr, m, sizeof(*ifi)) {
+  for_each_attr(m, sizeof(*ifi), [&](const nlattr* attr) {
     switch (mnl_attr_get_type(attr)) {
       case IFLA_IFNAME: out.name = mnl_attr_get_str(attr); break;
       case IFLA_MTU: out.mtu = mnl_attr_get_u32(attr); break;
@@ -135,16 +152,14 @@ void parse_link(const nlmsghdr* m, LinkInfo& out) {
       case IFLA_ADDRESS:
         if (mnl_attr_get_payload_len(attr) == 6) std::memcpy(out.mac.data(), mnl_attr_get_payload(attr), 6);
         break;
-      case IFLA_LINKINFO: {
-        nlattr* nested;
-        mnl_attr_for_each_nested(nested, attr) {
+      case IFLA_LINKINFO:
+        for_each_nested(attr, [&](const nlattr* nested) {
           if (mnl_attr_get_type(nested) == IFLA_INFO_KIND) out.kind = mnl_attr_get_str(nested);
-        }
+        });
         break;
-      }
       default: break;
     }
-  }
+  });
 }
 
 }  // namespace
@@ -271,11 +286,10 @@ vxfed::Result<std::vector<Ipv4Prefix>> Netlink::addresses(int index) {
     if (m->nlmsg_type != RTM_NEWADDR) return;
     const auto* a = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(m));
     if (a->ifa_family != AF_INET || static_cast<int>(a->ifa_index) != index) return;
-    nlattr* attr;
-    mnl_attr_for_each(attr, m, sizeof(*a)) {
+    for_each_attr(m, sizeof(*a), [&](const nlattr* attr) {
       if (mnl_attr_get_type(attr) == IFA_LOCAL)
         out.push_back(Ipv4Prefix{ntohl(mnl_attr_get_u32(attr)), static_cast<int>(a->ifa_prefixlen)});
-    }
+    });
   };
   if (int rc = dump(nlh, on); rc != 0) return make_error("cannot list addresses: " + errno_text(rc));
   return out;
@@ -335,15 +349,14 @@ vxfed::Result<std::vector<RouteEntry>> Netlink::routes(int oif) {
     e.dst.len = r->rtm_dst_len;
     e.scope = r->rtm_scope;
     e.protocol = r->rtm_protocol;
-    nlattr* attr;
-    mnl_attr_for_each(attr, m, sizeof(*r)) {
+    for_each_attr(m, sizeof(*r), [&](const nlattr* attr) {
       switch (mnl_attr_get_type(attr)) {
         case RTA_DST: e.dst.addr = ntohl(mnl_attr_get_u32(attr)); break;
         case RTA_GATEWAY: e.gateway = ntohl(mnl_attr_get_u32(attr)); break;
         case RTA_OIF: e.oif = static_cast<int>(mnl_attr_get_u32(attr)); break;
         default: break;
       }
-    }
+    });
     if (e.oif == oif) out.push_back(e);
   };
   if (int rc = dump(nlh, on); rc != 0) return make_error("cannot list routes: " + errno_text(rc));

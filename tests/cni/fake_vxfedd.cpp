@@ -38,6 +38,7 @@ struct State {
   std::map<std::string, pb::NetworkInfo> networks;
   std::map<std::pair<std::string, std::string>, pb::EndpointInfo> endpoints;
   bool ready = true;
+  std::string refuse_prefix;  // attach of container ids with this prefix fails (rollback tests)
   std::string state_path;
   std::uint64_t requests = 0;
 };
@@ -79,6 +80,8 @@ pb::ControlResponse handle(State& s, const pb::ControlRequest& req) {
     case pb::ControlRequest::kAttachEndpoint: {
       const auto& e = req.attach_endpoint().endpoint();
       if (!s.networks.count(e.network())) return fail(pb::NOT_FOUND, "no network named \"" + e.network() + "\"");
+      if (!s.refuse_prefix.empty() && e.container_id().rfind(s.refuse_prefix, 0) == 0)
+        return fail(pb::INTERNAL, "refusing " + e.container_id() + " (--refuse-attach-prefix)");
       if (e.container_id().empty() || e.ifname().empty() || e.ip().empty() || e.host_iface().empty())
         return fail(pb::INVALID_ARGUMENT, "endpoint needs container_id, ifname, ip and host_iface");
       for (const auto& [key, other] : s.endpoints)
@@ -95,8 +98,8 @@ pb::ControlResponse handle(State& s, const pb::ControlRequest& req) {
     }
     case pb::ControlRequest::kDetachEndpoint: {
       auto key = std::make_pair(req.detach_endpoint().container_id(), req.detach_endpoint().ifname());
-      if (!s.endpoints.erase(key)) return fail(pb::NOT_FOUND, "no endpoint " + key.first + "/" + key.second);
-      save(s);
+      // Like vxfedd: detaching an unknown endpoint is OK (idempotent).
+      if (s.endpoints.erase(key)) save(s);
       return resp;
     }
     case pb::ControlRequest::kCheckEndpoint: {
@@ -158,8 +161,9 @@ int main(int argc, char** argv) {
     else if (a == "--config" && i + 1 < argc) config_path = argv[++i];
     else if (a == "--state" && i + 1 < argc) s.state_path = argv[++i];
     else if (a == "--not-ready") s.ready = false;
+    else if (a == "--refuse-attach-prefix" && i + 1 < argc) s.refuse_prefix = argv[++i];
     else {
-      std::fprintf(stderr, "usage: fake_vxfedd --socket S --config F [--state F] [--not-ready]\n");
+      std::fprintf(stderr, "usage: fake_vxfedd --socket S --config F [--state F] [--not-ready] [--refuse-attach-prefix P]\n");
       return 2;
     }
   }
@@ -179,6 +183,27 @@ int main(int argc, char** argv) {
     info.set_gateway_mac("0a:58:00:00:00:01");
     for (const auto& r : n.value("remote_cidrs", nlohmann::json::array())) info.add_remote_cidrs(r.get<std::string>());
     s.networks[info.spec().name()] = info;
+  }
+  // Endpoints survive a restart, as they do in the real vxfedd.
+  if (!s.state_path.empty()) {
+    std::ifstream old(s.state_path);
+    auto prev = nlohmann::json::parse(old, nullptr, false);
+    if (!prev.is_discarded() && prev.contains("endpoints")) {
+      for (const auto& e : prev["endpoints"]) {
+        pb::EndpointInfo info;
+        auto* sp = info.mutable_spec();
+        sp->set_container_id(e["container_id"]);
+        sp->set_ifname(e["ifname"]);
+        sp->set_network(e["network"]);
+        sp->set_ip(e["ip"]);
+        sp->set_mac(e["mac"]);
+        sp->set_host_iface(e["host_iface"]);
+        sp->set_netns(e["netns"]);
+        for (const auto& [k, v] : e["pod"].items()) (*sp->mutable_pod())[k] = v.get<std::string>();
+        info.set_in_dataplane(s.ready);
+        s.endpoints[{sp->container_id(), sp->ifname()}] = info;
+      }
+    }
   }
   save(s);
 

@@ -1,0 +1,228 @@
+"""Test bed for the vxfed CNI plugin's integration tests: a fake vxfedd (tests/cni/fake_vxfedd,
+the unit-level stand-in) or the real one, pod namespaces, configs, and leak accounting."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+from typing import Optional
+
+import vxfed_testlib as tl
+from cni_runtime import CniError, Runtime, fnv_host_iface
+
+REFERENCE_PLUGINS = Path("/usr/lib/cni")
+
+
+def varint(n: int) -> bytes:
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb_field_bytes(num: int, payload: bytes) -> bytes:
+    return varint((num << 3) | 2) + varint(len(payload)) + payload
+
+
+def pb_field_varint(num: int, value: int) -> bytes:
+    return varint(num << 3) + varint(value)
+
+
+def control_call(sock_path: str, op_field: int, op_payload: bytes) -> int:
+    """Sends one ControlRequest (proto/control.proto) by hand and returns the response code.
+    Python's protobuf is not installed here; the few fields the tests need are encoded directly."""
+    req = pb_field_varint(1, 1) + pb_field_bytes(op_field, op_payload)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sock_path)
+    s.sendall(varint(len(req)) + req)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        # length prefix
+        n, shift, i = 0, 0, 0
+        while i < len(data):
+            b = data[i]
+            n |= (b & 0x7F) << shift
+            i += 1
+            if not b & 0x80:
+                break
+            shift += 7
+        if len(data) >= i + n:
+            body = data[i:i + n]
+            break
+    s.close()
+    # parse field 2 (code) if present
+    j, code = 0, 0
+    while j < len(body):
+        key, shift = 0, 0
+        while True:
+            b = body[j]; j += 1
+            key |= (b & 0x7F) << shift; shift += 7
+            if not b & 0x80:
+                break
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, shift = 0, 0
+            while True:
+                b = body[j]; j += 1
+                v |= (b & 0x7F) << shift; shift += 7
+                if not b & 0x80:
+                    break
+            if field == 2:
+                code = v
+        elif wt == 2:
+            ln, shift = 0, 0
+            while True:
+                b = body[j]; j += 1
+                ln |= (b & 0x7F) << shift; shift += 7
+                if not b & 0x80:
+                    break
+            j += ln
+        else:
+            raise ValueError("unexpected wire type")
+    return code
+
+
+def detach_endpoint(sock_path: str, container_id: str, ifname: str) -> int:
+    return control_call(sock_path, 11, pb_field_bytes(1, container_id.encode()) + pb_field_bytes(2, ifname.encode()))
+
+
+class CniBed:
+    """Owns a fake vxfedd, the plugin's state/IPAM dirs, a runtime, and pod namespaces."""
+
+    def __init__(self, topo: tl.Topology, networks: Optional[list] = None):
+        self.topo = topo
+        self.plugin = tl.require_binary("cni/vxfed")
+        self.fake = tl.require_binary("tests/cni/fake_vxfedd")
+        tl.require_program("ip")
+        if not (REFERENCE_PLUGINS / "host-local").exists():
+            tl.skip("containernetworking-plugins is not installed (/usr/lib/cni/host-local)")
+        self.work = topo.workdir
+        self.bin_dir = self.work / "bin"
+        self.bin_dir.mkdir()
+        # CNI_PATH: our plugin beside the reference plugins, as an install would put it.
+        (self.bin_dir / "vxfed").symlink_to(self.plugin)
+        self.socket = str(self.work / "vxfedd.sock")
+        self.state_dir = str(self.work / "state")
+        self.ipam_dir = str(self.work / "ipam")
+        self.endpoints_file = self.work / "endpoints.json"
+        self.networks = networks or [{"name": "fed-a", "subnet": "10.244.0.0/16", "gateway": "10.244.0.1",
+                                      "mtu": 8950, "vni": 1001, "remote_cidrs": ["10.245.0.0/16"]}]
+        (self.work / "networks.json").write_text(json.dumps({"networks": self.networks}))
+        self.runtime = Runtime([str(self.bin_dir), str(REFERENCE_PLUGINS)], self.work / "cache")
+        self.fake_proc = None
+        self.suffix = topo.suffix
+        self.pods: dict[str, tl.Namespace] = {}
+
+    # -- fake vxfedd --
+    def start_vxfedd(self, *extra: str) -> None:
+        self.stop_vxfedd()
+        self.fake_proc = self.topo.spawn([str(self.fake), "--socket", self.socket, "--config",
+                                          str(self.work / "networks.json"), "--state", str(self.endpoints_file),
+                                          *extra], name="fake_vxfedd")
+        tl.wait_for(lambda: os.path.exists(self.socket) and self._connectable(), 10, "fake vxfedd socket")
+
+    def _connectable(self) -> bool:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.socket)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    def stop_vxfedd(self) -> None:
+        if self.fake_proc and self.fake_proc.poll() is None:
+            self.fake_proc.terminate()
+            self.fake_proc.wait(timeout=10)
+        self.fake_proc = None
+
+    def endpoints(self) -> list[dict]:
+        return json.loads(self.endpoints_file.read_text())["endpoints"] if self.endpoints_file.exists() else []
+
+    # -- configs --
+    def conf(self, version: str = "1.1.0", name: str = "fed-a", ipam: Optional[dict] = None, **extra) -> dict:
+        c = {"cniVersion": version, "name": name, "type": "vxfed", "socket": self.socket,
+             "stateDir": self.state_dir, "logLevel": "info",
+             "capabilities": {"mac": True, "ips": True, "bandwidth": True},
+             "ipam": ipam or self.host_local()}
+        c.update(extra)
+        return c
+
+    def host_local(self, start: str = "10.244.1.2", end: str = "10.244.1.250") -> dict:
+        return {"type": "host-local", "dataDir": self.ipam_dir,
+                "ranges": [[{"subnet": "10.244.0.0/16", "rangeStart": start, "rangeEnd": end,
+                             "gateway": "10.244.0.1"}]]}
+
+    def conflist(self, version: str, plugins: list[dict], name: str = "fed-a") -> dict:
+        return {"cniVersion": version, "name": name, "plugins": plugins}
+
+    # -- pods --
+    def cid(self, short: str) -> str:
+        return f"{short}-{self.suffix}"
+
+    def pod(self, short: str) -> tl.Namespace:
+        ns = self.topo.netns(short)
+        self.pods[short] = ns
+        return ns
+
+    @staticmethod
+    def netns_path(ns: tl.Namespace) -> str:
+        return f"/var/run/netns/{ns.name}"
+
+    # -- observation --
+    @staticmethod
+    def host_link_exists(name: str) -> bool:
+        return subprocess.run(["ip", "link", "show", "dev", name], capture_output=True).returncode == 0
+
+    def ipam_reservations(self) -> list[str]:
+        d = Path(self.ipam_dir)
+        if not d.exists():
+            return []
+        return sorted(p.name for p in d.rglob("*") if p.is_file() and p.name[0].isdigit() and "last_reserved" not in p.name)
+
+    def records(self) -> list[str]:
+        d = Path(self.state_dir) / "attachments"
+        return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+    def queue(self) -> list[dict]:
+        p = Path(self.state_dir) / "pending-detach.json"
+        return json.loads(p.read_text()) if p.exists() else []
+
+    def leftovers(self, container_ids: list[tuple[str, str]]) -> dict:
+        """Everything an attachment may leave behind, for these (container id, ifname) pairs."""
+        links = [fnv_host_iface(c, i) for c, i in container_ids if self.host_link_exists(fnv_host_iface(c, i))]
+        eps = [e for e in self.endpoints() if (e["container_id"], e["ifname"]) in set(container_ids)]
+        tmp = [p.name for p in Path(self.state_dir).rglob("*.tmp.*")] if Path(self.state_dir).exists() else []
+        return {"links": links, "endpoints": eps, "records": self.records(), "ipam": self.ipam_reservations(),
+                "tmpfiles": tmp}
+
+    def assert_clean(self, container_ids: list[tuple[str, str]], what: str) -> None:
+        left = self.leftovers(container_ids)
+        if any(left.values()):
+            raise AssertionError(f"{what}: left behind {left}")
+
+
+def expect_error(fn, code: int, message_part: str, what: str) -> CniError:
+    try:
+        fn()
+    except CniError as e:
+        if e.code != code or message_part.lower() not in (e.msg + " " + e.details).lower():
+            raise AssertionError(f"{what}: expected code {code} with {message_part!r}, got {e.code}: {e.msg} / {e.details}")
+        tl.log(f"ok: {what} -> {e.code} {e.msg}")
+        return e
+    raise AssertionError(f"{what}: succeeded, expected code {code}")
