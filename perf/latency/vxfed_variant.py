@@ -140,7 +140,9 @@ class VxfedVariant(Variant):
         prefix = f"vxdemo{self.topo.suffix}{c.name}"      # owned_paths() lists its run dir
         self.dpdk_prefixes.append(prefix)
         mtu = self.plan.underlay_mtu
-        framesz = 10240 if mtu > 1500 else 2048
+        # The frame must fit the dataplane's mbuf data room (9344 at MTU 9000): the values of
+        # vxfed-dataplane --help.
+        framesz = 9216 if mtu > 1500 else 2048
         return [str(self.bin("dataplane/vxfed-dataplane")),
                 "-l", "0,1", "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix,
                 "--vdev", f"net_af_packet0,iface=ul0,qpairs=1,framesz={framesz},blocksz={framesz * 4},framecnt=512",
