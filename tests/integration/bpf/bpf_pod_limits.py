@@ -9,6 +9,7 @@ pin root and exits. Then:
     limit at 100 Mbit/s and at 1 Gbit/s (median of 3 runs; the first second of each run,
     which carries the bucket's initial burst, is omitted);
   - RoCEv2 datagrams (UDP 4791) leave with DSCP 26 (seen on the peer) and are counted;
+  - with an out-of-band VLAN tag on the frame, the tag's 802.1p PCP becomes 3;
   - reconcile removes a stale pod and keeps the wanted one; detach removes filters and pins.
 """
 import json
@@ -29,19 +30,28 @@ TOLERANCE = 0.10
 # ~200 ms minimum RTO, so the burst is rate x 250 ms (docs/bpf.md, "TCP through a policer").
 BURST_SECONDS = 0.25
 
+# Captures RoCEv2 frames on eth0 and prints "tos/pcp" for each (pcp -1: no VLAN tag).
 CAPTURE = r'''
 import socket, sys
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+import struct
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL
+s.setsockopt(263, 8, 1)  # SOL_PACKET, PACKET_AUXDATA: the out-of-band VLAN tag
 s.bind(("eth0", 0)); s.settimeout(3)
-tos = []
+seen = []
 try:
-    while len(tos) < int(sys.argv[1]):
-        f = s.recv(9100)
-        if len(f) >= 38 and f[23] == 17 and f[36:38] == (4791).to_bytes(2, "big"):
-            tos.append(f[15])
+    while len(seen) < int(sys.argv[1]):
+        f, anc, _, _ = s.recvmsg(9100, 256)
+        if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[23] == 17 and f[36:38] == (4791).to_bytes(2, "big"):
+            pcp = -1
+            for level, kind, data in anc:
+                if level == 263 and kind == 8:
+                    status, _, _, _, _, tci, _ = struct.unpack("IIIHHHH", data[:20])
+                    if status & 0x10:  # TP_STATUS_VLAN_VALID
+                        pcp = tci >> 13
+            seen.append(f"{f[15]}/{pcp}")
 except socket.timeout:
     pass
-print(",".join(str(t) for t in tos))
+print(",".join(seen))
 '''
 
 
@@ -133,11 +143,25 @@ def main() -> None:
                      "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
                      "s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x02)\n"
                      "for _ in range(5): s.sendto(b'r'*200, ('10.244.77.2', 4791))"])
-            tos = [int(t) for t in capture.communicate(timeout=15)[0].strip().split(",") if t]
-            log(f"TOS bytes of RoCEv2 datagrams seen on the peer: {tos}")
-            assert tos == [26 << 2 | 0x02] * 5, f"expected DSCP 26 with ECT(0) kept, got {tos}"
+            seen = [t for t in capture.communicate(timeout=15)[0].strip().split(",") if t]
+            log(f"TOS/PCP of RoCEv2 datagrams seen on the peer: {seen}")
+            assert seen == [f"{26 << 2 | 0x02}/-1"] * 5, f"expected DSCP 26 with ECT(0) kept, untagged, got {seen}"
             after = {c["name"]: c["packets"] for c in json.loads(cli("counters", "--pod-key", key).stdout)["classes"]}
             assert after["roce"] - before["roce"] == 5, (before, after)
+
+            # 802.1p: a tag pusher runs before vxfed_egress (lower pref), as a VLAN device would.
+            vlan_obj = require_binary("tests/integration/bpf/vlan_push.bpf.o")
+            pod.run(["tc", "filter", "add", "dev", "eth0", "egress", "pref", "1", "bpf", "da", "obj", str(vlan_obj),
+                     "sec", "tc"])
+            capture = subprocess.Popen(peer.prefix() + ["python3", str(cap_py), "5"], stdout=subprocess.PIPE, text=True)
+            time.sleep(0.5)
+            pod.run(["python3", "-c",
+                     "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+                     "for _ in range(5): s.sendto(b'r'*200, ('10.244.77.2', 4791))"])
+            seen = [t for t in capture.communicate(timeout=15)[0].strip().split(",") if t]
+            log(f"TOS/PCP of VLAN-tagged RoCEv2 datagrams seen on the peer: {seen}")
+            assert seen == [f"{26 << 2}/3"] * 5, f"expected DSCP 26 and PCP 3, got {seen}"
+            pod.run("tc filter del dev eth0 egress pref 1")
 
             # Reconcile: a stale pod (not wanted) goes, the wanted one stays. The stale one lives
             # in a second pod namespace; a third key points at a namespace that is gone.
