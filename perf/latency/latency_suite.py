@@ -121,6 +121,9 @@ def main(argv: list[str]) -> int:
     preflight()
     log = tl.log
     started = dt.datetime.now(dt.timezone.utc)
+    args.loadavg_at_start = Path("/proc/loadavg").read_text().split()[:3]
+    log(f"load average {' '.join(args.loadavg_at_start)} on {os.cpu_count()} CPUs "
+        f"(a shared machine: compare ours with kernel only within one run)")
     t0 = time.monotonic()
     opts = measure.SuiteOptions(duration=args.duration, udp_rate=args.udp_rate, udp_len=args.udp_len,
                                 pp_msg_size=args.msg_size)
@@ -304,6 +307,7 @@ def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters
         },
         "environment": {
             "kernel": platform.release(), "cpus": os.cpu_count(),
+            "loadavg_at_start": args.loadavg_at_start,
             "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3],
         },
         "ours": medians["ours"],
