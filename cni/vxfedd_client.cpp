@@ -2,12 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "delimited.hpp"
 
 namespace vxfed::cni {
 
 Expected<VxfeddClient> VxfeddClient::connect(const std::string& socket_path, int timeout_ms) {
-  auto fd = vxfed::connect_unix(socket_path, timeout_ms);
+  // Connecting retries while the socket is missing or refusing (vxfedd restarting), but only
+  // briefly: a DEL with vxfedd down should queue its detach quickly, not wait out the request
+  // timeout.
+  auto fd = vxfed::connect_unix(socket_path, std::min(timeout_ms, kConnectTimeoutMs));
   if (!fd)
     return cni_error(kTryAgainLater, "vxfedd is not reachable at " + socket_path + "; is the vxfed DaemonSet running on this node?",
                      fd.error());

@@ -12,6 +12,8 @@ namespace vxfed::cni {
 
 namespace pb = vxfed::control::v1;
 
+inline constexpr int kConnectTimeoutMs = 1000;
+
 class VxfeddClient {
  public:
   // Code 11 (try again later) when vxfedd is not listening: the runtime retries ADD, and DEL

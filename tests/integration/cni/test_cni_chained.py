@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""vxfed as the first plugin of a conflist, followed by the reference tuning, bandwidth and
+portmap plugins (Debian's containernetworking-plugins, spec <= 1.0.0, so the list is 1.0.0):
+prevResult flows through ADD, CHECK runs over the cached result, DEL runs in reverse order,
+and afterwards nothing of any plugin is left."""
+
+import json
+import subprocess
+
+import vxfed_testlib as tl
+from cni_bed import CniBed
+from cni_runtime import CniError, fnv_host_iface
+
+
+def main():
+    tl.require_root()
+    iptables = tl.require_program("iptables")
+    with tl.Topology("cnichain") as topo:
+        bed = CniBed(topo)
+        bed.start_vxfedd()
+        rt = bed.runtime
+        vx = bed.conf("1.0.0")
+        vx.pop("cniVersion")
+        vx.pop("name")
+        netconf = bed.conflist("1.0.0", [
+            vx,
+            {"type": "tuning", "promisc": True, "sysctl": {"net.ipv4.conf.eth0.arp_notify": "1"}},
+            {"type": "bandwidth", "capabilities": {"bandwidth": True}},
+            {"type": "portmap", "capabilities": {"portMappings": True}, "snat": True},
+        ], name="fed-a")
+        ns = bed.pod("chain")
+        cid = bed.cid("chain")
+        port = 20000 + int(bed.suffix) % 20000
+        runtime_config = {
+            "bandwidth": {"ingressRate": 100_000_000, "ingressBurst": 1_000_000,
+                          "egressRate": 100_000_000, "egressBurst": 1_000_000},
+            "portMappings": [{"hostPort": port, "containerPort": 8080, "protocol": "tcp"}],
+            "mac": "0a:58:0a:f4:05:05",
+        }
+        result = rt.add(netconf, cid, bed.netns_path(ns), "eth0", runtime_config=runtime_config)
+        host = fnv_host_iface(cid, "eth0")
+        # prevResult went through every plugin: the final result still describes vxfed's interface.
+        assert result["cniVersion"] == "1.0.0"
+        assert [i["name"] for i in result["interfaces"]][:2] == [host, "eth0"], result["interfaces"]
+        assert result["ips"][0]["address"].startswith("10.244."), result
+        # tuning: promisc and the sysctl inside the pod; the MAC came from vxfed's mac capability.
+        link = json.loads(ns.run(["ip", "-j", "-d", "link", "show", "dev", "eth0"]).stdout)[0]
+        assert link["promiscuity"] >= 1, link
+        assert link["address"] == "0a:58:0a:f4:05:05", link["address"]
+        assert ns.run(["cat", "/proc/sys/net/ipv4/conf/eth0/arp_notify"]).stdout.strip() == "1"
+        # bandwidth: a tbf qdisc on the host end (traffic into the pod).
+        qdisc = tl.run(["tc", "qdisc", "show", "dev", host]).stdout
+        assert "tbf" in qdisc, qdisc
+        # portmap: a DNAT chain for this container.
+        nat = tl.run([iptables, "-t", "nat", "-S"]).stdout
+        assert f"--dport {port}" in nat, "portmap rule missing"
+        tl.log("chained ADD ok: tuning, bandwidth, portmap applied")
+
+        # CHECK runs vxfed, tuning, bandwidth, then portmap. Debian's portmap 1.1.1 fails CHECK for
+        # an IPv4-only pod by looking for an ip6tables chain it never made (upstream
+        # containernetworking/plugins#819, fixed after 1.1.1): accept exactly that, after
+        # every plugin before it passed.
+        try:
+            rt.check(netconf, cid, bed.netns_path(ns), "eth0")
+        except CniError as e:
+            if not (e.plugin == "portmap" and "ipv6 dnat" in e.msg):
+                raise
+            tl.log(f"portmap CHECK hit upstream bug #819 ({e.msg}); vxfed, tuning and bandwidth CHECK passed")
+        tl.log("chained CHECK ok")
+
+        rt.delete(netconf, cid, bed.netns_path(ns), "eth0")
+        nat = tl.run([iptables, "-t", "nat", "-S"]).stdout
+        assert f"--dport {port}" not in nat, "portmap rule left behind"
+        ifbs = tl.run(["ip", "-j", "link"]).stdout
+        assert not any(l["ifname"].startswith("bwp") and host[3:] in l["ifname"] for l in json.loads(ifbs))
+        bed.assert_clean([(cid, "eth0")], "chained DEL")
+        # DEL again (the runtime retries): every plugin tolerates it.
+        rt.delete(netconf, cid, bed.netns_path(ns), "eth0")
+        tl.log("chained DEL (twice) ok")
+        bed.stop_vxfedd()
+
+
+if __name__ == "__main__":
+    tl.main_wrapper(main)
