@@ -192,19 +192,22 @@ class VxfedVariant(Variant):
         cfg = self.node_dirs[c.name] / "vxfedd.yaml"
         # JSON is valid YAML: one renderer, no dependency on python3-yaml.
         cfg.write_text(json.dumps(self.vxfedd_config(c), indent=2) + "\n")
-        proc = self.nodes[c.name].spawn([str(self.bin("control/vxfedd")), "--config", str(cfg)], name="vxfedd")
+        proc = self.nodes[c.name].spawn([str(self.bin("control/vxfedd")), "--config", str(cfg), "--foreground"],
+                                        name="vxfedd")
         self.procs[f"vxfedd-{c.name}"] = proc
         self._wait_for_file(self.node_dirs[c.name] / "vxfedd.sock", proc, "vxfedd", c, timeout=30)
 
-    def vxfedctl(self, c: ClusterPlan, *args: str, timeout: float = 10) -> subprocess.CompletedProcess:
+    def vxfedctl(self, c: ClusterPlan, *args: str, json_out: bool = False,
+                 timeout: float = 10) -> subprocess.CompletedProcess:
+        """vxfedctl [--socket S] [--json] SUBCOMMAND ... (global options before the subcommand)."""
         sock = self.node_dirs[c.name] / "vxfedd.sock"
-        return self.nodes[c.name].run([str(self.bin("control/vxfedctl")), "--socket", str(sock), *args],
-                                      check=False, timeout=timeout)
+        cmd = [str(self.bin("control/vxfedctl")), "--socket", str(sock)] + (["--json"] if json_out else [])
+        return self.nodes[c.name].run(cmd + list(args), check=False, timeout=timeout)
 
-    def _vxfedctl_json(self, c: ClusterPlan, *args: str):
-        res = self.vxfedctl(c, *args, "--json")
-        if res.returncode != 0:
-            raise RuntimeError(f"vxfedctl {' '.join(args)}: {res.stderr.strip()[-300:]}")
+    def _vxfedctl_json(self, c: ClusterPlan, *args: str, ok_codes: tuple[int, ...] = (0,)):
+        res = self.vxfedctl(c, *args, json_out=True)
+        if res.returncode not in ok_codes:
+            raise RuntimeError(f"vxfedctl {' '.join(args)} exited {res.returncode}: {res.stderr.strip()[-300:]}")
         return json.loads(res.stdout)
 
     def _wait_daemon_ready(self, c: ClusterPlan) -> None:
@@ -214,7 +217,7 @@ class VxfedVariant(Variant):
         def ready() -> bool:
             nonlocal last
             self._check_alive(c)
-            last = self._vxfedctl_json(c, "status")
+            last = self._vxfedctl_json(c, "status", ok_codes=(0, 4))   # 4: dataplane not ready yet
             return bool(last.get("dataplane_connected") and last.get("dataplane_ready"))
         try:
             tl.wait_for(ready, self.up_timeout, f"vxfedd on node {c.name.upper()} to report the dataplane ready",
