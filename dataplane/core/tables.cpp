@@ -3,12 +3,10 @@
 #include "core/tables.hpp"
 
 #include <arpa/inet.h>
-#include <rte_errno.h>
-#include <rte_lpm.h>
 
 #include <algorithm>
-#include <atomic>
 #include <map>
+#include <new>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -154,7 +152,10 @@ class TablesBuilder {
                     std::to_string(ctx_.underlay_mtu) + " - 50), or 0 for the maximum");
         ok = false;
       }
-      if (!ok) continue;
+      if (!ok) {
+        invalid_vnis_.insert(n.vni());  // reported once here, not again by every user
+        continue;
+      }
       e.vni = n.vni();
       e.vni_field_be = wire::vxlan_vni_field(n.vni());
       e.gateway_ip_be = *gw;
@@ -174,6 +175,7 @@ class TablesBuilder {
   // Network index for a VNI referenced by another entry, or an error naming it.
   std::optional<std::uint16_t> network_of(std::uint32_t vni, const std::string& where) {
     if (const std::uint16_t* i = t_->network_index_.find(vni)) return *i;
+    if (invalid_vnis_.count(vni)) return std::nullopt;
     errors_.add(where + ": vni " + std::to_string(vni) + " is not a configured network");
     return std::nullopt;
   }
@@ -384,8 +386,8 @@ class TablesBuilder {
                                             static_cast<std::uint32_t>(prefixes.size()));
       if (fresh) prefixes.push_back(r.prefix);
     }
-    if (prefixes.size() >= (1u << 24)) {
-      errors_.add("routes: more than 16,777,215 distinct prefixes");
+    if (prefixes.size() >= (1u << 30)) {
+      errors_.add("routes: more than 2^30 distinct prefixes");
       return false;
     }
     t_->route_group_.reserve(routes_.size());
@@ -393,11 +395,11 @@ class TablesBuilder {
       t_->route_group_.insert(ForwardingTables::route_key(prefix_ids[pkey(r.prefix.addr, r.prefix.len)], r.network), r.group);
     t_->route_count_ = routes_.size();
     t_->prefix_parent_.assign(prefixes.size(), kNoPrefix);
-    std::uint32_t tbl8_needed = 0;
+    std::vector<LpmTable::Entry> entries;
+    entries.reserve(prefixes.size());
     for (std::uint32_t id = 0; id < prefixes.size(); ++id) {
       const Prefix& p = prefixes[id];
-      if (p.len > 24) ++tbl8_needed;
-      if (p.len == 0) t_->default_prefix_ = id;
+      entries.push_back(LpmTable::Entry{p.addr, p.len, id});
       for (int len = p.len - 1; len >= 0; --len) {
         const std::uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
         if (auto it = prefix_ids.find(pkey(p.addr & mask, static_cast<std::uint32_t>(len))); it != prefix_ids.end()) {
@@ -406,26 +408,12 @@ class TablesBuilder {
         }
       }
     }
-    if (prefixes.empty() || (prefixes.size() == 1 && prefixes[0].len == 0)) return true;
-    static std::atomic<std::uint32_t> serial{0};
-    const std::string name = "vxfed_lpm_" + std::to_string(serial.fetch_add(1));
-    rte_lpm_config config{};
-    config.max_rules = static_cast<std::uint32_t>(prefixes.size());
-    config.number_tbl8s = tbl8_needed + 1;
-    t_->lpm_ = rte_lpm_create(name.c_str(), SOCKET_ID_ANY, &config);
-    if (!t_->lpm_) {
-      errors_.add("routes: cannot create the LPM table for " + std::to_string(prefixes.size()) +
-                  " prefixes: " + rte_strerror(rte_errno) + " (EAL memory too small?)");
+    if (entries.empty()) return true;
+    try {
+      t_->lpm_.build(std::move(entries));
+    } catch (const std::bad_alloc&) {
+      errors_.add("routes: out of memory building the LPM table (64 MiB + 1 KiB per /25../32 group)");
       return false;
-    }
-    for (std::uint32_t id = 0; id < prefixes.size(); ++id) {
-      if (prefixes[id].len == 0) continue;  // rte_lpm has no depth 0: default_prefix_ instead
-      const int rc = rte_lpm_add(t_->lpm_, prefixes[id].addr, prefixes[id].len, id);
-      if (rc != 0) {
-        errors_.add("routes: LPM refused prefix " + ipv4_text(htonl(prefixes[id].addr)) + "/" +
-                    std::to_string(prefixes[id].len) + ": " + rte_strerror(-rc));
-        return false;
-      }
     }
     return true;
   }
@@ -510,6 +498,7 @@ class TablesBuilder {
   std::unordered_map<std::uint32_t, std::uint32_t> vtep_ids_;
   std::vector<std::uint32_t> vtep_ips_;
   std::set<std::uint64_t> allowed_pairs_;
+  std::unordered_set<std::uint32_t> invalid_vnis_;
   std::vector<std::pair<std::uint32_t, MacAddress>> static_neighbors_;
   std::vector<std::pair<std::uint32_t, MacAddress>> static_slots_;
 };
@@ -517,24 +506,6 @@ class TablesBuilder {
 Result<std::unique_ptr<ForwardingTables>> ForwardingTables::create(const v1::Tables& tables,
                                                                    const BuildContext& context) {
   return TablesBuilder(tables, context).build();
-}
-
-ForwardingTables::~ForwardingTables() {
-  if (lpm_) rte_lpm_free(lpm_);
-}
-
-const NextHopGroup* ForwardingTables::route(std::uint16_t network, std::uint32_t dst_ip_be) const {
-  std::uint32_t id = default_prefix_;
-  if (lpm_) {
-    std::uint32_t hit = 0;
-    if (rte_lpm_lookup(lpm_, wire::from_be32(dst_ip_be), &hit) == 0) id = hit;
-  }
-  // This VNI's route at the longest union prefix, else at the next shorter one, ...
-  while (id != kNoPrefix) {
-    if (const std::uint32_t* g = route_group_.find(route_key(id, network))) return &groups_[*g];
-    id = prefix_parent_[id];
-  }
-  return nullptr;
 }
 
 std::vector<std::uint16_t> ForwardingTables::pod_port_ids() const {

@@ -7,8 +7,9 @@
 //   networks     VNI -> network index -> {gateway ip/mac, MTU, VNI counter slot}
 //   endpoints    (network, pod IPv4) -> {port, pod MAC}          local delivery / decap
 //   pod ports    DPDK port id -> {network, pod IPv4, pod MAC}    traffic from a pod
-//   routes       one rte_lpm over the union of every VNI's prefixes (so 130k routes in any
-//                number of VNIs cost one 64 MiB tbl24, not one per VNI), then
+//   routes       one DIR-24-8 LPM (lpm_table.hpp) over the union of every VNI's prefixes (so
+//                130k routes in any number of VNIs cost one 64 MiB first level, not one per
+//                VNI), then
 //                (prefix, network) -> next-hop group, walking to the next shorter prefix
 //                of the union when this VNI has no route at that exact prefix
 //   groups       next-hop group -> weighted slots of VTEP indexes (ECMP by flow hash)
@@ -26,13 +27,12 @@
 
 #include "core/counters.hpp"
 #include "core/flat_map.hpp"
+#include "core/lpm_table.hpp"
 #include "core/neighbor_cache.hpp"
 #include "core/wire/ethernet.hpp"
 #include "core/wire/vxlan.hpp"
 #include "dataplane.pb.h"
 #include "result.hpp"  // common/
-
-struct rte_lpm;
 
 namespace vxfed::dataplane {
 
@@ -89,10 +89,9 @@ class ForwardingTables {
   // Validates every entry and builds the lookup structures. Errors name the entry and the
   // field ("routes[12] (vni 1001, prefix \"10.245.0.0/33\"): prefix length must be 0..32").
   // On success, also makes the neighbour cache's static entries match tables.neighbors.
-  // Needs the EAL (rte_lpm lives in DPDK memory).
   static Result<std::unique_ptr<ForwardingTables>> create(const v1::Tables& tables,
                                                           const BuildContext& context);
-  ~ForwardingTables();
+  ~ForwardingTables() = default;
   ForwardingTables(const ForwardingTables&) = delete;
   ForwardingTables& operator=(const ForwardingTables&) = delete;
 
@@ -125,7 +124,17 @@ class ForwardingTables {
     return allowed_.find(allow_key(vtep, network)) != nullptr;
   }
   // Longest-prefix match of dst (network order) in a network: the next-hop group, or null.
-  const NextHopGroup* route(std::uint16_t network, std::uint32_t dst_ip_be) const;
+  // Why it is right: the longest union prefix P containing dst contains every route of any
+  // VNI that contains dst, so this VNI's best route is its longest route containing P:
+  // the route at P, else at P's parent (next shorter union prefix), and so on.
+  const NextHopGroup* route(std::uint16_t network, std::uint32_t dst_ip_be) const {
+    std::uint32_t id = lpm_.lookup(wire::from_be32(dst_ip_be));
+    while (id != LpmTable::kNone) {
+      if (const std::uint32_t* g = route_group_.find(route_key(id, network))) return &groups_[*g];
+      id = prefix_parent_[id];
+    }
+    return nullptr;
+  }
   // VTEP index chosen by flow hash among a group's weighted slots.
   std::uint32_t pick(const NextHopGroup& g, std::uint32_t hash) const {
     return group_slots_[g.first + static_cast<std::uint32_t>((static_cast<std::uint64_t>(hash) * g.count) >> 32)];
@@ -165,9 +174,8 @@ class ForwardingTables {
   std::vector<VtepEntry> vteps_;
   FlatMap64<std::uint32_t> vtep_index_;
   FlatMap64<std::uint8_t> allowed_;
-  rte_lpm* lpm_ = nullptr;                  // union of all prefixes -> prefix id
+  LpmTable lpm_;                            // union of all prefixes -> prefix id
   std::vector<std::uint32_t> prefix_parent_;  // prefix id -> next shorter union prefix id
-  std::uint32_t default_prefix_ = ~0u;      // id of 0.0.0.0/0 (rte_lpm has no depth 0)
   FlatMap64<std::uint32_t> route_group_;    // (prefix id, network) -> group index
   std::vector<NextHopGroup> groups_;
   std::vector<std::uint32_t> group_slots_;

@@ -1,0 +1,273 @@
+// Packet tests that need more than one packet: ECMP spread and pinning, ARP learning of
+// underlay neighbours, mbuf pool exhaustion and recovery, full bursts, per-VNI counters.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/pipeline.hpp"
+#include "core/wire/vxlan.hpp"
+#include "eal_env.hpp"
+#include "frames.hpp"
+#include "mbufs.hpp"
+#include "sample_tables.hpp"
+
+namespace vxfed::test {
+namespace {
+
+using dp::DropReason;
+
+const Mac kZero{};
+const Mac kBcast = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+class PacketFlow : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    VXFED_REQUIRE_EAL();
+    auto t = node_.build(sample_tables());
+    ASSERT_TRUE(t.ok()) << t.error();
+    tables_ = std::move(*t);
+    counters_ = std::make_unique<dp::WorkerCounters>();
+    tx_ = std::make_unique<dp::TxStage>();
+  }
+  void TearDown() override { take_all(); }
+
+  // Runs frames through one burst call; returns how many were staged.
+  void run(std::uint16_t rx_port, const std::vector<Bytes>& frames, rte_mempool* pool = nullptr) {
+    std::vector<rte_mbuf*> pkts;
+    for (const auto& f : frames) {
+      pkts.push_back(make_mbuf(f, pool ? pool : small_pool()));
+      ASSERT_NE(pkts.back(), nullptr);
+    }
+    if (rx_port == kUplink)
+      dp::process_uplink_burst(*tables_, pkts.data(), static_cast<std::uint16_t>(pkts.size()), *tx_, *counters_);
+    else
+      dp::process_pod_burst(*tables_, rx_port, pkts.data(), static_cast<std::uint16_t>(pkts.size()), *tx_, *counters_);
+  }
+  // Staged frames per port, freed.
+  std::map<std::uint16_t, std::vector<Bytes>> take_all() {
+    std::map<std::uint16_t, std::vector<Bytes>> out;
+    if (!tx_) return out;
+    tx_->flush([&](std::uint16_t port, rte_mbuf** p, std::uint16_t n) {
+      for (std::uint16_t i = 0; i < n; ++i) out[port].push_back(read_mbuf(p[i]));
+      rte_pktmbuf_free_bulk(p, n);
+      return n;
+    }, *counters_);
+    return out;
+  }
+  std::uint64_t drops(DropReason r) const { return counters_->drops[static_cast<int>(r)].get(); }
+
+  Node node_;
+  std::unique_ptr<dp::ForwardingTables> tables_;
+  std::unique_ptr<dp::WorkerCounters> counters_;
+  std::unique_ptr<dp::TxStage> tx_;
+};
+
+Bytes flow(std::uint16_t sport, std::uint32_t dst = ip("10.245.7.20")) {
+  return ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                  ipv4(ip("10.244.1.10"), dst, 17, udp(sport, 80, payload(18))));
+}
+std::uint16_t outer_sport(const Bytes& b) { return static_cast<std::uint16_t>(b[34] << 8 | b[35]); }
+std::uint32_t outer_dst(const Bytes& b) {
+  return static_cast<std::uint32_t>(b[30] << 24 | b[31] << 16 | b[32] << 8 | b[33]);
+}
+
+TEST_F(PacketFlow, EcmpSpreadsFlowsAndPinsEachFlow) {
+  std::map<std::uint32_t, int> per_vtep;
+  std::map<std::uint16_t, std::pair<std::uint32_t, std::uint16_t>> first_seen;  // flow -> (vtep, sport)
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint16_t f = 0; f < 1024; f += 32) {
+      std::vector<Bytes> burst;
+      for (std::uint16_t k = 0; k < 32; ++k) burst.push_back(flow(static_cast<std::uint16_t>(10000 + f + k)));
+      run(kPod1, burst);
+      auto out = take_all();
+      ASSERT_EQ(out[kUplink].size(), 32u);
+      for (std::uint16_t k = 0; k < 32; ++k) {
+        const Bytes& o = out[kUplink][k];
+        const std::uint32_t v = outer_dst(o);
+        const std::uint16_t sp = outer_sport(o);
+        EXPECT_GE(sp, 49152);
+        if (round == 0) {
+          ++per_vtep[v];
+          first_seen[f + k] = {v, sp};
+        } else {
+          EXPECT_EQ(first_seen[f + k].first, v) << "flow moved to another VTEP";
+          EXPECT_EQ(first_seen[f + k].second, sp) << "flow changed UDP source port";
+        }
+      }
+    }
+  }
+  ASSERT_EQ(per_vtep.size(), 2u) << "both ECMP next hops used";
+  EXPECT_GT(per_vtep[ip("198.18.0.3")], 1024 * 0.4);
+  EXPECT_GT(per_vtep[ip("198.18.0.4")], 1024 * 0.4);
+  std::set<std::uint16_t> ports;
+  for (auto& [f, vs] : first_seen) ports.insert(vs.second);
+  EXPECT_GT(ports.size(), 900u) << "source ports carry flow entropy";
+}
+
+TEST_F(PacketFlow, WeightedEcmpFollowsWeights) {
+  auto t = sample_tables();
+  auto* r = t.mutable_routes(1);  // 10.245.7.0/24
+  r->mutable_next_hops(0)->set_weight(3);
+  r->mutable_next_hops(1)->set_weight(1);
+  auto built = node_.build(t);
+  ASSERT_TRUE(built.ok()) << built.error();
+  tables_ = std::move(*built);
+  std::map<std::uint32_t, int> per_vtep;
+  for (std::uint16_t f = 0; f < 4096; f += 32) {
+    std::vector<Bytes> burst;
+    for (std::uint16_t k = 0; k < 32; ++k) burst.push_back(flow(static_cast<std::uint16_t>(f + k)));
+    run(kPod1, burst);
+    auto out = take_all();
+    for (const Bytes& o : out[kUplink]) ++per_vtep[outer_dst(o)];
+  }
+  const double share = per_vtep[ip("198.18.0.3")] / 4096.0;
+  EXPECT_NEAR(share, 0.75, 0.05);
+}
+
+TEST_F(PacketFlow, UnresolvedNeighbourIsWantedThenLearnedFromArp) {
+  const Bytes to_206 = flow(1, ip("10.246.0.5"));  // route -> 198.18.0.6, no static neighbour
+  run(kPod1, {to_206});
+  EXPECT_EQ(drops(DropReason::UnderlayNeighborUnresolved), 1u);
+  EXPECT_TRUE(take_all().empty());
+  const auto wanted = node_.neighbors.take_wanted();
+  ASSERT_EQ(wanted.size(), 1u);
+  EXPECT_EQ(wanted[0], htonl(ip("198.18.0.6")));
+  EXPECT_TRUE(node_.neighbors.take_wanted().empty()) << "flag cleared once taken";
+
+  // The runtime's ARP request for it:
+  rte_mbuf* req = rte_pktmbuf_alloc(small_pool());
+  ASSERT_TRUE(dp::build_arp_request(req, kUplinkMac, htonl(ip("198.18.0.1")), htonl(ip("198.18.0.6"))));
+  EXPECT_EQ(read_mbuf(req), ethernet(kBcast, kUplinkMac, 0x0806, arp(1, kUplinkMac, ip("198.18.0.1"), kZero, ip("198.18.0.6"))));
+  rte_pktmbuf_free(req);
+
+  // The VTEP answers; the worker learns it, and the next packet goes out to that MAC.
+  const Mac mac6 = {0x02, 0, 0, 0, 0x02, 0x06};
+  run(kUplink, {ethernet(kUplinkMac, mac6, 0x0806, arp(2, mac6, ip("198.18.0.6"), kUplinkMac, ip("198.18.0.1")))});
+  EXPECT_TRUE(take_all().empty()) << "an ARP reply is consumed";
+  EXPECT_EQ(drops(DropReason::ArpIgnored), 0u);
+  auto learned = node_.neighbors.lookup(htonl(ip("198.18.0.6")));
+  ASSERT_TRUE(learned.has_value());
+  EXPECT_EQ(*learned, mac6);
+  run(kPod1, {to_206});
+  auto out = take_all();
+  ASSERT_EQ(out[kUplink].size(), 1u);
+  EXPECT_TRUE(std::equal(mac6.begin(), mac6.end(), out[kUplink][0].begin())) << "outer dst = learned MAC";
+  // Learning survives a table swap (the cache is not part of the tables).
+  auto again = node_.build(sample_tables());
+  ASSERT_TRUE(again.ok());
+  tables_ = std::move(*again);
+  run(kPod1, {to_206});
+  EXPECT_EQ(take_all()[kUplink].size(), 1u);
+}
+
+TEST_F(PacketFlow, ArpCannotOverrideStaticNeighbour) {
+  const Mac evil = {0x02, 0xee, 0, 0, 0, 1};
+  run(kUplink, {ethernet(kUplinkMac, evil, 0x0806, arp(2, evil, ip("198.18.0.2"), kUplinkMac, ip("198.18.0.1")))});
+  take_all();
+  EXPECT_EQ(*node_.neighbors.lookup(htonl(ip("198.18.0.2"))), neighbor_mac(2));
+}
+
+TEST_F(PacketFlow, PoolExhaustedThenRecovers) {
+  // Only generated packets (ICMP) allocate. A tiny pool, emptied, then refilled.
+  rte_mempool* pool = rte_pktmbuf_pool_create("exhaust", 15, 0, 0, 9216 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr);
+  const Bytes big = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                             ipv4(ip("10.244.1.10"), ip("10.245.1.1"), 17, udp(1, 2, payload(9000 - 28)), Ipv4Opts{.df = true}));
+  std::vector<rte_mbuf*> hog;
+  rte_mbuf* pkt = make_mbuf(big, pool);
+  ASSERT_NE(pkt, nullptr);
+  while (rte_mbuf* m = rte_pktmbuf_alloc(pool)) hog.push_back(m);
+  rte_mbuf* burst[1] = {pkt};
+  dp::process_pod_burst(*tables_, kPod1, burst, 1, *tx_, *counters_);
+  EXPECT_EQ(drops(DropReason::MbufAllocFailed), 1u);
+  EXPECT_TRUE(take_all().empty());
+  EXPECT_EQ(rte_mempool_in_use_count(pool), hog.size()) << "the dropped packet went back to the pool";
+  rte_pktmbuf_free_bulk(hog.data(), static_cast<unsigned>(hog.size()));
+  run(kPod1, {big}, pool);
+  auto out = take_all();
+  ASSERT_EQ(out[kPod1].size(), 1u) << "ICMP sent once mbufs are back";
+  EXPECT_EQ(out[kPod1][0][14 + 20], 3);  // ICMP type 3
+  EXPECT_EQ(drops(DropReason::TooBigDf), 1u);
+  EXPECT_EQ(rte_mempool_in_use_count(pool), 0u);
+  rte_mempool_free(pool);
+}
+
+TEST_F(PacketFlow, FullBurstOfMixedTrafficIsAllAccountedFor) {
+  std::vector<Bytes> burst;
+  for (int i = 0; i < dp::kMaxBurst; ++i) {
+    switch (i % 4) {
+      case 0: burst.push_back(flow(static_cast<std::uint16_t>(i), ip("10.245.1.1"))); break;  // encap
+      case 1: burst.push_back(flow(static_cast<std::uint16_t>(i), ip("10.244.1.11"))); break; // local
+      case 2: burst.push_back(flow(static_cast<std::uint16_t>(i), ip("192.0.2.1"))); break;   // no route
+      default: {  // truncated
+        const Bytes whole = flow(1);
+        burst.push_back(Bytes(whole.begin(), whole.begin() + 20));
+        break;
+      }
+    }
+  }
+  run(kPod1, burst);
+  auto out = take_all();
+  EXPECT_EQ(out[kUplink].size(), 16u);
+  EXPECT_EQ(out[kPod2].size(), 16u);
+  EXPECT_EQ(drops(DropReason::NoRoute), 16u);
+  EXPECT_EQ(drops(DropReason::Truncated), 16u);
+  EXPECT_EQ(counters_->ports[kPod1].rx_packets.get(), 64u);
+  EXPECT_EQ(counters_->ports[kPod1].drops.get(), 32u);
+  EXPECT_EQ(counters_->ports[kUplink].tx_packets.get(), 16u);
+  EXPECT_EQ(counters_->ports[kPod2].tx_packets.get(), 16u);
+  const auto slot = node_.vni_slots.find(kVniA);
+  ASSERT_TRUE(slot.has_value());
+  EXPECT_EQ(counters_->vnis[*slot].encap_packets.get(), 16u);
+  EXPECT_EQ(counters_->vnis[*slot].local_packets.get(), 16u);
+  EXPECT_EQ(counters_->vnis[*slot].encap_bytes.get(), 16u * flow(1).size());
+}
+
+TEST_F(PacketFlow, DecapCountsPerVni) {
+  const Bytes inner = ethernet(gateway_mac(kVniB), kZero, 0x0800, ipv4(ip("10.245.0.9"), ip("10.250.1.10"), 17, udp(1, 2, payload(30))));
+  const Bytes frame = vxlan_frame(kUplinkMac, neighbor_mac(5), ip("198.18.0.5"), ip("198.18.0.1"), 50001, kVniB, inner);
+  run(kUplink, {frame, frame, frame});
+  EXPECT_EQ(take_all()[kPod3].size(), 3u);
+  const auto slot = node_.vni_slots.find(kVniB);
+  ASSERT_TRUE(slot.has_value());
+  EXPECT_EQ(counters_->vnis[*slot].decap_packets.get(), 3u);
+  EXPECT_EQ(counters_->vnis[*slot].decap_bytes.get(), 3 * inner.size());
+  EXPECT_EQ(counters_->ports[kUplink].rx_bytes.get(), 3 * frame.size());
+}
+
+TEST_F(PacketFlow, TxStageOverflowCountsTxFull) {
+  // The runtime flushes after every burst; if it does not, staging stops at capacity.
+  for (int b = 0; b < 3; ++b) {
+    std::vector<Bytes> burst;
+    for (int i = 0; i < 64; ++i) burst.push_back(flow(static_cast<std::uint16_t>(i), ip("10.245.1.1")));
+    run(kPod1, burst);
+  }
+  EXPECT_EQ(tx_->ports[kUplink].count, dp::kTxStageCapacity);
+  EXPECT_EQ(drops(DropReason::TxFull), 3u * 64 - dp::kTxStageCapacity);
+  // A NIC that takes only 10: the rest is freed and counted as tx_full.
+  tx_->flush([](std::uint16_t, rte_mbuf** p, std::uint16_t n) {
+    const std::uint16_t took = std::min<std::uint16_t>(n, 10);
+    rte_pktmbuf_free_bulk(p, took);
+    return took;
+  }, *counters_);
+  EXPECT_EQ(counters_->ports[kUplink].tx_packets.get(), 10u);
+  EXPECT_EQ(drops(DropReason::TxFull), 3u * 64 - 10);
+  EXPECT_EQ(rte_mempool_in_use_count(small_pool()), 0u);
+}
+
+TEST_F(PacketFlow, NoTablesDropsWholeBurst) {
+  std::vector<rte_mbuf*> pkts;
+  for (int i = 0; i < 5; ++i) pkts.push_back(make_mbuf(flow(1), small_pool()));
+  dp::drop_burst(pkts.data(), 5, kPod1, DropReason::NoTables, *counters_);
+  EXPECT_EQ(drops(DropReason::NoTables), 5u);
+  EXPECT_EQ(counters_->ports[kPod1].rx_packets.get(), 5u);
+  EXPECT_EQ(rte_mempool_in_use_count(small_pool()), 0u);
+}
+
+}  // namespace
+}  // namespace vxfed::test
