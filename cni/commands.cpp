@@ -17,6 +17,7 @@
 #include "delegate.hpp"
 #include "ipv4.hpp"
 #include "netlink.hpp"
+#include "offloads.hpp"
 #include "records.hpp"
 #include "rollback.hpp"
 #include "state_store.hpp"
@@ -254,6 +255,8 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
     if (auto st = pod_nl->set_mac(pod_index, *parse_mac(*conf.runtime_mac)); !st)
       return iface_error("cannot set the pod's MAC", st.error());
   }
+  if (auto st = disable_offloads(nsfd->fd(), env.ifname); !st)
+    return iface_error("cannot turn off offloads on the pod's interface", st.error());
   if (auto st = pod_nl->set_up(pod_index); !st) return iface_error("cannot bring " + env.ifname + " up", st.error());
   if (auto st = pod_nl->add_address(pod_index, *address); !st)
     return iface_error("cannot assign the IPAM address", st.error());
@@ -400,6 +403,11 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
     return fail(env.ifname + " has MAC " + format_mac(l.mac) + ", prevResult says " + prev_iface.mac);
   if (prev_iface.mtu && *prev_iface.mtu != l.mtu)
     return fail(env.ifname + " has MTU " + std::to_string(l.mtu) + ", prevResult says " + std::to_string(*prev_iface.mtu));
+
+  auto offloads = read_offloads(nsfd->fd(), env.ifname);
+  if (!offloads) return iface_error("cannot read offloads of " + env.ifname, offloads.error());
+  if (offloads->tx_checksum || offloads->tso || offloads->gso)
+    return fail(env.ifname + " has TX checksum/TSO/GSO offload on; the dataplane cannot tunnel such frames");
 
   auto addrs = pod_nl->addresses(l.index);
   if (!addrs) return iface_error("cannot list addresses", addrs.error());

@@ -24,6 +24,9 @@ def verify_attachment(bed: CniBed, ns, cid: str, ifname: str, result: dict, vers
     assert link["linkinfo"]["info_kind"] == "veth"
     if mac:
         assert link["address"] == mac, f"MAC {link['address']} != {mac}"
+    feats = ns.run(["ethtool", "-k", ifname]).stdout
+    for feature in ("tx-checksumming: off", "tcp-segmentation-offload: off", "generic-segmentation-offload: off"):
+        assert feature in feats, f"{feature!r} not in ethtool -k output"
     addrs = [f"{a['local']}/{a['prefixlen']}" for a in ns_json(ns, "-4", "addr", "show", "dev", ifname)[0]["addr_info"]]
     assert len(addrs) == 1 and addrs[0].startswith("10.244."), addrs
     routes = {r["dst"]: r.get("gateway") for r in ns_json(ns, "-4", "route", "show", "dev", ifname)}
