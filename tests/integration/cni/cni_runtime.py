@@ -42,8 +42,12 @@ def fnv_host_iface(container_id: str, ifname: str) -> str:
 
 
 class Runtime:
-    def __init__(self, cni_path: list[str], cache_dir: Path, env: Optional[dict] = None):
+    def __init__(self, cni_path: list[str], cache_dir: Path, env: Optional[dict] = None,
+                 prefix: Optional[list[str]] = None):
         self.cni_path = cni_path
+        # A command prefix the plugins run under, e.g. ["ip", "netns", "exec", "node"] when the
+        # "host" of the test is a node namespace.
+        self.prefix = prefix or []
         self.cache_dir = Path(cache_dir)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.extra_env = env or {}
@@ -70,7 +74,7 @@ class Runtime:
                 env.pop(k, None)
             else:
                 env[k] = v
-        return subprocess.run([program], input=stdin, capture_output=True, text=True, env=env, timeout=timeout)
+        return subprocess.run(self.prefix + [program], input=stdin, capture_output=True, text=True, env=env, timeout=timeout)
 
     def invoke(self, conf: dict, command: str, **kw) -> Optional[dict]:
         program = self.find(conf["type"])

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The vxfed CNI plugin with the REAL vxfedd (build/control/vxfedd) and vxfed-dataplane
+(build/dataplane/vxfed-dataplane) in a node namespace: two pods on the same network, attached
+by the plugin through the test runtime, ping each other through the dataplane, including an
+8922-byte ping with DF set (pod MTU 8950 = 9000 - 50). CHECK passes once the dataplane has the
+endpoints, STATUS is 0, DEL with vxfedd down queues the detach and the next invocation replays
+it, and at the end vxfedd holds no endpoint and the node no interface of ours."""
+
+import json
+import os
+import time
+
+import vxfed_testlib as tl
+from cni_bed import REFERENCE_PLUGINS
+from cni_runtime import CniError, Runtime, fnv_host_iface
+
+NETWORK = "fed-a"
+
+
+def main():
+    tl.require_root()
+    vxfedd = tl.require_binary("control/vxfedd")
+    vxfedctl = tl.require_binary("control/vxfedctl")
+    dataplane = tl.require_binary("dataplane/vxfed-dataplane")
+    plugin = tl.require_binary("cni/vxfed")
+    if not (REFERENCE_PLUGINS / "host-local").exists():
+        tl.skip("containernetworking-plugins is not installed")
+    with tl.Topology("cnidp") as topo:
+        w = topo.workdir
+        node = topo.netns("node")
+        peer = topo.netns("ulpeer")
+        topo.veth(node, "ul0", peer, "ul1", mtu=9000)
+        node.run(["ip", "addr", "add", "198.18.0.1/24", "dev", "ul0"])
+        peer.run(["ip", "addr", "add", "198.18.0.2/24", "dev", "ul1"])
+        for ns in (node,):
+            ns.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+
+        prefix = f"vxcnidp{topo.suffix}"
+        dp_sock = w / "dataplane.sock"
+        dp = node.spawn([str(dataplane), "-l", "0,1", "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix,
+                         "--vdev", "net_af_packet0,iface=ul0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512",
+                         "--", "--uplink", "net_af_packet0", "--vtep-ip", "198.18.0.1", "--mtu", "9000",
+                         "--queues", "1", "--underlay-subnet", "198.18.0.0/24", "--api-socket", str(dp_sock)],
+                        name="vxfed-dataplane")
+        tl.wait_for(lambda: dp_sock.exists() or dp.poll() is not None, 60, "the dataplane's API socket")
+        if dp.poll() is not None:
+            topo.dump_logs()
+            raise RuntimeError("vxfed-dataplane exited at start-up")
+
+        sock = w / "vxfedd.sock"
+        cfg = {
+            "node": {"name": "node-a", "vtep_ip": "198.18.0.1", "uplink": "ul0", "underlay_mtu": 9000},
+            "cluster": {"name": "cluster-a", "pod_cidrs": ["10.244.0.0/16"], "asn": 65001},
+            "daemon": {"socket": str(sock), "state_dir": str(w / "vxfedd-state"), "log_level": "info",
+                       "metrics_listen": ""},
+            "dataplane": {"socket": str(dp_sock)},
+            "networks": [{"name": NETWORK, "vni": 1001, "subnet": "10.244.0.0/16", "gateway": "10.244.0.1"}],
+        }
+        (w / "vxfedd.yaml").write_text(json.dumps(cfg, indent=2))
+
+        def start_vxfedd():
+            p = node.spawn([str(vxfedd), "--config", str(w / "vxfedd.yaml"), "--foreground"], name="vxfedd")
+            tl.wait_for(lambda: sock.exists() or p.poll() is not None, 30, "vxfedd's socket")
+            if p.poll() is not None:
+                topo.dump_logs()
+                raise RuntimeError("vxfedd exited at start-up")
+            return p
+
+        vxd = start_vxfedd()
+
+        def endpoints():
+            out = node.run([str(vxfedctl), "--socket", str(sock), "endpoints", "--json"]).stdout
+            return json.loads(out)["endpoints"]
+
+        bin_dir = w / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "vxfed").symlink_to(plugin)
+        rt = Runtime([str(bin_dir), str(REFERENCE_PLUGINS)], w / "cache", prefix=node.prefix())
+        conf = {"cniVersion": "1.1.0", "name": NETWORK, "type": "vxfed", "socket": str(sock),
+                "stateDir": str(w / "cni-state"), "logLevel": "info",
+                "ipam": {"type": "host-local", "dataDir": str(w / "ipam"),
+                         "ranges": [[{"subnet": "10.244.0.0/16", "rangeStart": "10.244.3.2",
+                                      "rangeEnd": "10.244.3.250", "gateway": "10.244.0.1"}]]}}
+
+        def status_ok():
+            try:
+                rt.status(conf)
+                return True
+            except CniError as e:
+                tl.log(f"STATUS: {e.code} {e.msg}")
+                return False
+
+        tl.wait_for(status_ok, 60, "STATUS 0 (vxfedd and the dataplane ready)", interval=1)
+        tl.log("STATUS 0 with the real vxfedd and dataplane")
+
+        pods = []
+        for i in range(2):
+            ns = topo.netns(f"pod{i}")
+            ns.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+            cid = f"dp{i}-{topo.suffix}"
+            res = rt.add(conf, cid, f"/var/run/netns/{ns.name}", "eth0",
+                         args={"K8S_POD_NAMESPACE": "test", "K8S_POD_NAME": f"pod{i}"})
+            ip = res["ips"][0]["address"].split("/")[0]
+            pods.append((ns, cid, ip))
+            tl.log(f"pod{i}: {ip} host end {fnv_host_iface(cid, 'eth0')}")
+
+        def checks_pass():
+            for ns, cid, _ in pods:
+                try:
+                    rt.check(conf, cid, f"/var/run/netns/{ns.name}", "eth0")
+                except CniError as e:
+                    tl.log(f"CHECK {cid}: {e.code} {e.msg}")
+                    return False
+            return True
+
+        tl.wait_for(checks_pass, 30, "CHECK to pass (endpoints in the dataplane)", interval=1)
+        eps = {e["container_id"]: e for e in endpoints()}
+        for ns, cid, ip in pods:
+            assert eps[cid]["ip"] == ip and eps[cid]["host_iface"] == fnv_host_iface(cid, "eth0"), eps
+        tl.log("CHECK passes; vxfedd has both endpoints")
+
+        (a, _, a_ip), (b, _, b_ip) = pods
+        failures = []
+        r = a.ping(b_ip, count=5)
+        tl.log(f"ping {a_ip} -> {b_ip}: {r.stdout.strip().splitlines()[-2] if r.stdout else r.stderr}")
+        if r.returncode != 0:
+            failures.append(f"ping pod0 -> pod1 failed: {r.stdout} {r.stderr}")
+        r = a.ping(b_ip, count=3, size=8922, df=True)
+        tl.log(f"ping -s 8922 -M do: {r.stdout.strip().splitlines()[-2] if r.stdout else r.stderr}")
+        if r.returncode != 0:
+            failures.append(f"8922-byte DF ping failed: {r.stdout} {r.stderr}")
+        r = a.ping(b_ip, count=1, size=8923, df=True)
+        if r.returncode == 0:
+            failures.append("an 8923-byte DF ping went through: the pod MTU is not 8950")
+        r = b.ping(a_ip, count=3)
+        if r.returncode != 0:
+            failures.append(f"ping pod1 -> pod0 failed: {r.stdout} {r.stderr}")
+        if failures:
+            node.run([str(vxfedctl), "--socket", str(sock), "endpoints", "--json"], check=False)
+            topo.dump_logs()
+            raise AssertionError("; ".join(failures))
+        tl.log("pods ping each other through the dataplane, 8922 bytes with DF included")
+
+        # DEL with vxfedd down: queued; vxfedd restarts; the next invocation replays it.
+        ns0, cid0, _ = pods[0]
+        vxd.terminate()
+        vxd.wait(timeout=15)
+        rt.delete(conf, cid0, f"/var/run/netns/{ns0.name}", "eth0")
+        q = json.loads((w / "cni-state" / "pending-detach.json").read_text())
+        assert [e["containerID"] for e in q] == [cid0], q
+        vxd = start_vxfedd()
+        tl.wait_for(status_ok, 60, "STATUS 0 after vxfedd restarted", interval=1)
+        assert not (w / "cni-state" / "pending-detach.json").exists(), "queue not replayed"
+        assert cid0 not in {e["container_id"] for e in endpoints()}, endpoints()
+        tl.log("DEL with vxfedd down was queued and replayed after its restart")
+
+        ns1, cid1, _ = pods[1]
+        rt.delete(conf, cid1, f"/var/run/netns/{ns1.name}", "eth0")
+        assert endpoints() == [], endpoints()
+        links = json.loads(node.run(["ip", "-j", "link"]).stdout)
+        assert not [l["ifname"] for l in links if l["ifname"].startswith("vxf")], links
+        assert os.listdir(w / "cni-state" / "attachments") == []
+        tl.log("DEL left nothing: no endpoints, links or records")
+
+
+if __name__ == "__main__":
+    tl.main_wrapper(main)
