@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""deploy/install-cni.sh installs the plugin and its conflist atomically: the files arrive
+complete with the right modes, no temporary file stays behind, a runtime polling the binary
+during a re-install only ever sees a complete executable, and the installed conflist parses
+with the node's IPAM range substituted."""
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+
+import vxfed_testlib as tl
+
+
+def main():
+    plugin = tl.require_binary("cni/vxfed")
+    script = tl.SOURCE_DIR / "deploy/install-cni.sh"
+    with tl.Topology("cniinst") as topo:
+        w = topo.workdir
+        bin_dir, conf_dir = w / "opt-cni-bin", w / "etc-cni-net.d"
+        env = dict(os.environ, VXFED_IPAM_RANGE_START="10.244.5.2", VXFED_IPAM_RANGE_END="10.244.5.254")
+        args = [str(script), "--bin-src", str(plugin), "--bin-dir", str(bin_dir),
+                "--conf-src", str(tl.SOURCE_DIR / "deploy/10-vxfed.conflist"), "--conf-dir", str(conf_dir)]
+        tl.run(args, env=env)
+        installed = bin_dir / "vxfed"
+        assert hashlib.sha256(installed.read_bytes()).digest() == hashlib.sha256(plugin.read_bytes()).digest()
+        assert installed.stat().st_mode & 0o777 == 0o755
+        conf = json.loads((conf_dir / "10-vxfed.conflist").read_text())
+        rng = conf["plugins"][0]["ipam"]["ranges"][0][0]
+        assert (rng["rangeStart"], rng["rangeEnd"]) == ("10.244.5.2", "10.244.5.254"), rng
+        assert sorted(os.listdir(bin_dir)) == ["vxfed"] and sorted(os.listdir(conf_dir)) == ["10-vxfed.conflist"]
+
+        # A runtime execs the binary while it is re-installed 20 times: every exec must work.
+        stop = threading.Event()
+        failures = []
+
+        def runtime():
+            while not stop.is_set():
+                p = subprocess.run([str(installed)], env={"CNI_COMMAND": "VERSION"}, input="", capture_output=True)
+                if p.returncode != 0 or b"supportedVersions" not in p.stdout:
+                    failures.append((p.returncode, p.stdout[:200], p.stderr[:200]))
+
+        t = threading.Thread(target=runtime)
+        t.start()
+        for _ in range(20):
+            tl.run(args, env=env)
+        stop.set()
+        t.join()
+        assert not failures, failures[:3]
+        assert sorted(os.listdir(bin_dir)) == ["vxfed"], os.listdir(bin_dir)
+        # A source that does not run is refused before anything is replaced.
+        bad = w / "bad"
+        bad.write_text("#!/bin/sh\nexit 1\n")
+        bad.chmod(0o755)
+        r = tl.run([str(script), "--bin-src", str(bad), "--bin-dir", str(bin_dir), "--conf-src", ""], check=False)
+        assert r.returncode != 0 and hashlib.sha256(installed.read_bytes()).digest() == hashlib.sha256(plugin.read_bytes()).digest()
+        tl.log("install-cni.sh: atomic, idempotent, refuses a broken binary")
+
+
+if __name__ == "__main__":
+    tl.main_wrapper(main)
