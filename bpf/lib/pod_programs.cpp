@@ -427,7 +427,9 @@ Status check_pod(const PodAttachment& pod, const Options& opt) {
                                   it->netns_path, pod.ifname, pod.netns_path));
   if (!it->netns_alive) return make_error(fmt::format("the network namespace of pod {} is gone", pod.pod_key));
   if (!it->attached) return make_error(fmt::format("the programs of pod {} are not attached to {}", pod.pod_key, pod.ifname));
-  if (!(it->bandwidth == pod.bandwidth)) return make_error(fmt::format("pod {} has other bandwidth limits than requested", pod.pod_key));
+  // The maps hold bytes: compare at that resolution, as the programs enforce it.
+  if (!(decode_config(encode_config(pod.bandwidth, false, false)) == it->bandwidth))
+    return make_error(fmt::format("pod {} has other bandwidth limits than requested", pod.pod_key));
   if (!(it->rules == pod.rules)) return make_error(fmt::format("pod {} has other marking rules than requested", pod.pod_key));
   return {};
 }

@@ -89,6 +89,18 @@ def main() -> None:
                       "--bandwidth", '{"egressRate": 100000000}', check=False)
             assert bad.returncode != 0 and "egressBurst" in bad.stderr, bad.stderr
             assert not Path(pin_root, "pods", key).exists(), "a refused attach left pins"
+            bad = cli("attach", "--netns", netns_path, "--ifname", "nosuch0", "--pod-key", key, check=False)
+            assert bad.returncode != 0 and "no interface nosuch0" in bad.stderr, bad.stderr
+            bad = cli("attach", "--netns", "/run/netns/vxfed-no-such-ns", "--ifname", "eth0", "--pod-key", key,
+                      check=False)
+            assert bad.returncode != 0 and "not there" in bad.stderr, bad.stderr
+            bad = cli("attach", "--netns", netns_path, "--ifname", "eth0", "--pod-key", "has.dot", check=False)
+            assert bad.returncode != 0 and "bpffs refuses" in bad.stderr, bad.stderr
+            assert not Path(pin_root, "pods", key).exists(), "a failed attach left pins"
+            assert "vxfed" not in pod.run("tc filter show dev eth0 egress").stdout, "a failed attach left filters"
+            bad = cli("counters", "--pod-key", key, check=False)
+            assert bad.returncode != 0 and "no pinned programs" in bad.stderr, bad.stderr
+            cli("detach", "--pod-key", key)  # unknown key: fine (CNI DEL)
 
             attach(100_000_000)
             # The loader has exited: pins and filters must still be in force.
