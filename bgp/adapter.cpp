@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "frr_apply.hpp"
 #include "frr_render.hpp"
 #include "process.hpp"
@@ -148,6 +150,15 @@ void Adapter::on_fpm_connect() {
 
 void Adapter::on_batch_end() {
   last_message_at_ = std::chrono::steady_clock::now();
+  auto over = table_.peers_over_limit();
+  if (over != over_limit_) {
+    for (const auto& p : over) {
+      if (std::find(over_limit_.begin(), over_limit_.end(), p) == over_limit_.end()) {
+        spdlog::warn("bgp: peer {} is over its max_prefix: none of its routes is installed", p);
+      }
+    }
+    over_limit_ = over;
+  }
   flush();
 }
 
@@ -236,6 +247,8 @@ AdapterStats Adapter::stats() const {
   s.unresolved_routes = t.unresolved;
   s.resyncs = t.resyncs;
   s.swept = t.swept;
+  s.max_prefix_exceeded = t.max_prefix_exceeded;
+  s.withheld = t.withheld;
   s.routes = table_.size();
   s.applies = applies_;
   s.last_apply_seconds = last_apply_seconds_;

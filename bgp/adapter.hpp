@@ -45,6 +45,8 @@ struct AdapterStats {
   std::uint64_t unresolved_routes = 0;
   std::uint64_t resyncs = 0;
   std::uint64_t swept = 0;
+  std::uint64_t max_prefix_exceeded = 0;
+  std::uint64_t withheld = 0;          // routes of peers over max_prefix, not installed
   std::uint64_t routes = 0;
   std::uint64_t applies = 0;
   double last_apply_seconds = 0;
@@ -101,6 +103,7 @@ class Adapter {
   std::uint64_t applies_ = 0;
   double last_apply_seconds_ = 0;
   std::vector<PeerStatus> peers_;
+  std::vector<std::string> over_limit_;
   std::thread poll_thread_;
   std::shared_ptr<std::atomic<bool>> alive_;
   bool polling_ = false;

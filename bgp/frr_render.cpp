@@ -94,10 +94,9 @@ std::string render_frr_config(const RenderInput& in) {
   for (const auto& p : out_prefixes) o << "  network " << p.str() << "\n";
   for (const auto& peer : c.peers) {
     const std::string n = "  neighbor " + peer.address.str();
-    // soft-reconfiguration keeps what the peer sent before policy: inbound policy changes
-    // apply without a session reset, and "prefixes received" can be counted (Adj-in).
-    o << n << " soft-reconfiguration inbound\n"
-      << n << " route-map " << inbound_route_map_name(peer) << " in\n"
+    // No `soft-reconfiguration inbound`: with it, FRR 8.4 stops enforcing maximum-prefix
+    // (measured; docs/bgp.md). Inbound policy changes use ROUTE-REFRESH instead.
+    o << n << " route-map " << inbound_route_map_name(peer) << " in\n"
       << n << " route-map " << out << " out\n"
       << n << " maximum-prefix " << peer.max_prefix << "\n";
   }

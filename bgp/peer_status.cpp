@@ -1,6 +1,7 @@
 #include "peer_status.hpp"
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <sstream>
 
 namespace vxfed::bgp {
@@ -55,7 +56,9 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
       for (auto& s : out) {
         if (s.address != addr) continue;
         const auto& w = doc.value("ribTableWalkCounters", json::object());
-        s.prefixes_received = w.value("Adj-in", 0u);
+        // Adj-in counts pre-policy routes only with soft-reconfiguration inbound, which
+        // vxfed does not enable (it disables max-prefix in FRR 8.4): see below.
+        s.prefixes_received = std::max(s.prefixes_received, w.value("Adj-in", 0u));
         s.prefixes_stale = w.value("Stale", 0u);
       }
       continue;
@@ -73,6 +76,9 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
       if (n.contains("addressFamilyInfo") && n["addressFamilyInfo"].contains("ipv4Unicast")) {
         const json& af = n["addressFamilyInfo"]["ipv4Unicast"];
         s.prefixes_accepted = af.value("acceptedPrefixCounter", 0u);
+        // FRR keeps no count of what a peer sent before inbound policy unless soft-
+        // reconfiguration is on: received is then the accepted count (docs/bgp.md).
+        s.prefixes_received = std::max(s.prefixes_received, s.prefixes_accepted);
         s.prefixes_advertised = af.value("sentPrefixCounter", 0u);
       }
     }

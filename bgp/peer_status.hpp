@@ -17,7 +17,8 @@ struct PeerStatus {  // maps 1:1 onto control.proto PeerInfo
   std::string cluster;
   std::string state = "Unknown";  // FRR's bgpState; "Unknown" if FRR did not answer
   std::uint64_t uptime_s = 0;
-  std::uint32_t prefixes_received = 0;    // before inbound policy (Adj-in)
+  std::uint32_t prefixes_received = 0;    // = accepted: FRR 8.4 counts pre-policy only with
+                                          // soft-reconfiguration inbound (not used, docs/bgp.md)
   std::uint32_t prefixes_accepted = 0;    // after inbound policy
   std::uint32_t prefixes_advertised = 0;
   std::uint32_t prefixes_stale = 0;       // kept by graceful restart while the peer restarts

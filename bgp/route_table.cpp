@@ -1,11 +1,16 @@
 #include "route_table.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace vxfed::bgp {
 
 RouteTable::RouteTable(std::vector<PeerConfig> peers, VniLookup vni_of, std::uint32_t table_id)
-    : peers_(std::move(peers)), vni_of_(std::move(vni_of)), table_id_(table_id) {}
+    : peers_(std::move(peers)),
+      vni_of_(std::move(vni_of)),
+      table_id_(table_id),
+      peer_counts_(peers_.size(), 0),
+      over_limit_(peers_.size(), false) {}
 
 void RouteTable::set_peers(std::vector<PeerConfig> peers) {
   peers_ = std::move(peers);
@@ -27,61 +32,99 @@ void RouteTable::resolve(Entry& e) const {
   }
 }
 
+std::uint32_t RouteTable::desired_vni(const Entry& e) const {
+  if (e.peer < 0 || e.vni == 0 || over_limit_[static_cast<std::size_t>(e.peer)]) return 0;
+  return e.vni;
+}
+
 LearnedRoute RouteTable::to_route(const Entry& e) const {
   LearnedRoute r;
   r.prefix = e.prefix;
   r.vteps = e.vteps;
   r.vni = e.vni;
   if (e.peer >= 0) {
-    r.network = peers_[e.peer].network;
-    r.peer = peers_[e.peer].address.str();
+    r.network = peers_[static_cast<std::size_t>(e.peer)].network;
+    r.peer = peers_[static_cast<std::size_t>(e.peer)].address.str();
   }
   return r;
 }
 
-void RouteTable::emit_upsert(const Entry& e, bool consumer_had_it) {
-  if (e.vni == 0) return;
-  auto [it, fresh] = pending_.try_emplace(pending_key(e.vni, e.prefix));
-  if (fresh) it->second.consumer_had_it = consumer_had_it;
-  it->second.removed = false;
-  it->second.route = to_route(e);
-  ++stats_.upserts;
-}
-
-void RouteTable::emit_removal(const Entry& e) {
-  if (e.vni == 0) return;  // never emitted, nothing to take back
-  auto [it, fresh] = pending_.try_emplace(pending_key(e.vni, e.prefix));
+void RouteTable::withdraw(Entry& e) {
+  if (e.emitted_vni == 0) return;
+  auto [it, fresh] = pending_.try_emplace(pending_key(e.emitted_vni, e.prefix));
   if (fresh) it->second.consumer_had_it = true;
   it->second.removed = true;
   it->second.route = LearnedRoute{};
-  it->second.route.vni = e.vni;
+  it->second.route.vni = e.emitted_vni;
   it->second.route.prefix = e.prefix;
   ++stats_.removals;
+  e.emitted_vni = 0;
 }
 
-void RouteTable::remove(std::uint64_t k) {
+void RouteTable::sync(Entry& e, bool changed) {
+  const std::uint32_t want = desired_vni(e);
+  if (want == e.emitted_vni && !(want != 0 && changed)) return;
+  const bool had_it = want != 0 && want == e.emitted_vni;
+  if (e.emitted_vni != want) withdraw(e);
+  if (want == 0) return;
+  auto [it, fresh] = pending_.try_emplace(pending_key(want, e.prefix));
+  if (fresh) it->second.consumer_had_it = had_it;
+  it->second.removed = false;
+  it->second.route = to_route(e);
+  ++stats_.upserts;
+  e.emitted_vni = want;
+}
+
+void RouteTable::count(int peer, int delta) {
+  if (peer < 0) return;
+  auto& c = peer_counts_[static_cast<std::size_t>(peer)];
+  c = static_cast<std::uint32_t>(static_cast<int>(c) + delta);
+}
+
+void RouteTable::check_limits() {
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    const bool over = peer_counts_[i] > peers_[i].max_prefix;
+    if (over == over_limit_[i]) continue;
+    over_limit_[i] = over;
+    if (over) ++stats_.max_prefix_exceeded;
+    for (auto& [k, e] : entries_) {
+      if (e.peer == static_cast<int>(i)) sync(e, false);
+    }
+  }
+}
+
+void RouteTable::erase(std::uint64_t k) {
   auto it = entries_.find(k);
   if (it == entries_.end()) return;
-  emit_removal(it->second);
+  withdraw(it->second);
+  count(it->second.peer, -1);
   entries_.erase(it);
 }
 
 void RouteTable::reresolve() {
+  peer_counts_.assign(peers_.size(), 0);
+  over_limit_.resize(peers_.size(), false);
+  std::unordered_map<std::uint64_t, std::pair<int, std::uint32_t>> before;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
-    Entry before = e;
+    const int old_peer = e.peer;
+    before[it->first] = {e.peer, e.vni};
     resolve(e);
     if (e.peer < 0) {
       ++stats_.no_peer;
-      emit_removal(before);
+      withdraw(e);
       it = entries_.erase(it);
       continue;
     }
-    if (before.vni != e.vni || before.peer != e.peer) {
-      if (before.vni != e.vni) emit_removal(before);
-      emit_upsert(e, before.vni == e.vni);
-    }
+    count(e.peer, +1);
     ++it;
+    (void)old_peer;
+  }
+  // Limits first (they decide what is emitted), then every entry in line with them.
+  for (std::size_t i = 0; i < peers_.size(); ++i) over_limit_[i] = peer_counts_[i] > peers_[i].max_prefix;
+  for (auto& [k, e] : entries_) {
+    const auto& b = before[k];
+    sync(e, b.first != e.peer || b.second != e.vni);
   }
 }
 
@@ -94,10 +137,11 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   ++stats_.route_messages;
   const std::uint64_t k = key(msg.prefix);
   if (msg.is_delete) {
-    // zebra may leave the protocol unset on deletes; a delete of any BGP/unspecified route
-    // for a prefix we hold removes it.
+    // zebra may leave the protocol unset on deletes; a delete of a BGP/unspecified route for
+    // a prefix we hold removes it.
     if (msg.protocol == fpm::kRtprotBgp || msg.protocol == 0) {
-      remove(k);
+      erase(k);
+      check_limits();
     } else {
       ++stats_.non_bgp_ignored;
     }
@@ -105,7 +149,8 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   }
   if (msg.protocol != fpm::kRtprotBgp) {
     ++stats_.non_bgp_ignored;
-    remove(k);  // zebra selected another protocol's route for this prefix
+    erase(k);  // zebra selected another protocol's route for this prefix
+    check_limits();
     return;
   }
   Entry e;
@@ -117,28 +162,36 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   e.vteps.erase(std::unique(e.vteps.begin(), e.vteps.end()), e.vteps.end());
   if (e.vteps.empty()) {
     ++stats_.no_next_hop;  // blackhole/unreachable or zero next hops: no VTEP to send to
-    remove(k);
+    erase(k);
+    check_limits();
     return;
   }
   resolve(e);
   if (e.peer < 0) {
     ++stats_.no_peer;
-    remove(k);
+    erase(k);
+    check_limits();
     return;
   }
   auto it = entries_.find(k);
   if (it == entries_.end()) {
-    emit_upsert(e, false);
-    entries_.emplace(k, std::move(e));
+    count(e.peer, +1);
+    auto& stored = entries_.emplace(k, std::move(e)).first->second;
+    check_limits();  // may withhold this peer's routes (this one included)
+    sync(stored, true);
     return;
   }
   Entry& old = it->second;
   old.stale = false;
-  if (old.vteps == e.vteps && old.vni == e.vni && old.peer == e.peer) return;  // resent as is
-  const bool same_key = old.vni == e.vni;
-  if (!same_key) emit_removal(old);
-  old = std::move(e);
-  emit_upsert(old, same_key && old.vni != 0);
+  const bool changed = old.vteps != e.vteps || old.peer != e.peer || old.vni != e.vni;
+  if (!changed) return;  // resent as is
+  count(old.peer, -1);
+  count(e.peer, +1);
+  old.vteps = std::move(e.vteps);
+  old.peer = e.peer;
+  old.vni = e.vni;
+  check_limits();
+  sync(old, true);
 }
 
 void RouteTable::begin_resync() {
@@ -152,13 +205,15 @@ void RouteTable::end_resync() {
   resyncing_ = false;
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.stale) {
-      emit_removal(it->second);
+      withdraw(it->second);
+      count(it->second.peer, -1);
       ++stats_.swept;
       it = entries_.erase(it);
     } else {
       ++it;
     }
   }
+  check_limits();
 }
 
 RouteUpdate RouteTable::take_pending() {
@@ -186,7 +241,7 @@ std::vector<LearnedRoute> RouteTable::snapshot() const {
   std::vector<LearnedRoute> out;
   out.reserve(entries_.size());
   for (const auto& [k, e] : entries_) {
-    if (e.vni != 0) out.push_back(to_route(e));
+    if (e.emitted_vni != 0) out.push_back(to_route(e));
   }
   std::sort(out.begin(), out.end(), [](const LearnedRoute& a, const LearnedRoute& b) {
     return std::tie(a.vni, a.prefix) < std::tie(b.vni, b.prefix);
@@ -194,10 +249,22 @@ std::vector<LearnedRoute> RouteTable::snapshot() const {
   return out;
 }
 
+std::vector<std::string> RouteTable::peers_over_limit() const {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    if (over_limit_[i]) out.push_back(peers_[i].address.str());
+  }
+  return out;
+}
+
 RouteTableStats RouteTable::stats() const {
   RouteTableStats s = stats_;
   s.unresolved = 0;
-  for (const auto& [k, e] : entries_) s.unresolved += e.vni == 0;
+  s.withheld = 0;
+  for (const auto& [k, e] : entries_) {
+    s.unresolved += e.vni == 0;
+    s.withheld += e.vni != 0 && e.peer >= 0 && over_limit_[static_cast<std::size_t>(e.peer)];
+  }
   return s;
 }
 

@@ -7,6 +7,10 @@
 //   which peer a route came from; config validation forbids ambiguous overlaps.
 // - Only RTPROT_BGP routes of the main table are learned. A non-BGP RTM_NEWROUTE for a prefix
 //   we hold means zebra now forwards that prefix elsewhere: ours is removed.
+// - max-prefix, enforced here too: FRR 8.4 checks maximum-prefix only when an UPDATE arrives
+//   and counts only paths whose next hop is already resolved, so a burst can slip past it
+//   (measured, docs/bgp.md). When more routes than a peer's max_prefix are attributed to it,
+//   none of that peer's routes is given to the consumer until the count is back under.
 // - Resync (mark and sweep): when zebra (re)connects it resends its whole table; begin_resync()
 //   marks every route stale, each resent route is unmarked, end_resync() removes the rest.
 // Changes accumulate and are taken as one RouteUpdate with take_pending().
@@ -33,7 +37,9 @@ struct RouteTableStats {
   std::uint64_t no_next_hop = 0;     // NEWROUTE without a gateway: treated as unreachable
   std::uint64_t swept = 0;           // removed by end_resync()
   std::uint64_t resyncs = 0;
+  std::uint64_t max_prefix_exceeded = 0;  // times a peer went over its max_prefix
   std::uint64_t unresolved = 0;      // current routes whose network has no VNI yet
+  std::uint64_t withheld = 0;        // current routes withheld (peer over max_prefix)
 };
 
 class RouteTable {
@@ -54,31 +60,43 @@ class RouteTable {
   bool has_pending() const { return !pending_.empty(); }
   // The complete table as one full update (clears pending changes: the full table supersedes them).
   RouteUpdate take_full();
-  // Every resolved route (what the dataplane should hold).
+  // Every route the consumer should hold.
   std::vector<LearnedRoute> snapshot() const;
   std::size_t size() const { return entries_.size(); }
+  // Peers (by address) currently over their max_prefix.
+  std::vector<std::string> peers_over_limit() const;
   RouteTableStats stats() const;
 
  private:
   struct Entry {
     Ipv4Prefix prefix;
     std::vector<Ipv4Addr> vteps;
-    int peer = -1;             // index into peers_; -1: none matched
-    std::uint32_t vni = 0;     // 0: unresolved (not emitted)
+    int peer = -1;               // index into peers_; -1: none matched
+    std::uint32_t vni = 0;       // 0: unresolved
+    std::uint32_t emitted_vni = 0;  // the key the consumer holds this route under; 0: none
     bool stale = false;
   };
   static std::uint64_t key(const Ipv4Prefix& p) { return (std::uint64_t{p.addr} << 8) | p.len; }
+  static std::uint64_t pending_key(std::uint32_t vni, const Ipv4Prefix& p) {
+    return (std::uint64_t{vni} << 40) | key(p);
+  }
   void resolve(Entry& e) const;
+  std::uint32_t desired_vni(const Entry& e) const;
   LearnedRoute to_route(const Entry& e) const;
-  // `consumer_had_it`: the consumer holds this (vni, prefix) from an earlier update.
-  void emit_upsert(const Entry& e, bool consumer_had_it);
-  void emit_removal(const Entry& e);
-  void remove(std::uint64_t k);
+  // Brings what the consumer holds for `e` in line with what it should hold. `changed`: the
+  // route's content (VTEPs, peer) changed, so an upsert is due even under the same key.
+  void sync(Entry& e, bool changed);
+  void withdraw(Entry& e);  // the consumer must no longer hold e
+  void erase(std::uint64_t k);
+  void count(int peer, int delta);
+  void check_limits();
 
   std::vector<PeerConfig> peers_;
   VniLookup vni_of_;
   std::uint32_t table_id_;
   std::unordered_map<std::uint64_t, Entry> entries_;
+  std::vector<std::uint32_t> peer_counts_;
+  std::vector<bool> over_limit_;
   // Pending changes coalesced per (vni, prefix) so that a batch never both upserts and removes
   // one key, and never removes a key the consumer was never given.
   struct PendingOp {
@@ -86,9 +104,6 @@ class RouteTable {
     bool removed = false;
     LearnedRoute route;
   };
-  static std::uint64_t pending_key(std::uint32_t vni, const Ipv4Prefix& p) {
-    return (std::uint64_t{vni} << 40) | key(p);
-  }
   std::unordered_map<std::uint64_t, PendingOp> pending_;
   bool resyncing_ = false;
   RouteTableStats stats_;

@@ -160,6 +160,41 @@ TEST_F(Fixture, ResyncSweepsWhatWasNotResent) {
   EXPECT_EQ(str(full), "full +10.245.0.0/16@1500[198.18.0.12]198.18.0.2 +10.246.0.0/16@2000[198.18.0.14]198.18.0.3");
 }
 
+TEST_F(Fixture, ReresolveWithoutChangeEmitsNothing) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  table.take_pending();
+  table.reresolve();
+  EXPECT_TRUE(table.take_pending().empty());
+}
+
+TEST_F(Fixture, OverMaxPrefixWithholdsEveryRouteOfThatPeer) {
+  auto p = peers();
+  p[0].max_prefix = 2;
+  table.set_peers(p);
+  apply("10.245.1.0/24", {ip("198.18.0.12")});
+  apply("10.245.2.0/24", {ip("198.18.0.12")});
+  apply("10.246.0.0/16", {ip("198.18.0.13")});  // another peer: unaffected
+  table.take_pending();
+  apply("10.245.3.0/24", {ip("198.18.0.12")});  // third route of peer b: over the limit
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.1.0/24@1500 -10.245.2.0/24@1500");
+  EXPECT_EQ(table.peers_over_limit(), std::vector<std::string>{"198.18.0.2"});
+  EXPECT_EQ(table.stats().withheld, 3u);
+  EXPECT_EQ(table.snapshot().size(), 1u);
+  apply("10.245.3.0/24", {}, true);  // back at the limit: its routes return
+  EXPECT_EQ(str(table.take_pending()),
+            "delta +10.245.1.0/24@1500[198.18.0.12]198.18.0.2 +10.245.2.0/24@1500[198.18.0.12]198.18.0.2");
+  EXPECT_EQ(table.stats().max_prefix_exceeded, 1u);
+}
+
+TEST_F(Fixture, BurstOverTheLimitInOneBatchEmitsNothing) {
+  auto p = peers();
+  p[0].max_prefix = 1;
+  table.set_peers(p);
+  apply("10.245.1.0/24", {ip("198.18.0.12")});
+  apply("10.245.2.0/24", {ip("198.18.0.12")});
+  EXPECT_TRUE(table.take_pending().empty());
+}
+
 TEST_F(Fixture, PeerChangeReresolves) {
   apply("10.246.0.0/16", {ip("198.18.0.13")});
   table.take_pending();

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
                   {"stream_errors", s.stream_errors}, {"non_bgp_ignored", s.non_bgp_ignored},
                   {"no_peer", s.no_peer}, {"unresolved_routes", s.unresolved_routes},
                   {"resyncs", s.resyncs}, {"swept", s.swept}, {"routes", s.routes},
+                  {"max_prefix_exceeded", s.max_prefix_exceeded}, {"withheld", s.withheld},
                   {"applies", s.applies}, {"last_apply_seconds", s.last_apply_seconds},
                   {"resyncing", s.resyncing}, {"updates", updates}};
     json st = {{"time_ms", now_ms()}, {"started_ms", started_ms}, {"routes", routes},

@@ -1,0 +1,173 @@
+"""Helpers for the BGP integration tests: FRR instances per namespace (scripts/frr-start.sh),
+the adapter hosted by vxfed-bgp-driver, and reading what it learned.
+
+A node here is one network namespace with an underlay address, an FRR instance and
+(optionally) a driver. Everything lives under the Topology's workdir and is removed with it.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+import vxfed_testlib as t
+
+SCRIPTS = t.SOURCE_DIR / "scripts"
+
+
+def yaml_dump(obj, indent: int = 0) -> str:
+    """Tiny YAML writer for the driver's config (JSON is valid YAML flow style)."""
+    return json.dumps(obj, indent=1)
+
+
+class Node:
+    def __init__(self, topo: t.Topology, short: str, asn: int, underlay: str, vtep: str):
+        self.topo = topo
+        self.short = short
+        self.asn = asn
+        self.underlay = underlay
+        self.vtep = vtep
+        self.ns = topo.netns(short)
+        self.dir = topo.workdir / short
+        self.frr_dir = self.dir / "frr"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.state_path = self.dir / "state.json"
+        self.events_path = self.dir / "events.jsonl"
+        self.config_path = self.dir / "bgp.yaml"
+        self.driver = None
+
+    # -- FRR --
+    def start_frr(self) -> float:
+        t0 = time.monotonic()
+        t.run([str(SCRIPTS / "frr-start.sh"), "--dir", str(self.frr_dir), "--netns", self.ns.name], timeout=60)
+        return time.monotonic() - t0
+
+    def stop_frr(self, kill: bool = False, only: Optional[str] = None) -> None:
+        args = [str(SCRIPTS / "frr-stop.sh"), "--dir", str(self.frr_dir)]
+        if kill:
+            args.append("--kill")
+        if only:
+            args += ["--only", only]
+        t.run(args, timeout=30)
+
+    def vtysh(self, *commands: str, check: bool = True) -> str:
+        args = ["vtysh", "--vty_socket", str(self.frr_dir), "--config_dir", str(self.frr_dir)]
+        for c in commands:
+            args += ["-c", c]
+        return self.ns.run(args, check=check, timeout=60).stdout
+
+    def write_frr_conf(self, text: str) -> None:
+        """For plain FRR peers without a driver: frr-start.sh loads DIR/frr.conf."""
+        self.frr_dir.mkdir(parents=True, exist_ok=True)
+        (self.frr_dir / "frr.conf").write_text(text)
+
+    # -- driver --
+    def write_config(self, bgp: dict) -> None:
+        bgp = dict(bgp)
+        bgp.setdefault("frr", {})
+        bgp["frr"] = {"config_path": str(self.frr_dir / "frr.conf"),
+                      "vty_socket_dir": str(self.frr_dir), "status_interval_ms": 500, **bgp["frr"]}
+        self.config_path.write_text(yaml_dump({"bgp": bgp}))
+
+    def start_driver(self, advertise: list[str], networks: dict[str, int]) -> None:
+        binary = t.require_binary("tests/integration/bgp/vxfed-bgp-driver")
+        args = [str(binary), "--config", str(self.config_path), "--vtep", self.vtep,
+                "--state", str(self.state_path), "--events", str(self.events_path)]
+        for a in advertise:
+            args += ["--advertise", a]
+        for n, v in networks.items():
+            args += ["--network", f"{n}={v}"]
+        self.driver = self.ns.spawn(args, name=f"driver-{self.short}")
+
+    def reload_driver(self) -> None:
+        import signal
+        self.driver.send_signal(signal.SIGHUP)
+
+    def stop_driver(self) -> None:
+        if self.driver and self.driver.poll() is None:
+            self.driver.terminate()
+            self.driver.wait(timeout=15)
+
+    # -- observations --
+    def state(self) -> dict:
+        return json.loads(self.state_path.read_text())
+
+    def routes(self) -> dict[str, dict]:
+        try:
+            return {r["prefix"]: r for r in self.state()["routes"]}
+        except (OSError, ValueError, KeyError):
+            return {}
+
+    def peer(self, address: str) -> dict:
+        for p in self.state()["peers"]:
+            if p["address"] == address:
+                return p
+        raise KeyError(address)
+
+    def events(self) -> list[dict]:
+        if not self.events_path.exists():
+            return []
+        out = []
+        for line in self.events_path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def ever_learned(self) -> set[str]:
+        return {r["prefix"] for e in self.events() for r in e["upserts"]}
+
+    def removal_times(self, prefix: str) -> list[float]:
+        """Wall-clock ms of every event that took `prefix` away (removal, or a full update without it)."""
+        out = []
+        for e in self.events():
+            if any(k["prefix"] == prefix for k in e["removals"]):
+                out.append(e["t_ms"])
+            elif e["full"] and prefix not in {r["prefix"] for r in e["upserts"]}:
+                out.append(e["t_ms"])
+        return out
+
+    def check_alive(self) -> None:
+        if self.driver is not None and self.driver.poll() is not None:
+            raise RuntimeError(f"driver of {self.short} exited with {self.driver.returncode}:\n"
+                               + self.topo.log_of(f"driver-{self.short}")[-3000:])
+
+    def wait_route(self, prefix: str, timeout: float, present: bool = True) -> float:
+        t0 = time.monotonic()
+
+        def ok() -> bool:
+            self.check_alive()
+            return (prefix in self.routes()) == present
+
+        t.wait_for(ok, timeout, f"{prefix} {'in' if present else 'gone from'} {self.short}'s routes")
+        return time.monotonic() - t0
+
+
+def underlay(topo: t.Topology, a: Node, b: Node, prefix_len: int = 24) -> None:
+    """The underlay veth `ul0` between two nodes: each side gets its underlay address and its
+    VTEP address (a second address on the same link, so `set ip next-hop <vtep>` is a
+    third-party next hop the receiving side can resolve)."""
+    topo.veth(a.ns, "ul0", b.ns, "ul0")
+    for n in (a, b):
+        n.ns.run(["ip", "addr", "add", f"{n.underlay}/{prefix_len}", "dev", "ul0"])
+        if n.vtep != n.underlay:
+            n.ns.run(["ip", "addr", "add", f"{n.vtep}/{prefix_len}", "dev", "ul0"])
+
+
+def link(topo: t.Topology, a: Node, a_addr: str, b: Node, b_addr: str, ifname: str, prefix_len: int = 24) -> None:
+    """An extra point-to-point veth between two nodes (e.g. to a plain FRR peer)."""
+    topo.veth(a.ns, ifname, b.ns, ifname)
+    a.ns.run(["ip", "addr", "add", f"{a_addr}/{prefix_len}", "dev", ifname])
+    b.ns.run(["ip", "addr", "add", f"{b_addr}/{prefix_len}", "dev", ifname])
+
+
+def require_frr() -> None:
+    t.require_root()
+    for p in ("/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/frr-reload.py"):
+        if not Path(p).exists():
+            t.skip(f"{p} missing (apt-get install frr frr-pythontools)")
+    t.require_program("vtysh")
+    if not Path("/usr/lib/x86_64-linux-gnu/frr/modules/dplane_fpm_nl.so").exists():
+        t.skip("FRR's dplane_fpm_nl module is missing")

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Two clusters peering over eBGP through real FRR, the vxfed BGP adapter on each side.
+
+Topology (namespaces, all created and removed here):
+  A (AS 65001, underlay 198.18.0.1, VTEP 198.18.0.11, pods 10.244.0.0/16) --ul0-- B (AS 65002,
+  198.18.0.2, VTEP 198.18.0.12, pods 10.245.0.0/16 and 10.245.7.0/24, plus 10.245.200.0/24 that A
+  does not accept); A --ul1-- C (AS 65003, plain FRR, 198.18.1.3): C advertises two prefixes
+  A accepts, but A allows C at most one (max-prefix 1).
+
+Phases:
+ 1. convergence: B's CIDRs appear in A's routes with B's VTEP and the network's VNI, and A's
+    in B's; the convergence time is printed.
+ 2. policy: A never learns B's prefix outside its accept list, nor anything of C (max-prefix).
+ 3. idempotent apply: the same config applied again (SIGHUP) does not reset the session.
+ 4. FPM cut: A's zebra loses its FPM connection; A's routes stay; a route withdrawn meanwhile
+    is removed by the resync after zebra reconnects, the others are never removed.
+ 5. peer down: B's bgpd frozen (SIGSTOP): A withdraws B's routes within the hold time (3 s).
+ 6. peer back (SIGCONT): A learns them again.
+"""
+import json
+import os
+import signal
+import time
+
+import vxfed_testlib as t
+from bgp_topo import Node, link, require_frr, underlay
+
+VNI = 1500
+HOLD = 3
+
+
+def main() -> None:
+    require_frr()
+    t.require_binary("tests/integration/bgp/vxfed-bgp-driver")
+    results = {}
+    with t.Topology("bgp2c") as topo:
+        a = Node(topo, "a", 65001, "198.18.0.1", "198.18.0.11")
+        b = Node(topo, "b", 65002, "198.18.0.2", "198.18.0.12")
+        c = Node(topo, "c", 65003, "198.18.1.3", "198.18.1.3")
+        underlay(topo, a, b)
+        link(topo, a, "198.18.1.1", c, "198.18.1.3", "ul1")
+        try:
+            run_phases(topo, a, b, c, results)
+        except Exception:
+            topo.dump_logs()
+            raise
+        finally:
+            for n in (a, b):
+                n.stop_driver()
+            for n in (a, b, c):
+                n.stop_frr(kill=True)
+    print("RESULTS " + json.dumps(results))
+
+
+def run_phases(topo, a: Node, b: Node, c: Node, results: dict) -> None:
+    timers = {"keepalive": 1, "hold": HOLD, "connect_retry": 1}
+    a.write_config({
+        "asn": 65001, "router_id": "198.18.0.1", "graceful_restart": False,
+        "clusters": {"cluster-b": ["10.245.0.0/16", "10.245.7.0/24"], "cluster-c": ["10.245.128.0/17"]},
+        "peers": [
+            {"address": "198.18.0.2", "remote_asn": 65002, "cluster": "cluster-b", "network": "fed",
+             "password": "vxfed-Secret-77", **timers},
+            {"address": "198.18.1.3", "remote_asn": 65003, "cluster": "cluster-c", "network": "fed",
+             "max_prefix": 1, "accept": ["10.245.128.0/17 le 18"], **timers},
+        ],
+        "fpm": {"resync_min_ms": 2000, "resync_settle_ms": 1000},
+    })
+    b.write_config({
+        "asn": 65002, "router_id": "198.18.0.2", "graceful_restart": False,
+        "clusters": {"cluster-a": ["10.244.0.0/16"]},
+        "peers": [{"address": "198.18.0.1", "remote_asn": 65001, "cluster": "cluster-a", "network": "fed",
+                   "password": "vxfed-Secret-77", **timers}],
+        "fpm": {"resync_min_ms": 2000, "resync_settle_ms": 1000},
+    })
+    c.write_frr_conf("""frr defaults traditional
+router bgp 65003
+ bgp router-id 198.18.1.3
+ no bgp ebgp-requires-policy
+ no bgp network import-check
+ neighbor 198.18.1.1 remote-as 65001
+ neighbor 198.18.1.1 timers 1 3
+ neighbor 198.18.1.1 timers connect 1
+ address-family ipv4 unicast
+  network 10.245.128.0/18
+  network 10.245.192.0/18
+ exit-address-family
+exit
+""")
+    for n in (a, b, c):
+        n.start_frr()
+
+    # ---- 1. convergence ----
+    t.log("starting the adapters")
+    start = time.monotonic()
+    a.start_driver(["10.244.0.0/16"], {"fed": VNI})
+    b.start_driver(["10.245.0.0/16", "10.245.7.0/24", "10.245.200.0/24"], {"fed": VNI})
+    a.wait_route("10.245.0.0/16", 90)
+    b.wait_route("10.244.0.0/16", 90)
+    a.wait_route("10.245.7.0/24", 30)
+    results["convergence_s"] = round(time.monotonic() - start, 2)
+    applied = [n.state()["stats"]["last_apply_seconds"] for n in (a, b)]
+    results["frr_apply_s"] = [round(x, 2) for x in applied]
+    # From the session coming up to the route in the adapter: the BGP + zebra + FPM path alone.
+    t.log(f"converged in {results['convergence_s']} s (FRR config apply took {results['frr_apply_s']} s)")
+    ra = a.routes()["10.245.0.0/16"]
+    assert ra["vteps"] == ["198.18.0.12"], ra
+    assert ra["vni"] == VNI and ra["network"] == "fed" and ra["peer"] == "198.18.0.2", ra
+    assert a.routes()["10.245.7.0/24"]["vteps"] == ["198.18.0.12"]
+    rb = b.routes()["10.244.0.0/16"]
+    assert rb["vteps"] == ["198.18.0.11"] and rb["vni"] == VNI and rb["peer"] == "198.18.0.1", rb
+
+    # ---- 2. policy ----
+    # C sends two prefixes inside its accept list, but A allows it one (max-prefix 1). FRR 8.4
+    # tears the session down only if it counts the burst in time (it counts a path once its
+    # next hop is resolved); the adapter withholds every route of a peer over its limit.
+    # Either way: nothing of C may be installed, and never more than one of its prefixes.
+    c_prefixes = {"10.245.128.0/18", "10.245.192.0/18"}
+
+    def c_handled() -> bool:
+        n = json.loads(a.vtysh("show bgp neighbors 198.18.1.3 json"))["198.18.1.3"]
+        up_once = n.get("connectionsEstablished", 0) >= 1
+        frr_cut = up_once and n["bgpState"] != "Established"
+        adapter_cut = a.state()["stats"]["withheld"] >= 2
+        return frr_cut or adapter_cut
+    t.wait_for(c_handled, 30, "C's session torn down by FRR or its routes withheld by the adapter")
+    time.sleep(1)
+    nc = json.loads(a.vtysh("show bgp neighbors 198.18.1.3 json"))["198.18.1.3"]
+    results["max_prefix_frr_state"] = nc["bgpState"]
+    results["max_prefix_frr_reset_reason"] = nc.get("lastResetDueTo", "")
+    results["max_prefix_adapter_withheld"] = a.state()["stats"]["withheld"]
+    t.log(f"C: FRR state {nc['bgpState']} (last reset: {nc.get('lastResetDueTo')}), "
+          f"adapter withheld {results['max_prefix_adapter_withheld']}")
+    assert not c_prefixes & set(a.routes()), f"C's routes installed: {a.routes()}"
+    held = set()
+    most = 0
+    for e in a.events():
+        if e["full"]:
+            held = {r["prefix"] for r in e["upserts"]}
+        else:
+            held |= {r["prefix"] for r in e["upserts"]}
+            held -= {k["prefix"] for k in e["removals"]}
+        most = max(most, len(held & c_prefixes))
+    assert most <= 1, "more than max-prefix routes of C were installed at some point"
+    results["max_prefix_c_routes_ever_held"] = most
+    def b_counts() -> bool:
+        p = a.peer("198.18.0.2")
+        return p["prefixes_accepted"] == 2 and p["prefixes_received"] >= 2
+    t.wait_for(b_counts, 15, "A's peer status for B: 2 accepted")
+    time.sleep(1)
+    ever = a.ever_learned()
+    for bad in ("10.245.200.0/24",):
+        assert bad not in ever, f"{bad} must never be installed on A (learned: {sorted(ever)})"
+    assert set(a.routes()) == {"10.245.0.0/16", "10.245.7.0/24"}, a.routes()
+    pb = a.peer("198.18.0.2")
+    results["peer_b_status_on_a"] = pb
+    assert pb["state"] == "Established" and pb["prefixes_advertised"] == 1, pb
+    log_text = topo.log_of("driver-a") + topo.log_of("driver-b")
+    assert "vxfed-Secret-77" not in log_text, "a password appeared in the adapter's log"
+
+    # ---- 3. idempotent apply ----
+    before = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]
+    events_before = len(a.events())
+    applies = a.state()["stats"]["applies"]
+    a.reload_driver()
+    t.wait_for(lambda: a.state()["stats"]["applies"] == applies + 1, 90, "A's driver to re-apply its config")
+    time.sleep(1.5)
+    after = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]
+    assert after["bgpState"] == "Established", after["bgpState"]
+    assert after["connectionsDropped"] == before["connectionsDropped"], "re-applying reset the session"
+    assert after["bgpTimerUpEstablishedEpoch"] == before["bgpTimerUpEstablishedEpoch"]
+    assert after["bgpTimerUpMsec"] > before["bgpTimerUpMsec"], "session uptime must keep growing"
+    assert all(not e["removals"] for e in a.events()[events_before:]), "re-apply removed routes"
+    results["reapply_s"] = round(a.state()["stats"]["last_apply_seconds"], 2)
+    results["uptime_ms_before_after_reapply"] = [before["bgpTimerUpMsec"], after["bgpTimerUpMsec"]]
+    t.log(f"re-apply: no flap, uptime {before['bgpTimerUpMsec']} -> {after['bgpTimerUpMsec']} ms")
+    assert "vxfed-Secret-77" not in topo.log_of("driver-a")
+
+    # ---- 4. FPM cut ----
+    resyncs = a.state()["stats"]["resyncs"]
+    a.vtysh("configure terminal", "no fpm address")
+    t.wait_for(lambda: not a.state()["stats"]["fpm_connected"], 15, "A's FPM connection to drop")
+    b.vtysh("configure terminal", "router bgp 65002", "address-family ipv4 unicast", "no network 10.245.7.0/24")
+
+    def a_zebra_lost_it() -> bool:
+        return json.loads(a.vtysh("show ip route 10.245.7.0/24 json") or "{}") == {}
+    t.wait_for(a_zebra_lost_it, 20, "A's zebra to drop 10.245.7.0/24")
+    assert set(a.routes()) == {"10.245.0.0/16", "10.245.7.0/24"}, "routes must stay while FPM is down"
+    cut_at = time.time() * 1000
+    t0 = time.monotonic()
+    a.vtysh("configure terminal", "fpm address 127.0.0.1")
+    a.wait_route("10.245.7.0/24", 30, present=False)
+    results["fpm_resync_sweep_s"] = round(time.monotonic() - t0, 2)
+    assert a.state()["stats"]["resyncs"] == resyncs + 1
+    assert "10.245.0.0/16" in a.routes()
+    assert not [x for x in a.removal_times("10.245.0.0/16") if x >= cut_at], "resync removed a live route"
+    t.log(f"FPM resync swept the withdrawn route {results['fpm_resync_sweep_s']} s after reconnecting")
+
+    # ---- 5. peer down ----
+    bgpd_b = int((b.frr_dir / "bgpd.pid").read_text())
+    os.kill(bgpd_b, signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        gone = a.wait_route("10.245.0.0/16", HOLD + 10, present=False)
+    finally:
+        os.kill(bgpd_b, signal.SIGCONT)
+    results["peer_down_withdraw_s"] = round(gone, 2)
+    t.log(f"B's bgpd frozen: A withdrew its routes after {gone:.2f} s (hold time {HOLD} s)")
+    # The hold timer fires after HOLD s without a keepalive; allow 2 s for zebra, FPM, adapter.
+    assert gone <= HOLD + 2, f"withdrawal took {gone:.2f} s, hold time is {HOLD} s"
+
+    # ---- 6. peer back ----
+    back = a.wait_route("10.245.0.0/16", 60)
+    results["peer_back_relearn_s"] = round(back, 2)
+    assert a.routes()["10.245.0.0/16"]["vteps"] == ["198.18.0.12"]
+    t.log(f"B's bgpd resumed: A re-learned its routes after {back:.2f} s")
+    assert "vxfed-Secret-77" not in topo.log_of("driver-a") + topo.log_of("driver-b")
+
+
+if __name__ == "__main__":
+    t.main_wrapper(main)
