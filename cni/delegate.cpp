@@ -139,6 +139,10 @@ Expected<ExecOutput> IpamDelegate::run(const std::string& command, const std::st
       {"CNI_IFNAME", ifname.empty() ? env_.ifname : ifname},
       {"CNI_NETNS", container_id.empty() ? env_.netns : netns},
   };
+  // The reference IPAM plugins refuse CNI_ARGS keys they do not know (K8S_POD_*) unless
+  // IgnoreUnknown is set; vxfed accepts the K8S_POD_* keys itself, so a runtime that omits
+  // IgnoreUnknown must not make IPAM fail. Every real runtime sets it already.
+  if (!env_.args.empty() && !env_.arg_map.count("IgnoreUnknown")) env["CNI_ARGS"] = "IgnoreUnknown=1;" + env_.args;
   return exec_plugin(*program, env, command == "VERSION" ? std::string{} : ipam_stdin(conf_, version), 60000);
 }
 

@@ -32,8 +32,10 @@ def main():
         topo.veth(node, "ul0", peer, "ul1", mtu=9000)
         node.run(["ip", "addr", "add", "198.18.0.1/24", "dev", "ul0"])
         peer.run(["ip", "addr", "add", "198.18.0.2/24", "dev", "ul1"])
-        for ns in (node,):
-            ns.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+        node.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+        # Nothing but the dataplane may carry pod traffic: the node's kernel does not forward
+        # and owns no pod address (the gateway exists only in the dataplane).
+        node.run(["sysctl", "-qw", "net.ipv4.ip_forward=0"])
 
         prefix = f"vxcnidp{topo.suffix}"
         dp_sock = w / "dataplane.sock"
@@ -69,7 +71,7 @@ def main():
         vxd = start_vxfedd()
 
         def endpoints():
-            out = node.run([str(vxfedctl), "--socket", str(sock), "endpoints", "--json"]).stdout
+            out = node.run([str(vxfedctl), "--socket", str(sock), "--json", "endpoints"]).stdout
             return json.loads(out)["endpoints"]
 
         bin_dir = w / "bin"
@@ -136,7 +138,7 @@ def main():
         if r.returncode != 0:
             failures.append(f"ping pod1 -> pod0 failed: {r.stdout} {r.stderr}")
         if failures:
-            node.run([str(vxfedctl), "--socket", str(sock), "endpoints", "--json"], check=False)
+            node.run([str(vxfedctl), "--socket", str(sock), "--json", "endpoints"], check=False)
             topo.dump_logs()
             raise AssertionError("; ".join(failures))
         tl.log("pods ping each other through the dataplane, 8922 bytes with DF included")
