@@ -72,7 +72,11 @@ std::string render_frr_config(const RenderInput& in) {
     << " bgp router-id " << c.router_id.str() << "\n"
     << " no bgp network import-check\n";
   if (c.graceful_restart) {
-    o << " bgp graceful-restart\n";
+    // preserve-fw-state: our restart advertises the F bit. The dataplane keeps forwarding on
+    // the routes the adapter holds while FRR restarts, and without the F bit the helper
+    // drops our stale routes the moment the new session comes up (RFC 4724 4.2; measured).
+    o << " bgp graceful-restart\n"
+      << " bgp graceful-restart preserve-fw-state\n";
     if (c.restart_time_s != 120) o << " bgp graceful-restart restart-time " << c.restart_time_s << "\n";
   }
   for (const auto& peer : c.peers) {

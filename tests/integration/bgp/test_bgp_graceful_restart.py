@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Graceful restart: FRR on one side (B) crashes and restarts; routes are preserved meanwhile.
+
+A (AS 65001) and B (AS 65002) peer with graceful restart (restart-time 120 s). B's zebra and
+bgpd are killed (SIGKILL: no NOTIFICATION, as in a crash) and started again 2 s later with
+the same config. Meanwhile:
+  - A (the helper) keeps B's routes as stale: A's adapter must never remove 10.245.0.0/16;
+  - B's adapter loses its FPM connection and keeps A's route; when B's zebra reconnects, the
+    resync waits (resync_min_ms) for bgpd to re-learn before sweeping: B's adapter must never
+    remove 10.244.0.0/16.
+The window (kill -> session re-established and the stale routes refreshed on A, and the
+resync complete on B) is measured and printed.
+"""
+import json
+import time
+
+import vxfed_testlib as t
+from bgp_topo import Node, require_frr, underlay
+
+VNI = 1500
+
+
+def main() -> None:
+    require_frr()
+    t.require_binary("tests/integration/bgp/vxfed-bgp-driver")
+    results = {}
+    with t.Topology("bgpgr") as topo:
+        a = Node(topo, "a", 65001, "198.18.0.1", "198.18.0.11")
+        b = Node(topo, "b", 65002, "198.18.0.2", "198.18.0.12")
+        underlay(topo, a, b)
+        try:
+            run(topo, a, b, results)
+        except Exception:
+            topo.dump_logs()
+            raise
+        finally:
+            for n in (a, b):
+                n.stop_driver()
+            for n in (a, b):
+                n.stop_frr(kill=True)
+    print("RESULTS " + json.dumps(results))
+
+
+def run(topo, a: Node, b: Node, results: dict) -> None:
+    timers = {"keepalive": 1, "hold": 3, "connect_retry": 1}
+    a.write_config({
+        "asn": 65001, "router_id": "198.18.0.1", "graceful_restart": True,
+        "clusters": {"cluster-b": ["10.245.0.0/16"]},
+        "peers": [{"address": "198.18.0.2", "remote_asn": 65002, "cluster": "cluster-b", "network": "fed", **timers}],
+        "fpm": {"resync_min_ms": 2000, "resync_settle_ms": 1000},
+    })
+    b.write_config({
+        "asn": 65002, "router_id": "198.18.0.2", "graceful_restart": True,
+        "clusters": {"cluster-a": ["10.244.0.0/16"]},
+        "peers": [{"address": "198.18.0.1", "remote_asn": 65001, "cluster": "cluster-a", "network": "fed", **timers}],
+        # B is the side that restarts: its adapter waits this long after zebra reconnects
+        # before sweeping, so that bgpd has re-learned A's routes.
+        "fpm": {"resync_min_ms": 15000, "resync_settle_ms": 1000},
+    })
+    for n in (a, b):
+        n.start_frr()
+    a.start_driver(["10.244.0.0/16"], {"fed": VNI})
+    b.start_driver(["10.245.0.0/16"], {"fed": VNI})
+    a.wait_route("10.245.0.0/16", 90)
+    b.wait_route("10.244.0.0/16", 90)
+    t.wait_for(lambda: a.peer("198.18.0.2")["state"] == "Established", 20, "A's session to B in status")
+    gr = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]["gracefulRestartInfo"]
+    t.log(f"GR negotiated: local {gr.get('localGrMode')}, remote {gr.get('remoteGrMode')}")
+    assert "Restart" in gr.get("remoteGrMode", "") and "Helper" not in gr.get("remoteGrMode", "x"), gr
+    b_resyncs = b.state()["stats"]["resyncs"]
+
+    if __import__("os").environ.get("VXFED_BGP_DEBUG") == "1":
+        a.vtysh("debug bgp graceful-restart", "debug bgp updates in", "debug bgp neighbor-events")
+    # ---- crash B's FRR ----
+    kill_ms = time.time() * 1000
+    t0 = time.monotonic()
+    b.stop_frr(kill=True)
+    t.wait_for(lambda: not b.state()["stats"]["fpm_connected"], 10, "B's adapter to see zebra gone")
+    stale_seen = 0
+
+    def a_stale() -> bool:
+        r = json.loads(a.vtysh("show bgp ipv4 unicast 10.245.0.0/16 json") or "{}")
+        return any(p.get("stale") for p in r.get("paths", []))
+    t.wait_for(a_stale, 10, "A to mark B's route stale (graceful restart helper)")
+    stale_seen = round(time.monotonic() - t0, 2)
+    time.sleep(max(0.0, 2 - (time.monotonic() - t0)))
+    assert "10.245.0.0/16" in a.routes() and "10.244.0.0/16" in b.routes(), "routes lost while B is down"
+    restart_at = time.monotonic()
+    b.start_frr()
+    t.log(f"B's FRR restarted {restart_at - t0:.2f} s after the kill")
+
+    def a_refreshed() -> bool:
+        n = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]
+        if n["bgpState"] != "Established":
+            return False
+        r = json.loads(a.vtysh("show bgp ipv4 unicast 10.245.0.0/16 json") or "{}")
+        paths = r.get("paths", [])
+        return bool(paths) and not any(p.get("stale") for p in paths)
+    t.wait_for(a_refreshed, 60, "A's session to B back with fresh (not stale) routes")
+    results["a_session_back_s"] = round(time.monotonic() - t0, 2)
+    t.wait_for(lambda: b.state()["stats"]["resyncs"] == b_resyncs + 1 and not b.state()["stats"]["resyncing"],
+               60, "B's adapter to finish its FPM resync")
+    results["b_resync_done_s"] = round(time.monotonic() - t0, 2)
+    results["a_marked_stale_after_s"] = stale_seen
+    results["window_s"] = max(results["a_session_back_s"], results["b_resync_done_s"])
+    time.sleep(1)
+    assert not [x for x in a.removal_times("10.245.0.0/16") if x >= kill_ms], \
+        f"A removed B's route during the restart (kill at {kill_ms}): {a.events()}"
+    assert not [x for x in b.removal_times("10.244.0.0/16") if x >= kill_ms], "B removed A's route during the restart"
+    assert a.routes()["10.245.0.0/16"]["vteps"] == ["198.18.0.12"]
+    assert b.routes()["10.244.0.0/16"]["vteps"] == ["198.18.0.11"]
+    assert b.state()["stats"]["swept"] == 0, "B's resync swept a live route"
+    t.log(f"graceful restart: A kept B's routes (stale after {stale_seen} s), session and fresh routes back "
+          f"after {results['a_session_back_s']} s, B's resync done after {results['b_resync_done_s']} s; "
+          "no route removed on either side")
+
+
+if __name__ == "__main__":
+    t.main_wrapper(main)
