@@ -126,8 +126,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     ctx->handoff = d->handoff_.empty() ? nullptr : d->handoff_.data();
     ctx->control_tx = w == 0 ? d->control_tx_ : nullptr;
     ctx->handoff_drops = &d->handoff_drops_;
-    ctx->idle_sleep_us = options.idle_sleep_us;
-    ctx->busy_poll = options.busy_poll;
+    ctx->idle = IdlePolicy{options.idle_sleep_us, options.deep_idle_sleep_us,
+                           options.deep_idle_after_ms * 1000u, options.busy_poll};
     ctx->stop = &d->stop_workers_;
     d->contexts_.push_back(std::move(ctx));
   }
@@ -185,10 +185,11 @@ Status Dataplane::run(const std::atomic<bool>& stop) {
   }
 
   while (!stop.load()) {
+    // 20 ms: ARP retries need no finer clock, and an idle control thread wakes rarely.
     if (api_) {
-      api_->poll(5);
+      api_->poll(20);
     } else {
-      timespec ts{0, 5'000'000};
+      timespec ts{0, 20'000'000};
       ::nanosleep(&ts, nullptr);
     }
     arp_->tick(std::chrono::steady_clock::now());

@@ -1,7 +1,11 @@
-// How a worker waits when its queues are empty: spin with rte_pause for a while (a new burst
-// is often microseconds away under load), then sleep 1 us, doubling up to a ceiling. Any
-// packet resets it, so a loaded worker polls and an idle one costs a few percent of a core.
-// The thread's timer slack is set small (PR_SET_TIMERSLACK) so a 20 us sleep stays short.
+// How a worker waits when its queues are empty. Three stages, reset by any packet:
+//   1. spin with rte_pause for a few hundred empty polls (the next burst is often
+//      microseconds away under load: no sleep, no latency);
+//   2. short sleeps, 1 us doubling up to `short_sleep_us` (default 20 us), for the first
+//      `deep_after_us` of idleness: traffic with small gaps keeps a low latency;
+//   3. then deep sleeps of `deep_sleep_us` (default 1 ms): a wake-up costs a few
+//      microseconds of kernel time, so an idle forwarder stays at a few percent of a core.
+// The worker sets its timer slack small (PR_SET_TIMERSLACK) so that sleeps stay this short.
 #pragma once
 
 #include <time.h>
@@ -12,14 +16,23 @@
 
 namespace vxfed::dataplane {
 
+struct IdlePolicy {
+  std::uint32_t short_sleep_us = 20;
+  std::uint32_t deep_sleep_us = 1000;
+  std::uint32_t deep_after_us = 50000;
+  bool busy_poll = false;
+};
+
 class IdleBackoff {
  public:
-  IdleBackoff(std::uint32_t max_sleep_us, bool busy_poll)
-      : max_sleep_ns_(max_sleep_us * 1000u), busy_poll_(busy_poll) {}
+  explicit IdleBackoff(const IdlePolicy& p)
+      : short_max_ns_(p.short_sleep_us * 1000ull), deep_ns_(p.deep_sleep_us * 1000ull),
+        deep_after_ns_(p.deep_after_us * 1000ull), busy_poll_(p.busy_poll) {}
 
   void work_done() {
     empty_polls_ = 0;
     sleep_ns_ = kFirstSleepNs;
+    slept_ns_ = 0;
   }
 
   // Called after a loop iteration that found nothing. Returns true when it slept.
@@ -29,19 +42,22 @@ class IdleBackoff {
       rte_pause();
       return false;
     }
-    timespec ts{0, static_cast<long>(sleep_ns_)};
+    const std::uint64_t ns = slept_ns_ >= deep_after_ns_ ? deep_ns_ : sleep_ns_;
+    timespec ts{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
     ::nanosleep(&ts, nullptr);
-    if (sleep_ns_ < max_sleep_ns_) sleep_ns_ = sleep_ns_ * 2 > max_sleep_ns_ ? max_sleep_ns_ : sleep_ns_ * 2;
+    slept_ns_ += ns;  // requested time: cheap, and close enough to decide the stage
+    if (sleep_ns_ < short_max_ns_) sleep_ns_ = sleep_ns_ * 2 > short_max_ns_ ? short_max_ns_ : sleep_ns_ * 2;
     return true;
   }
 
  private:
   static constexpr std::uint32_t kSpinPolls = 256;
-  static constexpr std::uint32_t kFirstSleepNs = 1000;
-  std::uint32_t max_sleep_ns_;
+  static constexpr std::uint64_t kFirstSleepNs = 1000;
+  std::uint64_t short_max_ns_, deep_ns_, deep_after_ns_;
   bool busy_poll_;
   std::uint32_t empty_polls_ = 0;
-  std::uint32_t sleep_ns_ = kFirstSleepNs;
+  std::uint64_t sleep_ns_ = kFirstSleepNs;
+  std::uint64_t slept_ns_ = 0;
 };
 
 }  // namespace vxfed::dataplane

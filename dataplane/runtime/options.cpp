@@ -80,9 +80,19 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--mbufs", o.mbufs, "mbuf pool size (0: computed from ports and queues)")
       ->capture_default_str();
   app.add_option("--idle-sleep-us", o.idle_sleep_us,
-                 "longest sleep of an idle worker in microseconds (it spins with rte_pause "
-                 "first, then sleeps 1 us, doubling up to this)")
+                 "idle worker, first stage: after 256 empty polls (rte_pause) it sleeps 1 us, "
+                 "doubling up to this many microseconds; any packet resets it")
       ->check(CLI::Range(1u, 10000u))
+      ->capture_default_str();
+  app.add_option("--deep-idle-sleep-us", o.deep_idle_sleep_us,
+                 "idle worker, second stage: sleeps this long per poll once idle for "
+                 "--deep-idle-after-ms (keeps an idle forwarder at a few percent of a core; "
+                 "bounds the extra latency of the first packet after a quiet period)")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  app.add_option("--deep-idle-after-ms", o.deep_idle_after_ms,
+                 "milliseconds without packets before the second idle stage")
+      ->check(CLI::Range(0u, 100000u))
       ->capture_default_str();
   app.add_flag("--busy-poll", o.busy_poll, "never sleep when idle (benchmarks; burns the cores)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")

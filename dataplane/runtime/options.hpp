@@ -26,7 +26,9 @@ struct Options {
   unsigned endpoint_frames = 256;     // af_packet ring frames per queue of an endpoint port
   bool qdisc_bypass = true;           // af_packet PACKET_QDISC_BYPASS on endpoint ports
   unsigned mbufs = 0;                 // mbuf pool size (0: computed)
-  unsigned idle_sleep_us = 20;        // longest idle sleep of a worker
+  unsigned idle_sleep_us = 20;        // longest short sleep of an idle worker
+  unsigned deep_idle_sleep_us = 1000; // sleep once idle for deep_idle_after_ms
+  unsigned deep_idle_after_ms = 50;
   bool busy_poll = false;             // never sleep (benchmarks)
   std::string log_level = "info";
   bool print_counters_on_exit = true;

@@ -57,7 +57,7 @@ int worker_main(void* arg) {
   ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   rte_rcu_qsbr_thread_register(w.qs, w.id);
   rte_rcu_qsbr_thread_online(w.qs, w.id);
-  IdleBackoff backoff(w.idle_sleep_us, w.busy_poll);
+  IdleBackoff backoff(w.idle);
   rte_mbuf* pkts[kMaxBurst];
   const auto queue = static_cast<std::uint16_t>(w.id);
   const auto send = [queue](std::uint16_t port, rte_mbuf** p, std::uint16_t n) {

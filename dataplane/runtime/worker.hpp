@@ -12,6 +12,7 @@
 #include "core/counters.hpp"
 #include "core/tx_stage.hpp"
 #include "forwarding_state.hpp"
+#include "idle_backoff.hpp"
 #include "ports.hpp"
 #include "rcu_slot.hpp"
 
@@ -29,8 +30,7 @@ struct WorkerContext {
   rte_ring** handoff = nullptr;       // software spread: ring per worker (index 0 unused)
   rte_ring* control_tx = nullptr;     // worker 0 only: frames from the control thread
   std::atomic<std::uint64_t>* handoff_drops = nullptr;  // software spread ring full
-  std::uint32_t idle_sleep_us = 20;
-  bool busy_poll = false;
+  IdlePolicy idle;
   const std::atomic<bool>* stop = nullptr;
   std::atomic<std::uint64_t> loops{0};
   std::atomic<std::uint64_t> sleeps{0};

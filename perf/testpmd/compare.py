@@ -56,20 +56,27 @@ def run_testpmd(direction: str, pcap: str, seconds: float, tag: str) -> float:
         "--", "--forward-mode=io", "--auto-start", "--stats-period", "1", "--no-lsc-interrupt",
         "--total-num-mbufs=16384", f"--mbuf-size={MBUF_DATA_ROOM}", "--rxq=1", "--txq=1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    time.sleep(seconds + 2.5)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    rates, port = [], None
-    for line in out.splitlines():
+    # testpmd prints every port's Tx-pps once a second; collect the null port's, skipping the
+    # first non-zero sample (a partial second), until `seconds` samples are in.
+    rates, port, seen, tail = [], None, 0, []
+    deadline = time.monotonic() + seconds + 60
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tail = (tail + [line])[-60:]
         m = re.search(r"NIC statistics for port (\d+)", line)
         if m:
             port = int(m.group(1))
         m = re.search(r"Tx-pps:\s+(\d+)", line)
-        if m and port == tx_port:
-            rates.append(int(m.group(1)))
-    rates = [r for r in rates if r > 0][1:]  # skip the first partial second
+        if m and port == tx_port and int(m.group(1)) > 0:
+            seen += 1
+            if seen > 1:
+                rates.append(int(m.group(1)))
+        if len(rates) >= seconds or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
     if not rates:
-        raise RuntimeError("testpmd reported no rate:\n" + out[-3000:])
+        raise RuntimeError("testpmd reported no rate:\n" + "".join(tail))
     return statistics.median(rates) / 1e6
 
 

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""CPU used by an idle vxfed-dataplane (tables loaded, no packets), from /proc/<pid>/stat
+(utime + stime of all threads) over a window; with --busy-poll for contrast. JSON to
+perf/results/idle_cpu.json.
+
+  sudo perf/testpmd/idle_cpu.py --build-dir build [--seconds 10] [--queues 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import frames  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTRA = os.environ.get("VXFED_IDLE_EXTRA_ARGS", "").split()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_ns(pid: int) -> int:
+    """CPU time of all threads in ns from the scheduler's own accounting (schedstat), which,
+    unlike the tick-sampled utime/stime, does not charge a whole tick to a thread that wakes
+    up on a timer."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path) -> dict:
+    tables = workdir / "tables.json"
+    tables.write_text(json.dumps({"generation": 1, "tables": {
+        "networks": [{"vni": frames.VNI, "gateway_ip": "10.244.0.1"}],
+        "endpoints": [{"id": "e", "vni": frames.VNI, "ip": frames.POD_LOCAL, "mac": frames.POD_LOCAL_MAC.hex(":"),
+                       "iface": "idle0"}],
+        "routes": [{"vni": frames.VNI, "prefix": "10.245.0.0/16", "next_hops": [{"vtep": frames.VTEP_REMOTE}]}],
+        "neighbors": [{"ip": frames.VTEP_REMOTE, "mac": frames.REMOTE_MAC.hex(":")}]}}))
+    lcores = "0@0," + ",".join(f"{i + 1}@{(i + 1) % os.cpu_count()}" for i in range(queues))
+    sock = workdir / f"idle{int(busy)}.sock"
+    cmd = [str(build / "dataplane/vxfed-dataplane"), "--lcores", lcores, "--no-huge", "-m", "1024", "--no-pci",
+           "--file-prefix", f"vxidle{os.getpid()}{int(busy)}", "--vdev", f"net_null0,no-rx=1",
+           "--vdev", "net_null1,no-rx=1", "--log-level", "lib.eal:error",
+           "--", "--uplink", "net_null0", "--vtep-ip", frames.VTEP_LOCAL, "--queues", str(queues),
+           "--tables-file", str(tables), "--endpoint-port", "idle0=net_null1", "--api-socket", str(sock),
+           "--log-level", "warn"] + (["--busy-poll"] if busy else []) + EXTRA
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("vxfed-dataplane did not start")
+            time.sleep(0.1)
+        time.sleep(1)
+        c0, n0, t0 = cpu_seconds(proc.pid), run_ns(proc.pid), time.monotonic()
+        time.sleep(seconds)
+        c1, n1, t1 = cpu_seconds(proc.pid), run_ns(proc.pid), time.monotonic()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    return {"busy_poll": busy, "queues": queues, "seconds": round(t1 - t0, 2),
+            "cpu_seconds": round(c1 - c0, 3), "percent_of_one_core": round(100 * (c1 - c0) / (t1 - t0), 2),
+            "schedstat_percent_of_one_core": round(100 * (n1 - n0) / 1e9 / (t1 - t0), 2),
+            "extra_args": EXTRA}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=str(ROOT / "build"))
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--queues", type=int, default=1)
+    ap.add_argument("--no-busy-contrast", action="store_true", help="skip the --busy-poll run")
+    ap.add_argument("--out", default=str(ROOT / "perf/results/idle_cpu.json"))
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("idle_cpu.py: run as root (DPDK)")
+    with tempfile.TemporaryDirectory(prefix="vxfed-idle-") as tmp:
+        results = [measure(Path(args.build_dir).resolve(), args.seconds, args.queues, False, Path(tmp))]
+        if not args.no_busy_contrast:
+            results.append(measure(Path(args.build_dir).resolve(), min(args.seconds, 3), args.queues, True, Path(tmp)))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
