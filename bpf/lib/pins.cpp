@@ -1,5 +1,7 @@
 #include "pins.hpp"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -8,6 +10,17 @@
 #include <sys/statfs.h>
 
 #include <fmt/format.h>
+
+#include "vxfed_bpf.hpp"
+
+namespace vxfed::bpf {
+
+std::string default_pin_root() {
+  const char* env = std::getenv("VXFED_BPF_PIN_ROOT");
+  return env && *env ? std::string(env) : std::string("/sys/fs/bpf/vxfed");
+}
+
+}  // namespace vxfed::bpf
 
 namespace vxfed::bpf::detail {
 namespace {

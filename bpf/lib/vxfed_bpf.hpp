@@ -93,8 +93,12 @@ std::string pod_key_for(const std::string& container_id, const std::string& ifna
 // no CONFIG_NET_SCH_FQ) a token-bucket policer drops at TC egress instead.
 enum class EgressMode { automatic, edt, police };
 
+// $VXFED_BPF_PIN_ROOT when set (tests running binaries side by side, e.g. the CNI plugin,
+// keep their pins apart with it), else /sys/fs/bpf/vxfed.
+std::string default_pin_root();
+
 struct Options {
-  std::string pin_root = "/sys/fs/bpf/vxfed";  // pods live in <pin_root>/pods/<key>/
+  std::string pin_root = default_pin_root();  // pods live in <pin_root>/pods/<key>/
   EgressMode egress_mode = EgressMode::automatic;  // automatic: EDT when fq exists, else police
 };
 
