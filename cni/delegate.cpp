@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 
 extern char** environ;
 
@@ -163,8 +164,53 @@ CniError IpamDelegate::failure(const std::string& command, const ExecOutput& out
   return cni_error(kIpamFailure, who + " failed (exit " + std::to_string(out.exit_code) + ")", text);
 }
 
+namespace {
+
+// The version an IPAM plugin binary was negotiated down to, remembered in the state dir by
+// the binary's path, size and mtime: without it every 1.1.0 ADD/DEL would run Debian's
+// host-local three times (refusal, VERSION, retry).
+std::string version_cache_key(const std::string& program) {
+  struct stat st{};
+  if (::stat(program.c_str(), &st) != 0) return {};
+  return program + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+std::string read_cached_version(const std::string& state_dir, const std::string& key, const std::string& ours) {
+  std::ifstream in(state_dir + "/ipam-versions.json");
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains(key) || !j[key].is_object()) return {};
+  const auto& e = j[key];
+  if (e.value("ours", "") != ours) return {};
+  return e.value("theirs", "");
+}
+
+void write_cached_version(const std::string& state_dir, const std::string& key, const std::string& ours,
+                          const std::string& theirs) {
+  const std::string path = state_dir + "/ipam-versions.json";
+  std::ifstream in(path);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+  j[key] = {{"ours", ours}, {"theirs", theirs}};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  { std::ofstream(tmp) << j.dump(2) << "\n"; }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+}  // namespace
+
 Expected<ExecOutput> IpamDelegate::run_negotiated(const std::string& command, const std::string& container_id,
                                                   const std::string& ifname, const std::string& netns) {
+  std::string key;
+  if (auto program = find_plugin(conf_.ipam_type, env_.path)) key = version_cache_key(*program);
+  if (!key.empty()) {
+    const std::string cached = read_cached_version(conf_.state_dir, key, conf_.cni_version);
+    if (!cached.empty() && cached != conf_.cni_version) {
+      auto out = run(command, container_id, ifname, netns, cached);
+      if (out && out->exit_code == 0) return out;
+      // The cache may be stale (plugin replaced in place): fall through to negotiate again.
+    }
+  }
   auto out = run(command, container_id, ifname, netns, conf_.cni_version);
   if (!out) return out;
   if (out->exit_code == 0) return out;
@@ -179,7 +225,10 @@ Expected<ExecOutput> IpamDelegate::run_negotiated(const std::string& command, co
     if (v.is_string()) theirs.push_back(v.get<std::string>());
   auto common = highest_common(theirs, conf_.cni_version);
   if (!common || *common == conf_.cni_version) return out;
-  return run(command, container_id, ifname, netns, *common);
+  auto retried = run(command, container_id, ifname, netns, *common);
+  if (retried && retried->exit_code == 0 && !key.empty())
+    write_cached_version(conf_.state_dir, key, conf_.cni_version, *common);
+  return retried;
 }
 
 Expected<CniResult> IpamDelegate::add() {

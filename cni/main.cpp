@@ -12,6 +12,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bandwidth_hook.hpp"
 #include "cni_result.hpp"
 #include "commands.hpp"
 #include "env.hpp"
@@ -57,7 +58,11 @@ int main(int argc, char** argv) {
     bool version = false;
     app.add_flag("--version", version, "print the supported CNI versions");
     CLI11_PARSE(app, argc, argv);
-    if (version) std::cout << cni::write_version_info(cni::kLatestVersion).dump() << std::endl;
+    if (version) {
+      auto info = cni::write_version_info(cni::kLatestVersion);
+      info["bandwidthEnforcement"] = cni::bandwidth_enforced() ? "ebpf" : "none";
+      std::cout << info.dump() << std::endl;
+    }
     return 0;
   }
 

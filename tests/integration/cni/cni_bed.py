@@ -127,6 +127,11 @@ class CniBed:
         self.suffix = topo.suffix
         self.pods: dict[str, tl.Namespace] = {}
 
+    def bandwidth_enforced(self) -> bool:
+        """Whether this build links bpf/ (vxfed --version says "ebpf")."""
+        out = subprocess.run([str(self.plugin), "--version"], capture_output=True, text=True, check=True).stdout
+        return json.loads(out)["bandwidthEnforcement"] == "ebpf"
+
     # -- fake vxfedd --
     def start_vxfedd(self, *extra: str) -> None:
         self.stop_vxfedd()

@@ -76,6 +76,11 @@ def main():
             ("CHECK without prevResult", lambda: raw(with_(), command="CHECK"), 7, "prevResult"),
             ("GC at 1.0.0", lambda: raw(with_(), command="GC"), 1, "1.1.0"),
         ]
+        if bed.bandwidth_enforced():
+            # bpf/'s own limits are stricter than the reference plugin's: 8000 bit/s minimum.
+            cases.append(("rate below what eBPF enforces",
+                          lambda: raw(with_(runtimeConfig={"bandwidth": {"ingressRate": 100, "ingressBurst": 100000}})),
+                          7, "ingressRate"))
         for what, fn, code, part in cases:
             expect_error(fn, code, part, what)
             bed.assert_clean(touched, what)

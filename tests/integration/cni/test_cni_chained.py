@@ -6,6 +6,7 @@ and afterwards nothing of any plugin is left."""
 
 import json
 import subprocess
+from pathlib import Path
 
 import vxfed_testlib as tl
 from cni_bed import CniBed
@@ -54,7 +55,12 @@ def main():
         # portmap: a DNAT chain for this container.
         nat = tl.run([iptables, "-t", "nat", "-S"]).stdout
         assert f"--dport {port}" in nat, "portmap rule missing"
-        tl.log("chained ADD ok: tuning, bandwidth, portmap applied")
+        # vxfed's own bandwidth capability: bpf/'s programs pinned for this pod when built in.
+        pins = Path("/sys/fs/bpf/vxfed/pods") / f"{cid}_eth0"
+        enforced = bed.bandwidth_enforced()
+        if enforced:
+            assert pins.is_dir(), f"bandwidth requested but {pins} is missing"
+        tl.log(f"chained ADD ok: tuning, bandwidth, portmap applied; vxfed eBPF limits: {enforced}")
 
         # CHECK runs vxfed, tuning, bandwidth, then portmap. Debian's portmap 1.1.1 fails CHECK for
         # an IPv4-only pod by looking for an ip6tables chain it never made (upstream
@@ -74,6 +80,7 @@ def main():
         ifbs = tl.run(["ip", "-j", "link"]).stdout
         assert not any(l["ifname"].startswith("bwp") and host[3:] in l["ifname"] for l in json.loads(ifbs))
         bed.assert_clean([(cid, "eth0")], "chained DEL")
+        assert not pins.exists(), f"{pins} left behind"
         # DEL again (the runtime retries): every plugin tolerates it.
         rt.delete(netconf, cid, bed.netns_path(ns), "eth0")
         tl.log("chained DEL (twice) ok")
