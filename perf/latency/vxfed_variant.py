@@ -286,7 +286,8 @@ class VxfedVariant(Variant):
         env = dict(os.environ,
                    CNI_COMMAND=command, CNI_CONTAINERID=container_id, CNI_NETNS=f"/run/netns/{netns}",
                    CNI_IFNAME=ifname, CNI_PATH=f"{self.bin('cni')}:/usr/lib/cni",
-                   CNI_ARGS=f"K8S_POD_NAMESPACE=demo;K8S_POD_NAME={pod_name};K8S_POD_UID={container_id}")
+                   CNI_ARGS=f"IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME={pod_name};"
+                            f"K8S_POD_UID={container_id}")
         try:
             res = self.nodes[c.name].run([str(self.bin("cni/vxfed"))], check=False, timeout=30, env=env,
                                          input=json.dumps(self.cni_config(c)))
