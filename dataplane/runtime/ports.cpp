@@ -131,6 +131,7 @@ Status Ports::setup_uplink() {
   }
   const bool rss = spread_ == UplinkSpread::Hardware && rxq > 1 && info.flow_type_rss_offloads != 0;
   if (auto st = start_port(uplink_, rxq, txq, rss); !st) return make_error("uplink: " + st.error());
+  uplink_started_ = true;
   spdlog::info("uplink {} ({}): {} RX queue(s), {} TX queue(s), spread: {}", options_.uplink,
                info.driver_name ? info.driver_name : "?", rxq, txq,
                spread_ == UplinkSpread::Software ? "software flow hash (worker 0 distributes)"
@@ -279,10 +280,10 @@ std::string Ports::name_of(std::uint16_t port_id) const {
 
 void Ports::close_all() {
   while (!endpoints_.empty()) detach(endpoints_.begin()->first);
-  if (pool_ != nullptr) {
+  if (uplink_started_) {
     rte_eth_dev_stop(uplink_);
     rte_eth_dev_close(uplink_);
-    pool_ = nullptr;  // the pool lives until EAL cleanup; ports may still reference it
+    uplink_started_ = false;
   }
 }
 

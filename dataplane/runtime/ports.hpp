@@ -71,6 +71,7 @@ class Ports {
   std::uint32_t max_frame_ = 0;
   unsigned framesz_ = 0, blocksz_ = 0;
   unsigned next_vdev_ = 0;
+  bool uplink_started_ = false;
   std::map<std::string, PortInfo> endpoints_;
 };
 
