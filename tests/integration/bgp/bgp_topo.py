@@ -72,6 +72,8 @@ class Node:
 
     def start_driver(self, advertise: list[str], networks: dict[str, int]) -> None:
         binary = t.require_binary("tests/integration/bgp/vxfed-bgp-driver")
+        # A previous driver's state must not be read as this one's.
+        self.state_path.unlink(missing_ok=True)
         args = [str(binary), "--config", str(self.config_path), "--vtep", self.vtep,
                 "--state", str(self.state_path), "--events", str(self.events_path)]
         for a in advertise:
