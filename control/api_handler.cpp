@@ -1,0 +1,138 @@
+#include "api_handler.hpp"
+
+namespace vxfed::control {
+
+const char* error_code_name(v1::ErrorCode code) {
+  switch (code) {
+    case v1::OK: return "ok";
+    case v1::INVALID_ARGUMENT: return "invalid_argument";
+    case v1::NOT_FOUND: return "not_found";
+    case v1::ALREADY_EXISTS: return "already_exists";
+    case v1::EXHAUSTED: return "exhausted";
+    case v1::UNAVAILABLE: return "unavailable";
+    case v1::PERMISSION_DENIED: return "permission_denied";
+    case v1::INTERNAL: return "internal";
+    default: return "unknown";
+  }
+}
+
+namespace {
+
+template <typename T>
+bool fill(v1::ControlResponse& response, Result<T>& result, v1::ErrorCode code) {
+  if (result.ok()) return true;
+  response.set_code(code == v1::OK ? v1::INTERNAL : code);
+  response.set_error(result.error());
+  return false;
+}
+
+NetworkConfig config_of(const v1::NetworkSpec& spec) {
+  NetworkConfig n;
+  n.name = spec.name();
+  for (const auto& [k, v] : spec.labels()) n.labels[k] = v;
+  n.pinned_vni = spec.pinned_vni();
+  n.subnet = spec.subnet();
+  n.gateway = spec.gateway();
+  n.mtu = spec.mtu();
+  return n;
+}
+
+}  // namespace
+
+v1::ControlResponse ApiHandler::handle(const v1::ControlRequest& request) {
+  v1::ControlResponse response;
+  response.set_request_id(request.request_id());
+  v1::ErrorCode code = v1::OK;
+  ++counters_.requests;
+  switch (request.op_case()) {
+    case v1::ControlRequest::kAttachEndpoint: {
+      ++counters_.attaches;
+      auto r = state_.attach(request.attach_endpoint().endpoint(), &code);
+      if (fill(response, r, code)) *response.mutable_endpoint() = *r;
+      break;
+    }
+    case v1::ControlRequest::kDetachEndpoint: {
+      ++counters_.detaches;
+      auto r = state_.detach(request.detach_endpoint().container_id(), request.detach_endpoint().ifname(), &code);
+      if (!r) {
+        response.set_code(code == v1::OK ? v1::INTERNAL : code);
+        response.set_error(r.error());
+      }
+      break;
+    }
+    case v1::ControlRequest::kCheckEndpoint: {
+      auto r = state_.check(request.check_endpoint().container_id(), request.check_endpoint().ifname(), &code);
+      if (fill(response, r, code)) *response.mutable_endpoint() = *r;
+      break;
+    }
+    case v1::ControlRequest::kGetNetwork: {
+      auto r = state_.get_network(request.get_network().name(), &code);
+      if (fill(response, r, code)) *response.mutable_network() = *r;
+      break;
+    }
+    case v1::ControlRequest::kAddNetwork: {
+      auto r = state_.add_network(config_of(request.add_network().spec()), /*from_config=*/false, &code);
+      if (fill(response, r, code)) *response.mutable_network() = *r;
+      break;
+    }
+    case v1::ControlRequest::kRemoveNetwork: {
+      auto r = state_.remove_network(request.remove_network().name(), &code);
+      if (!r) {
+        response.set_code(code == v1::OK ? v1::INTERNAL : code);
+        response.set_error(r.error());
+      }
+      break;
+    }
+    case v1::ControlRequest::kGetStatus: {
+      auto* status = response.mutable_status();
+      if (view_.status) *status = view_.status();
+      status->set_networks(static_cast<std::uint32_t>(state_.network_count()));
+      status->set_endpoints(static_cast<std::uint32_t>(state_.endpoint_count()));
+      status->set_routes(static_cast<std::uint32_t>(state_.route_count()));
+      break;
+    }
+    case v1::ControlRequest::kListNetworks:
+      for (auto& n : state_.list_networks()) *response.mutable_networks()->add_networks() = std::move(n);
+      response.mutable_networks();
+      break;
+    case v1::ControlRequest::kListVnis:
+      response.mutable_vnis();
+      for (auto& v : state_.list_vnis()) *response.mutable_vnis()->add_vnis() = std::move(v);
+      break;
+    case v1::ControlRequest::kListEndpoints:
+      response.mutable_endpoints();
+      for (auto& e : state_.list_endpoints()) *response.mutable_endpoints()->add_endpoints() = std::move(e);
+      break;
+    case v1::ControlRequest::kListRoutes:
+      response.mutable_routes();
+      for (auto& r : state_.list_routes()) *response.mutable_routes()->add_routes() = std::move(r);
+      break;
+    case v1::ControlRequest::kListPeers:
+      response.mutable_peers();
+      if (view_.peers)
+        for (auto& p : view_.peers()) *response.mutable_peers()->add_peers() = std::move(p);
+      break;
+    case v1::ControlRequest::kGetStats:
+      *response.mutable_stats() = view_.counters ? view_.counters() : dp::Counters();
+      break;
+    case v1::ControlRequest::kGarbageCollect: {
+      auto r = state_.garbage_collect(request.garbage_collect(), &code);
+      if (fill(response, r, code)) {
+        auto* gc = response.mutable_gc();
+        for (auto& spec : *r) *gc->add_removed() = std::move(spec);
+      }
+      break;
+    }
+    case v1::ControlRequest::OP_NOT_SET:
+    default:
+      response.set_code(v1::INVALID_ARGUMENT);
+      response.set_error("unknown request: no operation this vxfedd understands (newer client?)");
+      break;
+  }
+  const auto index = static_cast<std::size_t>(response.code());
+  if (index < std::size(counters_.by_code)) ++counters_.by_code[index];
+  if (response.code() != v1::OK) ++counters_.errors;
+  return response;
+}
+
+}  // namespace vxfed::control

@@ -1,0 +1,284 @@
+#include "daemon.hpp"
+
+#include <grp.h>
+
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include "api_handler.hpp"
+#include "api_server.hpp"
+#include "dataplane_client.hpp"
+#include "metrics_server.hpp"
+#include "metrics_text.hpp"
+#include "node_state.hpp"
+#include "route_source_factory.hpp"
+
+namespace vxfed::control {
+
+namespace asio = boost::asio;
+
+void apply_overrides(Config& config, const DaemonOptions& options) {
+  if (options.socket) config.daemon.socket = *options.socket;
+  if (options.state_dir) config.daemon.state_dir = *options.state_dir;
+  if (options.log_level) config.daemon.log_level = *options.log_level;
+}
+
+struct Daemon::Impl {
+  Config config;
+  DaemonOptions options;
+  std::shared_ptr<spdlog::logger> log;
+  asio::io_context io;
+  std::unique_ptr<NodeState> state;
+  std::unique_ptr<DataplaneClient> dataplane;
+  std::unique_ptr<ApiHandler> handler;
+  std::unique_ptr<ApiServer> api;
+  std::unique_ptr<MetricsServer> metrics;
+  std::vector<std::unique_ptr<RouteSource>> route_sources;
+  asio::signal_set stop_signals{io, SIGTERM, SIGINT};
+  asio::signal_set reload_signals{io, SIGHUP};
+  asio::steady_timer housekeeping{io};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::uint64_t reloads = 0, reload_failures = 0;
+
+  std::uint64_t uptime_s() const {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count());
+  }
+
+  v1::DaemonStatus status() const {
+    v1::DaemonStatus s;
+    s.set_node(config.node.name);
+    s.set_cluster(config.cluster.name);
+    s.set_vtep_ip(config.node.vtep_ip);
+    s.set_dataplane_connected(dataplane->connected());
+    s.set_dataplane_ready(dataplane->ready());
+    s.set_dataplane_generation(dataplane->acked_generation());
+    bool bgp = false, fpm = false;
+    for (const auto& source : route_sources) {
+      if (source->name() == "bgp") {
+        bgp = true;
+        fpm = fpm || source->connected();
+      }
+    }
+    s.set_bgp_enabled(bgp);
+    s.set_fpm_connected(fpm);
+    s.set_uptime_s(uptime_s());
+    s.set_version(kVersion);
+    return s;
+  }
+
+  std::vector<v1::PeerInfo> peers() const {
+    std::vector<v1::PeerInfo> out;
+    for (const auto& source : route_sources)
+      for (auto& p : source->peers()) out.push_back(std::move(p));
+    return out;
+  }
+
+  std::string render_metrics_text() const {
+    MetricsInput in;
+    in.uptime_s = uptime_s();
+    in.networks = state->network_count();
+    in.endpoints = state->endpoint_count();
+    in.routes = state->route_count();
+    for (const auto& v : state->list_vnis()) (v.state() == "held" ? in.vnis_held : in.vnis_allocated)++;
+    in.dataplane_connected = dataplane->connected();
+    in.dataplane_ready = dataplane->ready();
+    in.dataplane_generation = dataplane->generation();
+    in.dataplane_acked_generation = dataplane->acked_generation();
+    const auto& ds = dataplane->stats();
+    in.dataplane_connects = ds.connects;
+    in.dataplane_snapshots = ds.snapshots_sent;
+    in.dataplane_snapshots_refused = ds.snapshots_refused;
+    in.dataplane_deltas = ds.deltas_sent;
+    in.dataplane_deltas_refused = ds.deltas_refused;
+    in.dataplane_endpoints_refused = ds.endpoints_refused;
+    in.dataplane_last_sync_ms = ds.last_sync_ms;
+    const auto& as = api->stats();
+    in.api_connections = as.connections;
+    in.api_denied = as.denied;
+    in.api_bad_frames = as.bad_frames;
+    in.api_malformed = as.malformed;
+    in.api_unknown = as.unknown;
+    const auto& hc = handler->counters();
+    in.api_requests = hc.requests;
+    for (int code = 1; code < 8; ++code)
+      in.api_errors_by_code.emplace_back(error_code_name(static_cast<v1::ErrorCode>(code)), hc.by_code[code]);
+    in.config_reloads = reloads;
+    in.config_reload_failures = reload_failures;
+    if (dataplane->counters_time().time_since_epoch().count() != 0) {
+      in.have_counters = true;
+      in.counters = dataplane->counters();
+      in.counters_age_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - dataplane->counters_time()).count();
+    }
+    return render_metrics(in);
+  }
+
+  void log_notes(const std::vector<std::string>& notes) {
+    for (const auto& n : notes) log->warn("{}", n);
+  }
+
+  void reload() {
+    log->info("SIGHUP: reloading {}", options.config_path);
+    auto loaded = load_config(options.config_path);
+    if (!loaded) {
+      ++reload_failures;
+      log->error("config reload refused, keeping the running config: {}", loaded.error());
+      return;
+    }
+    Config next = std::move(*loaded);
+    apply_overrides(next, options);
+    if (next.daemon.socket != config.daemon.socket || next.daemon.state_dir != config.daemon.state_dir ||
+        next.daemon.metrics_listen != config.daemon.metrics_listen || next.dataplane.socket != config.dataplane.socket)
+      log->warn("changes to daemon.socket, daemon.state_dir, daemon.metrics_listen and dataplane.socket take effect at restart");
+    std::vector<std::string> notes;
+    if (auto ok = state->reconfigure(next, &notes); !ok) {
+      ++reload_failures;
+      log_notes(notes);
+      log->error("config reload refused: {}", ok.error());
+      return;
+    }
+    log_notes(notes);
+    for (auto& source : route_sources) {
+      if (auto ok = source->reconfigure(next); !ok) log->error("route source {}: reload: {}", source->name(), ok.error());
+      source->networks_changed();
+    }
+    spdlog::level::level_enum level = spdlog::level::from_str(next.daemon.log_level);
+    log->set_level(level);
+    const auto keep_socket = config.daemon;
+    const auto keep_dataplane = config.dataplane;
+    config = std::move(next);
+    config.daemon.socket = keep_socket.socket;
+    config.daemon.state_dir = keep_socket.state_dir;
+    config.daemon.metrics_listen = keep_socket.metrics_listen;
+    config.dataplane.socket = keep_dataplane.socket;
+    ++reloads;
+    log->info("config reloaded: {} networks", state->network_count());
+  }
+
+  void wait_stop() {
+    stop_signals.async_wait([this](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      log->info("signal {}: stopping", signo);
+      housekeeping.cancel();
+      reload_signals.cancel();
+      for (auto& source : route_sources) source->stop();
+      if (dataplane) dataplane->stop();
+      if (api) api->stop();
+      if (metrics) metrics->stop();
+      io.stop();
+    });
+  }
+
+  void wait_reload() {
+    reload_signals.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      reload();
+      wait_reload();
+    });
+  }
+
+  void tick_housekeeping() {
+    housekeeping.expires_after(std::chrono::seconds(5));
+    housekeeping.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto ok = state->expire_hold_downs(); !ok) log->error("hold-down expiry: {}", ok.error());
+      tick_housekeeping();
+    });
+  }
+};
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Daemon::~Daemon() = default;
+
+Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions options,
+                                               std::shared_ptr<spdlog::logger> log) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = std::move(config);
+  impl->options = std::move(options);
+  impl->log = std::move(log);
+  auto& d = *impl;
+
+  std::vector<std::string> notes;
+  NodeState::Options state_options;
+  state_options.state_dir = d.config.daemon.state_dir;
+  auto state = NodeState::open(d.config, state_options, &notes);
+  d.log_notes(notes);
+  if (!state) return make_error(state.error());
+  d.state = std::move(*state);
+
+  d.dataplane = std::make_unique<DataplaneClient>(
+      d.io,
+      DataplaneClient::Options{d.config.dataplane.socket, d.config.dataplane.reconnect_min_ms,
+                               d.config.dataplane.reconnect_max_ms, d.config.dataplane.counters_interval_ms,
+                               d.config.dataplane.request_timeout_ms},
+      *d.state, d.log);
+
+  DaemonView view;
+  view.status = [&d] { return d.status(); };
+  view.peers = [&d] { return d.peers(); };
+  view.counters = [&d] { return d.dataplane->counters(); };
+  d.handler = std::make_unique<ApiHandler>(*d.state, view);
+
+  ApiServer::Options api_options;
+  api_options.path = d.config.daemon.socket;
+  api_options.max_connections = d.config.daemon.max_connections;
+  api_options.idle_timeout_ms = d.config.daemon.idle_timeout_ms;
+  if (!d.config.daemon.socket_group.empty()) {
+    const group* g = ::getgrnam(d.config.daemon.socket_group.c_str());
+    if (g == nullptr)
+      return make_error(d.config.source + ": daemon.socket_group: group '" + d.config.daemon.socket_group + "' does not exist");
+    api_options.group = g->gr_gid;
+  }
+  auto api = ApiServer::create(
+      d.io, api_options,
+      [&d](const v1::ControlRequest& request, const PeerCredentials& peer) {
+        auto response = d.handler->handle(request);
+        if (response.code() != v1::OK)
+          d.log->info("API: request {} from pid {} failed ({}): {}", request.request_id(), peer.pid,
+                      error_code_name(response.code()), response.error());
+        return response;
+      },
+      d.log);
+  if (!api) return make_error(api.error());
+  d.api = std::move(*api);
+
+  if (!d.config.daemon.metrics_listen.empty()) {
+    auto metrics = MetricsServer::create(d.io, d.config.daemon.metrics_listen, [&d] { return d.render_metrics_text(); }, d.log);
+    if (!metrics) return make_error(metrics.error());
+    d.metrics = std::move(*metrics);
+  }
+
+  auto sources = make_route_sources(d.io, d.config, *d.state, d.log);
+  if (!sources) return make_error(sources.error());
+  d.route_sources = std::move(*sources);
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+int Daemon::run() {
+  auto& d = *impl_;
+  d.wait_stop();
+  d.wait_reload();
+  d.tick_housekeeping();
+  for (auto& source : d.route_sources) {
+    auto* state = d.state.get();
+    auto ok = source->start([state](const std::string& name, const RouteUpdate& update) {
+      state->apply_routes(name, update);
+    });
+    if (!ok) {
+      d.log->error("route source {} failed to start: {}", source->name(), ok.error());
+      return 1;
+    }
+  }
+  d.dataplane->start();
+  d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,
+              d.config.daemon.socket, d.config.node.name, d.config.cluster.name, d.state->network_count(),
+              d.state->endpoint_count(), d.config.daemon.metrics_listen.empty() ? "off" : d.config.daemon.metrics_listen);
+  d.io.run();
+  d.log->info("vxfedd stopped");
+  return 0;
+}
+
+}  // namespace vxfed::control

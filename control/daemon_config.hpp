@@ -1,0 +1,83 @@
+// vxfedd's configuration: one YAML file (docs/vxfedd.example.yaml documents every key).
+// Loading validates everything and fails with "FILE: field: reason"; nothing starts
+// half-configured. The `bgp:` section belongs to the BGP adapter (bgp/config.hpp): it is kept
+// as a YAML node and handed over as is.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "pool.hpp"
+#include "result.hpp"
+
+namespace vxfed::control {
+
+struct StaticRoute {
+  std::string prefix;              // remote CIDR, "10.245.0.0/16"
+  std::vector<std::string> vteps;  // remote VTEPs (ECMP)
+  bool operator==(const StaticRoute&) const = default;
+};
+
+struct NetworkConfig {
+  std::string name;
+  vni::Labels labels;
+  std::uint32_t pinned_vni = 0;    // 0: from the pool the labels select
+  std::string subnet;              // this cluster's pod CIDR on the network
+  std::string gateway;             // defaulted to the subnet's first address
+  std::uint32_t mtu = 0;           // defaulted to underlay MTU - 50
+  std::vector<StaticRoute> static_routes;
+  bool operator==(const NetworkConfig&) const = default;
+};
+
+// Validates one network and fills its defaults. Errors read "field: reason" (field relative to
+// the network), so the config loader and the AddNetwork API can both prefix them.
+Status normalize_network(NetworkConfig& network, std::uint32_t underlay_mtu);
+
+struct Config {
+  std::string source;              // file the config came from (for messages)
+
+  struct Node {
+    std::string name;
+    std::string vtep_ip;
+    std::string uplink;            // informational: the dataplane owns the port
+    std::uint32_t underlay_mtu = 9000;
+  } node;
+
+  struct Cluster {
+    std::string name;
+    std::vector<std::string> pod_cidrs;
+    std::uint32_t asn = 0;
+  } cluster;
+
+  struct Daemon {
+    std::string socket = "/run/vxfed/vxfedd.sock";
+    std::string socket_group;      // members may call the API besides root; "" = root only
+    std::string state_dir = "/var/lib/vxfed";
+    std::string log_level = "info";
+    std::string metrics_listen = "127.0.0.1:9472";   // "" disables the metrics endpoint
+    std::uint32_t max_connections = 256;
+    std::uint32_t idle_timeout_ms = 30000;           // a half-sent request is dropped after this
+  } daemon;
+
+  struct Dataplane {
+    std::string socket = "/run/vxfed/dataplane.sock";
+    std::uint32_t reconnect_min_ms = 100;
+    std::uint32_t reconnect_max_ms = 5000;
+    std::uint32_t counters_interval_ms = 2000;
+    std::uint32_t request_timeout_ms = 10000;
+  } dataplane;
+
+  std::vector<vni::PoolSpec> pools;            // default: federation 1000-2000
+  std::uint64_t hold_down_ms = vni::kDefaultHoldDownMs;
+  std::vector<NetworkConfig> networks;
+  YAML::Node bgp;                              // null when absent
+};
+
+Result<Config> load_config(const std::string& path);
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source);
+
+}  // namespace vxfed::control

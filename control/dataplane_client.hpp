@@ -1,0 +1,124 @@
+// Keeps vxfed-dataplane in step with the node state: connects to its --api-socket, sends a
+// complete Snapshot on every (re)connect, then a Delta per change, pipelined (the dataplane
+// answers in order). The dataplane forwards only after the snapshot is applied, so ready()
+// means "the node's tables are in force".
+//
+// When the dataplane refuses a snapshot (an entry it cannot take, typically an endpoint
+// whose interface vanished while vxfedd was down), the client falls back: a snapshot with
+// networks and routes only, then every endpoint as its own delta; those refused are marked
+// (not in_dataplane) and retried at the next resync. A refused delta triggers a resync.
+// Lost connection: reconnect with exponential backoff (reconnect_min_ms .. reconnect_max_ms).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>  // before asio: boost 1.74 awaitable.hpp needs std::exchange
+
+#include <boost/asio.hpp>
+#include <spdlog/logger.h>
+
+#include "dataplane.pb.h"
+#include "delimited.hpp"
+#include "node_state.hpp"
+
+namespace vxfed::control {
+
+class DataplaneClient : public TablesSink {
+ public:
+  struct Options {
+    std::string socket;
+    std::uint32_t reconnect_min_ms = 100;
+    std::uint32_t reconnect_max_ms = 5000;
+    std::uint32_t counters_interval_ms = 2000;
+    std::uint32_t request_timeout_ms = 10000;
+  };
+  struct Stats {
+    std::uint64_t connects = 0;
+    std::uint64_t disconnects = 0;
+    std::uint64_t snapshots_sent = 0;
+    std::uint64_t snapshots_refused = 0;
+    std::uint64_t deltas_sent = 0;
+    std::uint64_t deltas_refused = 0;
+    std::uint64_t endpoints_refused = 0;
+    double last_sync_ms = 0;            // connect -> snapshot applied, last time
+  };
+
+  DataplaneClient(boost::asio::io_context& io, Options options, NodeState& state,
+                  std::shared_ptr<spdlog::logger> log);
+  ~DataplaneClient() override;
+
+  void start();
+  void stop();
+
+  // TablesSink
+  std::uint64_t publish(const dp::Delta& delta) override;
+  bool ready() const override { return ready_; }
+  std::uint64_t acked_generation() const override { return acked_generation_; }
+
+  bool connected() const { return conn_ != nullptr; }
+  std::uint64_t generation() const { return generation_; }
+  const Stats& stats() const { return stats_; }
+  // Last counters the dataplane reported (empty before the first poll) and when.
+  const dp::Counters& counters() const { return counters_; }
+  std::chrono::steady_clock::time_point counters_time() const { return counters_time_; }
+  const dp::DataplaneStatus& status() const { return status_; }
+
+ private:
+  enum class Kind { snapshot, base_snapshot, delta, endpoint_probe, counters, status };
+  struct Pending {
+    std::uint64_t request_id;
+    Kind kind;
+    std::uint64_t generation;
+    std::string endpoint_id;           // endpoint_probe
+    std::chrono::steady_clock::time_point sent;
+  };
+  struct Connection {
+    explicit Connection(boost::asio::io_context& io) : socket(io) {}
+    boost::asio::local::stream_protocol::socket socket;
+    DelimitedDecoder decoder{64u << 20};   // dumps and counters can be large
+    std::array<char, 65536> buffer{};
+    std::deque<std::string> out;
+    bool writing = false;
+  };
+
+  void connect();
+  void schedule_reconnect();
+  void on_connected();
+  void read(std::shared_ptr<Connection> conn);
+  void on_response(const dp::DataplaneResponse& response);
+  void send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation, std::string endpoint_id = {});
+  void flush(std::shared_ptr<Connection> conn);
+  void drop_connection(const std::string& why);
+  void send_snapshot(bool with_endpoints);
+  void tick();
+
+  boost::asio::io_context& io_;
+  Options options_;
+  NodeState& state_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<Connection> conn_;
+  boost::asio::steady_timer reconnect_timer_;
+  boost::asio::steady_timer tick_timer_;
+  std::uint32_t backoff_ms_;
+  bool stopped_ = true;
+  bool ready_ = false;
+  bool resync_in_flight_ = false;
+  std::uint64_t next_request_id_ = 1;
+  std::uint64_t generation_ = 0;
+  std::uint64_t acked_generation_ = 0;
+  std::deque<Pending> pending_;
+  std::set<std::string> refused_;
+  std::chrono::steady_clock::time_point connected_at_;
+  std::chrono::steady_clock::time_point last_counters_poll_;
+  bool first_connect_logged_ = false;
+  Stats stats_;
+  dp::Counters counters_;
+  std::chrono::steady_clock::time_point counters_time_;
+  dp::DataplaneStatus status_;
+};
+
+}  // namespace vxfed::control

@@ -1,0 +1,693 @@
+#include "node_state.hpp"
+
+#include <chrono>
+
+#include "net_text.hpp"
+
+namespace vxfed::control {
+
+namespace {
+
+constexpr char kFromConfig = 'c';
+constexpr char kFromApi = 'r';
+
+v1::NetworkSpec to_spec(const NetworkConfig& n) {
+  v1::NetworkSpec spec;
+  spec.set_name(n.name);
+  for (const auto& [k, v] : n.labels) (*spec.mutable_labels())[k] = v;
+  spec.set_pinned_vni(n.pinned_vni);
+  spec.set_subnet(n.subnet);
+  spec.set_gateway(n.gateway);
+  spec.set_mtu(n.mtu);
+  return spec;
+}
+
+NetworkConfig from_spec(const v1::NetworkSpec& spec) {
+  NetworkConfig n;
+  n.name = spec.name();
+  for (const auto& [k, v] : spec.labels()) n.labels[k] = v;
+  n.pinned_vni = spec.pinned_vni();
+  n.subnet = spec.subnet();
+  n.gateway = spec.gateway();
+  n.mtu = spec.mtu();
+  return n;
+}
+
+v1::ErrorCode code_of_allocation_error(const std::string& message) {
+  if (message.find("exhausted") != std::string::npos) return v1::EXHAUSTED;
+  if (message.find("already") != std::string::npos || message.find("held down") != std::string::npos)
+    return v1::ALREADY_EXISTS;
+  if (message.find("could not be saved") != std::string::npos) return v1::INTERNAL;
+  return v1::INVALID_ARGUMENT;
+}
+
+void set_code(v1::ErrorCode* code, v1::ErrorCode value) {
+  if (code) *code = value;
+}
+
+bool valid_iface_name(const std::string& name) {
+  if (name.empty() || name.size() > 15) return false;
+  for (char c : name)
+    if (c == '/' || c == ':' || c <= ' ' || c == 127) return false;
+  return true;
+}
+
+}  // namespace
+
+std::uint64_t system_unix_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+Result<std::unique_ptr<NodeState>> NodeState::open(const Config& config, Options options,
+                                                   std::vector<std::string>* notes) {
+  std::unique_ptr<NodeState> state(new NodeState(std::move(options)));
+  state->config_ = config;
+  auto allocator = vni::Allocator::create(config.pools, config.hold_down_ms);
+  if (!allocator) return make_error(allocator.error());
+  const auto& dir = state->options_.state_dir;
+  auto vnis = vni::PersistentAllocator::open(dir, std::move(*allocator), state->options_.store, notes);
+  if (!vnis) return make_error(vnis.error());
+  state->vnis_ = std::move(*vnis);
+  auto networks = vni::DurableStore::open(dir, "networks", state->options_.store, notes);
+  if (!networks) return make_error(networks.error());
+  state->network_store_ = std::move(*networks);
+  auto endpoints = vni::DurableStore::open(dir, "endpoints", state->options_.store, notes);
+  if (!endpoints) return make_error(endpoints.error());
+  state->endpoint_store_ = std::move(*endpoints);
+  if (auto ok = state->restore(config, notes); !ok) return make_error(ok.error());
+  return state;
+}
+
+Status NodeState::restore(const Config& config, std::vector<std::string>* notes) {
+  auto note = [&](std::string text) {
+    if (notes) notes->push_back(std::move(text));
+  };
+  // 1. What was stored: networks with their origin.
+  std::map<std::string, std::pair<char, NetworkConfig>> stored;
+  for (const auto& [name, value] : network_store_->entries()) {
+    v1::NetworkSpec spec;
+    if (value.empty() || !spec.ParseFromString(value.substr(1)) || spec.name() != name)
+      return make_error(network_store_->snapshot_path() + ": stored network '" + name +
+                        "' cannot be decoded; refusing to start with a damaged store");
+    stored[name] = {value[0], from_spec(spec)};
+  }
+  std::map<std::string, std::size_t> endpoint_users;
+  std::vector<v1::EndpointInfo> endpoints;
+  for (const auto& [id, value] : endpoint_store_->entries()) {
+    v1::EndpointInfo info;
+    if (!info.ParseFromString(value) || endpoint_id(info.spec().container_id(), info.spec().ifname()) != id)
+      return make_error(endpoint_store_->snapshot_path() + ": stored endpoint '" + id +
+                        "' cannot be decoded; refusing to start with a damaged store");
+    ++endpoint_users[info.spec().network()];
+    endpoints.push_back(std::move(info));
+  }
+  // 2. The config's networks get (or keep) their VNIs.
+  for (const auto& n : config.networks) {
+    v1::ErrorCode code = v1::OK;
+    auto added = add_network(n, /*from_config=*/true, &code);
+    if (!added) return make_error("network '" + n.name + "': " + added.error());
+  }
+  // 3. Networks added over the API come back; config networks that left the config while we
+  //    were down go away, unless endpoints still use them.
+  for (auto& [name, entry] : stored) {
+    if (networks_.count(name)) continue;
+    auto& [origin, network] = entry;
+    if (origin == kFromConfig && endpoint_users[name] == 0) {
+      if (vnis_->allocator().find_network(name)) (void)vnis_->release(name, options_.clock());
+      if (auto ok = network_store_->erase(name); !ok) return ok;
+      note("network '" + name + "' is no longer in the config: removed, its VNI is held down");
+      continue;
+    }
+    if (auto ok = normalize_network(network, config.node.underlay_mtu); !ok)
+      return make_error("stored network '" + name + "': " + ok.error());
+    v1::ErrorCode code = v1::OK;
+    auto added = add_network(network, origin == kFromConfig, &code);
+    if (!added) return make_error("stored network '" + name + "': " + added.error());
+    if (origin == kFromConfig) {
+      networks_[name].orphaned = true;
+      note("network '" + name + "' is no longer in the config but " + std::to_string(endpoint_users[name]) +
+           " endpoints use it: kept until they detach");
+    }
+  }
+  // 4. A VNI allocated without its network record (a crash between the two writes).
+  for (const auto& record : vnis_->allocator().list()) {
+    if (record.state == vni::State::held || networks_.count(record.network)) continue;
+    if (auto released = vnis_->release(record.network, options_.clock()); !released) return make_error(released.error());
+    note("VNI " + std::to_string(record.vni) + " had no network ('" + record.network + "'): released");
+  }
+  // 5. Endpoints.
+  for (auto& info : endpoints) {
+    const auto it = networks_.find(info.spec().network());
+    const std::string id = endpoint_id(info.spec().container_id(), info.spec().ifname());
+    if (it == networks_.end()) {
+      return make_error("stored endpoint '" + id + "' belongs to unknown network '" + info.spec().network() + "'");
+    }
+    info.set_vni(it->second.vni);
+    info.set_in_dataplane(false);
+    ip_owner_[{info.spec().network(), info.spec().ip()}] = id;
+    ++endpoints_per_network_[info.spec().network()];
+    endpoints_[id] = Endpoint{std::move(info), 0, false};
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- networks
+
+Status NodeState::persist_network(const Network& network) {
+  std::string value(1, network.from_config ? kFromConfig : kFromApi);
+  value += to_spec(network.config).SerializeAsString();
+  return network_store_->put(network.config.name, value);
+}
+
+dp::Network NodeState::dp_network(const Network& n) const {
+  dp::Network out;
+  out.set_vni(n.vni);
+  out.set_gateway_ip(n.config.gateway);
+  out.set_gateway_mac(gateway_mac_for_vni(n.vni));
+  out.set_mtu(n.config.mtu);
+  return out;
+}
+
+v1::NetworkInfo NodeState::info_of(const Network& n) const {
+  v1::NetworkInfo info;
+  *info.mutable_spec() = to_spec(n.config);
+  info.set_vni(n.vni);
+  info.set_pool(n.pool);
+  info.set_gateway_mac(gateway_mac_for_vni(n.vni));
+  info.set_mtu(n.config.mtu);
+  for (auto it = routes_.lower_bound({n.vni, ""}); it != routes_.end() && it->first.first == n.vni; ++it)
+    if (effective_route(it->first)) info.add_remote_cidrs(it->first.second);
+  auto count = endpoints_per_network_.find(n.config.name);
+  info.set_endpoints(count == endpoints_per_network_.end() ? 0 : static_cast<std::uint32_t>(count->second));
+  return info;
+}
+
+Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_config, v1::ErrorCode* code) {
+  set_code(code, v1::OK);
+  if (auto ok = normalize_network(network, config_.node.underlay_mtu); !ok) {
+    set_code(code, v1::INVALID_ARGUMENT);
+    return make_error("network '" + network.name + "': " + ok.error());
+  }
+  if (!from_config && !network.static_routes.empty()) {
+    set_code(code, v1::INVALID_ARGUMENT);
+    return make_error("static routes can only be configured in the config file");
+  }
+  auto existing = networks_.find(network.name);
+  if (existing != networks_.end()) {
+    Network& have = existing->second;
+    if (!from_config) {
+      if (have.config == network) return info_of(have);  // idempotent
+      set_code(code, v1::ALREADY_EXISTS);
+      return make_error("network '" + network.name + "' already exists with a different spec (VNI " +
+                        std::to_string(have.vni) + ", subnet " + have.config.subnet + ")");
+    }
+    // Config (re)load: update in place, never changing the VNI.
+    if (network.pinned_vni != 0 && network.pinned_vni != have.vni) {
+      set_code(code, v1::INVALID_ARGUMENT);
+      return make_error("network '" + network.name + "' has VNI " + std::to_string(have.vni) +
+                        "; pinning it to " + std::to_string(network.pinned_vni) + " needs removing the network first");
+    }
+    if (network.subnet != have.config.subnet && endpoints_per_network_[network.name] > 0) {
+      set_code(code, v1::INVALID_ARGUMENT);
+      return make_error("network '" + network.name + "' has endpoints; its subnet cannot change from " +
+                        have.config.subnet + " to " + network.subnet);
+    }
+    const bool changed = !(have.config == network) || !have.from_config || have.orphaned;
+    have.config = network;
+    have.from_config = true;
+    have.orphaned = false;
+    if (changed) {
+      if (auto ok = persist_network(have); !ok) {
+        set_code(code, v1::INTERNAL);
+        return make_error(ok.error());
+      }
+      dp::Delta delta;
+      *delta.mutable_upsert()->add_networks() = dp_network(have);
+      set_static_routes(have, &delta);
+      publish(delta);
+    }
+    return info_of(have);
+  }
+  auto allocation = vnis_->allocate(network.name, network.labels, network.pinned_vni, options_.clock());
+  if (!allocation) {
+    set_code(code, code_of_allocation_error(allocation.error()));
+    return make_error(allocation.error());
+  }
+  Network n{network, allocation->vni, allocation->pool, from_config, false};
+  if (auto ok = persist_network(n); !ok) {
+    (void)vnis_->release(network.name, options_.clock());
+    set_code(code, v1::INTERNAL);
+    return make_error(ok.error());
+  }
+  auto [it, inserted] = networks_.emplace(network.name, std::move(n));
+  network_of_vni_[it->second.vni] = network.name;
+  dp::Delta delta;
+  *delta.mutable_upsert()->add_networks() = dp_network(it->second);
+  set_static_routes(it->second, &delta);
+  // Routes other sources learned for this VNI before the network existed.
+  for (auto r = routes_.lower_bound({it->second.vni, ""}); r != routes_.end() && r->first.first == it->second.vni; ++r) {
+    if (r->second.count("static")) continue;  // set_static_routes sent it
+    if (const auto* e = effective_route(r->first)) {
+      auto* route = delta.mutable_upsert()->add_routes();
+      route->set_vni(e->vni);
+      route->set_prefix(e->prefix);
+      for (const auto& v : e->vteps) route->add_next_hops()->set_vtep(v);
+    }
+  }
+  publish(delta);
+  return info_of(it->second);
+}
+
+void NodeState::remove_network_now(const std::string& name) {
+  auto it = networks_.find(name);
+  if (it == networks_.end()) return;
+  const std::uint32_t vni = it->second.vni;
+  // Static routes of this network go; learned routes stay (their source still has them).
+  for (auto r = routes_.lower_bound({vni, ""}); r != routes_.end() && r->first.first == vni;) {
+    r->second.erase("static");
+    r = r->second.empty() ? routes_.erase(r) : std::next(r);
+  }
+  network_of_vni_.erase(vni);
+  endpoints_per_network_.erase(name);
+  networks_.erase(it);
+  dp::Delta delta;
+  delta.add_remove_networks(vni);
+  publish(delta);
+}
+
+Status NodeState::remove_network(const std::string& name, v1::ErrorCode* code) {
+  set_code(code, v1::OK);
+  auto it = networks_.find(name);
+  if (it == networks_.end()) {
+    set_code(code, v1::NOT_FOUND);
+    return make_error("network '" + name + "' does not exist");
+  }
+  if (it->second.from_config && !it->second.orphaned) {
+    set_code(code, v1::INVALID_ARGUMENT);
+    return make_error("network '" + name + "' is defined in the config file " + config_.source +
+                      "; remove it there and reload (SIGHUP)");
+  }
+  if (const auto users = endpoints_per_network_[name]; users > 0) {
+    set_code(code, v1::INVALID_ARGUMENT);
+    return make_error("network '" + name + "' still has " + std::to_string(users) + " endpoints; detach them first");
+  }
+  if (auto released = vnis_->release(name, options_.clock()); !released) {
+    set_code(code, v1::INTERNAL);
+    return make_error(released.error());
+  }
+  if (auto ok = network_store_->erase(name); !ok) {
+    set_code(code, v1::INTERNAL);
+    return ok;
+  }
+  remove_network_now(name);
+  return {};
+}
+
+Result<v1::NetworkInfo> NodeState::get_network(const std::string& name, v1::ErrorCode* code) const {
+  set_code(code, v1::OK);
+  auto it = networks_.find(name);
+  if (it == networks_.end()) {
+    set_code(code, v1::NOT_FOUND);
+    return make_error("network '" + name + "' does not exist on this node");
+  }
+  return info_of(it->second);
+}
+
+std::vector<v1::NetworkInfo> NodeState::list_networks() const {
+  std::vector<v1::NetworkInfo> out;
+  out.reserve(networks_.size());
+  for (const auto& [name, n] : networks_) out.push_back(info_of(n));
+  return out;
+}
+
+std::vector<v1::VniAllocation> NodeState::list_vnis() const {
+  std::vector<v1::VniAllocation> out;
+  for (const auto& r : vnis_->allocator().list()) {
+    v1::VniAllocation a;
+    a.set_vni(r.vni);
+    a.set_pool(r.pool);
+    a.set_network(r.state == vni::State::held ? "" : r.network);
+    a.set_state(vni::state_name(r.state));
+    a.set_held_until_unix_ms(r.held_until_ms);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::optional<std::uint32_t> NodeState::vni_of(const std::string& network) const {
+  auto it = networks_.find(network);
+  if (it == networks_.end()) return std::nullopt;
+  return it->second.vni;
+}
+
+Status NodeState::reconfigure(const Config& config, std::vector<std::string>* notes) {
+  auto note = [&](std::string text) {
+    if (notes) notes->push_back(std::move(text));
+  };
+  // Refuse the whole reload before changing anything if a network cannot be applied.
+  for (const auto& n : config.networks) {
+    auto it = networks_.find(n.name);
+    if (it == networks_.end()) continue;
+    if (n.pinned_vni != 0 && n.pinned_vni != it->second.vni)
+      return make_error("network '" + n.name + "' has VNI " + std::to_string(it->second.vni) +
+                        "; it cannot be re-pinned to " + std::to_string(n.pinned_vni) + " by a reload");
+    if (n.subnet != it->second.config.subnet && endpoints_per_network_[n.name] > 0)
+      return make_error("network '" + n.name + "' has endpoints; its subnet cannot change by a reload");
+  }
+  if (config.node.vtep_ip != config_.node.vtep_ip || config.node.underlay_mtu != config_.node.underlay_mtu)
+    note("node.vtep_ip/underlay_mtu changes take effect at restart (the dataplane owns them)");
+  if (auto ok = vnis_->allocator().reconfigure(config.pools, config.hold_down_ms); !ok) return ok;
+  const Config old = config_;
+  config_ = config;
+  config_.node = old.node;
+  std::set<std::string> wanted;
+  for (const auto& n : config.networks) {
+    wanted.insert(n.name);
+    v1::ErrorCode code = v1::OK;
+    auto added = add_network(n, true, &code);
+    if (!added) return make_error("network '" + n.name + "': " + added.error());
+  }
+  std::vector<std::string> gone;
+  for (auto& [name, n] : networks_)
+    if (n.from_config && !wanted.count(name)) gone.push_back(name);
+  for (const auto& name : gone) {
+    auto& n = networks_[name];
+    if (endpoints_per_network_[name] > 0) {
+      n.orphaned = true;
+      note("network '" + name + "' left the config but has endpoints: kept until they detach");
+      continue;
+    }
+    n.orphaned = true;
+    if (auto ok = remove_network(name, nullptr); !ok) return ok;
+    note("network '" + name + "' removed (left the config)");
+  }
+  return {};
+}
+
+Status NodeState::expire_hold_downs() { return vnis_->expire(options_.clock()); }
+
+// ---------------------------------------------------------------- endpoints
+
+dp::Endpoint NodeState::dp_endpoint(const v1::EndpointInfo& info) {
+  dp::Endpoint e;
+  e.set_id(endpoint_id(info.spec().container_id(), info.spec().ifname()));
+  e.set_vni(info.vni());
+  e.set_ip(info.spec().ip());
+  e.set_mac(info.spec().mac());
+  e.set_iface(info.spec().host_iface());
+  return e;
+}
+
+bool NodeState::in_dataplane(const Endpoint& e) const {
+  return sink_ != nullptr && sink_->ready() && !e.refused && sink_->acked_generation() >= e.generation;
+}
+
+v1::EndpointInfo NodeState::with_status(const Endpoint& e) const {
+  v1::EndpointInfo info = e.info;
+  info.set_in_dataplane(in_dataplane(e));
+  return info;
+}
+
+Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1::ErrorCode* code) {
+  set_code(code, v1::INVALID_ARGUMENT);
+  v1::EndpointSpec spec = requested;
+  spec.set_mac(normalize_mac(spec.mac()));
+  if (spec.container_id().empty() || spec.container_id().size() > 256 || spec.container_id().find('/') != std::string::npos)
+    return make_error("container_id must be 1..256 characters without '/'");
+  if (!valid_iface_name(spec.ifname())) return make_error("ifname '" + spec.ifname() + "' is not an interface name (1..15 characters)");
+  if (!valid_iface_name(spec.host_iface()))
+    return make_error("host_iface '" + spec.host_iface() + "' is not an interface name (1..15 characters)");
+  auto net = networks_.find(spec.network());
+  if (net == networks_.end()) {
+    set_code(code, v1::NOT_FOUND);
+    return make_error("network '" + spec.network() + "' does not exist on this node");
+  }
+  const auto ip = parse_ipv4(spec.ip());
+  if (!ip) return make_error("ip '" + spec.ip() + "' is not an IPv4 address (no prefix length)");
+  const auto subnet = *parse_cidr(net->second.config.subnet);
+  const std::uint32_t broadcast = subnet.addr | ~(subnet.len ? ~0u << (32 - subnet.len) : 0u);
+  if (!subnet.contains(*ip) || *ip == subnet.addr || *ip == broadcast)
+    return make_error("ip " + spec.ip() + " is not a host address of network '" + spec.network() + "' (" + subnet.str() + ")");
+  if (spec.ip() == net->second.config.gateway) return make_error("ip " + spec.ip() + " is the network's gateway");
+  if (!is_mac(spec.mac())) return make_error("mac '" + requested.mac() + "' is not a MAC address (aa:bb:cc:dd:ee:ff)");
+  if (std::stoi(spec.mac().substr(0, 2), nullptr, 16) & 1) return make_error("mac " + spec.mac() + " is multicast");
+  const std::string id = endpoint_id(spec.container_id(), spec.ifname());
+  if (auto have = endpoints_.find(id); have != endpoints_.end()) {
+    const auto& s = have->second.info.spec();
+    std::string diff;
+    if (s.network() != spec.network()) diff = "network " + s.network();
+    else if (s.ip() != spec.ip()) diff = "ip " + s.ip();
+    else if (s.mac() != spec.mac()) diff = "mac " + s.mac();
+    else if (s.host_iface() != spec.host_iface()) diff = "host_iface " + s.host_iface();
+    if (diff.empty()) {
+      set_code(code, v1::OK);
+      return with_status(have->second);  // a retried ADD: same answer
+    }
+    set_code(code, v1::ALREADY_EXISTS);
+    return make_error("endpoint " + id + " is already attached with " + diff + "; detach it first");
+  }
+  if (net->second.orphaned) {
+    set_code(code, v1::NOT_FOUND);
+    return make_error("network '" + spec.network() + "' was removed from the config; no new endpoints");
+  }
+  if (auto owner = ip_owner_.find({spec.network(), spec.ip()}); owner != ip_owner_.end()) {
+    set_code(code, v1::ALREADY_EXISTS);
+    return make_error("ip " + spec.ip() + " in network '" + spec.network() + "' is already used by endpoint " + owner->second);
+  }
+  Endpoint e;
+  *e.info.mutable_spec() = spec;
+  e.info.set_vni(net->second.vni);
+  e.info.set_created_unix_ms(options_.clock());
+  if (auto ok = endpoint_store_->put(id, e.info.SerializeAsString()); !ok) {
+    set_code(code, v1::INTERNAL);
+    return make_error("endpoint " + id + " could not be saved: " + ok.error());
+  }
+  dp::Delta delta;
+  *delta.mutable_upsert()->add_endpoints() = dp_endpoint(e.info);
+  ip_owner_[{spec.network(), spec.ip()}] = id;
+  ++endpoints_per_network_[spec.network()];
+  auto& stored = endpoints_[id] = std::move(e);
+  stored.generation = publish(delta);
+  set_code(code, v1::OK);
+  return with_status(stored);
+}
+
+Status NodeState::remove_endpoint(const std::string& id) {
+  auto it = endpoints_.find(id);
+  if (it == endpoints_.end()) return {};
+  if (auto ok = endpoint_store_->erase(id); !ok) return make_error("endpoint " + id + " could not be removed: " + ok.error());
+  const std::string network = it->second.info.spec().network();
+  ip_owner_.erase({network, it->second.info.spec().ip()});
+  endpoints_.erase(it);
+  dp::Delta delta;
+  delta.add_remove_endpoints(id);
+  publish(delta);
+  auto count = endpoints_per_network_.find(network);
+  if (count != endpoints_per_network_.end() && count->second > 0) --count->second;
+  // The last endpoint of a network that left the config takes the network with it.
+  auto net = networks_.find(network);
+  if (net != networks_.end() && net->second.orphaned && endpoints_per_network_[network] == 0)
+    (void)remove_network(network, nullptr);
+  return {};
+}
+
+Status NodeState::detach(const std::string& container_id, const std::string& ifname, v1::ErrorCode* code) {
+  set_code(code, v1::OK);
+  if (container_id.empty() || ifname.empty()) {
+    set_code(code, v1::INVALID_ARGUMENT);
+    return make_error("detach needs container_id and ifname");
+  }
+  if (auto ok = remove_endpoint(endpoint_id(container_id, ifname)); !ok) {
+    set_code(code, v1::INTERNAL);
+    return ok;
+  }
+  return {};
+}
+
+Result<v1::EndpointInfo> NodeState::check(const std::string& container_id, const std::string& ifname,
+                                          v1::ErrorCode* code) const {
+  set_code(code, v1::OK);
+  auto it = endpoints_.find(endpoint_id(container_id, ifname));
+  if (it == endpoints_.end()) {
+    set_code(code, v1::NOT_FOUND);
+    return make_error("endpoint " + endpoint_id(container_id, ifname) + " is not attached");
+  }
+  return with_status(it->second);
+}
+
+std::vector<v1::EndpointInfo> NodeState::list_endpoints() const {
+  std::vector<v1::EndpointInfo> out;
+  out.reserve(endpoints_.size());
+  for (const auto& [id, e] : endpoints_) out.push_back(with_status(e));
+  return out;
+}
+
+Result<std::vector<v1::EndpointSpec>> NodeState::garbage_collect(const v1::GarbageCollect& request, v1::ErrorCode* code) {
+  set_code(code, v1::OK);
+  std::set<std::string> valid;
+  for (const auto& a : request.valid()) valid.insert(endpoint_id(a.container_id(), a.ifname()));
+  std::set<std::string> networks(request.networks().begin(), request.networks().end());
+  std::vector<std::string> doomed;
+  std::vector<v1::EndpointSpec> removed;
+  for (const auto& [id, e] : endpoints_) {
+    if (valid.count(id)) continue;
+    if (!networks.empty() && !networks.count(e.info.spec().network())) continue;
+    doomed.push_back(id);
+    removed.push_back(e.info.spec());
+  }
+  for (const auto& id : doomed) {
+    if (auto ok = remove_endpoint(id); !ok) {
+      set_code(code, v1::INTERNAL);
+      return make_error(ok.error());
+    }
+  }
+  return removed;
+}
+
+void NodeState::mark_refused(const std::set<std::string>& ids) {
+  for (auto& [id, e] : endpoints_) e.refused = ids.count(id) > 0;
+}
+
+// ---------------------------------------------------------------- routes
+
+const NodeState::RouteEntry* NodeState::effective_route(const RouteKey& key) const {
+  auto it = routes_.find(key);
+  if (it == routes_.end() || it->second.empty()) return nullptr;
+  // Static routes are the operator's word: they win over learned ones.
+  if (auto s = it->second.find("static"); s != it->second.end()) return &s->second;
+  return &it->second.begin()->second;
+}
+
+void NodeState::collect_route_change(const RouteKey& key, const RouteEntry* before, dp::Delta& delta) const {
+  if (!network_of_vni_.count(key.first)) return;  // no network: not in the dataplane
+  const RouteEntry* after = effective_route(key);
+  if (after == nullptr) {
+    if (before != nullptr) {
+      auto* r = delta.add_remove_routes();
+      r->set_vni(key.first);
+      r->set_prefix(key.second);
+    }
+    return;
+  }
+  if (before != nullptr && before->vteps == after->vteps) return;
+  auto* route = delta.mutable_upsert()->add_routes();
+  route->set_vni(key.first);
+  route->set_prefix(key.second);
+  for (const auto& v : after->vteps) route->add_next_hops()->set_vtep(v);
+}
+
+void NodeState::set_static_routes(const Network& network, dp::Delta* delta) {
+  std::map<RouteKey, RouteEntry> wanted;
+  for (const auto& s : network.config.static_routes)
+    wanted[{network.vni, s.prefix}] = RouteEntry{network.config.name, network.vni, s.prefix, s.vteps, "static", ""};
+  std::vector<RouteKey> keys;
+  for (auto it = routes_.lower_bound({network.vni, ""}); it != routes_.end() && it->first.first == network.vni; ++it)
+    if (it->second.count("static")) keys.push_back(it->first);
+  for (const auto& [key, entry] : wanted) keys.push_back(key);
+  for (const auto& key : keys) {
+    std::optional<RouteEntry> before;
+    if (const auto* e = effective_route(key)) before = *e;
+    auto w = wanted.find(key);
+    if (w == wanted.end()) {
+      auto& sources = routes_[key];
+      sources.erase("static");
+      if (sources.empty()) routes_.erase(key);
+    } else {
+      routes_[key]["static"] = w->second;
+    }
+    if (delta) collect_route_change(key, before ? &*before : nullptr, *delta);
+  }
+}
+
+void NodeState::apply_routes(const std::string& source, const RouteUpdate& update) {
+  dp::Delta delta;
+  std::map<RouteKey, std::optional<RouteEntry>> before;  // effective route before the update
+  auto remember = [&](const RouteKey& key) {
+    if (before.count(key)) return;
+    const auto* e = effective_route(key);
+    before[key] = e ? std::optional<RouteEntry>(*e) : std::nullopt;
+  };
+  auto erase = [&](const RouteKey& key) {
+    auto it = routes_.find(key);
+    if (it == routes_.end()) return;
+    remember(key);
+    it->second.erase(source);
+    if (it->second.empty()) routes_.erase(it);
+  };
+  if (update.full) {
+    std::vector<RouteKey> mine;
+    for (const auto& [key, sources] : routes_)
+      if (sources.count(source)) mine.push_back(key);
+    for (const auto& key : mine) erase(key);
+  }
+  for (const auto& r : update.removals) erase({r.vni, r.prefix});
+  for (const auto& r : update.upserts) {
+    std::uint32_t vni = r.vni;
+    if (vni == 0) {
+      auto v = vni_of(r.network);
+      if (!v) continue;  // the source re-sends once networks_changed() tells it
+      vni = *v;
+    }
+    const RouteKey key{vni, r.prefix};
+    remember(key);
+    std::string network = r.network;
+    if (auto n = network_of_vni_.find(vni); network.empty() && n != network_of_vni_.end()) network = n->second;
+    routes_[key][source] = RouteEntry{network, vni, r.prefix, r.vteps, source, r.peer};
+  }
+  for (const auto& [key, was] : before) collect_route_change(key, was ? &*was : nullptr, delta);
+  if (delta.upsert().routes_size() > 0 || delta.remove_routes_size() > 0) publish(delta);
+}
+
+std::vector<v1::RouteInfo> NodeState::list_routes() const {
+  std::vector<v1::RouteInfo> out;
+  for (const auto& [key, sources] : routes_) {
+    const auto* e = effective_route(key);
+    if (!e) continue;
+    v1::RouteInfo info;
+    auto n = network_of_vni_.find(key.first);
+    info.set_network(n != network_of_vni_.end() ? n->second : e->network);
+    info.set_vni(key.first);
+    info.set_prefix(key.second);
+    for (const auto& v : e->vteps) info.add_vteps(v);
+    info.set_source(e->source);
+    info.set_peer(e->peer);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::size_t NodeState::route_count() const {
+  std::size_t n = 0;
+  for (const auto& [key, sources] : routes_)
+    if (network_of_vni_.count(key.first) && !sources.empty()) ++n;
+  return n;
+}
+
+// ---------------------------------------------------------------- dataplane
+
+std::uint64_t NodeState::publish(const dp::Delta& delta) { return sink_ ? sink_->publish(delta) : 0; }
+
+dp::Tables NodeState::tables() const {
+  dp::Tables t;
+  for (const auto& [name, n] : networks_) *t.add_networks() = dp_network(n);
+  for (const auto& [id, e] : endpoints_) *t.add_endpoints() = dp_endpoint(e.info);
+  for (const auto& [key, sources] : routes_) {
+    if (!network_of_vni_.count(key.first)) continue;
+    const auto* e = effective_route(key);
+    if (!e) continue;
+    auto* r = t.add_routes();
+    r->set_vni(key.first);
+    r->set_prefix(key.second);
+    for (const auto& v : e->vteps) r->add_next_hops()->set_vtep(v);
+  }
+  return t;
+}
+
+void NodeState::snapshot_applied(std::uint64_t generation) {
+  snapshot_generation_ = generation;
+  for (auto& [id, e] : endpoints_) e.generation = std::min(e.generation, generation);
+}
+
+}  // namespace vxfed::control

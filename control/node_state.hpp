@@ -1,0 +1,148 @@
+// The node's state and its rules, without sockets or timers: networks (with their VNIs),
+// endpoints (pod attachments) and remote routes. Every change is persisted (state dir) before
+// it is acknowledged, and turned into a dataplane Delta for the TablesSink; tables() renders
+// the complete dataplane Snapshot at any moment. The API handler and the daemon wrap it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "allocation_store.hpp"
+#include "control.pb.h"
+#include "daemon_config.hpp"
+#include "dataplane.pb.h"
+#include "durable_store.hpp"
+#include "result.hpp"
+#include "route_source.hpp"
+
+namespace vxfed::control {
+
+namespace dp = ::vxfed::dataplane::v1;
+
+// Where changes go: the dataplane client. publish() returns the generation the delta was sent
+// with, or 0 when it was not sent (the next snapshot carries it).
+class TablesSink {
+ public:
+  virtual ~TablesSink() = default;
+  virtual std::uint64_t publish(const dp::Delta& delta) = 0;
+  virtual bool ready() const = 0;
+  virtual std::uint64_t acked_generation() const = 0;
+};
+
+using Clock = std::function<std::uint64_t()>;  // unix milliseconds
+std::uint64_t system_unix_ms();
+
+class NodeState {
+ public:
+  struct Options {
+    std::string state_dir;
+    Clock clock = system_unix_ms;
+    vni::DurableStore::Options store;   // crash hooks and compaction (tests)
+  };
+
+  // Opens the stores, restores networks, VNIs and endpoints, and reconciles them with the
+  // config: config networks get (or keep) their VNIs, networks gone from the config are
+  // removed unless endpoints still use them. `notes` collects what recovery did, for logs.
+  static Result<std::unique_ptr<NodeState>> open(const Config& config, Options options,
+                                                 std::vector<std::string>* notes);
+
+  void set_sink(TablesSink* sink) { sink_ = sink; }
+
+  // ---- networks ----
+  Result<v1::NetworkInfo> add_network(NetworkConfig network, bool from_config, v1::ErrorCode* code);
+  Status remove_network(const std::string& name, v1::ErrorCode* code);
+  Result<v1::NetworkInfo> get_network(const std::string& name, v1::ErrorCode* code) const;
+  std::vector<v1::NetworkInfo> list_networks() const;
+  std::vector<v1::VniAllocation> list_vnis() const;
+  // Applies a reloaded config: pools, hold-down, networks added/changed/removed.
+  Status reconfigure(const Config& config, std::vector<std::string>* notes);
+  Status expire_hold_downs();
+
+  // ---- endpoints ----
+  Result<v1::EndpointInfo> attach(const v1::EndpointSpec& spec, v1::ErrorCode* code);
+  Status detach(const std::string& container_id, const std::string& ifname, v1::ErrorCode* code);
+  Result<v1::EndpointInfo> check(const std::string& container_id, const std::string& ifname,
+                                 v1::ErrorCode* code) const;
+  std::vector<v1::EndpointInfo> list_endpoints() const;
+  Result<std::vector<v1::EndpointSpec>> garbage_collect(const v1::GarbageCollect& request,
+                                                        v1::ErrorCode* code);
+  // The dataplane refused these endpoints (e.g. their interface vanished): not in_dataplane.
+  void mark_refused(const std::set<std::string>& endpoint_ids);
+
+  // ---- routes ----
+  void apply_routes(const std::string& source, const RouteUpdate& update);
+  std::vector<v1::RouteInfo> list_routes() const;
+  std::optional<std::uint32_t> vni_of(const std::string& network) const;
+
+  // ---- dataplane ----
+  dp::Tables tables() const;                       // complete snapshot contents
+  // A snapshot was acknowledged: everything in it is in the dataplane.
+  void snapshot_applied(std::uint64_t generation);
+
+  std::size_t network_count() const { return networks_.size(); }
+  std::size_t endpoint_count() const { return endpoints_.size(); }
+  std::size_t route_count() const;
+
+  static std::string endpoint_id(const std::string& container_id, const std::string& ifname) {
+    return container_id + "/" + ifname;
+  }
+
+ private:
+  struct Network {
+    NetworkConfig config;
+    std::uint32_t vni = 0;
+    std::string pool;
+    bool from_config = false;
+    bool orphaned = false;     // gone from the config but endpoints still use it
+  };
+  struct Endpoint {
+    v1::EndpointInfo info;
+    std::uint64_t generation = 0;   // delta that carried it (0: only in snapshots)
+    bool refused = false;
+  };
+  struct RouteEntry {
+    std::string network;
+    std::uint32_t vni = 0;
+    std::string prefix;
+    std::vector<std::string> vteps;
+    std::string source;
+    std::string peer;
+  };
+  using RouteKey = std::pair<std::uint32_t, std::string>;
+
+  NodeState(Options options) : options_(std::move(options)) {}
+  Status restore(const Config& config, std::vector<std::string>* notes);
+  Status persist_network(const Network& network);
+  v1::NetworkInfo info_of(const Network& network) const;
+  dp::Network dp_network(const Network& network) const;
+  static dp::Endpoint dp_endpoint(const v1::EndpointInfo& info);
+  const RouteEntry* effective_route(const RouteKey& key) const;
+  void collect_route_change(const RouteKey& key, const RouteEntry* before, dp::Delta& delta) const;
+  void set_static_routes(const Network& network, dp::Delta* delta);
+  std::uint64_t publish(const dp::Delta& delta);
+  bool in_dataplane(const Endpoint& endpoint) const;
+  v1::EndpointInfo with_status(const Endpoint& endpoint) const;
+  Status remove_endpoint(const std::string& id);
+  void remove_network_now(const std::string& name);
+
+  Options options_;
+  Config config_;
+  TablesSink* sink_ = nullptr;
+  std::unique_ptr<vni::PersistentAllocator> vnis_;
+  std::unique_ptr<vni::DurableStore> network_store_;
+  std::unique_ptr<vni::DurableStore> endpoint_store_;
+  std::map<std::string, Network> networks_;
+  std::map<std::string, Endpoint> endpoints_;               // by endpoint id
+  std::map<std::pair<std::string, std::string>, std::string> ip_owner_;  // (network, ip) -> id
+  std::map<RouteKey, std::map<std::string, RouteEntry>> routes_;          // by source
+  std::map<std::uint32_t, std::string> network_of_vni_;
+  std::map<std::string, std::size_t> endpoints_per_network_;
+  std::uint64_t snapshot_generation_ = 0;
+};
+
+}  // namespace vxfed::control

@@ -1,0 +1,110 @@
+// Config validation: a good file loads with its defaults; every bad one is refused with an
+// error naming the file, the field and the reason.
+#include <gtest/gtest.h>
+
+#include "daemon_config.hpp"
+
+namespace {
+
+using vxfed::control::parse_config;
+
+const char* kGood = R"(
+node: {name: node-a1, vtep_ip: 198.18.0.1, uplink: eth1}
+cluster: {name: cluster-a, pod_cidrs: [10.244.0.0/16], asn: 65001}
+daemon: {socket: /run/vxfed/vxfedd.sock, state_dir: /var/lib/vxfed}
+vni:
+  hold_down_seconds: 60
+  pools:
+    - {name: federation, ranges: ["1000-2000"]}
+    - {name: gpu, ranges: ["3000-3100", "3200"], selector: {tier: gpu}}
+networks:
+  - name: red
+    subnet: 10.244.1.0/24
+    static_routes: [{prefix: 10.245.1.0/24, vteps: [198.18.0.2]}]
+  - {name: blue, subnet: 10.244.2.0/24, labels: {tier: gpu}, mtu: 1500}
+  - {name: green, subnet: 10.244.3.0/24, vni: 5000, gateway: 10.244.3.254}
+bgp: {enabled: false}
+)";
+
+TEST(Config, GoodFileLoadsWithDefaults) {
+  auto c = parse_config(kGood, "good.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->node.name, "node-a1");
+  EXPECT_EQ(c->node.underlay_mtu, 9000u);
+  EXPECT_EQ(c->hold_down_ms, 60000u);
+  ASSERT_EQ(c->pools.size(), 2u);
+  EXPECT_EQ(c->pools[1].ranges.size(), 2u);
+  ASSERT_EQ(c->networks.size(), 3u);
+  EXPECT_EQ(c->networks[0].gateway, "10.244.1.1");
+  EXPECT_EQ(c->networks[0].mtu, 8950u);
+  EXPECT_EQ(c->networks[1].mtu, 1500u);
+  EXPECT_EQ(c->networks[2].pinned_vni, 5000u);
+  EXPECT_EQ(c->networks[0].static_routes.at(0).vteps.at(0), "198.18.0.2");
+  EXPECT_TRUE(c->bgp.IsMap()) << "bgp passes through";
+  EXPECT_EQ(c->daemon.metrics_listen, "127.0.0.1:9472");
+}
+
+TEST(Config, DefaultPoolIsTheFederationRange) {
+  auto c = parse_config("node: {name: n, vtep_ip: 198.18.0.1}\ncluster: {name: c}\n", "min.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  ASSERT_EQ(c->pools.size(), 1u);
+  EXPECT_EQ(c->pools[0].ranges[0].first, 1000u);
+  EXPECT_EQ(c->pools[0].ranges[0].last, 2000u);
+  EXPECT_EQ(c->hold_down_ms, 300000u);
+}
+
+struct Bad {
+  const char* what;
+  std::string yaml;
+  const char* field;
+  const char* reason;
+};
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string text = kGood;
+  const auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return text.replace(pos, from.size(), to);
+}
+
+TEST(Config, BadFilesNameFileFieldAndReason) {
+  const Bad cases[] = {
+      {"empty", "", "(top level)", "empty"},
+      {"no node", "cluster: {name: c}\n", "node", "required"},
+      {"bad vtep", with("198.18.0.1, uplink", "198.18.0.300, uplink"), "node.vtep_ip", "not an IPv4"},
+      {"unknown top key", std::string(kGood) + "netwrks: []\n", "netwrks", "unknown key"},
+      {"unknown network key", with("mtu: 1500", "mtu: 1500, subnett: x"), "networks[1].subnett", "unknown key"},
+      {"bad pod cidr", with("[10.244.0.0/16]", "[10.244.0.1/16]"), "cluster.pod_cidrs[0]", "host bits"},
+      {"overlapping pools", with("3000-3100", "1500-3100"), "vni.pools", "overlap"},
+      {"reserved vni", with("\"3200\"", "\"16777215\""), "vni.pools", "reserved"},
+      {"bad range", with("\"3200\"", "\"32x0\""), "vni.pools[1].ranges[1]", "not a number"},
+      {"duplicate network", with("name: blue", "name: red"), "networks[1].name", "already defined"},
+      {"bad subnet", with("10.244.2.0/24", "10.244.2.0/33"), "networks[1].subnet", "not an IPv4 CIDR"},
+      {"mtu too big", with("mtu: 1500", "mtu: 9000"), "networks[1].mtu", "576..8950"},
+      {"gateway outside", with("10.244.3.254", "10.244.4.1"), "networks[2].gateway", "not a host address"},
+      {"pinned reserved", with("vni: 5000", "vni: 0xffffff"), "networks[2].vni", ""},
+      {"duplicate pin", with("subnet: 10.244.1.0/24", "subnet: 10.244.1.0/24\n    vni: 5000"), "networks[2].vni", "already pinned"},
+      {"no pool selects", with("pools:\n    - {name: federation, ranges: [\"1000-2000\"]}\n", "pools:\n"), "networks[0].labels", "no VNI pool"},
+      {"bad static vtep", with("vteps: [198.18.0.2]", "vteps: [nope]"), "networks[0].static_routes[0].vteps[0]", "not an IPv4"},
+      {"negative number", with("hold_down_seconds: 60", "hold_down_seconds: -1"), "vni.hold_down_seconds", "non-negative"},
+      {"bad log level", with("state_dir: /var/lib/vxfed}", "state_dir: /var/lib/vxfed, log_level: loud}"), "daemon.log_level", "not one of"},
+      {"yaml syntax", "node: {name: [\n", "bad.yaml:", "YAML syntax error"},
+      {"bad metrics", with("state_dir: /var/lib/vxfed}", "state_dir: /var/lib/vxfed, metrics_listen: localhost}"), "daemon.metrics_listen", "IPV4:PORT"},
+      {"relative state dir", with("state_dir: /var/lib/vxfed}", "state_dir: var}"), "daemon.state_dir", "absolute"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.yaml, "bad.yaml");
+    ASSERT_FALSE(r.ok()) << c.what;
+    EXPECT_EQ(r.error().rfind("bad.yaml", 0), 0u) << c.what << ": " << r.error();
+    EXPECT_NE(r.error().find(c.field), std::string::npos) << c.what << ": " << r.error();
+    EXPECT_NE(r.error().find(c.reason), std::string::npos) << c.what << ": " << r.error();
+  }
+}
+
+TEST(Config, MissingFileIsNamed) {
+  auto r = vxfed::control::load_config("/nonexistent/vxfedd.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("/nonexistent/vxfedd.yaml"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,311 @@
+// The dataplane sync logic against a fake vxfed-dataplane (unit level; the real one is
+// exercised by tests/integration/control): a full snapshot first on every (re)connect, then
+// deltas; reconnect with backoff; a refused snapshot falls back to per-endpoint deltas.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "dataplane_client.hpp"
+#include "node_state.hpp"
+#include "spdlog/sinks/null_sink.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace vxfed::control;
+using namespace vxfed::control::testing;
+namespace asio = boost::asio;
+
+// Canonical, order-independent view of a Tables for comparison.
+std::map<std::string, std::string> canonical(const dp::Tables& t) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : t.networks()) out["n/" + std::to_string(n.vni())] = n.SerializeAsString();
+  for (const auto& e : t.endpoints()) out["e/" + e.id()] = e.SerializeAsString();
+  for (const auto& r : t.routes()) out["r/" + std::to_string(r.vni()) + "/" + r.prefix()] = r.SerializeAsString();
+  return out;
+}
+
+// Speaks the dataplane API over a unix socket with blocking I/O in its own thread; applies
+// snapshots and deltas the way the real one does; refuses anything with an endpoint whose
+// iface is "gone" (like a dataplane that cannot find the interface).
+class FakeDataplane {
+ public:
+  explicit FakeDataplane(std::string path) : path_(std::move(path)) {}
+  ~FakeDataplane() { stop(); }
+
+  void start() {
+    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
+    ::unlink(path_.c_str());
+    ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(listener_, 4), 0);
+    running_ = true;
+    thread_ = std::thread([this] { serve(); });
+  }
+
+  // Simulates the dataplane going away (crash/restart): its tables are lost.
+  void stop() {
+    if (!running_) return;
+    running_ = false;
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    if (conn_ >= 0) ::shutdown(conn_, SHUT_RDWR);
+    thread_.join();
+    ::unlink(path_.c_str());
+    std::lock_guard lock(mu_);
+    tables_.Clear();
+    ready_ = false;
+  }
+
+  std::map<std::string, std::string> tables() {
+    std::lock_guard lock(mu_);
+    return canonical(tables_);
+  }
+  bool ready() {
+    std::lock_guard lock(mu_);
+    return ready_;
+  }
+  std::vector<std::string> log() {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+
+ private:
+  static bool has_gone(const dp::Tables& t) {
+    for (const auto& e : t.endpoints())
+      if (e.iface() == "gone") return true;
+    return false;
+  }
+
+  void apply(const dp::Delta& d) {
+    std::map<std::uint32_t, dp::Network> nets;
+    std::map<std::string, dp::Endpoint> eps;
+    std::map<std::pair<std::uint32_t, std::string>, dp::Route> routes;
+    for (const auto& n : tables_.networks()) nets[n.vni()] = n;
+    for (const auto& e : tables_.endpoints()) eps[e.id()] = e;
+    for (const auto& r : tables_.routes()) routes[{r.vni(), r.prefix()}] = r;
+    for (const auto& n : d.upsert().networks()) nets[n.vni()] = n;
+    for (const auto& e : d.upsert().endpoints()) eps[e.id()] = e;
+    for (const auto& r : d.upsert().routes()) routes[{r.vni(), r.prefix()}] = r;
+    for (auto vni : d.remove_networks()) {
+      nets.erase(vni);
+      std::erase_if(eps, [vni](const auto& kv) { return kv.second.vni() == vni; });
+      std::erase_if(routes, [vni](const auto& kv) { return kv.first.first == vni; });
+    }
+    for (const auto& id : d.remove_endpoints()) eps.erase(id);
+    for (const auto& k : d.remove_routes()) routes.erase({k.vni(), k.prefix()});
+    tables_.Clear();
+    for (auto& [k, v] : nets) *tables_.add_networks() = v;
+    for (auto& [k, v] : eps) *tables_.add_endpoints() = v;
+    for (auto& [k, v] : routes) *tables_.add_routes() = v;
+  }
+
+  void serve() {
+    while (running_) {
+      const int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      conn_ = fd;
+      // vxfedd pipelines requests: keep one decoder for the whole connection.
+      vxfed::DelimitedDecoder decoder(64u << 20);
+      char chunk[65536];
+      for (;;) {
+        auto frame = decoder.next();
+        if (!frame) break;
+        if (!frame->has_value()) {
+          const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+          if (n <= 0) break;
+          decoder.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
+          continue;
+        }
+        dp::DataplaneRequest request;
+        if (!request.ParseFromString(**frame)) break;
+        dp::DataplaneResponse response;
+        response.set_request_id(request.request_id());
+        response.set_ok(true);
+        {
+          std::lock_guard lock(mu_);
+          if (request.has_snapshot()) {
+            log_.push_back(request.snapshot().tables().endpoints_size() ? "snapshot" : "snapshot-without-endpoints");
+            if (has_gone(request.snapshot().tables())) {
+              response.set_ok(false);
+              response.set_error("endpoints[0]: iface \"gone\" does not exist");
+            } else {
+              tables_ = request.snapshot().tables();
+              ready_ = true;
+            }
+          } else if (request.has_delta()) {
+            log_.push_back("delta");
+            if (has_gone(request.delta().upsert())) {
+              response.set_ok(false);
+              response.set_error("iface \"gone\" does not exist");
+            } else {
+              apply(request.delta());
+            }
+          } else if (request.has_get_status()) {
+            response.mutable_status()->set_ready(ready_);
+          } else if (request.has_get_counters()) {
+            auto* drop = response.mutable_counters()->add_drops();
+            drop->set_reason("unknown_vni");
+            drop->set_packets(3);
+          }
+        }
+        if (!vxfed::write_delimited(fd, response, 1000)) break;
+      }
+      ::close(fd);
+      conn_ = -1;
+    }
+  }
+
+  std::string path_;
+  int listener_ = -1;
+  std::atomic<int> conn_{-1};
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  dp::Tables tables_;
+  bool ready_ = false;
+  std::vector<std::string> log_;
+};
+
+class SyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto config = test_config(dir_.path + "/state");
+    NodeState::Options o;
+    o.state_dir = config.daemon.state_dir;
+    auto state = NodeState::open(config, o, nullptr);
+    ASSERT_TRUE(state.ok()) << state.error();
+    state_ = std::move(*state);
+    v1::ErrorCode code;
+    ASSERT_TRUE(state_->attach(endpoint("c1", "red", "10.244.1.5", "vxf1"), &code).ok());
+    ASSERT_TRUE(state_->attach(endpoint("c2", "blue", "10.244.2.5", "vxf2"), &code).ok());
+    socket_ = dir_.path + "/dp.sock";
+    fake_ = std::make_unique<FakeDataplane>(socket_);
+    auto log = std::getenv("VXFED_TEST_LOG") ? spdlog::stderr_color_mt("sync")
+                                              : std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+    client_ = std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 20, 200, 100, 2000}, *state_, log);
+    work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io_.get_executor());
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  template <typename F>
+  auto on_io(F fn) {
+    std::packaged_task<decltype(fn())()> task(fn);
+    auto future = task.get_future();
+    asio::post(io_, [&task] { task(); });
+    return future.get();
+  }
+  void TearDown() override {
+    on_io([this] {
+      client_->stop();
+      return 0;
+    });
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  // Waits until the fake's tables equal the node's (minus `except` endpoints) and it is ready.
+  bool converged(const std::set<std::string>& except = {}, int timeout_ms = 5000) {
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
+      auto want = canonical(on_io([this] { return state_->tables(); }));
+      for (const auto& id : except) want.erase("e/" + id);
+      if (fake_->ready() && fake_->tables() == want && on_io([this] { return client_->ready(); })) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  TempDir dir_;
+  std::string socket_;
+  asio::io_context io_;
+  std::unique_ptr<NodeState> state_;
+  std::unique_ptr<DataplaneClient> client_;
+  std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread thread_;
+  std::unique_ptr<FakeDataplane> fake_;
+};
+
+TEST_F(SyncTest, SnapshotFirstThenDeltasAndReplayAfterDataplaneRestart) {
+  on_io([this] {
+    client_->start();
+    return 0;
+  });
+  // The dataplane is not there yet: the client retries with backoff.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_FALSE(on_io([this] { return client_->ready(); }));
+  fake_->start();
+  ASSERT_TRUE(converged()) << "no snapshot applied";
+  ASSERT_FALSE(fake_->log().empty());
+  EXPECT_EQ(fake_->log().front(), "snapshot");
+  v1::ErrorCode code;
+  // Changes flow as deltas.
+  on_io([&] { return state_->attach(endpoint("c3", "red", "10.244.1.6", "vxf3"), &code).ok(); });
+  on_io([&] { return state_->detach("c1", "net1", &code).ok(); });
+  ASSERT_TRUE(converged());
+  auto log = fake_->log();
+  EXPECT_EQ(std::count(log.begin(), log.end(), "snapshot"), 1);
+  EXPECT_GE(std::count(log.begin(), log.end(), "delta"), 2);
+  EXPECT_TRUE(on_io([&] { return state_->check("c3", "net1", &code)->in_dataplane(); }));
+  // The dataplane restarts with empty tables; a change happens while it is away.
+  fake_->stop();
+  on_io([&] { return state_->attach(endpoint("c4", "blue", "10.244.2.6", "vxf4"), &code).ok(); });
+  EXPECT_FALSE(on_io([&] { return state_->check("c4", "net1", &code)->in_dataplane(); }));
+  fake_->start();
+  ASSERT_TRUE(converged()) << "tables not replayed after the dataplane restarted";
+  EXPECT_TRUE(on_io([&] { return state_->check("c4", "net1", &code)->in_dataplane(); }));
+  EXPECT_EQ(on_io([this] { return client_->stats().connects; }), 2u);
+  fake_->stop();
+}
+
+TEST_F(SyncTest, RefusedSnapshotFallsBackToEndpointsOneByOne) {
+  v1::ErrorCode code;
+  ASSERT_TRUE(state_->attach(endpoint("bad", "red", "10.244.1.66", "gone"), &code).ok());
+  fake_->start();
+  on_io([this] {
+    client_->start();
+    return 0;
+  });
+  ASSERT_TRUE(converged({"bad/net1"})) << "good endpoints must reach the dataplane";
+  auto log = fake_->log();
+  ASSERT_GE(log.size(), 2u);
+  EXPECT_EQ(log[0], "snapshot");
+  EXPECT_EQ(log[1], "snapshot-without-endpoints");
+  for (int i = 0; i < 100 && on_io([this] { return client_->stats().endpoints_refused; }) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(on_io([&] { return state_->check("bad", "net1", &code)->in_dataplane(); }));
+  EXPECT_TRUE(on_io([&] { return state_->check("c1", "net1", &code)->in_dataplane(); }));
+  // A refused delta (a new endpoint the dataplane cannot take) triggers a resync, and the
+  // rest keeps flowing.
+  on_io([&] { return state_->attach(endpoint("bad2", "red", "10.244.1.67", "gone"), &code).ok(); });
+  on_io([&] { return state_->attach(endpoint("c9", "red", "10.244.1.69", "vxf9"), &code).ok(); });
+  ASSERT_TRUE(converged({"bad/net1", "bad2/net1"}));
+  EXPECT_GE(on_io([this] { return client_->stats().deltas_refused; }), 1u);
+  EXPECT_TRUE(on_io([&] { return state_->check("c9", "net1", &code)->in_dataplane(); }));
+  fake_->stop();
+}
+
+TEST_F(SyncTest, CountersArePolledOnceReady) {
+  fake_->start();
+  on_io([this] {
+    client_->start();
+    return 0;
+  });
+  ASSERT_TRUE(converged());
+  for (int i = 0; i < 200 && on_io([this] { return client_->counters().drops_size(); }) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto counters = on_io([this] { return client_->counters(); });
+  ASSERT_EQ(counters.drops_size(), 1);
+  EXPECT_EQ(counters.drops(0).packets(), 3u);
+  fake_->stop();
+}
+
+}  // namespace

@@ -1,0 +1,265 @@
+// NodeState: networks get VNIs, endpoints attach idempotently, everything survives a restart,
+// routes merge, and the dataplane deltas match the snapshot.
+#include <gtest/gtest.h>
+
+#include "node_state.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace vxfed::control;
+using namespace vxfed::control::testing;
+
+// Records deltas and applies them to a Tables the way the dataplane does, so the result can
+// be compared with NodeState::tables().
+class RecordingSink : public TablesSink {
+ public:
+  std::uint64_t publish(const dp::Delta& delta) override {
+    deltas.push_back(delta);
+    return ++generation;
+  }
+  bool ready() const override { return true; }
+  std::uint64_t acked_generation() const override { return generation; }
+  std::vector<dp::Delta> deltas;
+  std::uint64_t generation = 0;
+};
+
+std::unique_ptr<NodeState> open(const Config& c, std::vector<std::string>* notes = nullptr) {
+  NodeState::Options o;
+  o.state_dir = c.daemon.state_dir;
+  auto s = NodeState::open(c, o, notes);
+  EXPECT_TRUE(s.ok()) << s.error();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST(NodeState, NetworksGetVnisAndKeepThemAcrossRestarts) {
+  TempDir dir;
+  auto config = test_config(dir.path);
+  std::uint32_t red = 0;
+  {
+    auto s = open(config);
+    v1::ErrorCode code;
+    auto info = s->get_network("red", &code);
+    ASSERT_TRUE(info.ok());
+    red = info->vni();
+    EXPECT_GE(red, 1000u);
+    EXPECT_EQ(info->gateway_mac().substr(0, 9), "02:76:78:");
+  }
+  auto s = open(config);
+  v1::ErrorCode code;
+  EXPECT_EQ(s->get_network("red", &code)->vni(), red);
+  EXPECT_EQ(s->get_network("blue", &code)->vni(), 5000u);
+  EXPECT_EQ(s->get_network("blue", &code)->pool(), "");
+  EXPECT_FALSE(s->get_network("nope", &code).ok());
+  EXPECT_EQ(code, v1::NOT_FOUND);
+}
+
+TEST(NodeState, GatewayMacIsDerivedFromTheVni) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  v1::ErrorCode code;
+  EXPECT_EQ(s->get_network("blue", &code)->gateway_mac(), "02:76:78:00:13:88");  // 5000 = 0x1388
+  auto t = s->tables();
+  for (const auto& n : t.networks())
+    if (n.vni() == 5000) EXPECT_EQ(n.gateway_mac(), "02:76:78:00:13:88");
+}
+
+TEST(NodeState, AttachIsIdempotentAndRefusesConflicts) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  v1::ErrorCode code;
+  auto a = s->attach(endpoint("c1", "red", "10.244.1.5"), &code);
+  ASSERT_TRUE(a.ok()) << a.error();
+  auto again = s->attach(endpoint("c1", "red", "10.244.1.5"), &code);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(code, v1::OK);
+  EXPECT_EQ(again->created_unix_ms(), a->created_unix_ms());
+  auto changed = s->attach(endpoint("c1", "red", "10.244.1.6"), &code);
+  ASSERT_FALSE(changed.ok());
+  EXPECT_EQ(code, v1::ALREADY_EXISTS);
+  EXPECT_NE(changed.error().find("10.244.1.5"), std::string::npos) << changed.error();
+  auto ip_taken = s->attach(endpoint("c2", "red", "10.244.1.5"), &code);
+  ASSERT_FALSE(ip_taken.ok());
+  EXPECT_EQ(code, v1::ALREADY_EXISTS);
+  struct Bad { v1::EndpointSpec spec; v1::ErrorCode code; const char* what; };
+  std::vector<Bad> bad;
+  bad.push_back({endpoint("c3", "nope", "10.244.1.7"), v1::NOT_FOUND, "network"});
+  bad.push_back({endpoint("c3", "red", "10.244.2.7"), v1::INVALID_ARGUMENT, "not a host address"});
+  bad.push_back({endpoint("c3", "red", "10.244.1.1"), v1::INVALID_ARGUMENT, "gateway"});
+  bad.push_back({endpoint("c3", "red", "10.244.1.7/24"), v1::INVALID_ARGUMENT, "not an IPv4"});
+  bad.push_back({endpoint("", "red", "10.244.1.7"), v1::INVALID_ARGUMENT, "container_id"});
+  auto mac = endpoint("c3", "red", "10.244.1.7");
+  mac.set_mac("zz");
+  bad.push_back({mac, v1::INVALID_ARGUMENT, "mac"});
+  auto iface = endpoint("c3", "red", "10.244.1.7", "much-too-long-interface");
+  bad.push_back({iface, v1::INVALID_ARGUMENT, "host_iface"});
+  for (const auto& b : bad) {
+    auto r = s->attach(b.spec, &code);
+    ASSERT_FALSE(r.ok()) << b.what;
+    EXPECT_EQ(code, b.code) << b.what << ": " << r.error();
+    EXPECT_NE(r.error().find(b.what), std::string::npos) << r.error();
+  }
+  EXPECT_EQ(s->endpoint_count(), 1u);
+}
+
+TEST(NodeState, DetachOfUnknownSucceedsAndFreesTheIp) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  v1::ErrorCode code;
+  EXPECT_TRUE(s->detach("ghost", "net1", &code).ok());
+  ASSERT_TRUE(s->attach(endpoint("c1", "red", "10.244.1.5"), &code).ok());
+  ASSERT_TRUE(s->detach("c1", "net1", &code).ok());
+  EXPECT_EQ(s->endpoint_count(), 0u);
+  EXPECT_FALSE(s->check("c1", "net1", &code).ok());
+  EXPECT_EQ(code, v1::NOT_FOUND);
+  EXPECT_TRUE(s->attach(endpoint("c2", "red", "10.244.1.5"), &code).ok());
+}
+
+TEST(NodeState, EndpointsAndRuntimeNetworksSurviveRestart) {
+  TempDir dir;
+  auto config = test_config(dir.path);
+  dp::Tables before;
+  {
+    auto s = open(config);
+    v1::ErrorCode code;
+    NetworkConfig green;
+    green.name = "green";
+    green.subnet = "10.244.3.0/24";
+    ASSERT_TRUE(s->add_network(green, false, &code).ok());
+    for (int i = 0; i < 20; ++i)
+      ASSERT_TRUE(s->attach(endpoint("c" + std::to_string(i), i % 2 ? "red" : "green", "10.244." + std::string(i % 2 ? "1" : "3") + "." + std::to_string(10 + i)), &code).ok());
+    ASSERT_TRUE(s->detach("c4", "net1", &code).ok());
+    before = s->tables();
+  }
+  auto s = open(config);
+  EXPECT_EQ(s->endpoint_count(), 19u);
+  EXPECT_EQ(s->network_count(), 3u);
+  EXPECT_EQ(s->tables().SerializeAsString(), before.SerializeAsString());
+}
+
+TEST(NodeState, NetworkLeavingTheConfigIsKeptWhileEndpointsUseIt) {
+  TempDir dir;
+  auto config = test_config(dir.path, "  - {name: gone, subnet: 10.244.9.0/24}\n");
+  std::uint32_t vni = 0;
+  {
+    auto s = open(config);
+    v1::ErrorCode code;
+    vni = s->get_network("gone", &code)->vni();
+    ASSERT_TRUE(s->attach(endpoint("c1", "gone", "10.244.9.5"), &code).ok());
+  }
+  auto smaller = test_config(dir.path);
+  std::vector<std::string> notes;
+  auto s = open(smaller, &notes);
+  v1::ErrorCode code;
+  ASSERT_TRUE(s->get_network("gone", &code).ok()) << "kept for its endpoint";
+  EXPECT_FALSE(s->attach(endpoint("c2", "gone", "10.244.9.6"), &code).ok()) << "no new endpoints";
+  ASSERT_TRUE(s->detach("c1", "net1", &code).ok());
+  EXPECT_FALSE(s->get_network("gone", &code).ok()) << "removed with its last endpoint";
+  bool held = false;
+  for (const auto& v : s->list_vnis())
+    if (v.vni() == vni) held = v.state() == "held";
+  EXPECT_TRUE(held);
+}
+
+TEST(NodeState, RemoveNetworkRules) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  v1::ErrorCode code;
+  EXPECT_FALSE(s->remove_network("red", &code).ok()) << "config networks are removed in the config";
+  NetworkConfig green;
+  green.name = "green";
+  green.subnet = "10.244.3.0/24";
+  ASSERT_TRUE(s->add_network(green, false, &code).ok());
+  EXPECT_TRUE(s->add_network(green, false, &code).ok()) << "idempotent";
+  green.subnet = "10.244.4.0/24";
+  EXPECT_FALSE(s->add_network(green, false, &code).ok());
+  EXPECT_EQ(code, v1::ALREADY_EXISTS);
+  ASSERT_TRUE(s->attach(endpoint("c1", "green", "10.244.3.9"), &code).ok());
+  EXPECT_FALSE(s->remove_network("green", &code).ok()) << "has endpoints";
+  ASSERT_TRUE(s->detach("c1", "net1", &code).ok());
+  EXPECT_TRUE(s->remove_network("green", &code).ok());
+  EXPECT_FALSE(s->remove_network("green", &code).ok());
+  EXPECT_EQ(code, v1::NOT_FOUND);
+}
+
+TEST(NodeState, GarbageCollectKeepsOnlyValidAttachments) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  v1::ErrorCode code;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s->attach(endpoint("c" + std::to_string(i), "red", "10.244.1." + std::to_string(10 + i)), &code).ok());
+  ASSERT_TRUE(s->attach(endpoint("b0", "blue", "10.244.2.10"), &code).ok());
+  v1::GarbageCollect gc;
+  auto* v = gc.add_valid();
+  v->set_container_id("c1");
+  v->set_ifname("net1");
+  gc.add_networks("red");
+  auto removed = s->garbage_collect(gc, &code);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(removed->size(), 4u);
+  EXPECT_EQ(s->endpoint_count(), 2u) << "c1 and the blue endpoint remain";
+}
+
+TEST(NodeState, RoutesMergeStaticFirstAndDeltasMatchTheSnapshot) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  RecordingSink sink;
+  s->set_sink(&sink);
+  dp::Tables applied = s->tables();
+  v1::ErrorCode code;
+  const auto red = *s->vni_of("red");
+  RouteUpdate full;
+  full.full = true;
+  full.upserts.push_back({red, "", "10.245.1.0/24", {"198.18.0.9"}, "198.18.0.9"});   // static wins
+  full.upserts.push_back({0, "red", "10.245.2.0/24", {"198.18.0.3", "198.18.0.4"}, "198.18.0.3"});
+  full.upserts.push_back({0, "unknown", "10.245.3.0/24", {"198.18.0.3"}, "198.18.0.3"});
+  s->apply_routes("bgp", full);
+  auto routes = s->list_routes();
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0].prefix(), "10.245.1.0/24");
+  EXPECT_EQ(routes[0].source(), "static");
+  EXPECT_EQ(routes[1].vteps_size(), 2);
+  auto info = s->get_network("red", &code);
+  ASSERT_EQ(info->remote_cidrs_size(), 2);
+  RouteUpdate delta;
+  delta.removals.push_back({red, "10.245.2.0/24"});
+  s->apply_routes("bgp", delta);
+  EXPECT_EQ(s->list_routes().size(), 1u);
+  ASSERT_FALSE(sink.deltas.empty());
+  // Replaying the deltas over the first snapshot gives the current snapshot's routes.
+  std::map<std::pair<std::uint32_t, std::string>, std::string> table;
+  for (const auto& r : applied.routes()) table[{r.vni(), r.prefix()}] = r.SerializeAsString();
+  for (const auto& d : sink.deltas) {
+    for (const auto& r : d.upsert().routes()) table[{r.vni(), r.prefix()}] = r.SerializeAsString();
+    for (const auto& k : d.remove_routes()) table.erase({k.vni(), k.prefix()});
+  }
+  std::map<std::pair<std::uint32_t, std::string>, std::string> now;
+  for (const auto& r : s->tables().routes()) now[{r.vni(), r.prefix()}] = r.SerializeAsString();
+  EXPECT_EQ(table, now);
+  s->set_sink(nullptr);
+}
+
+TEST(NodeState, CorruptEndpointStoreRefusesToStart) {
+  TempDir dir;
+  auto config = test_config(dir.path);
+  {
+    auto s = open(config);
+    v1::ErrorCode code;
+    ASSERT_TRUE(s->attach(endpoint("c1", "red", "10.244.1.5"), &code).ok());
+  }
+  const std::string journal = dir.path + "/endpoints.journal";
+  std::string bytes;
+  {
+    FILE* f = fopen(journal.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    fseek(f, 30, SEEK_SET);
+    fputc(0x5a, f);
+    fclose(f);
+  }
+  NodeState::Options o;
+  o.state_dir = dir.path;
+  auto s = NodeState::open(config, o, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("corrupt"), std::string::npos) << s.error();
+}
+
+}  // namespace
