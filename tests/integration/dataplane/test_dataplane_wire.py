@@ -2,7 +2,9 @@
 """Interoperability on the wire: a pod behind vxfed-dataplane and a pod behind the Linux kernel's
 vxlan device, joined by an MTU 9000 underlay, exchange pings (also 8950-byte frames with DF, in
 both directions) and an iperf3 run; the dataplane's counters (read over its API) move as they
-must. Also checks that nothing is forwarded before the first Snapshot."""
+must. Also: nothing is forwarded before the first Snapshot; a pod packet over the network MTU
+gets ICMP fragmentation-needed naming MTU 8950 when DF is set, and is dropped and counted
+(too_big_no_df) when it is not."""
 
 import json
 import time
@@ -41,6 +43,23 @@ def main() -> None:
             # A little over the pod MTU with DF: refused by the sender's kernel (MTU 8950).
             r = f.pod_a.ping(d.POD_B, count=1, size=8923, df=True)
             assert r.returncode != 0, r.stdout
+
+            # Too big for the tunnel: raise pod A's MTU past the network's so its kernel sends
+            # 8960-byte packets. With DF the dataplane answers ICMP fragmentation-needed with the
+            # network MTU (8950); without DF it drops and counts (too_big_no_df).
+            drops0 = d.drop_map(f.counters())
+            f.pod_a.run("ip link set eth0 mtu 9000")
+            r = f.pod_a.ping(d.POD_B, count=2, size=8960 - 28, df=True)
+            t.log("oversized DF ping: " + (r.stdout + r.stderr).strip().splitlines()[-1])
+            assert r.returncode != 0 and "8950" in (r.stdout + r.stderr), r.stdout + r.stderr
+            f.pod_a.run(f"ip route flush cache")
+            r = f.pod_a.run(["ping", "-n", "-c", "2", "-W", "1", "-M", "dont", "-s", str(8960 - 28), d.POD_B], check=False)
+            assert r.returncode != 0, r.stdout
+            f.pod_a.run(f"ip link set eth0 mtu {d.POD_MTU}")
+            f.pod_a.run(f"ip route flush cache")
+            drops1 = d.drop_map(f.counters())
+            assert drops1["too_big_df"] > drops0["too_big_df"], (drops0, drops1)
+            assert drops1["too_big_no_df"] > drops0["too_big_no_df"], (drops0, drops1)
 
             srv = f.pod_b.spawn("iperf3 -s -1", name="iperf3-server")
             time.sleep(0.5)
