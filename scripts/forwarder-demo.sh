@@ -59,7 +59,7 @@ cleanup() {
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
     ip netns del "$ns" 2>/dev/null
   done
-  rm -rf "$WORK"
+  rm -rf "$WORK" "/var/run/dpdk/$TAG"
 }
 trap cleanup EXIT
 trap 'echo "forwarder-demo: interrupted" >&2; exit 130' INT TERM

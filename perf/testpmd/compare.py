@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import re
 import signal
 import statistics
@@ -75,6 +76,7 @@ def run_testpmd(direction: str, pcap: str, seconds: float, tag: str) -> float:
             break
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
+    shutil.rmtree(f"/var/run/dpdk/vxbt{tag}", ignore_errors=True)
     if not rates:
         raise RuntimeError("testpmd reported no rate:\n" + "".join(tail))
     return statistics.median(rates) / 1e6
@@ -122,6 +124,7 @@ def run_ours(build: Path, direction: str, pcap: str, seconds: float, tag: str, w
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+        shutil.rmtree(f"/var/run/dpdk/vxbo{tag}", ignore_errors=True)
     return (b - a) / (tb - ta) / 1e6
 
 

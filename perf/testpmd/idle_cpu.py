@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,6 +74,7 @@ def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+        shutil.rmtree(f"/var/run/dpdk/vxidle{os.getpid()}{int(busy)}", ignore_errors=True)
     return {"busy_poll": busy, "queues": queues, "seconds": round(t1 - t0, 2),
             "cpu_seconds": round(c1 - c0, 3), "percent_of_one_core": round(100 * (c1 - c0) / (t1 - t0), 2),
             "schedstat_percent_of_one_core": round(100 * (n1 - n0) / 1e9 / (t1 - t0), 2),

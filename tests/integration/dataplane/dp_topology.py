@@ -14,7 +14,9 @@ sends (dst MAC = the pod's gateway) are for it.
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -59,6 +61,18 @@ class ForwarderTopology:
         self.socket = str(topo.workdir / "dp.sock")
         self.file_prefix = f"vxdp{topo.suffix}{topo.tag[:4]}"
         self.proc: Optional[subprocess.Popen] = None
+        # EAL keeps its runtime files in /var/run/dpdk/<file-prefix>: remove them at the end.
+        atexit.register(self.remove_runtime_dir)
+
+    def remove_runtime_dir(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()  # a test that failed half-way: stop it before removing
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)
 
     def build(self) -> None:
         topo = self.topo
@@ -148,6 +162,7 @@ class ForwarderTopology:
         assert self.proc is not None
         self.proc.terminate()
         rc = self.proc.wait(timeout=timeout)
+        self.remove_runtime_dir()
         return rc, self.topo.log_of("vxfed-dataplane")
 
 
