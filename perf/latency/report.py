@@ -131,7 +131,7 @@ def slo_verdicts(figures: dict[str, Optional[float]], udp_rate: str,
                    "pass": None if value is None else value < target}
         if key == "udp_loss_pct" and value is not None and udp_sent_mbps is not None:
             verdict["sent_mbps"] = udp_sent_mbps
-            if udp_sent_mbps < OFFERED_RATE_MIN_SHARE * rate_mbps(udp_rate):
+            if verdict["pass"] and udp_sent_mbps < OFFERED_RATE_MIN_SHARE * rate_mbps(udp_rate):
                 verdict["pass"] = False
                 verdict["note"] = (f"inconclusive: the sender reached only {udp_sent_mbps:.0f} Mbit/s "
                                    f"of {udp_rate}bit/s offered (CPU-starved sender)")
