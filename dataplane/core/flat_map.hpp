@@ -14,6 +14,8 @@ class FlatMap64 {
  public:
   static constexpr std::uint64_t kEmptyKey = ~0ull;  // callers' keys never use all ones
 
+  FlatMap64() { reserve(0); }  // never without slots: lookups need no emptiness check
+
   // Sizes the map for `expected` entries; call before inserting.
   void reserve(std::size_t expected) {
     std::size_t cap = std::bit_ceil(expected * 2 + 2);
@@ -42,9 +44,9 @@ class FlatMap64 {
   }
 
   const V* find(std::uint64_t key) const {
-    if (slots_.empty()) return nullptr;
+    const Slot* slots = slots_.data();
     for (std::uint64_t i = index(key);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
+      const Slot& s = slots[i];
       if (s.key == key) return &s.value;
       if (s.key == kEmptyKey) return nullptr;
     }

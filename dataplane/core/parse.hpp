@@ -50,7 +50,7 @@ struct UplinkParseOptions {
 // Validates Ethernet / IPv4 (no options, no fragment, good checksum, to our VTEP) / UDP 4789
 // (length consistent with IPv4) / VXLAN (flags 0x08) / inner Ethernet / inner IPv4 header.
 // Bytes beyond the IPv4 total length (Ethernet padding) are ignored.
-UplinkFrame parse_uplink_frame(ByteSpan first, std::uint32_t packet_len,
+inline UplinkFrame parse_uplink_frame(ByteSpan first, std::uint32_t packet_len,
                                const UplinkParseOptions& options);
 
 // A frame received from a pod: IPv4 (with what forwarding needs), ARP, or a drop.
@@ -70,10 +70,12 @@ struct PodFrame {
   std::uint8_t ip_header_len = 0;   // bytes
 };
 
-PodFrame parse_pod_frame(ByteSpan first, std::uint32_t packet_len);
+inline PodFrame parse_pod_frame(ByteSpan first, std::uint32_t packet_len);
 
 // ARP after an Ethernet header (used by both parsers; exposed for tests and the fuzzer).
 // Returns false (reason in *drop) if it is not a well-formed IPv4-over-Ethernet ARP.
-bool parse_arp(ByteSpan first, std::uint32_t packet_len, ArpFields* out, DropReason* drop);
+inline bool parse_arp(ByteSpan first, std::uint32_t packet_len, ArpFields* out, DropReason* drop);
 
 }  // namespace vxfed::dataplane
+
+#include "core/parse_inline.hpp"

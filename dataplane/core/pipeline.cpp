@@ -83,7 +83,7 @@ inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddre
 // ---------------------------------------------------------------------------------------
 // Uplink
 
-inline void uplink_arp(const ForwardingTables& t, rte_mbuf* m, const ArpFields& arp,
+[[gnu::noinline]] void uplink_arp(const ForwardingTables& t, rte_mbuf* m, const ArpFields& arp,
                        TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
   // Any ARP from a known VTEP tells us its MAC (replies to our requests, and its requests).
@@ -104,24 +104,10 @@ inline void uplink_arp(const ForwardingTables& t, rte_mbuf* m, const ArpFields& 
   drop(m, DropReason::ArpIgnored, port, c);
 }
 
-inline void uplink_one(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+// A VXLAN packet for our VTEP, parsed: checks against the tables, then decapsulation.
+[[gnu::always_inline]] inline void uplink_vxlan(const ForwardingTables& t, rte_mbuf* m, const UplinkFrame& f,
+                                                TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
-  UplinkParseOptions opt;
-  opt.local_vtep_ip_be = t.local_vtep_ip_be();
-  const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-  if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD) [[unlikely]] {
-    // A NIC-flagged bad checksum is only meaningful for IPv4; ARP has none.
-    if (rte_pktmbuf_data_len(m) >= 14 &&
-        rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 12)[0] == 0x08 &&
-        rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 13)[0] == 0x00)
-      return drop(m, DropReason::BadIpChecksum, port, c);
-  }
-  opt.outer_ip_checksum_verified = csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
-
-  const UplinkFrame f = parse_uplink_frame(first_segment(m), rte_pktmbuf_pkt_len(m), opt);
-  if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
-  if (f.kind != FrameKind::Vxlan) [[unlikely]] return drop(m, f.drop, port, c);
-
   const std::uint32_t* vtep = t.vtep_index(f.outer_src_ip_be);
   if (!vtep) [[unlikely]] return drop(m, DropReason::UnknownVtep, port, c);
   const NetworkEntry* net = t.network_by_vni(f.vni);
@@ -134,7 +120,7 @@ inline void uplink_one(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, Work
 
   rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
   const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - f.inner_len;   // outer Ethernet padding
-  if (excess) rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
+  if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
   set_macs(m, ep->mac, net->gateway_mac);
   m->ol_flags = 0;
   VniCounters& vc = c.vnis[net->counter_slot];
@@ -143,12 +129,44 @@ inline void uplink_one(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, Work
   tx.stage(ep->port, m, c);
 }
 
+// Everything the fast path did not take: ARP, NIC-flagged checksums, malformed packets.
+[[gnu::noinline]] void uplink_slow(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+  const std::uint16_t port = t.uplink_port();
+  UplinkParseOptions opt;
+  opt.local_vtep_ip_be = t.local_vtep_ip_be();
+  const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+  if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD) {
+    // A NIC-flagged bad checksum is only meaningful for IPv4; ARP has none.
+    if (rte_pktmbuf_data_len(m) >= 14 &&
+        rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 12)[0] == 0x08 &&
+        rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 13)[0] == 0x00)
+      return drop(m, DropReason::BadIpChecksum, port, c);
+  }
+  opt.outer_ip_checksum_verified = csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  const UplinkFrame f = parse_uplink_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m), opt);
+  if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
+  if (f.kind != FrameKind::Vxlan) return drop(m, f.drop, port, c);
+  uplink_vxlan(t, m, f, tx, c);
+}
+
+[[gnu::always_inline]] inline void uplink_one(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+  UplinkParseOptions opt;
+  opt.local_vtep_ip_be = t.local_vtep_ip_be();
+  const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+  opt.outer_ip_checksum_verified = csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  UplinkFrame f;
+  if (csum != RTE_MBUF_F_RX_IP_CKSUM_BAD &&
+      try_parse_uplink_fast(first_segment(m), rte_pktmbuf_pkt_len(m), opt, &f)) [[likely]]
+    return uplink_vxlan(t, m, f, tx, c);
+  uplink_slow(t, m, tx, c);
+}
+
 // ---------------------------------------------------------------------------------------
 // Pod ports
 
 // ICMP fragmentation-needed (RFC 792 / 1191) from the gateway to the pod, quoting the IP
 // header and first 8 payload bytes of m (which the caller then frees).
-inline bool frag_needed(const NetworkEntry& net, const PodPortEntry& pod, rte_mbuf* m,
+[[gnu::noinline]] bool frag_needed(const NetworkEntry& net, const PodPortEntry& pod, rte_mbuf* m,
                         const PodFrame& f, std::uint16_t port, TxStage& tx, WorkerCounters& c) {
   rte_mbuf* r = rte_pktmbuf_alloc(m->pool);
   if (!r) return false;
@@ -187,7 +205,7 @@ inline bool frag_needed(const NetworkEntry& net, const PodPortEntry& pod, rte_mb
   return true;
 }
 
-inline void encap(const ForwardingTables& t, const NetworkEntry& net, const NextHopGroup& g,
+[[gnu::always_inline]] inline void encap(const ForwardingTables& t, const NetworkEntry& net, const NextHopGroup& g,
                   rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port, TxStage& tx,
                   WorkerCounters& c) {
   const std::uint32_t hash = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
@@ -219,18 +237,11 @@ inline void encap(const ForwardingTables& t, const NetworkEntry& net, const Next
   tx.stage(t.uplink_port(), m, c);
 }
 
-inline void pod_one(const ForwardingTables& t, const PodPortEntry& pod, std::uint16_t rx_port,
-                    rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+// An IPv4 packet from a pod, parsed (by the fast path or the reference parser).
+[[gnu::always_inline]] inline void pod_ipv4(const ForwardingTables& t, const PodPortEntry& pod,
+                                            std::uint16_t rx_port, rte_mbuf* m, const PodFrame& f,
+                                            TxStage& tx, WorkerCounters& c) {
   const NetworkEntry& net = t.network(pod.network);
-  const PodFrame f = parse_pod_frame(first_segment(m), rte_pktmbuf_pkt_len(m));
-  if (f.kind == FrameKind::Arp) {
-    if (f.arp.opcode == kArpOpRequest && f.arp.target_ip_be == net.gateway_ip_be) {
-      arp_reply_in_place(m, f.arp, net.gateway_mac, net.gateway_ip_be);
-      return tx.stage(rx_port, m, c);
-    }
-    return drop(m, DropReason::ArpIgnored, rx_port, c);
-  }
-  if (f.kind != FrameKind::Ipv4) [[unlikely]] return drop(m, f.drop, rx_port, c);
   if (f.src_ip_be != pod.ip_be) [[unlikely]] return drop(m, DropReason::PodSourceSpoofed, rx_port, c);
   if (f.dst_ip_be == net.gateway_ip_be) [[unlikely]] return drop(m, DropReason::ToGateway, rx_port, c);
   if (f.ip_total_len > net.mtu) [[unlikely]] {
@@ -249,6 +260,30 @@ inline void pod_one(const ForwardingTables& t, const PodPortEntry& pod, std::uin
   const NextHopGroup* g = t.route(pod.network, f.dst_ip_be);
   if (!g) [[unlikely]] return drop(m, DropReason::NoRoute, rx_port, c);
   encap(t, net, *g, m, f, rx_port, tx, c);
+}
+
+// Everything the fast path did not take: ARP, IPv4 with options, and what gets dropped.
+[[gnu::noinline]] void pod_slow(const ForwardingTables& t, const PodPortEntry& pod, std::uint16_t rx_port,
+                                rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+  const NetworkEntry& net = t.network(pod.network);
+  const PodFrame f = parse_pod_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m));
+  if (f.kind == FrameKind::Arp) {
+    if (f.arp.opcode == kArpOpRequest && f.arp.target_ip_be == net.gateway_ip_be) {
+      arp_reply_in_place(m, f.arp, net.gateway_mac, net.gateway_ip_be);
+      return tx.stage(rx_port, m, c);
+    }
+    return drop(m, DropReason::ArpIgnored, rx_port, c);
+  }
+  if (f.kind != FrameKind::Ipv4) return drop(m, f.drop, rx_port, c);
+  pod_ipv4(t, pod, rx_port, m, f, tx, c);
+}
+
+[[gnu::always_inline]] inline void pod_one(const ForwardingTables& t, const PodPortEntry& pod, std::uint16_t rx_port,
+                                           rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+  PodFrame f;
+  if (try_parse_pod_fast(first_segment(m), rte_pktmbuf_pkt_len(m), &f)) [[likely]]
+    return pod_ipv4(t, pod, rx_port, m, f, tx, c);
+  pod_slow(t, pod, rx_port, m, tx, c);
 }
 
 }  // namespace

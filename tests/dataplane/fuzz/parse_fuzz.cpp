@@ -1,7 +1,8 @@
 // libFuzzer target for the pure packet parsers (dataplane/core/parse.cpp), built with clang
 // and ASan/UBSan, without DPDK. Each input is tried as an uplink frame and as a pod frame,
 // whole and with its headers split at a point chosen by the first byte, so both the
-// Truncated and the HeadersSplit paths are explored.
+// Truncated and the HeadersSplit paths are explored, and the fast paths are checked against
+// the reference parsers field by field.
 #include <cstddef>
 #include <cstdint>
 
@@ -23,9 +24,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (f.kind == dp::FrameKind::Vxlan && (f.inner_len + 50 > size || f.inner_ip_total_len + 14 > f.inner_len))
       __builtin_trap();
     (void)dp::parse_uplink_frame(head, static_cast<std::uint32_t>(size), opt);
+    // The fast path must agree with the reference parser on every input.
+    const auto r = dp::parse_uplink_frame_full(whole, static_cast<std::uint32_t>(size), opt);
+    if (f.kind != r.kind || (f.kind == dp::FrameKind::Drop && f.drop != r.drop) ||
+        (f.kind == dp::FrameKind::Vxlan &&
+         (f.vni != r.vni || f.outer_src_ip_be != r.outer_src_ip_be || f.inner_len != r.inner_len ||
+          f.inner_dst_ip_be != r.inner_dst_ip_be || f.inner_ip_total_len != r.inner_ip_total_len)))
+      __builtin_trap();
   }
   const auto p = dp::parse_pod_frame(whole, static_cast<std::uint32_t>(size));
   if (p.kind == dp::FrameKind::Ipv4 && p.ip_total_len + 14u > size) __builtin_trap();
   (void)dp::parse_pod_frame(head, static_cast<std::uint32_t>(size));
+  const auto q = dp::parse_pod_frame_full(whole, static_cast<std::uint32_t>(size));
+  if (p.kind != q.kind || (p.kind == dp::FrameKind::Drop && p.drop != q.drop) ||
+      (p.kind == dp::FrameKind::Ipv4 &&
+       (p.src_ip_be != q.src_ip_be || p.dst_ip_be != q.dst_ip_be || p.ip_total_len != q.ip_total_len ||
+        p.tos != q.tos || p.protocol != q.protocol || p.dont_fragment != q.dont_fragment ||
+        p.src_port_be != q.src_port_be || p.dst_port_be != q.dst_port_be || p.ip_header_len != q.ip_header_len)))
+    __builtin_trap();
   return 0;
 }

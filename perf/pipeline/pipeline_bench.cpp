@@ -1,0 +1,289 @@
+// Pipeline benchmark: the burst functions alone, no I/O. A fixed set of mbufs is fed in
+// bursts of 32 and recycled after every burst (encap output: the 50 outer bytes are stripped
+// again; decap output: they are put back, still intact in the headroom), so only
+// process_pod_burst / process_uplink_burst sit between the two rdtsc reads.
+//
+// Cases: direction {encap, decap} x frame {64, 8950 bytes (the pod-side frame)} x routes
+// {10, 130000}. Per case: several runs; cycles per packet (median, min, max) and the Mpps one
+// core would reach at that cost. Instructions per packet come from run.py under callgrind
+// (this binary with --packets and one case). JSON per case under --out.
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_mbuf.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/pipeline.hpp"
+#include "core/tables.hpp"
+
+namespace dp = vxfed::dataplane;
+using Bytes = std::vector<std::uint8_t>;
+
+namespace {
+
+constexpr std::uint16_t kBurst = 32;
+constexpr std::uint16_t kUplink = 0;
+constexpr std::uint16_t kPods = 16;          // local endpoints on ports 1..16
+constexpr std::uint32_t kFlows = 4096;       // distinct mbufs / flows per case
+constexpr std::uint32_t kVni = 1001;
+
+std::uint32_t vtep_ip(std::uint32_t index) {  // 198.18.x.y, host order
+  return (198u << 24) | (18u << 16) | ((index / 250) << 8) | (2 + index % 250);
+}
+std::uint32_t route_prefix(std::uint32_t i) { return (11u << 24) + (i << 8); }  // 11.x.y.0/24
+std::string ip_text(std::uint32_t host) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "%u.%u.%u.%u", host >> 24, (host >> 16) & 255, (host >> 8) & 255, host & 255);
+  return b;
+}
+
+void put16(Bytes& b, std::size_t at, std::uint16_t v) { b[at] = v >> 8; b[at + 1] = v & 255; }
+void put32(Bytes& b, std::size_t at, std::uint32_t v) { put16(b, at, v >> 16); put16(b, at + 2, v & 0xffff); }
+void ip_checksum(Bytes& b, std::size_t at) {
+  std::uint32_t s = 0;
+  for (std::size_t i = 0; i < 20; i += 2) s += (b[at + i] << 8) | b[at + i + 1];
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  put16(b, at + 10, static_cast<std::uint16_t>(~s));
+}
+// Ethernet + IPv4 + UDP frame of `len` bytes at offset `at` of b.
+void write_udp_frame(Bytes& b, std::size_t at, std::size_t len, std::uint32_t src, std::uint32_t dst,
+                     std::uint16_t sport, std::uint16_t dport) {
+  const std::uint8_t dmac[6] = {2, 0x76, 0x78, 0, 3, 0xe9}, smac[6] = {2, 0xaa, 0, 0, 0, 1};
+  std::memcpy(&b[at], dmac, 6);
+  std::memcpy(&b[at + 6], smac, 6);
+  put16(b, at + 12, 0x0800);
+  b[at + 14] = 0x45;
+  put16(b, at + 16, static_cast<std::uint16_t>(len - 14));
+  put16(b, at + 20, 0x4000);
+  b[at + 22] = 64;
+  b[at + 23] = 17;
+  put32(b, at + 26, src);
+  put32(b, at + 30, dst);
+  ip_checksum(b, at + 14);
+  put16(b, at + 34, sport);
+  put16(b, at + 36, dport);
+  put16(b, at + 38, static_cast<std::uint16_t>(len - 34));
+}
+
+struct Setup {
+  dp::NeighborCache neighbors{4096};
+  dp::VniCounterSlots slots;
+  std::unique_ptr<dp::ForwardingTables> tables;
+  std::uint32_t vteps = 0;
+};
+
+bool build_tables(Setup& s, std::uint32_t routes) {
+  vxfed::dataplane::v1::Tables t;
+  auto* n = t.add_networks();
+  n->set_vni(kVni);
+  n->set_gateway_ip("10.244.0.1");
+  for (std::uint32_t p = 1; p <= kPods; ++p) {
+    auto* e = t.add_endpoints();
+    e->set_id("pod" + std::to_string(p));
+    e->set_vni(kVni);
+    e->set_ip("10.244.1." + std::to_string(p));
+    char mac[18];
+    std::snprintf(mac, sizeof(mac), "02:aa:00:00:00:%02x", p);
+    e->set_mac(mac);
+    e->set_iface("p" + std::to_string(p));
+  }
+  s.vteps = std::min<std::uint32_t>(routes, 1000);
+  for (std::uint32_t i = 0; i < routes; ++i) {
+    auto* r = t.add_routes();
+    r->set_vni(kVni);
+    r->set_prefix(ip_text(route_prefix(i)) + "/24");
+    r->add_next_hops()->set_vtep(ip_text(vtep_ip(i % s.vteps)));
+  }
+  for (std::uint32_t v = 0; v < s.vteps; ++v) {
+    auto* nb = t.add_neighbors();
+    nb->set_ip(ip_text(vtep_ip(v)));
+    nb->set_mac("02:00:00:00:02:02");
+  }
+  dp::BuildContext ctx;
+  ctx.local_vtep_ip_be = htonl((198u << 24) | (18u << 16) | 1);
+  ctx.uplink_mac = {2, 0, 0, 0, 0, 1};
+  ctx.underlay_mtu = 9000;
+  ctx.uplink_port = kUplink;
+  ctx.port_for_iface = [](const std::string& i) -> std::optional<std::uint16_t> {
+    return static_cast<std::uint16_t>(std::stoi(i.substr(1)));
+  };
+  ctx.neighbors = &s.neighbors;
+  ctx.vni_slots = &s.slots;
+  auto built = dp::ForwardingTables::create(t, ctx);
+  if (!built) {
+    std::fprintf(stderr, "tables: %s\n", built.error().c_str());
+    return false;
+  }
+  s.tables = std::move(*built);
+  return true;
+}
+
+// The frames of one case: encap = pod frames from pod 1; decap = VXLAN frames from VTEPs.
+std::vector<rte_mbuf*> make_frames(rte_mempool* pool, const Setup& s, bool encap, std::uint32_t frame,
+                                   std::uint32_t routes) {
+  std::vector<rte_mbuf*> out;
+  for (std::uint32_t k = 0; k < kFlows; ++k) {
+    Bytes b(encap ? frame : frame + 50, 0);
+    const std::uint32_t route = static_cast<std::uint32_t>((k * 2654435761ull) % routes);
+    if (encap) {
+      write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, route_prefix(route) + 5,
+                      static_cast<std::uint16_t>(1024 + k), 4791);
+    } else {
+      const std::uint32_t pod = 1 + k % kPods;
+      write_udp_frame(b, 0, frame + 50, vtep_ip(route % s.vteps), (198u << 24) | (18u << 16) | 1,
+                      static_cast<std::uint16_t>(49152 + k % 16384), 4789);
+      b[42] = 0x08;
+      put32(b, 46, kVni << 8);
+      write_udp_frame(b, 50, frame, route_prefix(route) + 5, (10u << 24) | (244u << 16) | (1u << 8) | pod,
+                      static_cast<std::uint16_t>(1024 + k), 4791);
+    }
+    rte_mbuf* m = rte_pktmbuf_alloc(pool);
+    if (!m || rte_pktmbuf_tailroom(m) < b.size()) {
+      std::fprintf(stderr, "mbuf pool too small\n");
+      std::exit(1);
+    }
+    std::memcpy(rte_pktmbuf_append(m, static_cast<std::uint16_t>(b.size())), b.data(), b.size());
+    out.push_back(m);
+  }
+  return out;
+}
+
+struct RunResult {
+  double cycles_per_packet;
+  std::uint64_t packets;
+};
+
+// One timed run over `packets` packets. Returns cycles per packet, or < 0 if any packet was
+// not forwarded (the benchmark must measure the forwarding path, not drops).
+RunResult run(const Setup& s, std::vector<rte_mbuf*>& frames, bool encap, std::uint64_t packets,
+              dp::TxStage& tx, dp::WorkerCounters& counters) {
+  std::uint64_t cycles = 0, done = 0;
+  std::size_t pos = 0;
+  while (done < packets) {
+    rte_mbuf** burst = &frames[pos];
+    const std::uint64_t t0 = rte_rdtsc();
+    if (encap)
+      dp::process_pod_burst(*s.tables, 1, burst, kBurst, tx, counters);
+    else
+      dp::process_uplink_burst(*s.tables, burst, kBurst, tx, counters);
+    cycles += rte_rdtsc() - t0;
+    // Recycle: every packet must be staged; undo what the pipeline did to it.
+    std::uint32_t staged = 0;
+    for (std::uint16_t i = 0; i < tx.n_dirty; ++i) {
+      auto& q = tx.ports[tx.dirty[i]];
+      staged += q.count;
+      q.count = 0;
+    }
+    tx.n_dirty = 0;
+    if (staged != kBurst) return RunResult{-1, done};
+    for (std::uint16_t i = 0; i < kBurst; ++i) {
+      if (encap) rte_pktmbuf_adj(burst[i], 50);
+      else rte_pktmbuf_prepend(burst[i], 50);
+    }
+    done += kBurst;
+    pos = (pos + kBurst) % frames.size();
+  }
+  return RunResult{static_cast<double>(cycles) / static_cast<double>(done), done};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vxfed pipeline benchmark: cycles per packet of the burst functions, no I/O"};
+  std::string out_dir = "perf/results/pipeline";
+  std::vector<std::string> directions = {"encap", "decap"};
+  std::vector<std::uint32_t> frame_sizes = {64, 8950};
+  std::vector<std::uint32_t> route_counts = {10, 130000};
+  std::uint64_t packets = 4'000'000;
+  int runs = 5;
+  bool no_json = false;
+  app.add_option("--out", out_dir, "directory for the JSON files (one per case)");
+  app.add_option("--direction", directions, "encap and/or decap")->check(CLI::IsMember({"encap", "decap"}));
+  app.add_option("--frame-bytes", frame_sizes, "pod-side frame sizes (decap input is 50 bytes more)");
+  app.add_option("--routes", route_counts, "route counts");
+  app.add_option("--packets", packets, "packets per run");
+  app.add_option("--runs", runs, "runs per case (median, min, max reported)");
+  app.add_flag("--no-json", no_json, "print only (used under callgrind)");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::string prefix = "vxfedbench" + std::to_string(getpid());
+  std::vector<std::string> eal = {"pipeline_bench", "-l", "0", "--no-huge", "-m", "1024", "--no-pci",
+                                  "--no-shconf", "--no-telemetry", "--file-prefix", prefix, "--log-level=error"};
+  std::vector<char*> eal_argv;
+  for (auto& a : eal) eal_argv.push_back(a.data());
+  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+    std::fprintf(stderr, "EAL init failed\n");
+    return 1;
+  }
+  rte_mempool* small = rte_pktmbuf_pool_create("bench_small", kFlows + 512, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  rte_mempool* jumbo = rte_pktmbuf_pool_create("bench_jumbo", kFlows + 512, 256, 0, 9216 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+  if (!small || !jumbo) {
+    std::fprintf(stderr, "mempool: out of EAL memory\n");
+    return 1;
+  }
+  auto tx = std::make_unique<dp::TxStage>();
+  auto counters = std::make_unique<dp::WorkerCounters>();
+  const double hz = static_cast<double>(rte_get_tsc_hz());
+  if (!no_json) std::filesystem::create_directories(out_dir);
+  std::printf("%-6s %6s %7s %10s %10s %10s %8s\n", "dir", "frame", "routes", "cyc/pkt", "min", "max", "Mpps");
+  int status = 0;
+  for (std::uint32_t routes : route_counts) {
+    Setup s;
+    if (!build_tables(s, routes)) return 1;
+    for (const auto& dir : directions) {
+      const bool encap = dir == "encap";
+      for (std::uint32_t frame : frame_sizes) {
+        auto frames = make_frames(frame + 50 > 2048 - 64 ? jumbo : small, s, encap, frame, routes);
+        run(s, frames, encap, kFlows * 4, *tx, *counters);  // warm caches and branch predictors
+        std::vector<double> cpp;
+        for (int r = 0; r < runs; ++r) {
+          const RunResult res = run(s, frames, encap, packets, *tx, *counters);
+          if (res.cycles_per_packet < 0) {
+            std::fprintf(stderr, "%s %u %u: packets were dropped; not a forwarding benchmark\n", dir.c_str(), frame, routes);
+            status = 1;
+            break;
+          }
+          cpp.push_back(res.cycles_per_packet);
+        }
+        for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+        if (cpp.empty()) continue;
+        std::vector<double> sorted = cpp;
+        std::sort(sorted.begin(), sorted.end());
+        const double median = sorted[sorted.size() / 2];
+        std::printf("%-6s %6u %7u %10.1f %10.1f %10.1f %8.2f\n", dir.c_str(), frame, routes, median,
+                    sorted.front(), sorted.back(), hz / median / 1e6);
+        if (no_json) continue;
+        nlohmann::json j = {
+            {"direction", dir},
+            {"frame_bytes", frame},
+            {"routes", routes},
+            {"burst", kBurst},
+            {"flows", kFlows},
+            {"packets_per_run", packets},
+            {"runs", cpp},
+            {"cycles_per_packet", median},
+            {"cycles_per_packet_min", sorted.front()},
+            {"cycles_per_packet_max", sorted.back()},
+            {"mpps_one_core", hz / median / 1e6},
+            {"instructions_per_packet", nullptr},  // filled in by perf/pipeline/run.py (callgrind)
+            {"tsc_hz", hz},
+        };
+        std::ofstream(out_dir + "/" + dir + "-" + std::to_string(frame) + "-" + std::to_string(routes) + ".json")
+            << j.dump(2) << "\n";
+      }
+    }
+  }
+  rte_eal_cleanup();
+  return status;
+}
