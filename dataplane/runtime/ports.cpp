@@ -121,22 +121,42 @@ Status Ports::setup_uplink() {
     spread_ = UplinkSpread::Software;
     rxq = 1;
   }
-  unsigned txq = workers_;
-  if (info.max_tx_queues > workers_) {
-    control_txq_ = static_cast<int>(workers_);
-    txq = workers_ + 1;
-  } else if (info.max_tx_queues < workers_) {
+  if (info.max_tx_queues < workers_)
     return make_error("uplink " + options_.uplink + " has only " + std::to_string(info.max_tx_queues) +
                       " TX queues; each of the " + std::to_string(workers_) + " workers needs one");
+  // Preferred: a TX queue of its own for the control thread, and RSS where the device has it.
+  // Some PMDs refuse either (tap wants as many TX as RX queues; RSS may need flow rules), so
+  // fall back step by step; without a control queue, worker 0 sends the control frames.
+  const bool can_rss = spread_ == UplinkSpread::Hardware && rxq > 1 && info.flow_type_rss_offloads != 0;
+  struct Attempt {
+    bool control_queue;
+    bool rss;
+  };
+  std::vector<Attempt> attempts;
+  if (info.max_tx_queues > workers_) attempts.push_back({true, can_rss});
+  attempts.push_back({false, can_rss});
+  if (can_rss) attempts.push_back({false, false});
+  Status started = make_error("not attempted");
+  bool rss = false;
+  for (const Attempt& a : attempts) {
+    const unsigned txq = workers_ + (a.control_queue ? 1 : 0);
+    started = start_port(uplink_, rxq, txq, a.rss);
+    if (started) {
+      control_txq_ = a.control_queue ? static_cast<int>(workers_) : -1;
+      rss = a.rss;
+      break;
+    }
+    spdlog::debug("uplink: {} RX / {} TX queues{}: {}", rxq, txq, a.rss ? " with RSS" : "", started.error());
   }
-  const bool rss = spread_ == UplinkSpread::Hardware && rxq > 1 && info.flow_type_rss_offloads != 0;
-  if (auto st = start_port(uplink_, rxq, txq, rss); !st) return make_error("uplink: " + st.error());
+  if (!started) return make_error("uplink: " + started.error());
+  const unsigned txq = workers_ + (control_txq_ >= 0 ? 1 : 0);
   uplink_started_ = true;
   spdlog::info("uplink {} ({}): {} RX queue(s), {} TX queue(s), spread: {}", options_.uplink,
                info.driver_name ? info.driver_name : "?", rxq, txq,
                spread_ == UplinkSpread::Software ? "software flow hash (worker 0 distributes)"
                : is_af_packet(info)              ? "af_packet PACKET_FANOUT_HASH"
                : rss                             ? "hardware RSS"
+               : rxq > 1                         ? "the device's own queue choice (tap: kernel flow hash)"
                                                  : "single queue");
   if (is_af_packet(info) && info.if_index != 0) {
     char ifname[IF_NAMESIZE] = {};
