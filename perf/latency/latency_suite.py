@@ -55,7 +55,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mtu", type=int, default=9000, choices=(9000, 1500), help="underlay MTU (default 9000)")
     p.add_argument("--pods", type=int, default=1, help="pods per cluster (default 1; the suite runs "
                    "between the first pod of each cluster, connectivity is checked for all)")
-    p.add_argument("--udp-rate", default="500M", help="iperf3 UDP offered rate, bit/s (default 500M)")
+    p.add_argument("--udp-rate", default="200M",
+                   help="iperf3 UDP offered rate, bit/s (default 200M: what this 2-core machine's "
+                        "sender reaches even under load; see docs/demo.md)")
     p.add_argument("--udp-len", type=int, default=1400, help="iperf3 UDP datagram bytes (default 1400)")
     p.add_argument("--msg-size", type=int, default=64, help="sockperf message bytes (default 64)")
     p.add_argument("--out", type=Path, default=None,

@@ -24,7 +24,7 @@ class MeasurementError(RuntimeError):
 class SuiteOptions:
     duration: float = 5.0          # seconds of each measurement
     tcp_omit: int = 1              # iperf3 -O: leave out TCP slow start
-    udp_rate: str = "1G"           # iperf3 -b: the fixed offered rate for the loss SLO
+    udp_rate: str = "200M"         # iperf3 -b: the fixed offered rate for the loss SLO
     udp_len: int = 1400            # iperf3 -l: datagram payload, fits both MTUs
     # iperf3 -w for UDP: the default 208 KiB receive buffer overflows whenever the receiving
     # iperf3 is descheduled on a shared 2-core machine (counted as UdpRcvbufErrors in the pod,
