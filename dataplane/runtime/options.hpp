@@ -23,7 +23,7 @@ struct Options {
   std::vector<std::string> static_neighbors;          // "IP=MAC"
   std::map<std::string, std::string> endpoint_ports;  // iface -> existing DPDK port name
   std::vector<std::string> endpoint_port_args;        // "IFACE=PORTNAME" as given
-  unsigned endpoint_frames = 256;     // af_packet ring frames per queue of an endpoint port
+  unsigned endpoint_frames = 512;     // af_packet ring frames per queue of an endpoint port
   bool qdisc_bypass = true;           // af_packet PACKET_QDISC_BYPASS on endpoint ports
   unsigned mbufs = 0;                 // mbuf pool size (0: computed)
   unsigned idle_sleep_us = 20;        // longest short sleep of an idle worker
