@@ -108,12 +108,16 @@ inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddre
 [[gnu::always_inline]] inline void uplink_vxlan(const ForwardingTables& t, rte_mbuf* m, const UplinkFrame& f,
                                                 TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
-  const std::uint32_t* vtep = t.vtep_index(f.outer_src_ip_be);
-  if (!vtep) [[unlikely]] return drop(m, DropReason::UnknownVtep, port, c);
-  const NetworkEntry* net = t.network_by_vni(f.vni);
-  if (!net) [[unlikely]] return drop(m, DropReason::UnknownVni, port, c);
-  const std::uint16_t ni = t.network_index(*net);
-  if (!t.vtep_allowed(*vtep, ni)) [[unlikely]] return drop(m, DropReason::VniNotAllowedForVtep, port, c);
+  const std::uint16_t* allowed = t.allowed_network(f.outer_src_ip_be, f.vni);
+  if (!allowed) [[unlikely]] {
+    // Which of the three conditions failed decides the counter.
+    const std::uint32_t* vtep = t.vtep_index(f.outer_src_ip_be);
+    if (!vtep) return drop(m, DropReason::UnknownVtep, port, c);
+    if (!t.network_by_vni(f.vni)) return drop(m, DropReason::UnknownVni, port, c);
+    return drop(m, DropReason::VniNotAllowedForVtep, port, c);
+  }
+  const std::uint16_t ni = *allowed;
+  const NetworkEntry* net = &t.network(ni);
   if (f.inner_ip_total_len > net->mtu) [[unlikely]] return drop(m, DropReason::InnerTooBig, port, c);
   const EndpointEntry* ep = t.endpoint(ni, f.inner_dst_ip_be);
   if (!ep) [[unlikely]] return drop(m, DropReason::NoEndpoint, port, c);

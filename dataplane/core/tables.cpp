@@ -441,7 +441,13 @@ class TablesBuilder {
       t_->vtep_index_.insert(vtep_ips_[v], v);
     }
     t_->allowed_.reserve(allowed_pairs_.size());
-    for (std::uint64_t k : allowed_pairs_) t_->allowed_.insert(k, 1);
+    t_->allowed_by_ip_.reserve(allowed_pairs_.size());
+    for (std::uint64_t k : allowed_pairs_) {
+      t_->allowed_.insert(k, 1);
+      const auto vtep = static_cast<std::uint32_t>(k >> 16);
+      const auto net = static_cast<std::uint16_t>(k & 0xffff);
+      t_->allowed_by_ip_.insert((static_cast<std::uint64_t>(vtep_ips_[vtep]) << 24) | t_->networks_[net].vni, net);
+    }
     for (const auto& [ip, mac] : static_neighbors_) {
       auto slot = ctx_.neighbors->slot_for(ip);
       if (!slot) {

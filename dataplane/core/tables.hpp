@@ -123,6 +123,12 @@ class ForwardingTables {
   bool vtep_allowed(std::uint32_t vtep, std::uint16_t network) const {
     return allowed_.find(allow_key(vtep, network)) != nullptr;
   }
+  // Decap fast check, one lookup: the network of `vni` if the VTEP at src_ip_be may send it
+  // (known VTEP, configured VNI, allowed pair); null otherwise (then ask the three questions
+  // above to find out which one failed).
+  const std::uint16_t* allowed_network(std::uint32_t src_ip_be, std::uint32_t vni) const {
+    return allowed_by_ip_.find((static_cast<std::uint64_t>(src_ip_be) << 24) | vni);
+  }
   // Longest-prefix match of dst (network order) in a network: the next-hop group, or null.
   // Why it is right: the longest union prefix P containing dst contains every route of any
   // VNI that contains dst, so this VNI's best route is its longest route containing P:
@@ -174,6 +180,7 @@ class ForwardingTables {
   std::vector<VtepEntry> vteps_;
   FlatMap64<std::uint32_t> vtep_index_;
   FlatMap64<std::uint8_t> allowed_;
+  FlatMap64<std::uint16_t> allowed_by_ip_;  // (VTEP ip << 24 | vni) -> network index
   LpmTable lpm_;                            // union of all prefixes -> prefix id
   std::vector<std::uint32_t> prefix_parent_;  // prefix id -> next shorter union prefix id
   FlatMap64<std::uint32_t> route_group_;    // (prefix id, network) -> group index
