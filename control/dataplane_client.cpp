@@ -92,23 +92,54 @@ void DataplaneClient::send_snapshot(bool with_endpoints) {
   auto* snapshot = request.mutable_snapshot();
   snapshot->set_generation(++generation_);
   *snapshot->mutable_tables() = state_.tables();
-  if (!with_endpoints) snapshot->mutable_tables()->clear_endpoints();
+  if (!with_endpoints) {
+    snapshot->mutable_tables()->clear_endpoints();
+  } else if (!refused_.empty()) {
+    // Endpoints this dataplane already refused would only fail the whole snapshot again;
+    // they are retried at the next connection.
+    auto* endpoints = snapshot->mutable_tables()->mutable_endpoints();
+    for (int i = endpoints->size() - 1; i >= 0; --i)
+      if (refused_.count(endpoints->Get(i).id())) endpoints->DeleteSubrange(i, 1);
+  }
   log_->debug("snapshot generation {}: {} networks, {} endpoints, {} routes", generation_,
               snapshot->tables().networks_size(), snapshot->tables().endpoints_size(),
               snapshot->tables().routes_size());
   resync_in_flight_ = true;
+  merger_.clear();  // the snapshot carries every pending change
   ++stats_.snapshots_sent;
   send(request, with_endpoints ? Kind::snapshot : Kind::base_snapshot, generation_);
 }
 
 std::uint64_t DataplaneClient::publish(const dp::Delta& delta) {
   if (!conn_) return 0;  // the snapshot at the next connect carries it
+  if (merger_.empty()) merged_generation_ = ++generation_;
+  const std::uint64_t generation = merged_generation_;
+  if (!merger_.add(delta)) {
+    merger_.clear();
+    request_resync();
+    return generation;  // the snapshot's generation is higher
+  }
+  try_send_delta();
+  return generation;
+}
+
+void DataplaneClient::try_send_delta() {
+  if (!conn_ || delta_in_flight_ || merger_.empty()) return;
   dp::DataplaneRequest request;
-  *request.mutable_delta() = delta;
-  request.mutable_delta()->set_generation(++generation_);
+  *request.mutable_delta() = merger_.build();
+  request.mutable_delta()->set_generation(merged_generation_);
+  merger_.clear();
+  delta_in_flight_ = true;
   ++stats_.deltas_sent;
-  send(request, Kind::delta, generation_);
-  return generation_;
+  send(request, Kind::delta, merged_generation_);
+}
+
+void DataplaneClient::request_resync() {
+  if (resync_in_flight_) {
+    resync_again_ = true;
+    return;
+  }
+  send_snapshot(true);
 }
 
 void DataplaneClient::send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation,
@@ -177,6 +208,11 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
     case Kind::snapshot:
     case Kind::base_snapshot:
       resync_in_flight_ = false;
+      if (resync_again_ && response.ok()) {
+        resync_again_ = false;
+        send_snapshot(true);
+        return;
+      }
       if (!response.ok()) {
         ++stats_.snapshots_refused;
         if (p.kind == Kind::snapshot) {
@@ -220,13 +256,15 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
       }
       return;
     case Kind::delta:
+      delta_in_flight_ = false;
       if (response.ok()) {
         acked_generation_ = std::max(acked_generation_, p.generation);
-        return;
+      } else {
+        ++stats_.deltas_refused;
+        log_->error("dataplane refused delta {}: {}; resending the full snapshot", p.generation, response.error());
+        request_resync();
       }
-      ++stats_.deltas_refused;
-      log_->error("dataplane refused delta {}: {}; resending the full snapshot", p.generation, response.error());
-      if (!resync_in_flight_) send_snapshot(true);
+      try_send_delta();
       return;
     case Kind::counters:
       if (response.ok() && response.has_counters()) {
@@ -250,6 +288,9 @@ void DataplaneClient::drop_connection(const std::string& why) {
   pending_.clear();
   ready_ = false;
   resync_in_flight_ = false;
+  resync_again_ = false;
+  delta_in_flight_ = false;
+  merger_.clear();
   schedule_reconnect();
 }
 

@@ -8,6 +8,8 @@
 // networks and routes only, then every endpoint as its own delta; those refused are marked
 // (not in_dataplane) and retried at the next resync. A refused delta triggers a resync.
 // Lost connection: reconnect with exponential backoff (reconnect_min_ms .. reconnect_max_ms).
+// At most one Delta is in flight: changes made meanwhile are merged into the next one
+// (DeltaMerger), because each Delta costs the dataplane a table rebuild.
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,7 @@
 
 #include "dataplane.pb.h"
 #include "delimited.hpp"
+#include "delta_merger.hpp"
 #include "node_state.hpp"
 
 namespace vxfed::control {
@@ -94,6 +97,8 @@ class DataplaneClient : public TablesSink {
   void flush(std::shared_ptr<Connection> conn);
   void drop_connection(const std::string& why);
   void send_snapshot(bool with_endpoints);
+  void request_resync();
+  void try_send_delta();
   void tick();
 
   boost::asio::io_context& io_;
@@ -107,6 +112,10 @@ class DataplaneClient : public TablesSink {
   bool stopped_ = true;
   bool ready_ = false;
   bool resync_in_flight_ = false;
+  bool resync_again_ = false;        // another resync was asked for while one was in flight
+  DeltaMerger merger_;               // changes waiting for the in-flight delta's answer
+  std::uint64_t merged_generation_ = 0;
+  bool delta_in_flight_ = false;
   std::uint64_t next_request_id_ = 1;
   std::uint64_t generation_ = 0;
   std::uint64_t acked_generation_ = 0;

@@ -283,6 +283,31 @@ int cmd_remove_network(const Globals& g, const std::string& name) {
   return kOk;
 }
 
+// attach/detach by hand: what the CNI plugin does, for operators and tests.
+int cmd_attach(const Globals& g, const v1::EndpointSpec& spec) {
+  v1::ControlRequest req;
+  *req.mutable_attach_endpoint()->mutable_endpoint() = spec;
+  v1::ControlResponse res;
+  int exit = kOk;
+  if (!call(g, req, res, exit)) return exit;
+  if (g.json) std::cout << to_json(res.endpoint()).dump(2) << "\n";
+  else std::cout << "endpoint " << spec.container_id() << "/" << spec.ifname() << " attached (VNI " << res.endpoint().vni()
+                 << ", in dataplane: " << (res.endpoint().in_dataplane() ? "yes" : "not yet") << ")\n";
+  return kOk;
+}
+
+int cmd_detach(const Globals& g, const std::string& container_id, const std::string& ifname) {
+  v1::ControlRequest req;
+  req.mutable_detach_endpoint()->set_container_id(container_id);
+  req.mutable_detach_endpoint()->set_ifname(ifname);
+  v1::ControlResponse res;
+  int exit = kOk;
+  if (!call(g, req, res, exit)) return exit;
+  if (g.json) std::cout << json{{"detached", container_id + "/" + ifname}}.dump() << "\n";
+  else std::cout << "endpoint " << container_id << "/" << ifname << " detached\n";
+  return kOk;
+}
+
 // Asks the dataplane itself what it runs (its DumpTables), to compare with vxfedd's view.
 int cmd_dump_dataplane(const Globals& g, const std::string& socket) {
   auto fd = vxfed::connect_unix(socket, g.timeout_ms);
@@ -372,6 +397,30 @@ int main(int argc, char** argv) {
   auto* remove = app.add_subcommand("remove-network", "remove a network added at run time (it must have no endpoints)");
   remove->add_option("name", remove_name, "network name")->required();
   remove->callback([&] { result = cmd_remove_network(g, remove_name); });
+
+  v1::EndpointSpec ep;
+  std::string ep_cid, ep_ifname = "net1", ep_network, ep_ip, ep_mac, ep_iface;
+  auto* attach = app.add_subcommand("attach", "attach an endpoint by hand (what the CNI plugin does on ADD)");
+  attach->add_option("container_id", ep_cid, "container id")->required();
+  attach->add_option("--ifname", ep_ifname, "interface name inside the pod")->capture_default_str();
+  attach->add_option("--network", ep_network, "network name")->required();
+  attach->add_option("--ip", ep_ip, "pod IPv4 (no prefix)")->required();
+  attach->add_option("--mac", ep_mac, "pod MAC")->required();
+  attach->add_option("--host-iface", ep_iface, "host-side interface the dataplane attaches to")->required();
+  attach->callback([&] {
+    ep.set_container_id(ep_cid);
+    ep.set_ifname(ep_ifname);
+    ep.set_network(ep_network);
+    ep.set_ip(ep_ip);
+    ep.set_mac(ep_mac);
+    ep.set_host_iface(ep_iface);
+    result = cmd_attach(g, ep);
+  });
+  std::string det_cid, det_ifname = "net1";
+  auto* detach = app.add_subcommand("detach", "detach an endpoint (what the CNI plugin does on DEL; unknown is fine)");
+  detach->add_option("container_id", det_cid, "container id")->required();
+  detach->add_option("--ifname", det_ifname, "interface name inside the pod")->capture_default_str();
+  detach->callback([&] { result = cmd_detach(g, det_cid, det_ifname); });
 
   std::string dp_socket = "/run/vxfed/dataplane.sock";
   auto* dump = app.add_subcommand("dump-dataplane", "ask vxfed-dataplane for the tables it runs (DumpTables)");

@@ -108,3 +108,14 @@ TEST(Config, MissingFileIsNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Config, DocumentedExampleIsValid) {
+  auto c = vxfed::control::load_config(std::string(VXFED_SOURCE_DIR) + "/docs/vxfedd.example.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->networks.size(), 2u);
+  EXPECT_EQ(c->pools.size(), 2u);
+}
+
+}  // namespace

@@ -1,0 +1,67 @@
+#include "delta_merger.hpp"
+
+namespace vxfed::control {
+
+namespace dp = ::vxfed::dataplane::v1;
+
+bool DeltaMerger::add(const dp::Delta& d) {
+  ++changes_;
+  // Within one Delta, upserts apply first, then removals: an upsert may cancel an earlier
+  // removal of the same key only where removing and re-adding is the same as replacing.
+  for (const auto& n : d.upsert().networks()) {
+    if (remove_networks_.count(n.vni())) return false;  // removal would wipe the new network's entries
+    networks_[n.vni()] = n;
+  }
+  for (const auto& e : d.upsert().endpoints()) {
+    remove_endpoints_.erase(e.id());
+    endpoints_[e.id()] = e;
+  }
+  for (const auto& r : d.upsert().routes()) {
+    remove_routes_.erase({r.vni(), r.prefix()});
+    routes_[{r.vni(), r.prefix()}] = r;
+  }
+  for (auto vni : d.remove_networks()) {
+    networks_.erase(vni);
+    std::erase_if(endpoints_, [vni](const auto& kv) { return kv.second.vni() == vni; });
+    std::erase_if(routes_, [vni](const auto& kv) { return kv.first.first == vni; });
+    remove_networks_.insert(vni);
+  }
+  for (const auto& id : d.remove_endpoints()) {
+    endpoints_.erase(id);
+    remove_endpoints_.insert(id);
+  }
+  for (const auto& k : d.remove_routes()) {
+    routes_.erase({k.vni(), k.prefix()});
+    remove_routes_.insert({k.vni(), k.prefix()});
+  }
+  return true;
+}
+
+bool DeltaMerger::empty() const { return changes_ == 0; }
+
+void DeltaMerger::clear() {
+  networks_.clear();
+  endpoints_.clear();
+  routes_.clear();
+  remove_networks_.clear();
+  remove_endpoints_.clear();
+  remove_routes_.clear();
+  changes_ = 0;
+}
+
+dp::Delta DeltaMerger::build() const {
+  dp::Delta d;
+  for (const auto& [k, n] : networks_) *d.mutable_upsert()->add_networks() = n;
+  for (const auto& [k, e] : endpoints_) *d.mutable_upsert()->add_endpoints() = e;
+  for (const auto& [k, r] : routes_) *d.mutable_upsert()->add_routes() = r;
+  for (auto v : remove_networks_) d.add_remove_networks(v);
+  for (const auto& id : remove_endpoints_) d.add_remove_endpoints(id);
+  for (const auto& [vni, prefix] : remove_routes_) {
+    auto* k = d.add_remove_routes();
+    k->set_vni(vni);
+    k->set_prefix(prefix);
+  }
+  return d;
+}
+
+}  // namespace vxfed::control

@@ -1,0 +1,39 @@
+// Coalesces table changes into one Delta while the previous one is with the dataplane
+// (a Delta costs the dataplane a table rebuild, ~0.1 s; a burst of pod attachments must not
+// queue one rebuild each). Merging keeps the meaning of applying the deltas in order; the
+// one case a single Delta cannot express (a network removed and then re-created within the
+// batch: Delta applies upserts before removals) is reported so the caller resyncs instead.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "dataplane.pb.h"
+
+namespace vxfed::control {
+
+class DeltaMerger {
+ public:
+  // Adds `delta` after what is pending. False when the result cannot be one Delta: the caller
+  // must send a full snapshot instead (and clear()).
+  bool add(const ::vxfed::dataplane::v1::Delta& delta);
+  bool empty() const;
+  void clear();
+  ::vxfed::dataplane::v1::Delta build() const;
+  std::size_t changes() const { return changes_; }
+
+ private:
+  using RouteKey = std::pair<std::uint32_t, std::string>;
+  std::map<std::uint32_t, ::vxfed::dataplane::v1::Network> networks_;
+  std::map<std::string, ::vxfed::dataplane::v1::Endpoint> endpoints_;
+  std::map<RouteKey, ::vxfed::dataplane::v1::Route> routes_;
+  std::set<std::uint32_t> remove_networks_;
+  std::set<std::string> remove_endpoints_;
+  std::set<RouteKey> remove_routes_;
+  std::size_t changes_ = 0;
+};
+
+}  // namespace vxfed::control

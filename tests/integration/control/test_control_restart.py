@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""vxfedd + vxfed-dataplane: restarts of either side converge to identical tables.
+
+Topology (namespaces this test creates, removed at exit):
+  node netns: vxfed-dataplane (af_packet uplink up0 <-veth MTU 9000-> up1 in the peer netns)
+              four pod ports vxfcA1.. (host ends of veths whose other ends sit in pod netns)
+  vxfedd runs in the node netns too; both sockets live in this test's work directory.
+
+Steps:
+  1. two networks (red from the pool, blue pinned to VNI 5000, a static route on red),
+     four endpoints attached over the API (vxfedctl attach = the CNI plugin's AttachEndpoint);
+  2. kill -9 vxfedd and restart it: same VNIs, same endpoints, and the dataplane's tables
+     (DumpTables) identical to before;
+  3. restart vxfed-dataplane: vxfedd replays the snapshot; tables identical again. The time
+     from the new dataplane's API socket appearing to the replayed tables is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import vxfed_testlib as t
+
+VTEP = "198.18.0.1"
+PEER_VTEP = "198.18.0.2"
+UNDERLAY_MTU = 9000
+
+ENDPOINTS = [  # container id, network, ip, mac
+    ("ctr-red-1", "red", "10.244.1.11", "02:00:0a:f4:01:0b"),
+    ("ctr-red-2", "red", "10.244.1.12", "02:00:0a:f4:01:0c"),
+    ("ctr-blue-1", "blue", "10.244.2.11", "02:00:0a:f4:02:0b"),
+    ("ctr-blue-2", "blue", "10.244.2.12", "02:00:0a:f4:02:0c"),
+]
+
+
+def canonical_tables(dump: dict) -> dict:
+    """The dataplane's tables without the generation, order-independent."""
+    tables = dump.get("tables", {})
+    out = {}
+    for key, id_of in (("networks", lambda e: str(e["vni"])), ("endpoints", lambda e: e["id"]),
+                       ("routes", lambda e: f'{e["vni"]}/{e["prefix"]}'),
+                       ("vteps", lambda e: e["ip"]), ("neighbors", lambda e: e["ip"])):
+        out[key] = {id_of(e): json.dumps(e, sort_keys=True) for e in tables.get(key, [])}
+    return out
+
+
+class Control:
+    def __init__(self, topo: t.Topology, node: t.Namespace):
+        self.topo = topo
+        self.node = node
+        self.vxfedd = t.require_binary("control/vxfedd")
+        self.vxfedctl = t.require_binary("control/vxfedctl")
+        self.dataplane_bin = t.require_binary("dataplane/vxfed-dataplane")
+        self.socket = str(topo.workdir / "run" / "vxfedd.sock")
+        self.dp_socket = str(topo.workdir / "dp.sock")
+        self.state_dir = str(topo.workdir / "state")
+        self.config = topo.workdir / "vxfedd.yaml"
+        self.file_prefix = f"vxctl{topo.suffix}"
+        self.daemon: subprocess.Popen | None = None
+        self.dataplane: subprocess.Popen | None = None
+        self.starts = 0
+
+    def write_config(self) -> None:
+        self.config.write_text(f"""
+node: {{name: node-a1, vtep_ip: {VTEP}, uplink: up0, underlay_mtu: {UNDERLAY_MTU}}}
+cluster: {{name: cluster-a, pod_cidrs: [10.244.0.0/16]}}
+daemon: {{metrics_listen: ""}}
+dataplane: {{socket: {self.dp_socket}, reconnect_min_ms: 50, reconnect_max_ms: 500}}
+vni: {{pools: [{{name: federation, ranges: ["1000-2000"]}}]}}
+networks:
+  - name: red
+    subnet: 10.244.1.0/24
+    static_routes: [{{prefix: 10.245.1.0/24, vteps: [{PEER_VTEP}]}}]
+  - {{name: blue, subnet: 10.244.2.0/24, vni: 5000}}
+""")
+
+    # -- processes --
+    def start_daemon(self) -> None:
+        self.starts += 1
+        self.daemon = self.node.spawn([str(self.vxfedd), "--config", str(self.config), "--state-dir", self.state_dir,
+                                       "--socket", self.socket, "--foreground", "--log-level", "debug"],
+                                      name=f"vxfedd-{self.starts}")
+        t.wait_for(lambda: self.ctl("status", check=False).returncode in (0, 4) or self.daemon.poll() is not None,
+                   30, "vxfedd's API")
+        if self.daemon.poll() is not None:
+            raise RuntimeError("vxfedd exited:\n" + self.topo.log_of(f"vxfedd-{self.starts}"))
+
+    def start_dataplane(self) -> float:
+        args = [str(self.dataplane_bin), "--lcores", "0@0,1@1", "--no-huge", "-m", "1024", "--no-pci",
+                "--file-prefix", self.file_prefix,
+                "--vdev", "net_af_packet0,iface=up0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512",
+                "--", "--uplink", "net_af_packet0", "--vtep-ip", VTEP, "--queues", "1",
+                "--mtu", str(UNDERLAY_MTU), "--api-socket", self.dp_socket]
+        self.starts += 1
+        self.dataplane = self.node.spawn(args, name=f"vxfed-dataplane-{self.starts}")
+        t.wait_for(lambda: Path(self.dp_socket).exists() or self.dataplane.poll() is not None, 60,
+                   "the dataplane's API socket")
+        if self.dataplane.poll() is not None:
+            raise RuntimeError("vxfed-dataplane exited:\n" + self.topo.log_of(f"vxfed-dataplane-{self.starts}"))
+        return time.monotonic()
+
+    def stop_dataplane(self) -> None:
+        assert self.dataplane is not None
+        self.dataplane.terminate()
+        self.dataplane.wait(timeout=30)
+        Path(self.dp_socket).unlink(missing_ok=True)
+        import shutil
+        shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)
+
+    # -- clients --
+    def ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return t.run([str(self.vxfedctl), "--socket", self.socket, *args], check=check, timeout=30)
+
+    def ctl_json(self, *args: str) -> dict:
+        return json.loads(self.ctl("--json", *args).stdout)
+
+    def dump(self) -> dict:
+        out = t.run([str(self.vxfedctl), "--json", "dump-dataplane", "--dataplane-socket", self.dp_socket],
+                    timeout=30)
+        return json.loads(out.stdout)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        t.wait_for(lambda: self.ctl("status", check=False).returncode == 0, timeout,
+                   "vxfedd to report the dataplane ready")
+
+    def wait_all_in_dataplane(self, timeout: float = 60) -> None:
+        def done() -> bool:
+            eps = self.ctl_json("endpoints")["endpoints"]
+            return len(eps) == len(ENDPOINTS) and all(e["in_dataplane"] for e in eps)
+        t.wait_for(done, timeout, "every endpoint in the dataplane")
+
+
+def state_of(c: Control) -> dict:
+    vnis = {v["network"] or f'held-{v["vni"]}': v["vni"] for v in c.ctl_json("vnis")["vnis"]}
+    eps = {f'{e["container_id"]}/{e["ifname"]}': (e["network"], e["ip"], e["mac"], e["host_iface"], e["vni"])
+           for e in c.ctl_json("endpoints")["endpoints"]}
+    return {"vnis": vnis, "endpoints": eps}
+
+
+def main() -> None:
+    t.require_root()
+    for prog in ("ip",):
+        t.require_program(prog)
+    with t.Topology("ctlrs") as topo:
+        c = Control(topo, None)  # type: ignore[arg-type]
+        node = topo.netns("node")
+        peer = topo.netns("peer")
+        c.node = node
+        topo.veth(node, "up0", peer, "up1", mtu=UNDERLAY_MTU)
+        peer.run(f"ip addr add {PEER_VTEP}/24 dev up1")
+        node.run("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        ifaces = {}
+        for i, (cid, network, ip, mac) in enumerate(ENDPOINTS):
+            pod = topo.netns(f"p{i}")
+            host_iface = f"vxfc{topo.suffix}{i}"[:15]
+            topo.veth(pod, "net1", node, host_iface, mtu=UNDERLAY_MTU)
+            pod.run(f"ip link set net1 address {mac} mtu {UNDERLAY_MTU - 50}")
+            ifaces[cid] = host_iface
+        c.write_config()
+        t.run([str(c.vxfedd), "--check-config", str(c.config)])
+        try:
+            c.start_dataplane()
+            c.start_daemon()
+            c.wait_ready()
+            for cid, network, ip, mac in ENDPOINTS:
+                c.ctl("attach", cid, "--network", network, "--ip", ip, "--mac", mac, "--host-iface", ifaces[cid])
+            c.wait_all_in_dataplane()
+            before = state_of(c)
+            dump_before = c.dump()
+            tables_before = canonical_tables(dump_before)
+            t.log(f"state: {json.dumps(before['vnis'])}; dataplane has {len(tables_before['networks'])} networks, "
+                  f"{len(tables_before['endpoints'])} endpoints, {len(tables_before['routes'])} routes")
+            assert len(tables_before["networks"]) == 2, tables_before
+            assert len(tables_before["endpoints"]) == len(ENDPOINTS), tables_before
+            assert len(tables_before["routes"]) == 1, tables_before
+            assert before["vnis"]["blue"] == 5000 and 1000 <= before["vnis"]["red"] <= 2000, before
+            # Idempotent ADD and refused conflicting ADD.
+            cid, network, ip, mac = ENDPOINTS[0]
+            c.ctl("attach", cid, "--network", network, "--ip", ip, "--mac", mac, "--host-iface", ifaces[cid])
+            conflict = c.ctl("attach", cid, "--network", network, "--ip", "10.244.1.99", "--mac", mac,
+                             "--host-iface", ifaces[cid], check=False)
+            assert conflict.returncode == 1 and "ALREADY_EXISTS" in conflict.stderr, conflict
+
+            # --- kill -9 vxfedd and restart it ---
+            os.kill(c.daemon.pid, signal.SIGKILL)
+            c.daemon.wait(timeout=10)
+            # The dataplane keeps forwarding on its tables while vxfedd is gone.
+            assert canonical_tables(c.dump()) == tables_before, "dataplane tables changed while vxfedd was down"
+            c.start_daemon()
+            c.wait_ready()
+            c.wait_all_in_dataplane()
+            after = state_of(c)
+            assert after == before, f"state changed across kill -9:\nbefore {before}\nafter  {after}"
+            tables_after = canonical_tables(c.dump())
+            assert tables_after == tables_before, \
+                f"dataplane tables differ after vxfedd restart:\nbefore {tables_before}\nafter  {tables_after}"
+            t.log("kill -9 vxfedd + restart: same VNIs, same endpoints, identical dataplane tables")
+
+            # --- restart the dataplane: vxfedd replays everything ---
+            c.stop_dataplane()
+            t.wait_for(lambda: c.ctl("status", check=False).returncode == 4, 30, "vxfedd to notice the dataplane left")
+            socket_up = c.start_dataplane()
+            replayed_at = None
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if canonical_tables(c.dump()) == tables_before:
+                        replayed_at = time.monotonic()
+                        break
+                except Exception:  # the dataplane may still be starting its API
+                    pass
+                time.sleep(0.02)
+            assert replayed_at is not None, "tables were not replayed to the restarted dataplane"
+            c.wait_ready()
+            c.wait_all_in_dataplane()
+            log = topo.log_of(f"vxfedd-2")
+            sync_lines = [line for line in log.splitlines() if "applied snapshot" in line]
+            t.log(f"dataplane restart: tables replayed {1000 * (replayed_at - socket_up):.0f} ms after its API socket "
+                  f"appeared (vxfedd: '{sync_lines[-1].split('] ')[-1] if sync_lines else '?'}')")
+            print(f"REPLAY_MS {1000 * (replayed_at - socket_up):.1f}")
+            # Detach is idempotent; unknown endpoints are fine.
+            c.ctl("detach", ENDPOINTS[0][0])
+            c.ctl("detach", ENDPOINTS[0][0])
+            t.wait_for(lambda: len(canonical_tables(c.dump())["endpoints"]) == len(ENDPOINTS) - 1, 30,
+                       "the detached endpoint to leave the dataplane")
+        except BaseException:
+            topo.dump_logs()
+            raise
+        finally:
+            if c.daemon is not None and c.daemon.poll() is None:
+                c.daemon.terminate()
+                c.daemon.wait(timeout=10)
+            if c.dataplane is not None and c.dataplane.poll() is None:
+                c.stop_dataplane()
+
+
+if __name__ == "__main__":
+    t.main_wrapper(main)
