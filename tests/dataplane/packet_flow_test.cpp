@@ -5,6 +5,7 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -257,6 +258,19 @@ TEST_F(PacketFlow, TxStageOverflowCountsTxFull) {
   }, *counters_);
   EXPECT_EQ(counters_->ports[kUplink].tx_packets.get(), 10u);
   EXPECT_EQ(drops(DropReason::TxFull), 3u * 64 - 10);
+  EXPECT_EQ(rte_mempool_in_use_count(small_pool()), 0u);
+}
+
+TEST_F(PacketFlow, NoHeadroomForOuterHeadersIsDropped) {
+  rte_mbuf* m = rte_pktmbuf_alloc(small_pool());
+  ASSERT_NE(m, nullptr);
+  m->data_off = 10;  // only 10 bytes in front of the frame
+  const Bytes f = flow(1, ip("10.245.1.1"));
+  std::memcpy(rte_pktmbuf_append(m, static_cast<std::uint16_t>(f.size())), f.data(), f.size());
+  rte_mbuf* burst[1] = {m};
+  dp::process_pod_burst(*tables_, kPod1, burst, 1, *tx_, *counters_);
+  EXPECT_EQ(drops(DropReason::NoHeadroom), 1u);
+  EXPECT_TRUE(take_all().empty());
   EXPECT_EQ(rte_mempool_in_use_count(small_pool()), 0u);
 }
 
