@@ -53,9 +53,14 @@ void DataplaneClient::connect() {
                              [this, conn](const boost::system::error_code& ec) {
                                if (stopped_) return;
                                if (ec) {
-                                 if (!first_connect_logged_ || backoff_ms_ >= options_.reconnect_max_ms)
-                                   log_->warn("dataplane {} not reachable ({}); retrying in {} ms",
-                                              options_.socket, ec.message(), backoff_ms_);
+                                 // The first failure, then one line a minute: a dataplane that
+                                 // stays away must not flood the log at the backoff rate.
+                                 const auto now = SteadyClock::now();
+                                 if (!first_connect_logged_ || now - last_unreachable_log_ >= std::chrono::seconds(60)) {
+                                   log_->warn("dataplane {} not reachable ({}); retrying every {} ms at most",
+                                              options_.socket, ec.message(), options_.reconnect_max_ms);
+                                   last_unreachable_log_ = now;
+                                 }
                                  first_connect_logged_ = true;
                                  schedule_reconnect();
                                  return;

@@ -124,6 +124,7 @@ class DataplaneClient : public TablesSink {
   std::chrono::steady_clock::time_point connected_at_;
   std::chrono::steady_clock::time_point last_counters_poll_;
   bool first_connect_logged_ = false;
+  std::chrono::steady_clock::time_point last_unreachable_log_{};
   Stats stats_;
   dp::Counters counters_;
   std::chrono::steady_clock::time_point counters_time_;

@@ -64,7 +64,8 @@ class Control:
         self.file_prefix = f"vxctl{topo.suffix}"
         self.daemon: subprocess.Popen | None = None
         self.dataplane: subprocess.Popen | None = None
-        self.starts = 0
+        self.daemon_starts = 0
+        self.dataplane_starts = 0
 
     def write_config(self) -> None:
         self.config.write_text(f"""
@@ -82,14 +83,14 @@ networks:
 
     # -- processes --
     def start_daemon(self) -> None:
-        self.starts += 1
+        self.daemon_starts += 1
         self.daemon = self.node.spawn([str(self.vxfedd), "--config", str(self.config), "--state-dir", self.state_dir,
                                        "--socket", self.socket, "--foreground", "--log-level", "debug"],
-                                      name=f"vxfedd-{self.starts}")
+                                      name=f"vxfedd-{self.daemon_starts}")
         t.wait_for(lambda: self.ctl("status", check=False).returncode in (0, 4) or self.daemon.poll() is not None,
                    30, "vxfedd's API")
         if self.daemon.poll() is not None:
-            raise RuntimeError("vxfedd exited:\n" + self.topo.log_of(f"vxfedd-{self.starts}"))
+            raise RuntimeError("vxfedd exited:\n" + self.topo.log_of(f"vxfedd-{self.daemon_starts}"))
 
     def start_dataplane(self) -> float:
         args = [str(self.dataplane_bin), "--lcores", "0@0,1@1", "--no-huge", "-m", "1024", "--no-pci",
@@ -97,12 +98,12 @@ networks:
                 "--vdev", "net_af_packet0,iface=up0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512",
                 "--", "--uplink", "net_af_packet0", "--vtep-ip", VTEP, "--queues", "1",
                 "--mtu", str(UNDERLAY_MTU), "--api-socket", self.dp_socket]
-        self.starts += 1
-        self.dataplane = self.node.spawn(args, name=f"vxfed-dataplane-{self.starts}")
+        self.dataplane_starts += 1
+        self.dataplane = self.node.spawn(args, name=f"vxfed-dataplane-{self.dataplane_starts}")
         t.wait_for(lambda: Path(self.dp_socket).exists() or self.dataplane.poll() is not None, 60,
                    "the dataplane's API socket")
         if self.dataplane.poll() is not None:
-            raise RuntimeError("vxfed-dataplane exited:\n" + self.topo.log_of(f"vxfed-dataplane-{self.starts}"))
+            raise RuntimeError("vxfed-dataplane exited:\n" + self.topo.log_of(f"vxfed-dataplane-{self.dataplane_starts}"))
         return time.monotonic()
 
     def stop_dataplane(self) -> None:
@@ -131,9 +132,13 @@ networks:
 
     def wait_all_in_dataplane(self, timeout: float = 60) -> None:
         def done() -> bool:
+            if self.dataplane is not None and self.dataplane.poll() is not None:
+                return True  # reported below
             eps = self.ctl_json("endpoints")["endpoints"]
             return len(eps) == len(ENDPOINTS) and all(e["in_dataplane"] for e in eps)
         t.wait_for(done, timeout, "every endpoint in the dataplane")
+        if self.dataplane is not None and self.dataplane.poll() is not None:
+            raise RuntimeError(f"vxfed-dataplane died (exit status {self.dataplane.returncode})")
 
 
 def state_of(c: Control) -> dict:
@@ -219,7 +224,7 @@ def main() -> None:
             assert replayed_at is not None, "tables were not replayed to the restarted dataplane"
             c.wait_ready()
             c.wait_all_in_dataplane()
-            log = topo.log_of(f"vxfedd-2")
+            log = topo.log_of(f"vxfedd-{c.daemon_starts}")
             sync_lines = [line for line in log.splitlines() if "applied snapshot" in line]
             t.log(f"dataplane restart: tables replayed {1000 * (replayed_at - socket_up):.0f} ms after its API socket "
                   f"appeared (vxfedd: '{sync_lines[-1].split('] ')[-1] if sync_lines else '?'}')")
