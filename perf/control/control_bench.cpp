@@ -162,8 +162,8 @@ Summary run(const std::string& socket, std::size_t total, int clients, Build bui
   return s;
 }
 
-std::string ip_of(std::size_t i) {  // 10.128.0.0/9 host addresses, skipping .0 and .255
-  const std::size_t host = 1 + (i / 254) * 256 + (i % 254);
+std::string ip_of(std::size_t i) {  // 10.128.0.0/9 host addresses .2-.254 (.1 is the gateway)
+  const std::size_t host = 2 + (i / 253) * 256 + (i % 253);
   return "10." + std::to_string(128 + (host >> 16)) + "." + std::to_string((host >> 8) & 0xff) + "." +
          std::to_string(host & 0xff);
 }
