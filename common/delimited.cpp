@@ -84,26 +84,46 @@ Status write_delimited(int fd, const google::protobuf::MessageLite& message, int
 
 Status read_delimited(int fd, google::protobuf::MessageLite& message, int timeout_ms,
                       std::size_t max_message_bytes) {
+  // Reads exactly one frame and not a byte more: a connection may carry several pipelined
+  // replies, and bytes of the next one must stay in the socket for the next call. The varint
+  // prefix is read a byte at a time (at most 10 reads), the payload in as few reads as the
+  // kernel allows.
+  auto read_exact = [&](char* out, std::size_t wanted) -> Status {
+    std::size_t got = 0;
+    while (got < wanted) {
+      if (auto ready = wait_for(fd, POLLIN, timeout_ms); !ready) return ready;
+      const ssize_t n = ::recv(fd, out + got, wanted - got, 0);
+      if (n == 0) return make_error("connection closed by peer");
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return make_error(std::string("recv: ") + std::strerror(errno));
+      }
+      got += static_cast<std::size_t>(n);
+    }
+    return {};
+  };
+
   DelimitedDecoder decoder(max_message_bytes);
-  char chunk[65536];
+  std::string prefix;
   for (;;) {
-    auto frame = decoder.next();
+    char byte = 0;
+    if (auto status = read_exact(&byte, 1); !status) return status;
+    prefix.push_back(byte);
+    decoder.feed(std::string_view(&byte, 1));
+    auto frame = decoder.next();  // refuses an oversized length before any allocation
     if (!frame) return make_error(frame.error());
-    if (frame->has_value()) {
-      if (!message.ParseFromString(**frame)) return make_error("malformed protobuf message");
+    if (frame->has_value()) break;  // zero-length message: the prefix was the whole frame
+    if ((static_cast<unsigned char>(byte) & 0x80) == 0) {
+      std::uint64_t length = 0;
+      parse_varint(prefix, length);
+      std::string payload(length, '\0');
+      if (auto status = read_exact(payload.data(), payload.size()); !status) return status;
+      if (!message.ParseFromString(payload)) return make_error("malformed protobuf message");
       return {};
     }
-    if (auto ready = wait_for(fd, POLLIN, timeout_ms); !ready) return ready;
-    // Clients speak strictly request/reply, so nothing follows the awaited frame and a
-    // decoder per call is enough.
-    const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-    if (n == 0) return make_error("connection closed by peer");
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return make_error(std::string("recv: ") + std::strerror(errno));
-    }
-    decoder.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
   }
+  if (!message.ParseFromString(std::string())) return make_error("malformed protobuf message");
+  return {};
 }
 
 Result<int> connect_unix(const std::string& path, int timeout_ms) {

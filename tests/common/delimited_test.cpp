@@ -85,3 +85,42 @@ TEST(DelimitedSocket, ReadTimesOut) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DelimitedSocket, PipelinedFramesAreReadOneAtATime) {
+  // Several replies in one write: each read_delimited call must take exactly one of them.
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::string bytes;
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    DataplaneRequest request;
+    request.set_request_id(id);
+    request.mutable_get_counters();
+    vxfed::append_delimited(request, bytes);
+  }
+  ASSERT_EQ(::send(fds[0], bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    DataplaneRequest received;
+    auto status = vxfed::read_delimited(fds[1], received, 1000);
+    ASSERT_TRUE(status.ok()) << status.error();
+    EXPECT_EQ(received.request_id(), id);
+  }
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST(DelimitedSocket, ReadRefusesOversizedPrefix) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  const unsigned char prefix[] = {0x80, 0x80, 0x80, 0x80, 0x04};  // 1 GiB
+  ASSERT_EQ(::send(fds[0], prefix, sizeof(prefix), 0), static_cast<ssize_t>(sizeof(prefix)));
+  DataplaneRequest received;
+  auto status = vxfed::read_delimited(fds[1], received, 1000, 1024);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().find("exceeds the limit"), std::string::npos);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+}  // namespace

@@ -233,7 +233,10 @@ TEST(NodeState, RoutesMergeStaticFirstAndDeltasMatchTheSnapshot) {
     for (const auto& k : d.remove_routes()) table.erase({k.vni(), k.prefix()});
   }
   std::map<std::pair<std::uint32_t, std::string>, std::string> now;
-  for (const auto& r : s->tables().routes()) now[{r.vni(), r.prefix()}] = r.SerializeAsString();
+  // tables() returns by value: keep it alive for the loop (a range-for over a member of a
+  // temporary dangles).
+  const dp::Tables current = s->tables();
+  for (const auto& r : current.routes()) now[{r.vni(), r.prefix()}] = r.SerializeAsString();
   EXPECT_EQ(table, now);
   s->set_sink(nullptr);
 }
