@@ -26,17 +26,6 @@ bool fill(v1::ControlResponse& response, Result<T>& result, v1::ErrorCode code) 
   return false;
 }
 
-NetworkConfig config_of(const v1::NetworkSpec& spec) {
-  NetworkConfig n;
-  n.name = spec.name();
-  for (const auto& [k, v] : spec.labels()) n.labels[k] = v;
-  n.pinned_vni = spec.pinned_vni();
-  n.subnet = spec.subnet();
-  n.gateway = spec.gateway();
-  n.mtu = spec.mtu();
-  return n;
-}
-
 }  // namespace
 
 v1::ControlResponse ApiHandler::handle(const v1::ControlRequest& request) {
@@ -71,7 +60,7 @@ v1::ControlResponse ApiHandler::handle(const v1::ControlRequest& request) {
       break;
     }
     case v1::ControlRequest::kAddNetwork: {
-      auto r = state_.add_network(config_of(request.add_network().spec()), /*from_config=*/false, &code);
+      auto r = state_.add_network(network_config_from_spec(request.add_network().spec()), /*from_config=*/false, &code);
       if (fill(response, r, code)) *response.mutable_network() = *r;
       break;
     }

@@ -6,6 +6,17 @@
 
 namespace vxfed::control {
 
+NetworkConfig network_config_from_spec(const v1::NetworkSpec& spec) {
+  NetworkConfig n;
+  n.name = spec.name();
+  for (const auto& [k, v] : spec.labels()) n.labels[k] = v;
+  n.pinned_vni = spec.pinned_vni();
+  n.subnet = spec.subnet();
+  n.gateway = spec.gateway();
+  n.mtu = spec.mtu();
+  return n;
+}
+
 namespace {
 
 constexpr char kFromConfig = 'c';
@@ -20,17 +31,6 @@ v1::NetworkSpec to_spec(const NetworkConfig& n) {
   spec.set_gateway(n.gateway);
   spec.set_mtu(n.mtu);
   return spec;
-}
-
-NetworkConfig from_spec(const v1::NetworkSpec& spec) {
-  NetworkConfig n;
-  n.name = spec.name();
-  for (const auto& [k, v] : spec.labels()) n.labels[k] = v;
-  n.pinned_vni = spec.pinned_vni();
-  n.subnet = spec.subnet();
-  n.gateway = spec.gateway();
-  n.mtu = spec.mtu();
-  return n;
 }
 
 v1::ErrorCode code_of_allocation_error(const std::string& message) {
@@ -91,7 +91,7 @@ Status NodeState::restore(const Config& config, std::vector<std::string>* notes)
     if (value.empty() || !spec.ParseFromString(value.substr(1)) || spec.name() != name)
       return make_error(network_store_->snapshot_path() + ": stored network '" + name +
                         "' cannot be decoded; refusing to start with a damaged store");
-    stored[name] = {value[0], from_spec(spec)};
+    stored[name] = {value[0], network_config_from_spec(spec)};
   }
   std::map<std::string, std::size_t> endpoint_users;
   std::vector<v1::EndpointInfo> endpoints;

@@ -37,6 +37,9 @@ class TablesSink {
 using Clock = std::function<std::uint64_t()>;  // unix milliseconds
 std::uint64_t system_unix_ms();
 
+// The daemon's network config from its API form (AddNetwork, and the persisted store).
+NetworkConfig network_config_from_spec(const v1::NetworkSpec& spec);
+
 class NodeState {
  public:
   struct Options {
