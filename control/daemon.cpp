@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api_handler.hpp"
+#include "bpf_reconcile.hpp"
 #include "api_server.hpp"
 #include "dataplane_client.hpp"
 #include "metrics_server.hpp"
@@ -271,6 +272,12 @@ int Daemon::run() {
       d.log->error("route source {} failed to start: {}", source->name(), ok.error());
       return 1;
     }
+  }
+  if (d.config.bpf.reconcile) {
+    // Before the API serves: no CNI DEL can race it; a CNI ADD in flight is covered by the grace.
+    auto bpf = reconcile_pod_programs(d.state->list_endpoints(),
+                                      BpfReconcileOptions{d.config.bpf.pin_root, d.config.bpf.grace_ms}, *d.log);
+    if (!bpf) d.log->error("{} (pod limits already in force stay; nothing was removed)", bpf.error());
   }
   d.dataplane->start();
   d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,

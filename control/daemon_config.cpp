@@ -85,6 +85,16 @@ class Reader {
     return out;
   }
 
+  bool boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const auto& v = node_[key];
+    bool value = false;
+    if (!v.IsScalar() || !YAML::convert<bool>::decode(v, value))
+      throw ConfigError{field(key), "'" + (v.IsScalar() ? v.Scalar() : std::string("<non-scalar>")) +
+                                        "' is not true or false"};
+    return value;
+  }
+
   std::vector<YAML::Node> list(const char* key) const {
     std::vector<YAML::Node> out;
     if (!has(key)) return out;
@@ -133,7 +143,7 @@ NetworkConfig read_network(const Reader& r) {
 void parse_into(Config& c, const YAML::Node& root) {
   Reader top(root, "");
   if (!root || root.IsNull()) throw ConfigError{"(top level)", "the file is empty"};
-  top.allow({"node", "cluster", "daemon", "dataplane", "vni", "networks", "bgp"});
+  top.allow({"node", "cluster", "daemon", "dataplane", "vni", "networks", "bgp", "bpf"});
 
   Reader node = top.child("node");
   if (!top.has("node")) throw ConfigError{"node", "is required"};
@@ -186,6 +196,13 @@ void parse_into(Config& c, const YAML::Node& root) {
     throw ConfigError{"dataplane.reconnect_max_ms", "must be at least dataplane.reconnect_min_ms"};
   c.dataplane.counters_interval_ms = static_cast<std::uint32_t>(dp.num("counters_interval_ms", 2000, 100, 3600000));
   c.dataplane.request_timeout_ms = static_cast<std::uint32_t>(dp.num("request_timeout_ms", 10000, 100, 600000));
+
+  Reader bpf = top.child("bpf");
+  bpf.allow({"reconcile", "pin_root", "grace_seconds"});
+  c.bpf.reconcile = bpf.boolean("reconcile", c.bpf.reconcile);
+  c.bpf.pin_root = bpf.str("pin_root", "");
+  c.bpf.grace_ms = bpf.num("grace_seconds", c.bpf.grace_ms / 1000, 0, 3600) * 1000;
+  if (!c.bpf.pin_root.empty() && c.bpf.pin_root.front() != '/') throw ConfigError{"bpf.pin_root", "must be an absolute path"};
 
   Reader vni = top.child("vni");
   vni.allow({"hold_down_seconds", "pools"});

@@ -71,6 +71,14 @@ struct Config {
     std::uint32_t request_timeout_ms = 10000;
   } dataplane;
 
+  // The per-pod eBPF programs (bpf/): the CNI plugin attaches them; at start-up vxfedd
+  // removes pins whose endpoint it no longer knows or whose pod namespace is gone.
+  struct Bpf {
+    bool reconcile = true;
+    std::string pin_root;          // "" = $VXFED_BPF_PIN_ROOT, else /sys/fs/bpf/vxfed
+    std::uint64_t grace_ms = 60000;  // pins younger than this are kept (a CNI ADD in flight)
+  } bpf;
+
   std::vector<vni::PoolSpec> pools;            // default: federation 1000-2000
   std::uint64_t hold_down_ms = vni::kDefaultHoldDownMs;
   std::vector<NetworkConfig> networks;

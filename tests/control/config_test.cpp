@@ -42,6 +42,18 @@ TEST(Config, GoodFileLoadsWithDefaults) {
   EXPECT_EQ(c->networks[0].static_routes.at(0).vteps.at(0), "198.18.0.2");
   EXPECT_TRUE(c->bgp.IsMap()) << "bgp passes through";
   EXPECT_EQ(c->daemon.metrics_listen, "127.0.0.1:9472");
+  EXPECT_TRUE(c->bpf.reconcile) << "eBPF pins are reconciled at start-up by default";
+  EXPECT_EQ(c->bpf.pin_root, "");
+  EXPECT_EQ(c->bpf.grace_ms, 60000u);
+}
+
+TEST(Config, BpfSection) {
+  auto c = parse_config(std::string(kGood) + "bpf: {reconcile: false, pin_root: /sys/fs/bpf/x, grace_seconds: 5}\n",
+                        "bpf.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_FALSE(c->bpf.reconcile);
+  EXPECT_EQ(c->bpf.pin_root, "/sys/fs/bpf/x");
+  EXPECT_EQ(c->bpf.grace_ms, 5000u);
 }
 
 TEST(Config, DefaultPoolIsTheFederationRange) {
@@ -90,6 +102,9 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
       {"bad log level", with("state_dir: /var/lib/vxfed}", "state_dir: /var/lib/vxfed, log_level: loud}"), "daemon.log_level", "not one of"},
       {"yaml syntax", "node: {name: [\n", "bad.yaml:", "YAML syntax error"},
       {"bad metrics", with("state_dir: /var/lib/vxfed}", "state_dir: /var/lib/vxfed, metrics_listen: localhost}"), "daemon.metrics_listen", "IPV4:PORT"},
+      {"bpf reconcile not bool", std::string(kGood) + "bpf: {reconcile: maybe}\n", "bpf.reconcile", "not true or false"},
+      {"bpf relative pin root", std::string(kGood) + "bpf: {pin_root: vxfed}\n", "bpf.pin_root", "absolute"},
+      {"bpf unknown key", std::string(kGood) + "bpf: {pinroot: /x}\n", "bpf.pinroot", "unknown key"},
       {"relative state dir", with("state_dir: /var/lib/vxfed}", "state_dir: var}"), "daemon.state_dir", "absolute"},
   };
   for (const auto& c : cases) {
