@@ -33,6 +33,14 @@ class LpmTable {
     if (e & kGroup) e = tbl8_[((e & ~kGroup) << 8) | (ip & 0xff)];
     return e - 1;  // 0 (empty) becomes kNone
   }
+  // The same on the raw levels (for burst loops that keep them in registers; t24 non-null).
+  static std::uint32_t lookup_in(const std::uint32_t* t24, const std::uint32_t* t8, std::uint32_t ip) {
+    std::uint32_t e = t24[ip >> 8];
+    if (e & kGroup) [[unlikely]] e = t8[((e & ~kGroup) << 8) | (ip & 0xff)];
+    return e - 1;
+  }
+  const std::uint32_t* tbl24() const { return tbl24_.get(); }  // null while empty
+  const std::uint32_t* tbl8() const { return tbl8_.data(); }
   // First-level address for ip: prefetch it ahead of lookup.
   const void* first_level(std::uint32_t ip) const { return tbl24_ ? tbl24_.get() + (ip >> 8) : nullptr; }
 

@@ -52,6 +52,8 @@ class NeighborCache {
   std::uint64_t read(std::uint32_t slot) const {
     return words_[slot].load(std::memory_order_acquire);
   }
+  // The slot words themselves, for a burst loop to keep in a register (read like read()).
+  const std::atomic<std::uint64_t>* words() const { return words_.get(); }
   // Flags the slot so the control thread ARPs for it; writes only if not flagged yet, so a
   // burst toward an unresolved VTEP does not bounce the cache line between cores.
   void want(std::uint32_t slot) {

@@ -7,6 +7,7 @@
 #include <rte_ether.h>
 #include <rte_prefetch.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "core/flow_hash.hpp"
@@ -253,7 +254,8 @@ inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddre
     if (!frag_needed(net, pod, m, f, rx_port, tx, c)) return drop(m, DropReason::MbufAllocFailed, rx_port, c);
     return drop(m, DropReason::TooBigDf, rx_port, c);
   }
-  if (const EndpointEntry* ep = t.endpoint(pod.network, f.dst_ip_be)) {
+  const Destination d = t.resolve(pod.network, f.dst_ip_be);
+  if (const EndpointEntry* ep = d.endpoint) {
     set_macs(m, ep->mac, net.gateway_mac);
     m->ol_flags = 0;
     VniCounters& vc = c.vnis[net.counter_slot];
@@ -261,9 +263,8 @@ inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddre
     vc.local_bytes.add(rte_pktmbuf_pkt_len(m));
     return tx.stage(ep->port, m, c);
   }
-  const NextHopGroup* g = t.route(pod.network, f.dst_ip_be);
-  if (!g) [[unlikely]] return drop(m, DropReason::NoRoute, rx_port, c);
-  encap(t, net, *g, m, f, rx_port, tx, c);
+  if (!d.group) [[unlikely]] return drop(m, DropReason::NoRoute, rx_port, c);
+  encap(t, net, *d.group, m, f, rx_port, tx, c);
 }
 
 // Everything the fast path did not take: ARP, IPv4 with options, and what gets dropped.
@@ -282,12 +283,56 @@ inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddre
   pod_ipv4(t, pod, rx_port, m, f, tx, c);
 }
 
-[[gnu::always_inline]] inline void pod_one(const ForwardingTables& t, const PodPortEntry& pod, std::uint16_t rx_port,
-                                           rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
-  PodFrame f;
-  if (try_parse_pod_fast(first_segment(m), rte_pktmbuf_pkt_len(m), &f)) [[likely]]
-    return pod_ipv4(t, pod, rx_port, m, f, tx, c);
-  pod_slow(t, pod, rx_port, m, tx, c);
+// What a pod burst needs from the tables, read once per burst into locals: every store into
+// packet bytes (a char store may alias anything) would otherwise make the compiler reload
+// each of them from the tables for the next packet.
+struct PodBurstFacts {
+  std::uint16_t network;
+  std::uint32_t pod_ip_be;
+  std::uint32_t gateway_ip_be;
+  std::uint32_t mtu;
+  std::uint32_t vni_field_be;
+  std::uint16_t uplink;
+  const VtepEntry* vteps;
+  const std::uint32_t* group_slots;
+  const std::atomic<std::uint64_t>* neighbor_words;
+  wire::MacAddress gateway_mac;
+};
+
+// Encapsulation of a fast-path packet toward group g (flow hash `hash`). Returns false when
+// the packet was dropped (counted here).
+[[gnu::always_inline]] inline bool encap_fast(const ForwardingTables& t, const PodBurstFacts& k,
+                                              const NextHopGroup& g, rte_mbuf* m, std::uint32_t hash,
+                                              std::uint16_t rx_port, TxStage& tx, WorkerCounters& c,
+                                              std::uint32_t* frame_len_out) {
+  const VtepEntry& v = k.vteps[ForwardingTables::pick_slot(k.group_slots, g, hash)];
+  const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
+  if (!(nb & NeighborCache::kValid)) [[unlikely]] {
+    t.neighbors().want(v.neighbor_slot);
+    drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+    return false;
+  }
+  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
+  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
+  auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
+  if (!o) [[unlikely]] {
+    drop(m, DropReason::NoHeadroom, rx_port, c);
+    return false;
+  }
+  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
+  const std::uint64_t mac_be = __builtin_bswap64(nb << 16);
+  std::memcpy(&o->eth.dst, &mac_be, 6);
+  const std::uint32_t ip_total = frame_len + sizeof(Ipv4Header) + sizeof(UdpHeader) + sizeof(VxlanHeader);
+  o->ip.tos = tos;  // DSCP (e.g. RoCE traffic classes) and ECN survive the tunnel
+  o->ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_total));
+  o->ip.checksum_be = to_be16(fold_checksum(v.checksum_base + ip_total + tos));
+  o->udp.src_port_be = to_be16(vxlan_src_port(hash));
+  o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
+  o->vxlan.vni_reserved_be = k.vni_field_be;
+  m->ol_flags = 0;
+  tx.stage(k.uplink, m, c);
+  *frame_len_out = frame_len;
+  return true;
 }
 
 }  // namespace
@@ -305,6 +350,12 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
   return n;
 }
 
+// Pod bursts in three passes over the burst (l3fwd style), so that the table reads of
+// different packets overlap instead of waiting one after another:
+//   1. parse + checks (fast path), flow hash, prefetch the LPM first-level entry;
+//   2. LPM lookup, prefetch the prefix's PrefixInfo;
+//   3. in arrival order: resolve, encapsulate / deliver locally / drop; packets the fast
+//      path did not take go through pod_slow here, in their place, so order is kept.
 std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx_port,
                                 rte_mbuf** pkts, std::uint16_t n, TxStage& tx,
                                 WorkerCounters& counters) {
@@ -314,13 +365,68 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     return n;
   }
   count_rx(pkts, n, rx_port, counters);
-  std::uint16_t i = 0;
-  for (std::uint16_t k = 0; k < kPrefetchAhead && k < n; ++k) prefetch_data(pkts[k]);
-  for (; i + kPrefetchAhead < n; ++i) {
-    prefetch_data(pkts[i + kPrefetchAhead]);
-    pod_one(tables, *pod, rx_port, pkts[i], tx, counters);
+  const NetworkEntry& net = tables.network(pod->network);
+  const PodBurstFacts k{pod->network, pod->ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
+                        tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
+                        tables.neighbors().words(), net.gateway_mac};
+  const std::uint32_t* t24 = tables.lpm().tbl24();
+  const std::uint32_t* t8 = tables.lpm().tbl8();
+  const PrefixInfo* info = tables.prefix_info();
+
+  std::uint32_t dst[kMaxBurst], hash[kMaxBurst], prefix[kMaxBurst];
+  std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks
+  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
+    rte_mbuf* m = pkts[i];
+    PodFrame f;
+    if (try_parse_pod_fast(first_segment(m), rte_pktmbuf_pkt_len(m), &f) && f.src_ip_be == k.pod_ip_be &&
+        f.dst_ip_be != k.gateway_ip_be && f.ip_total_len <= k.mtu) [[likely]] {
+      fast |= 1ull << i;
+      dst[i] = f.dst_ip_be;
+      hash[i] = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
+      if (t24) rte_prefetch0(t24 + (from_be32(f.dst_ip_be) >> 8));
+    }
   }
-  for (; i < n; ++i) pod_one(tables, *pod, rx_port, pkts[i], tx, counters);
+  for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
+    const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+    const std::uint32_t id = t24 ? LpmTable::lookup_in(t24, t8, from_be32(dst[i])) : LpmTable::kNone;
+    prefix[i] = id;
+    if (id != LpmTable::kNone) rte_prefetch0(info + id);
+  }
+  std::uint64_t encap_packets = 0, encap_bytes = 0, local_packets = 0, local_bytes = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    if (!((fast >> i) & 1)) [[unlikely]] {
+      pod_slow(tables, *pod, rx_port, m, tx, counters);
+      continue;
+    }
+    const Destination d = tables.resolve_prefix(k.network, dst[i], prefix[i]);
+    if (d.group) [[likely]] {
+      std::uint32_t len;
+      if (encap_fast(tables, k, *d.group, m, hash[i], rx_port, tx, counters, &len)) {
+        ++encap_packets;
+        encap_bytes += len;
+      }
+    } else if (const EndpointEntry* ep = d.endpoint) {
+      set_macs(m, ep->mac, k.gateway_mac);
+      m->ol_flags = 0;
+      ++local_packets;
+      local_bytes += rte_pktmbuf_pkt_len(m);
+      tx.stage(ep->port, m, counters);
+    } else {
+      drop(m, DropReason::NoRoute, rx_port, counters);
+    }
+  }
+  VniCounters& vc = counters.vnis[net.counter_slot];
+  if (encap_packets) {
+    vc.encap_packets.add(encap_packets);
+    vc.encap_bytes.add(encap_bytes);
+  }
+  if (local_packets) {
+    vc.local_packets.add(local_packets);
+    vc.local_bytes.add(local_bytes);
+  }
   return n;
 }
 

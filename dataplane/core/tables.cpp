@@ -239,6 +239,7 @@ class TablesBuilder {
         continue;
       }
       t_->pod_ports_[*port] = PodPortEntry{true, *net, *ip, *mac};
+      endpoints_.push_back(PendingEndpoint{*ip, *net, EndpointEntry{*port, *mac}});
     }
   }
 
@@ -375,24 +376,70 @@ class TablesBuilder {
   }
 
   bool build_lpm() {
-    // Union of every network's prefixes: one LPM; prefix id = LPM next hop.
+    // Union of every network's route prefixes and local endpoints' /32s: one LPM; prefix id =
+    // LPM value. With the endpoints in it, one lookup answers both "local endpoint?" and
+    // "which route?" for the encap fast path (PrefixInfo).
     std::unordered_map<std::uint64_t, std::uint32_t> prefix_ids;  // (addr << 8 | len) -> id
     std::vector<Prefix> prefixes;
     auto pkey = [](std::uint32_t addr, std::uint32_t len) {
       return (static_cast<std::uint64_t>(addr) << 8) | len;
     };
+    auto id_of = [&](std::uint32_t addr, std::uint32_t len) {
+      auto [it, fresh] = prefix_ids.emplace(pkey(addr, len), static_cast<std::uint32_t>(prefixes.size()));
+      if (fresh) prefixes.push_back(Prefix{addr, static_cast<std::uint8_t>(len)});
+      return it->second;
+    };
+    // What each (prefix, network) resolves to; a prefix with entries of one network only is
+    // resolved straight from t_->prefix_info_ without a hash lookup.
+    constexpr std::uint32_t kNoOwner = ~0u;
+    std::vector<std::uint32_t> owner;          // prefix id -> network index, kNoOwner, or kMany
+    constexpr std::uint32_t kMany = ~1u;
+    auto own = [&](std::uint32_t id, std::uint16_t net) {
+      if (owner.size() <= id) owner.resize(id + 1, kNoOwner);
+      if (owner[id] == kNoOwner) owner[id] = net;
+      else if (owner[id] != net) owner[id] = kMany;
+    };
+    std::vector<std::uint32_t> route_ids;
+    route_ids.reserve(routes_.size());
     for (const auto& r : routes_) {
-      auto [it, fresh] = prefix_ids.emplace(pkey(r.prefix.addr, r.prefix.len),
-                                            static_cast<std::uint32_t>(prefixes.size()));
-      if (fresh) prefixes.push_back(r.prefix);
+      const std::uint32_t id = id_of(r.prefix.addr, r.prefix.len);
+      route_ids.push_back(id);
+      own(id, r.network);
     }
+    std::vector<std::uint32_t> endpoint_ids;
+    endpoint_ids.reserve(endpoints_.size());
+    for (const auto& e : endpoints_) {
+      const std::uint32_t id = id_of(ntohl(e.ip_be), 32);
+      endpoint_ids.push_back(id);
+      own(id, e.network);
+    }
+    owner.resize(prefixes.size(), kNoOwner);
     if (prefixes.size() >= (1u << 30)) {
       errors_.add("routes: more than 2^30 distinct prefixes");
       return false;
     }
     t_->route_group_.reserve(routes_.size());
-    for (const auto& r : routes_)
-      t_->route_group_.insert(ForwardingTables::route_key(prefix_ids[pkey(r.prefix.addr, r.prefix.len)], r.network), r.group);
+    t_->prefix_info_.assign(prefixes.size(), PrefixInfo{});
+    for (std::size_t i = 0; i < routes_.size(); ++i) {
+      const auto& r = routes_[i];
+      const std::uint32_t id = route_ids[i];
+      t_->route_group_.insert(ForwardingTables::route_key(id, r.network), r.group);
+      if (owner[id] == r.network) t_->prefix_info_[id] = PrefixInfo{r.network, PrefixInfo::kRoute, 0, r.group};
+    }
+    t_->endpoint_list_.reserve(endpoints_.size());
+    for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+      const auto& e = endpoints_[i];
+      const std::uint32_t id = endpoint_ids[i];
+      t_->endpoint_list_.push_back(e.entry);
+      // A local endpoint wins over a route of its network at the same /32.
+      if (owner[id] == e.network)
+        t_->prefix_info_[id] = PrefixInfo{e.network, PrefixInfo::kEndpoint, 0,
+                                          static_cast<std::uint32_t>(t_->endpoint_list_.size() - 1)};
+      else
+        t_->prefix_info_[id].has_endpoints = 1;
+    }
+    for (std::uint32_t id = 0; id < prefixes.size(); ++id)
+      if (owner[id] == kMany) t_->prefix_info_[id].network = PrefixInfo::kShared;
     t_->route_count_ = routes_.size();
     t_->prefix_parent_.assign(prefixes.size(), kNoPrefix);
     std::vector<LpmTable::Entry> entries;
@@ -495,12 +542,18 @@ class TablesBuilder {
     std::uint16_t network;
     std::uint32_t group;
   };
+  struct PendingEndpoint {
+    std::uint32_t ip_be;
+    std::uint16_t network;
+    EndpointEntry entry;
+  };
 
   const v1::Tables& in_;
   const BuildContext& ctx_;
   std::unique_ptr<ForwardingTables> t_;
   Errors errors_;
   std::vector<PendingRoute> routes_;
+  std::vector<PendingEndpoint> endpoints_;
   std::unordered_map<std::uint32_t, std::uint32_t> vtep_ids_;
   std::vector<std::uint32_t> vtep_ips_;
   std::set<std::uint64_t> allowed_pairs_;
@@ -512,6 +565,20 @@ class TablesBuilder {
 Result<std::unique_ptr<ForwardingTables>> ForwardingTables::create(const v1::Tables& tables,
                                                                    const BuildContext& context) {
   return TablesBuilder(tables, context).build();
+}
+
+Destination ForwardingTables::resolve_shared(std::uint16_t network, std::uint32_t dst_ip_be,
+                                             std::uint32_t id) const {
+  if (prefix_info_[id].has_endpoints)
+    if (const EndpointEntry* ep = endpoint(network, dst_ip_be)) return {ep, nullptr};
+  while (id != LpmTable::kNone) {
+    const PrefixInfo& p = prefix_info_[id];
+    if (p.network == network) return {nullptr, &groups_[p.value]};  // a route: endpoints are /32s
+    if (p.network == PrefixInfo::kShared)
+      if (const std::uint32_t* g = route_group_.find(route_key(id, network))) return {nullptr, &groups_[*g]};
+    id = prefix_parent_[id];
+  }
+  return {};
 }
 
 std::vector<std::uint16_t> ForwardingTables::pod_port_ids() const {

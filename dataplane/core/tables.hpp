@@ -7,9 +7,11 @@
 //   networks     VNI -> network index -> {gateway ip/mac, MTU, VNI counter slot}
 //   endpoints    (network, pod IPv4) -> {port, pod MAC}          local delivery / decap
 //   pod ports    DPDK port id -> {network, pod IPv4, pod MAC}    traffic from a pod
-//   routes       one DIR-24-8 LPM (lpm_table.hpp) over the union of every VNI's prefixes (so
-//                130k routes in any number of VNIs cost one 64 MiB first level, not one per
-//                VNI), then
+//   routes       one DIR-24-8 LPM (lpm_table.hpp) over the union of every VNI's prefixes and
+//                every local endpoint's /32 (so 130k routes in any number of VNIs cost one
+//                64 MiB first level, not one per VNI), then
+//                prefix id -> PrefixInfo (dense): the answer when one network owns the
+//                prefix (the common case: no hash lookup), else
 //                (prefix, network) -> next-hop group, walking to the next shorter prefix
 //                of the union when this VNI has no route at that exact prefix
 //   groups       next-hop group -> weighted slots of VTEP indexes (ECMP by flow hash)
@@ -84,6 +86,26 @@ struct NextHopGroup {
   std::uint32_t count = 0;                // slots, proportional to weights
 };
 
+// What one prefix of the union LPM resolves to. Most prefixes belong to one network only
+// (a route of one VNI, or a local endpoint's /32): then the answer is here, one dense read
+// after the LPM, no hash lookup. Prefixes shared by several networks say kShared and are
+// resolved through the (prefix, network) hash maps.
+struct PrefixInfo {
+  static constexpr std::uint16_t kShared = 0xffff;  // never a network index (< 0xffff)
+  static constexpr std::uint8_t kRoute = 0, kEndpoint = 1;
+  std::uint16_t network = kShared;  // the one network with a route or endpoint at this prefix
+  std::uint8_t kind = kRoute;       // what `value` is for that network
+  std::uint8_t has_endpoints = 0;   // kShared /32 where some network has a local endpoint
+  std::uint32_t value = 0;          // group index (kRoute) or endpoint_list index (kEndpoint)
+};
+static_assert(sizeof(PrefixInfo) == 8);
+
+// Where a pod's IPv4 packet goes: a local endpoint, a next-hop group, or nowhere (no route).
+struct Destination {
+  const EndpointEntry* endpoint = nullptr;
+  const NextHopGroup* group = nullptr;
+};
+
 class ForwardingTables {
  public:
   // Validates every entry and builds the lookup structures. Errors name the entry and the
@@ -141,10 +163,33 @@ class ForwardingTables {
     }
     return nullptr;
   }
+  // Local endpoint or route for dst in a network: one LPM lookup over routes and endpoints
+  // together (what the encap path uses; same answer as endpoint() then route()).
+  Destination resolve(std::uint16_t network, std::uint32_t dst_ip_be) const {
+    return resolve_prefix(network, dst_ip_be, lpm_.lookup(wire::from_be32(dst_ip_be)));
+  }
+  // The same, given the LPM's answer for dst (prefix id, from lpm().lookup, e.g. batched).
+  Destination resolve_prefix(std::uint16_t network, std::uint32_t dst_ip_be, std::uint32_t prefix_id) const {
+    if (prefix_id == LpmTable::kNone) return {};
+    const PrefixInfo& p = prefix_info_[prefix_id];
+    if (p.network == network) [[likely]] {
+      if (p.kind == PrefixInfo::kEndpoint) return {&endpoint_list_[p.value], nullptr};
+      return {nullptr, &groups_[p.value]};
+    }
+    return resolve_shared(network, dst_ip_be, prefix_id);
+  }
+  const LpmTable& lpm() const { return lpm_; }
+  const PrefixInfo* prefix_info() const { return prefix_info_.data(); }
+
   // VTEP index chosen by flow hash among a group's weighted slots.
   std::uint32_t pick(const NextHopGroup& g, std::uint32_t hash) const {
-    return group_slots_[g.first + static_cast<std::uint32_t>((static_cast<std::uint64_t>(hash) * g.count) >> 32)];
+    return pick_slot(group_slots_.data(), g, hash);
   }
+  static std::uint32_t pick_slot(const std::uint32_t* slots, const NextHopGroup& g, std::uint32_t hash) {
+    return slots[g.first + static_cast<std::uint32_t>((static_cast<std::uint64_t>(hash) * g.count) >> 32)];
+  }
+  const std::uint32_t* group_slots() const { return group_slots_.data(); }
+  const VtepEntry* vtep_entries() const { return vteps_.data(); }
 
   // ---- introspection (control thread, tests) ----
   const std::vector<NetworkEntry>& networks() const { return networks_; }
@@ -157,6 +202,8 @@ class ForwardingTables {
  private:
   ForwardingTables() = default;
   friend class TablesBuilder;
+  // resolve_prefix when the prefix is not one network's alone: walk the shorter prefixes.
+  Destination resolve_shared(std::uint16_t network, std::uint32_t dst_ip_be, std::uint32_t prefix_id) const;
   static std::uint64_t endpoint_key(std::uint16_t network, std::uint32_t ip_be) {
     return (static_cast<std::uint64_t>(network) << 32) | ip_be;
   }
@@ -183,6 +230,8 @@ class ForwardingTables {
   FlatMap64<std::uint16_t> allowed_by_ip_;  // (VTEP ip << 24 | vni) -> network index
   LpmTable lpm_;                            // union of all prefixes -> prefix id
   std::vector<std::uint32_t> prefix_parent_;  // prefix id -> next shorter union prefix id
+  std::vector<PrefixInfo> prefix_info_;     // prefix id -> its one network's answer
+  std::vector<EndpointEntry> endpoint_list_;  // PrefixInfo::kEndpoint values
   FlatMap64<std::uint32_t> route_group_;    // (prefix id, network) -> group index
   std::vector<NextHopGroup> groups_;
   std::vector<std::uint32_t> group_slots_;

@@ -90,6 +90,74 @@ TEST(Tables, LongestPrefixPerVniWithDefaultRoutes) {
   EXPECT_EQ(via(30, "10.2.0.1"), "none");
 }
 
+// resolve() (one LPM over routes and endpoints, PrefixInfo for one-network prefixes) must
+// give exactly what endpoint() then route() give, also where VNIs share prefixes, an
+// endpoint's /32 equals a route of its own or another VNI, and default routes cover all.
+TEST(Tables, ResolveAgreesWithEndpointThenRoute) {
+  VXFED_REQUIRE_EAL();
+  Tables t;
+  for (std::uint32_t vni : {10u, 20u, 30u}) {
+    auto* n = t.add_networks();
+    n->set_vni(vni);
+    n->set_gateway_ip("10.244.0.1");
+  }
+  auto route = [&](std::uint32_t vni, const char* prefix, const char* vtep) {
+    auto* r = t.add_routes();
+    r->set_vni(vni);
+    r->set_prefix(prefix);
+    r->add_next_hops()->set_vtep(vtep);
+  };
+  int port = 10;
+  auto endpoint = [&](std::uint32_t vni, const char* ip) {
+    auto* e = t.add_endpoints();
+    e->set_id("ep" + std::to_string(port));
+    e->set_vni(vni);
+    e->set_ip(ip);
+    e->set_mac("02:aa:00:00:00:" + std::to_string(port));
+    e->set_iface("port" + std::to_string(port++));
+  };
+  route(10, "0.0.0.0/0", "198.18.1.1");
+  route(10, "10.1.2.3/32", "198.18.1.3");
+  route(20, "10.0.0.0/8", "198.18.2.1");
+  route(20, "10.1.2.0/25", "198.18.2.2");
+  route(30, "10.1.0.0/16", "198.18.3.1");
+  route(30, "10.1.2.0/25", "198.18.3.2");     // shared with VNI 20
+  endpoint(10, "10.1.2.3");                   // same /32 as VNI 10's own route: endpoint wins
+  endpoint(30, "10.1.2.3");                   // same /32 in another VNI
+  endpoint(20, "10.1.2.5");                   // inside VNI 20's /25, alone at its /32
+  endpoint(20, "10.9.9.9");                   // inside VNI 20's /8 and VNI 10's default
+  endpoint(30, "172.16.0.1");                 // outside every route of VNI 30
+  Node node;
+  auto built = node.build(t);
+  ASSERT_TRUE(built.ok()) << built.error();
+  const auto& tb = **built;
+  const char* dsts[] = {"10.1.2.3", "10.1.2.4", "10.1.2.5", "10.1.2.200", "10.1.3.1", "10.9.9.9",
+                        "10.9.9.8", "172.16.0.1", "172.16.0.2", "192.0.2.1", "11.0.0.1", "0.0.0.1"};
+  int endpoints = 0, groups = 0, none = 0;
+  for (std::uint32_t vni : {10u, 20u, 30u}) {
+    const auto net = tb.network_index(*tb.network_by_vni(vni));
+    for (const char* dst : dsts) {
+      const auto d = tb.resolve(net, be(dst));
+      const auto* ep = tb.endpoint(net, be(dst));
+      ASSERT_EQ(d.endpoint != nullptr, ep != nullptr) << "vni " << vni << " dst " << dst;
+      if (ep) {
+        EXPECT_EQ(d.endpoint->port, ep->port) << "vni " << vni << " dst " << dst;
+        EXPECT_EQ(d.endpoint->mac, ep->mac) << "vni " << vni << " dst " << dst;
+      }
+      EXPECT_EQ(d.group, ep ? nullptr : tb.route(net, be(dst))) << "vni " << vni << " dst " << dst;
+      endpoints += d.endpoint != nullptr;
+      groups += d.group != nullptr;
+      none += !d.endpoint && !d.group;
+    }
+  }
+  // The cases above really cover all three answers.
+  EXPECT_EQ(endpoints, 5);
+  EXPECT_GT(groups, 10);
+  EXPECT_GT(none, 3);
+  EXPECT_EQ(tb.resolve(tb.network_index(*tb.network_by_vni(30)), be("10.1.2.3")).endpoint->port, 11);
+  EXPECT_EQ(tb.resolve(tb.network_index(*tb.network_by_vni(10)), be("10.1.2.3")).endpoint->port, 10);
+}
+
 TEST(Tables, HundredThirtyThousandRoutes) {
   VXFED_REQUIRE_EAL();
   Tables t;
