@@ -302,10 +302,9 @@ struct PodBurstFacts {
 // Encapsulation of a fast-path packet toward group g (flow hash `hash`). Returns false when
 // the packet was dropped (counted here).
 [[gnu::always_inline]] inline bool encap_fast(const ForwardingTables& t, const PodBurstFacts& k,
-                                              const NextHopGroup& g, rte_mbuf* m, std::uint32_t hash,
+                                              const VtepEntry& v, rte_mbuf* m, std::uint32_t hash,
                                               std::uint16_t rx_port, TxStage& tx, WorkerCounters& c,
                                               std::uint32_t* frame_len_out) {
-  const VtepEntry& v = k.vteps[ForwardingTables::pick_slot(k.group_slots, g, hash)];
   const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
   if (!(nb & NeighborCache::kValid)) [[unlikely]] {
     t.neighbors().want(v.neighbor_slot);
@@ -394,6 +393,18 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     prefix[i] = id;
     if (id != LpmTable::kNone) rte_prefetch0(info + id);
   }
+  const VtepEntry* vtep[kMaxBurst];
+  const EndpointEntry* local[kMaxBurst];
+  for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
+    const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+    const Destination d = tables.resolve_prefix(k.network, dst[i], prefix[i]);
+    local[i] = d.endpoint;
+    vtep[i] = nullptr;
+    if (d.group) [[likely]] {
+      vtep[i] = &k.vteps[ForwardingTables::pick_slot(k.group_slots, *d.group, hash[i])];
+      rte_prefetch0(vtep[i]);
+    }
+  }
   std::uint64_t encap_packets = 0, encap_bytes = 0, local_packets = 0, local_bytes = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
@@ -401,14 +412,13 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
       pod_slow(tables, *pod, rx_port, m, tx, counters);
       continue;
     }
-    const Destination d = tables.resolve_prefix(k.network, dst[i], prefix[i]);
-    if (d.group) [[likely]] {
+    if (vtep[i]) [[likely]] {
       std::uint32_t len;
-      if (encap_fast(tables, k, *d.group, m, hash[i], rx_port, tx, counters, &len)) {
+      if (encap_fast(tables, k, *vtep[i], m, hash[i], rx_port, tx, counters, &len)) {
         ++encap_packets;
         encap_bytes += len;
       }
-    } else if (const EndpointEntry* ep = d.endpoint) {
+    } else if (const EndpointEntry* ep = local[i]) {
       set_macs(m, ep->mac, k.gateway_mac);
       m->ol_flags = 0;
       ++local_packets;
