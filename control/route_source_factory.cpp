@@ -1,7 +1,10 @@
 #include "route_source_factory.hpp"
 
 #ifdef VXFED_HAVE_BGP
+#include <chrono>
+
 #include "../bgp/adapter.hpp"
+#include "../bgp/route_cache.hpp"
 #endif
 
 namespace vxfed::control {
@@ -10,9 +13,17 @@ namespace vxfed::control {
 namespace {
 
 // Adapts bgp::Adapter (the FRR/FPM adapter) to the RouteSource seam.
+//
+// Restarts: the routes learned are cached in the state directory (bgp/route_cache.hpp). A
+// restarted vxfedd replays them before its first dataplane snapshot, so the dataplane keeps
+// forwarding while zebra re-sends its table over FPM; the adapter's first full table (after
+// its resync) replaces them. Without it the new vxfedd's first snapshot had no BGP routes:
+// the integration test saw the dataplane without them for 1-2 s after every restart. If no
+// full table comes within bgp.restart_time (FRR down), the preserved routes are dropped.
 class BgpRouteSource : public RouteSource {
  public:
-  BgpRouteSource(NodeState& state, std::shared_ptr<spdlog::logger> log) : state_(state), log_(std::move(log)) {}
+  BgpRouteSource(boost::asio::io_context& io, NodeState& state, std::shared_ptr<spdlog::logger> log)
+      : state_(state), log_(std::move(log)), save_timer_(io), preserve_timer_(io) {}
 
   static std::vector<bgp::Ipv4Prefix> advertised(const Config& config) {
     std::vector<bgp::Ipv4Prefix> out;
@@ -33,6 +44,8 @@ class BgpRouteSource : public RouteSource {
     options.advertise = advertised(config);
     options.vni_of = [this](const std::string& network) { return state_.vni_of(network); };
     options.on_routes = [this](const bgp::RouteUpdate& update) { deliver(update); };
+    cache_path_ = config.daemon.state_dir + "/bgp-routes.json";
+    preserve_for_ = std::chrono::seconds(options.config.restart_time_s);
     auto adapter = bgp::Adapter::create(io, std::move(options));
     if (!adapter) return make_error("bgp: " + adapter.error());
     adapter_ = std::move(*adapter);
@@ -43,9 +56,15 @@ class BgpRouteSource : public RouteSource {
 
   Status start(Sink sink) override {
     sink_ = std::move(sink);
+    replay_cache();
     return adapter_->start();
   }
-  void stop() override { adapter_->stop(); }
+  void stop() override {
+    save_timer_.cancel();
+    preserve_timer_.cancel();
+    if (!preserving_) save_cache();
+    adapter_->stop();
+  }
 
   std::vector<v1::PeerInfo> peers() const override {
     std::vector<v1::PeerInfo> out;
@@ -72,19 +91,72 @@ class BgpRouteSource : public RouteSource {
   }
 
  private:
+  static LearnedRoute convert(const bgp::LearnedRoute& r) {
+    LearnedRoute route;
+    route.vni = r.vni;
+    route.network = r.network;
+    route.prefix = r.prefix.str();
+    for (const auto& v : r.vteps) route.vteps.push_back(v.str());
+    route.peer = r.peer;
+    return route;
+  }
+
+  void replay_cache() {
+    auto cached = bgp::load_route_cache(cache_path_);
+    if (!cached) {
+      log_->warn("bgp: ignoring the route cache: {}", cached.error());
+      return;
+    }
+    if (cached->empty()) return;
+    RouteUpdate out;
+    for (const auto& r : *cached) {
+      auto route = convert(r);
+      if (!route.network.empty()) route.vni = 0;  // the network's VNI now (NodeState looks it up)
+      out.upserts.push_back(std::move(route));
+    }
+    preserving_ = true;
+    sink_(name(), out);
+    log_->info("bgp: forwarding on {} routes of the previous run until the first FPM resync (at most {} s)",
+               out.upserts.size(), preserve_for_.count());
+    preserve_timer_.expires_after(preserve_for_);
+    preserve_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || !preserving_) return;
+      log_->warn("bgp: no full table from zebra within {} s; dropping the routes kept from the previous run",
+                 preserve_for_.count());
+      bgp::RouteUpdate full;
+      full.full = true;
+      full.upserts = adapter_->routes();
+      deliver(full);
+    });
+  }
+
+  void save_cache() {
+    if (auto ok = bgp::save_route_cache(cache_path_, adapter_->routes()); !ok)
+      log_->warn("bgp: route cache not written: {}", ok.error());
+  }
+
+  // At most one write per kSaveInterval: the cache only has to be recent, not exact.
+  void schedule_save() {
+    if (save_pending_) return;
+    save_pending_ = true;
+    save_timer_.expires_after(kSaveInterval);
+    save_timer_.async_wait([this](const boost::system::error_code& ec) {
+      save_pending_ = false;
+      if (!ec && !preserving_) save_cache();
+    });
+  }
+
   void deliver(const bgp::RouteUpdate& update) {
+    if (update.full && preserving_) {
+      preserving_ = false;
+      preserve_timer_.cancel();
+    }
+    // While preserved routes are in force the cache keeps them (a second restart needs them too).
+    if (!preserving_) schedule_save();
     if (!sink_) return;
     RouteUpdate out;
     out.full = update.full;
-    for (const auto& r : update.upserts) {
-      LearnedRoute route;
-      route.vni = r.vni;
-      route.network = r.network;
-      route.prefix = r.prefix.str();
-      for (const auto& v : r.vteps) route.vteps.push_back(v.str());
-      route.peer = r.peer;
-      out.upserts.push_back(std::move(route));
-    }
+    for (const auto& r : update.upserts) out.upserts.push_back(convert(r));
     for (const auto& k : update.removals) out.removals.push_back(RouteRemoval{k.vni, k.prefix.str()});
     sink_(name(), out);
   }
@@ -93,6 +165,13 @@ class BgpRouteSource : public RouteSource {
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<bgp::Adapter> adapter_;
   Sink sink_;
+  static constexpr std::chrono::seconds kSaveInterval{2};
+  std::string cache_path_;
+  std::chrono::seconds preserve_for_{120};
+  bool preserving_ = false;   // routes of the previous run in force, no full table yet
+  bool save_pending_ = false;
+  boost::asio::steady_timer save_timer_;
+  boost::asio::steady_timer preserve_timer_;
 };
 
 }  // namespace
@@ -107,7 +186,7 @@ Result<std::vector<std::unique_ptr<RouteSource>>> make_route_sources(boost::asio
   auto parsed = bgp::parse_config(config.bgp);
   if (!parsed) return make_error(config.source + ": " + parsed.error());
   if (!parsed->enabled) return sources;
-  auto source = std::make_unique<BgpRouteSource>(state, log);
+  auto source = std::make_unique<BgpRouteSource>(io, state, log);
   if (auto ok = source->init(io, config, std::move(*parsed)); !ok) return make_error(ok.error());
   sources.push_back(std::move(source));
 #else
