@@ -4,22 +4,25 @@
 # instances run side by side on one machine (tests, demos). On a real node use the
 # distribution's FRR service instead (docs/bgp.md, "Running FRR on a node").
 #
-#   usage: scripts/frr-start.sh --dir DIR [--netns NS] [--bfdd] [--staticd] [--fpm-port P]
+#   usage: scripts/frr-start.sh --dir DIR [--netns NS] [--bfdd] [--staticd] [--only DAEMON]
 #
+# --only DAEMON (e.g. bgpd): start just that daemon again in a running instance (after
+# `frr-stop.sh --only DAEMON`) and load frr.conf into it alone; the others are left as they are.
 # DIR holds everything of the instance: frr.conf (the integrated config; vxfedd writes it),
 # vtysh.conf, the daemons' empty per-daemon configs, pid files, vty sockets, zserv.api and logs.
 # If DIR/frr.conf exists it is loaded with `vtysh -b` once the daemons are up, as FRR's own
 # service does. Talk to the instance with:  vtysh --vty_socket DIR --config_dir DIR
 set -euo pipefail
 
-dir="" netns="" bfdd=0 staticd=0
+dir="" netns="" bfdd=0 staticd=0 only=""
 while (($#)); do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --netns) netns="$2"; shift 2 ;;
     --bfdd) bfdd=1; shift ;;
     --staticd) staticd=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --only) only="$2"; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "frr-start: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -46,6 +49,10 @@ ns=()
 daemons=(zebra bgpd)
 ((staticd)) && daemons+=(staticd)
 ((bfdd)) && daemons+=(bfdd)
+if [[ -n "$only" ]]; then
+  case "$only" in zebra|bgpd|staticd|bfdd) ;; *) echo "frr-start: --only: unknown daemon $only" >&2; exit 2 ;; esac
+  daemons=("$only")
+fi
 
 for d in "${daemons[@]}"; do
   : > "$dir/$d.conf"
@@ -71,6 +78,10 @@ for d in "${daemons[@]}"; do
 done
 
 if [[ -s "$dir/frr.conf" ]]; then
-  "${ns[@]}" vtysh --vty_socket "$dir" --config_dir "$dir" -b >/dev/null
+  # --only: -d sends the config to that daemon alone (re-executing e.g. zebra's `fpm address`
+  # would reconnect its FPM session).
+  only_args=()
+  [[ -n "$only" ]] && only_args=(-d "$only")
+  "${ns[@]}" vtysh --vty_socket "$dir" --config_dir "$dir" -b "${only_args[@]}" >/dev/null
 fi
 echo "frr-start: ${daemons[*]} up in ${netns:-the host namespace}, dir $dir"
