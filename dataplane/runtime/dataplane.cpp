@@ -128,7 +128,11 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     ctx->handoff_drops = &d->handoff_drops_;
     ctx->idle = IdlePolicy{options.idle_sleep_us, options.deep_idle_sleep_us,
                            options.deep_idle_after_ms * 1000u, options.busy_poll};
+    ctx->idle.block = options.idle_wait == "auto";
     ctx->stop = &d->stop_workers_;
+    d->wakes_.push_back(std::make_unique<WakeEvent>());
+    ctx->wake = d->wakes_.back().get();
+    ctx->uplink_wake_fds = d->ports_->uplink_wake_fds();
     d->contexts_.push_back(std::move(ctx));
   }
 
@@ -160,8 +164,13 @@ Dataplane::~Dataplane() {
 void Dataplane::stop_workers() {
   if (!workers_running_) return;
   stop_workers_.store(true);
+  wake_workers();
   rte_eal_mp_wait_lcore();
   workers_running_ = false;
+}
+
+void Dataplane::wake_workers() const {
+  for (const auto& wake : wakes_) wake->signal();
 }
 
 Status Dataplane::run(const std::atomic<bool>& stop) {
@@ -211,6 +220,7 @@ bool Dataplane::send_arp_request(std::uint32_t target_ip_be) {
     sent = rte_eth_tx_burst(ports_->uplink(), static_cast<std::uint16_t>(ports_->control_tx_queue()), &m, 1) == 1;
   } else {
     sent = rte_ring_enqueue(control_tx_, m) == 0;
+    if (sent && !wakes_.empty()) wakes_[0]->signal();  // worker 0 may be blocked on its sockets
   }
   if (!sent) rte_pktmbuf_free(m);
   char text[INET_ADDRSTRLEN];
@@ -274,10 +284,17 @@ Status Dataplane::install(const v1::Tables& requested, std::uint64_t generation)
 
   auto next = std::make_unique<ForwardingState>();
   next->pod_ports = (*built)->pod_port_ids();
+  next->version = ++state_versions_;
+  for (const auto& [iface, info] : ports_->endpoint_ports()) {
+    if (!wanted.count(iface)) continue;
+    if (info.wake_fds.empty()) next->pods_wakeable = false;
+    next->pod_wake_fds.insert(next->pod_wake_fds.end(), info.wake_fds.begin(), info.wake_fds.end());
+  }
   std::vector<std::uint32_t> vteps;
   for (std::size_t i = 0; i < (*built)->vtep_count(); ++i) vteps.push_back((*built)->vtep(static_cast<std::uint32_t>(i)).ip_be);
   next->tables = std::move(*built);
   state_->publish(std::move(next));  // returns after the grace period: the old state is gone
+  wake_workers();                    // blocked workers start waiting on the new ports too
   const auto t2 = std::chrono::steady_clock::now();
 
   // Ports no endpoint uses any more: no worker polls them now.

@@ -65,10 +65,13 @@ class Dataplane {
   std::vector<WorkerCounters*> counters_;
   std::vector<TxStage*> stages_;
   std::vector<std::unique_ptr<WorkerContext>> contexts_;
+  std::vector<std::unique_ptr<WakeEvent>> wakes_;   // one per worker (socket_wakeup.hpp)
+  std::uint64_t state_versions_ = 0;
   std::vector<rte_ring*> handoff_;
   rte_ring* control_tx_ = nullptr;
   std::atomic<std::uint64_t> handoff_drops_{0};
   std::atomic<bool> stop_workers_{false};
+  void wake_workers() const;
   bool workers_running_ = false;
   std::unique_ptr<ArpResolver> arp_;
   std::unique_ptr<ApiServer> api_;

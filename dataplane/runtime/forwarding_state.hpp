@@ -14,6 +14,11 @@ namespace vxfed::dataplane {
 struct ForwardingState {
   std::unique_ptr<ForwardingTables> tables;
   std::vector<std::uint16_t> pod_ports;  // every port that carries an endpoint
+  // socket_wakeup.hpp: the af_packet sockets of pod_ports, and whether every pod port has
+  // them (otherwise an idle worker naps instead of blocking).
+  std::vector<int> pod_wake_fds;
+  bool pods_wakeable = true;
+  std::uint64_t version = 0;             // distinct per published state (workers cache by it)
 };
 
 }  // namespace vxfed::dataplane

@@ -1,6 +1,9 @@
-// How a worker waits when its queues are empty. Three stages, reset by any packet:
+// How a worker waits when its queues are empty. Reset by any packet:
 //   1. spin with rte_pause for a few hundred empty polls (the next burst is often
 //      microseconds away under load: no sleep, no latency);
+//   then, when every source the worker polls can wake it (socket_wakeup.hpp: af_packet
+//   sockets + its WakeEvent), it blocks in the kernel until a packet arrives: no timer, no
+//   latency added by a nap, no CPU while idle. Otherwise timed naps:
 //   2. short sleeps, 1 us doubling up to `short_sleep_us` (default 20 us), for the first
 //      `deep_after_us` of idleness: traffic with small gaps keeps a low latency;
 //   3. then deep sleeps of `deep_sleep_us` (default 1 ms): a wake-up costs a few
@@ -21,13 +24,14 @@ struct IdlePolicy {
   std::uint32_t deep_sleep_us = 1000;
   std::uint32_t deep_after_us = 50000;
   bool busy_poll = false;
+  bool block = true;          // block on the ports' sockets when all of them have one
 };
 
 class IdleBackoff {
  public:
   explicit IdleBackoff(const IdlePolicy& p)
       : short_max_ns_(p.short_sleep_us * 1000ull), deep_ns_(p.deep_sleep_us * 1000ull),
-        deep_after_ns_(p.deep_after_us * 1000ull), busy_poll_(p.busy_poll) {}
+        deep_after_ns_(p.deep_after_us * 1000ull), busy_poll_(p.busy_poll), block_(p.block) {}
 
   void work_done() {
     empty_polls_ = 0;
@@ -35,26 +39,37 @@ class IdleBackoff {
     slept_ns_ = 0;
   }
 
-  // Called after a loop iteration that found nothing. Returns true when it slept.
-  bool idle() {
-    if (busy_poll_) return false;
+  enum class Step { spun, slept, block };
+
+  // Called after a loop iteration that found nothing. `can_block`: the worker can wait for
+  // its sockets (then Step::block tells it to, and it calls woke() afterwards).
+  Step idle(bool can_block) {
+    if (busy_poll_) return Step::spun;
     if (++empty_polls_ < kSpinPolls) {
       rte_pause();
-      return false;
+      return Step::spun;
     }
+    if (can_block && block_) return Step::block;
     const std::uint64_t ns = slept_ns_ >= deep_after_ns_ ? deep_ns_ : sleep_ns_;
     timespec ts{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
     ::nanosleep(&ts, nullptr);
     slept_ns_ += ns;  // requested time: cheap, and close enough to decide the stage
     if (sleep_ns_ < short_max_ns_) sleep_ns_ = sleep_ns_ * 2 > short_max_ns_ ? short_max_ns_ : sleep_ns_ * 2;
-    return true;
+    return Step::slept;
   }
+
+  // After a block: spin again first, the packet that woke us may have company.
+  void woke() { empty_polls_ = 0; }
+
+  // Longest block: a safety net only, every wake source is an event.
+  static constexpr int kBlockTimeoutMs = 100;
 
  private:
   static constexpr std::uint32_t kSpinPolls = 256;
   static constexpr std::uint64_t kFirstSleepNs = 1000;
   std::uint64_t short_max_ns_, deep_ns_, deep_after_ns_;
   bool busy_poll_;
+  bool block_;
   std::uint32_t empty_polls_ = 0;
   std::uint64_t sleep_ns_ = kFirstSleepNs;
   std::uint64_t slept_ns_ = 0;

@@ -94,6 +94,12 @@ void add_options(CLI::App& app, Options& o) {
                  "milliseconds without packets before the second idle stage")
       ->check(CLI::Range(0u, 100000u))
       ->capture_default_str();
+  app.add_option("--idle-wait", o.idle_wait,
+                 "auto: an idle worker whose ports are all af_packet sockets blocks in poll() until "
+                 "a frame arrives (no CPU while idle, no nap latency; the first packet after a "
+                 "quiet spell pays one thread wake-up); sleep: always the timed naps above")
+      ->check(CLI::IsMember({"auto", "sleep"}))
+      ->capture_default_str();
   app.add_flag("--busy-poll", o.busy_poll, "never sleep when idle (benchmarks; burns the cores)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))

@@ -15,6 +15,8 @@
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
 
+#include "socket_wakeup.hpp"
+
 namespace vxfed::dataplane {
 
 namespace {
@@ -28,6 +30,20 @@ constexpr unsigned kAfPacketFrameOverhead = 64;
 
 bool is_af_packet(const rte_eth_dev_info& info) {
   return info.driver_name != nullptr && std::strcmp(info.driver_name, "net_af_packet") == 0;
+}
+
+// The af_packet sockets of a port (one per queue pair), so that idle workers can block on
+// them (socket_wakeup.hpp). Empty, with a note, when they cannot be told apart.
+std::vector<int> wake_fds_of(std::uint16_t port, unsigned queues, const std::string& name) {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(port, &info) != 0 || !is_af_packet(info) || info.if_index == 0) return {};
+  auto fds = packet_socket_fds(info.if_index);
+  if (fds.size() != queues) {
+    spdlog::warn("{}: found {} af_packet sockets for {} queue pairs: idle workers nap instead of "
+                 "waiting on them", name, fds.size(), queues);
+    return {};
+  }
+  return fds;
 }
 
 unsigned round_up(unsigned v, unsigned to) { return (v + to - 1) / to * to; }
@@ -149,6 +165,7 @@ Status Ports::setup_uplink() {
     spdlog::debug("uplink: {} RX / {} TX queues{}: {}", rxq, txq, a.rss ? " with RSS" : "", started.error());
   }
   if (!started) return make_error("uplink: " + started.error());
+  uplink_wake_fds_ = wake_fds_of(uplink_, rxq, "uplink");
   const unsigned txq = workers_ + (control_txq_ >= 0 ? 1 : 0);
   uplink_started_ = true;
   spdlog::info("uplink {} ({}): {} RX queue(s), {} TX queue(s), spread: {}", options_.uplink,
@@ -273,6 +290,7 @@ Result<std::uint16_t> Ports::attach(const std::string& iface) {
     }
     return make_error("endpoint port on " + iface + ": " + st.error());
   }
+  if (info.hot_plugged) info.wake_fds = wake_fds_of(info.port_id, workers_, iface);
   endpoints_[iface] = info;
   return info.port_id;
 }

@@ -27,6 +27,7 @@ struct PortInfo {
   std::string name;         // "uplink" or the endpoint's iface
   std::string device;       // DPDK device name
   bool hot_plugged = false; // we created it (af_packet) and detach it
+  std::vector<int> wake_fds; // its af_packet sockets (socket_wakeup.hpp); empty: cannot wake a worker
 };
 
 class Ports {
@@ -44,6 +45,8 @@ class Ports {
   rte_mempool* pool() const { return pool_; }
   unsigned workers() const { return workers_; }
   std::uint32_t max_frame() const { return max_frame_; }
+  // The uplink's af_packet sockets (one per queue pair), empty when it is another kind of port.
+  const std::vector<int>& uplink_wake_fds() const { return uplink_wake_fds_; }
 
   // Ensures a started port for endpoint interface `iface` and returns its port id.
   Result<std::uint16_t> attach(const std::string& iface);
@@ -72,6 +75,7 @@ class Ports {
   unsigned framesz_ = 0, blocksz_ = 0;
   unsigned next_vdev_ = 0;
   bool uplink_started_ = false;
+  std::vector<int> uplink_wake_fds_;
   std::map<std::string, PortInfo> endpoints_;
 };
 

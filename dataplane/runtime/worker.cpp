@@ -1,6 +1,9 @@
 #include "worker.hpp"
 
+#include <poll.h>
 #include <sys/prctl.h>
+
+#include <vector>
 
 #include <rte_ethdev.h>
 
@@ -49,6 +52,42 @@ inline std::uint16_t distribute(WorkerContext& w, rte_mbuf** pkts, std::uint16_t
   return mine;
 }
 
+// The descriptors an idle worker waits on, rebuilt when the published state changes (rare:
+// table updates), never per packet.
+class WaitSet {
+ public:
+  // False when some polled source cannot wake the worker: then it naps instead.
+  bool update(const WorkerContext& w, const ForwardingState* s) {
+    const std::uint64_t version = s == nullptr ? 0 : s->version;
+    if (built_ && version == version_) return usable_;
+    built_ = true;
+    version_ = version;
+    usable_ = w.wake != nullptr && w.wake->valid() && !w.uplink_wake_fds.empty() &&
+              w.spread == UplinkSpread::Hardware && (s == nullptr || s->pods_wakeable);
+    fds_.clear();
+    if (!usable_) return false;
+    fds_.push_back(pollfd{w.wake->fd(), POLLIN, 0});
+    for (int fd : w.uplink_wake_fds) fds_.push_back(pollfd{fd, POLLIN, 0});
+    if (s != nullptr)
+      for (int fd : s->pod_wake_fds) fds_.push_back(pollfd{fd, POLLIN, 0});
+    return true;
+  }
+
+  // Offline for RCU while blocked: a table swap must not wait for an idle worker.
+  void block(const WorkerContext& w) {
+    rte_rcu_qsbr_thread_offline(w.qs, w.id);
+    ::poll(fds_.data(), fds_.size(), IdleBackoff::kBlockTimeoutMs);
+    if (fds_[0].revents & POLLIN) w.wake->drain();
+    rte_rcu_qsbr_thread_online(w.qs, w.id);
+  }
+
+ private:
+  bool built_ = false;
+  bool usable_ = false;
+  std::uint64_t version_ = 0;
+  std::vector<pollfd> fds_;
+};
+
 }  // namespace
 
 int worker_main(void* arg) {
@@ -58,6 +97,7 @@ int worker_main(void* arg) {
   rte_rcu_qsbr_thread_register(w.qs, w.id);
   rte_rcu_qsbr_thread_online(w.qs, w.id);
   IdleBackoff backoff(w.idle);
+  WaitSet wait_set;
   rte_mbuf* pkts[kMaxBurst];
   const auto queue = static_cast<std::uint16_t>(w.id);
   const auto send = [queue](std::uint16_t port, rte_mbuf** p, std::uint16_t n) {
@@ -113,6 +153,9 @@ int worker_main(void* arg) {
       work += n;
     }
 
+    // Read while `s` is still ours (before the quiescent report below).
+    const bool can_block = work == 0 && wait_set.update(w, s);
+
     // Everything staged leaves before the quiescent report, so once a grace period ends no
     // mbuf is still headed for a port the old tables named.
     w.tx->flush(send, *w.counters);
@@ -121,8 +164,18 @@ int worker_main(void* arg) {
 
     if (work) {
       backoff.work_done();
-    } else if (backoff.idle()) {
-      w.sleeps.store(w.sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      continue;
+    }
+    switch (backoff.idle(can_block)) {
+      case IdleBackoff::Step::spun:
+        break;
+      case IdleBackoff::Step::block:
+        wait_set.block(w);
+        backoff.woke();
+        [[fallthrough]];
+      case IdleBackoff::Step::slept:
+        w.sleeps.store(w.sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        break;
     }
   }
   rte_rcu_qsbr_thread_offline(w.qs, w.id);

@@ -15,6 +15,7 @@
 #include "idle_backoff.hpp"
 #include "ports.hpp"
 #include "rcu_slot.hpp"
+#include "socket_wakeup.hpp"
 
 namespace vxfed::dataplane {
 
@@ -31,9 +32,13 @@ struct WorkerContext {
   rte_ring* control_tx = nullptr;     // worker 0 only: frames from the control thread
   std::atomic<std::uint64_t>* handoff_drops = nullptr;  // software spread ring full
   IdlePolicy idle;
+  // Blocking when idle (socket_wakeup.hpp): the uplink's af_packet sockets (empty: the uplink
+  // cannot wake us, so we never block) and this worker's event for everything else.
+  std::vector<int> uplink_wake_fds;
+  const WakeEvent* wake = nullptr;
   const std::atomic<bool>* stop = nullptr;
   std::atomic<std::uint64_t> loops{0};
-  std::atomic<std::uint64_t> sleeps{0};
+  std::atomic<std::uint64_t> sleeps{0};   // naps and blocks
 };
 
 // lcore entry point (rte_eal_remote_launch); arg is a WorkerContext*.

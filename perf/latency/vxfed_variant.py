@@ -148,7 +148,9 @@ class VxfedVariant(Variant):
                 "--vdev", f"net_af_packet0,iface=ul0,qpairs=1,framesz={framesz},blocksz={framesz * 4},framecnt=512",
                 "--", "--uplink", "net_af_packet0", "--vtep-ip", c.underlay_ip, "--mtu", str(mtu),
                 "--queues", "1", "--underlay-subnet", "198.18.0.0/24",
-                "--api-socket", str(self.node_dirs[c.name] / "dataplane.sock")]
+                "--api-socket", str(self.node_dirs[c.name] / "dataplane.sock"),
+                # Experiments (idle policy, busy polling ...): extra vxfed-dataplane options.
+                *os.environ.get("VXFED_DATAPLANE_EXTRA_ARGS", "").split()]
 
     def _start_dataplane(self, c: ClusterPlan) -> None:
         self.progress(f"ours: node {c.name.upper()}: starting vxfed-dataplane (af_packet uplink ul0, VTEP {c.underlay_ip})")

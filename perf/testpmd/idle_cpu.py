@@ -3,7 +3,11 @@
 (utime + stime of all threads) over a window; with --busy-poll for contrast. JSON to
 perf/results/idle_cpu.json.
 
-  sudo perf/testpmd/idle_cpu.py --build-dir build [--seconds 10] [--queues 1]
+  sudo perf/testpmd/idle_cpu.py --build-dir build [--seconds 10] [--queues 1] [--ports null|af_packet]
+
+--ports null (default): net_null ports, which cannot wake a worker: it naps (timed back-off).
+--ports af_packet: an af_packet uplink and endpoint port on veths in a namespace of their own:
+idle workers block on the sockets (--idle-wait auto).
 """
 
 from __future__ import annotations
@@ -44,7 +48,22 @@ def run_ns(pid: int) -> int:
     return total
 
 
-def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path) -> dict:
+def af_packet_netns(tag: str) -> str:
+    """A namespace with two veth pairs, IPv6 off (no stray router solicitations), for the
+    af_packet uplink (idleup0) and endpoint (idle0)."""
+    ns = f"vxidle{tag}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    for cmd in (["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                ["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+                ["ip", "link", "add", "idleup0", "type", "veth", "peer", "name", "idleup1"],
+                ["ip", "link", "add", "idle0", "type", "veth", "peer", "name", "idle1"]):
+        subprocess.run(["ip", "netns", "exec", ns, *cmd], check=True)
+    for link in ("idleup0", "idleup1", "idle0", "idle1"):
+        subprocess.run(["ip", "-n", ns, "link", "set", link, "up"], check=True)
+    return ns
+
+
+def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path, ports: str = "null") -> dict:
     tables = workdir / "tables.json"
     tables.write_text(json.dumps({"generation": 1, "tables": {
         "networks": [{"vni": frames.VNI, "gateway_ip": "10.244.0.1"}],
@@ -54,11 +73,18 @@ def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path)
         "neighbors": [{"ip": frames.VTEP_REMOTE, "mac": frames.REMOTE_MAC.hex(":")}]}}))
     lcores = "0@0," + ",".join(f"{i + 1}@{(i + 1) % os.cpu_count()}" for i in range(queues))
     sock = workdir / f"idle{int(busy)}.sock"
-    cmd = [str(build / "dataplane/vxfed-dataplane"), "--lcores", lcores, "--no-huge", "-m", "1024", "--no-pci",
-           "--file-prefix", f"vxidle{os.getpid()}{int(busy)}", "--vdev", f"net_null0,no-rx=1",
-           "--vdev", "net_null1,no-rx=1", "--log-level", "lib.eal:error",
-           "--", "--uplink", "net_null0", "--vtep-ip", frames.VTEP_LOCAL, "--queues", str(queues),
-           "--tables-file", str(tables), "--endpoint-port", "idle0=net_null1", "--api-socket", str(sock),
+    ns = None
+    if ports == "af_packet":
+        ns = af_packet_netns(f"{os.getpid()}{int(busy)}")
+        port_args = ["--vdev", f"net_af_packet0,iface=idleup0,qpairs={queues}"]
+        uplink, endpoint_args, prefix = "net_af_packet0", [], ["ip", "netns", "exec", ns]
+    else:
+        port_args = ["--vdev", "net_null0,no-rx=1", "--vdev", "net_null1,no-rx=1"]
+        uplink, endpoint_args, prefix = "net_null0", ["--endpoint-port", "idle0=net_null1"], []
+    cmd = prefix + [str(build / "dataplane/vxfed-dataplane"), "--lcores", lcores, "--no-huge", "-m", "1024", "--no-pci",
+           "--file-prefix", f"vxidle{os.getpid()}{int(busy)}", *port_args, "--log-level", "lib.eal:error",
+           "--", "--uplink", uplink, "--vtep-ip", frames.VTEP_LOCAL, "--queues", str(queues),
+           "--tables-file", str(tables), *endpoint_args, "--api-socket", str(sock),
            "--log-level", "warn"] + (["--busy-poll"] if busy else []) + EXTRA
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
@@ -75,7 +101,9 @@ def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
         shutil.rmtree(f"/var/run/dpdk/vxidle{os.getpid()}{int(busy)}", ignore_errors=True)
-    return {"busy_poll": busy, "queues": queues, "seconds": round(t1 - t0, 2),
+        if ns is not None:
+            subprocess.run(["ip", "netns", "del", ns], check=False)
+    return {"busy_poll": busy, "queues": queues, "ports": ports, "seconds": round(t1 - t0, 2),
             "cpu_seconds": round(c1 - c0, 3), "percent_of_one_core": round(100 * (c1 - c0) / (t1 - t0), 2),
             "schedstat_percent_of_one_core": round(100 * (n1 - n0) / 1e9 / (t1 - t0), 2),
             "extra_args": EXTRA}
@@ -86,15 +114,17 @@ def main() -> None:
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--queues", type=int, default=1)
+    ap.add_argument("--ports", choices=["null", "af_packet"], default="null")
     ap.add_argument("--no-busy-contrast", action="store_true", help="skip the --busy-poll run")
     ap.add_argument("--out", default=str(ROOT / "perf/results/idle_cpu.json"))
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("idle_cpu.py: run as root (DPDK)")
     with tempfile.TemporaryDirectory(prefix="vxfed-idle-") as tmp:
-        results = [measure(Path(args.build_dir).resolve(), args.seconds, args.queues, False, Path(tmp))]
+        results = [measure(Path(args.build_dir).resolve(), args.seconds, args.queues, False, Path(tmp), args.ports)]
         if not args.no_busy_contrast:
-            results.append(measure(Path(args.build_dir).resolve(), min(args.seconds, 3), args.queues, True, Path(tmp)))
+            results.append(measure(Path(args.build_dir).resolve(), min(args.seconds, 3), args.queues, True, Path(tmp),
+                                   args.ports))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
