@@ -2,6 +2,7 @@
 
 #ifdef VXFED_HAVE_BGP
 #include <chrono>
+#include <optional>
 
 #include "../bgp/adapter.hpp"
 #include "../bgp/route_cache.hpp"
@@ -20,10 +21,16 @@ namespace {
 // its resync) replaces them. Without it the new vxfedd's first snapshot had no BGP routes:
 // the integration test saw the dataplane without them for 1-2 s after every restart. If no
 // full table comes within bgp.restart_time (FRR down), the preserved routes are dropped.
+//
+// Networks: a peer's routes get the VNI of its `network`. Networks also come and go through
+// the API (vxfedctl add-network / remove-network), which does not tell route sources (only a
+// reload calls networks_changed()); so once a second the source looks up the VNIs of its
+// peers' networks (a few map lookups) and lets the adapter re-resolve when one changed.
+// Without it, routes learned before their network was added stayed unresolved until SIGHUP.
 class BgpRouteSource : public RouteSource {
  public:
   BgpRouteSource(boost::asio::io_context& io, NodeState& state, std::shared_ptr<spdlog::logger> log)
-      : state_(state), log_(std::move(log)), save_timer_(io), preserve_timer_(io) {}
+      : state_(state), log_(std::move(log)), save_timer_(io), preserve_timer_(io), network_timer_(io) {}
 
   static std::vector<bgp::Ipv4Prefix> advertised(const Config& config) {
     std::vector<bgp::Ipv4Prefix> out;
@@ -46,6 +53,7 @@ class BgpRouteSource : public RouteSource {
     options.on_routes = [this](const bgp::RouteUpdate& update) { deliver(update); };
     cache_path_ = config.daemon.state_dir + "/bgp-routes.json";
     preserve_for_ = std::chrono::seconds(options.config.restart_time_s);
+    set_peer_networks(options.config);
     auto adapter = bgp::Adapter::create(io, std::move(options));
     if (!adapter) return make_error("bgp: " + adapter.error());
     adapter_ = std::move(*adapter);
@@ -57,11 +65,15 @@ class BgpRouteSource : public RouteSource {
   Status start(Sink sink) override {
     sink_ = std::move(sink);
     replay_cache();
-    return adapter_->start();
+    network_vnis_ = peer_network_vnis();
+    auto ok = adapter_->start();
+    if (ok) watch_networks();
+    return ok;
   }
   void stop() override {
     save_timer_.cancel();
     preserve_timer_.cancel();
+    network_timer_.cancel();
     if (!preserving_) save_cache();
     adapter_->stop();
   }
@@ -87,6 +99,7 @@ class BgpRouteSource : public RouteSource {
   Status reconfigure(const Config& config) override {
     auto parsed = bgp::parse_config(config.bgp);
     if (!parsed) return make_error(parsed.error());
+    set_peer_networks(*parsed);
     return adapter_->reconfigure(std::move(*parsed), advertised(config));
   }
 
@@ -127,6 +140,31 @@ class BgpRouteSource : public RouteSource {
       full.full = true;
       full.upserts = adapter_->routes();
       deliver(full);
+    });
+  }
+
+  void set_peer_networks(const bgp::BgpConfig& config) {
+    peer_networks_.clear();
+    for (const auto& p : config.peers)
+      if (!p.network.empty()) peer_networks_.push_back(p.network);
+  }
+
+  std::vector<std::optional<std::uint32_t>> peer_network_vnis() const {
+    std::vector<std::optional<std::uint32_t>> out;
+    for (const auto& n : peer_networks_) out.push_back(state_.vni_of(n));
+    return out;
+  }
+
+  void watch_networks() {
+    network_timer_.expires_after(std::chrono::seconds(1));
+    network_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto now = peer_network_vnis(); now != network_vnis_) {
+        network_vnis_ = std::move(now);
+        log_->info("bgp: a peer's network was added, removed or renumbered; re-resolving learned routes");
+        adapter_->networks_changed();
+      }
+      watch_networks();
     });
   }
 
@@ -172,6 +210,9 @@ class BgpRouteSource : public RouteSource {
   bool save_pending_ = false;
   boost::asio::steady_timer save_timer_;
   boost::asio::steady_timer preserve_timer_;
+  std::vector<std::string> peer_networks_;                       // bgp.peers[].network
+  std::vector<std::optional<std::uint32_t>> network_vnis_;        // their VNIs at the last check
+  boost::asio::steady_timer network_timer_;
 };
 
 }  // namespace

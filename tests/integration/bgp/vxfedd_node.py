@@ -24,9 +24,11 @@ class VxNode:
     """One node namespace: FRR, vxfed-dataplane and vxfedd, all under workdir/<short>."""
 
     def __init__(self, topo: t.Topology, short: str, asn: int, ip: str, pod_cidr: str,
-                 peer_options: dict | None = None, bfdd: bool = False):
+                 peer_options: dict | None = None, bfdd: bool = False, network_in_yaml: bool = True):
         """peer_options: the `bgp.peers[0]` keys besides address/ASN/cluster/network (timers,
-        bfd, ...). bfdd: FRR's bfdd runs too (scripts/frr-start.sh --bfdd)."""
+        bfd, ...). bfdd: FRR's bfdd runs too (scripts/frr-start.sh --bfdd). network_in_yaml:
+        False leaves the network out of the config (the test adds it with add_network())."""
+        self.network_in_yaml = network_in_yaml
         self.topo = topo
         self.peer_options = peer_options if peer_options is not None else {}
         self.bfdd = bfdd
@@ -106,7 +108,7 @@ class VxNode:
             "daemon": {"socket": str(self.sock), "state_dir": str(self.dir / "state"), "log_level": "info",
                        "metrics_listen": ""},
             "dataplane": {"socket": str(self.dp_sock)},
-            "networks": [{"name": NETWORK, "subnet": self.pod_cidr}],
+            "networks": [{"name": NETWORK, "subnet": self.pod_cidr}] if self.network_in_yaml else [],
             "bgp": {
                 "enabled": True,
                 "asn": self.asn,
@@ -148,6 +150,14 @@ class VxNode:
             raise RuntimeError(f"vxfedctl {' '.join(args)} on {self.short}: {res.returncode} "
                                f"{(res.stdout + res.stderr).strip()[-300:]}")
         return json.loads(res.stdout)
+
+    def add_network(self) -> None:
+        """The network at run time, as an operator would: vxfedctl add-network."""
+        self.wait_file(self.sock, self.vxfedd, "vxfedd", 30)
+        self.vxfedctl("add-network", NETWORK, "--subnet", self.pod_cidr)
+
+    def remove_network(self) -> None:
+        self.vxfedctl("remove-network", NETWORK)
 
     def bgp_route(self, prefix: str):
         for r in self.vxfedctl("routes").get("routes", []):
