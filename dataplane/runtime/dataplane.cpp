@@ -129,6 +129,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     ctx->idle = IdlePolicy{options.idle_sleep_us, options.deep_idle_sleep_us,
                            options.deep_idle_after_ms * 1000u, options.busy_poll};
     ctx->idle.block = options.idle_wait == "auto";
+    ctx->idle.spin_us = options.idle_spin_us;
     ctx->stop = &d->stop_workers_;
     d->wakes_.push_back(std::make_unique<WakeEvent>());
     ctx->wake = d->wakes_.back().get();

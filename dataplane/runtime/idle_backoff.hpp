@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include <rte_cycles.h>
 #include <rte_pause.h>
 
 namespace vxfed::dataplane {
@@ -25,13 +26,15 @@ struct IdlePolicy {
   std::uint32_t deep_after_us = 50000;
   bool busy_poll = false;
   bool block = true;          // block on the ports' sockets when all of them have one
+  std::uint32_t spin_us = 0;  // keep spinning this long after the last packet (0: 256 polls)
 };
 
 class IdleBackoff {
  public:
   explicit IdleBackoff(const IdlePolicy& p)
       : short_max_ns_(p.short_sleep_us * 1000ull), deep_ns_(p.deep_sleep_us * 1000ull),
-        deep_after_ns_(p.deep_after_us * 1000ull), busy_poll_(p.busy_poll), block_(p.block) {}
+        deep_after_ns_(p.deep_after_us * 1000ull), busy_poll_(p.busy_poll), block_(p.block),
+        spin_cycles_(p.spin_us * rte_get_tsc_hz() / 1000000ull) {}
 
   void work_done() {
     empty_polls_ = 0;
@@ -46,6 +49,11 @@ class IdleBackoff {
   Step idle(bool can_block) {
     if (busy_poll_) return Step::spun;
     if (++empty_polls_ < kSpinPolls) {
+      if (empty_polls_ == 1 && spin_cycles_ != 0) spin_until_ = rte_rdtsc() + spin_cycles_;
+      rte_pause();
+      return Step::spun;
+    }
+    if (spin_cycles_ != 0 && rte_rdtsc() < spin_until_) {
       rte_pause();
       return Step::spun;
     }
@@ -70,6 +78,8 @@ class IdleBackoff {
   std::uint64_t short_max_ns_, deep_ns_, deep_after_ns_;
   bool busy_poll_;
   bool block_;
+  std::uint64_t spin_cycles_;
+  std::uint64_t spin_until_ = 0;
   std::uint32_t empty_polls_ = 0;
   std::uint64_t sleep_ns_ = kFirstSleepNs;
   std::uint64_t slept_ns_ = 0;

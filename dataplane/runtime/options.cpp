@@ -94,6 +94,12 @@ void add_options(CLI::App& app, Options& o) {
                  "milliseconds without packets before the second idle stage")
       ->check(CLI::Range(0u, 100000u))
       ->capture_default_str();
+  app.add_option("--idle-spin-us", o.idle_spin_us,
+                 "an idle worker keeps polling this many microseconds after its last packet before "
+                 "it sleeps or blocks (at least 256 polls): request/response traffic then finds it "
+                 "awake; costs CPU only while traffic flows")
+      ->check(CLI::Range(0u, 100000u))
+      ->capture_default_str();
   app.add_option("--idle-wait", o.idle_wait,
                  "auto: an idle worker whose ports are all af_packet sockets blocks in poll() until "
                  "a frame arrives (no CPU while idle, no nap latency; the first packet after a "

@@ -30,6 +30,7 @@ struct Options {
   unsigned deep_idle_sleep_us = 1000; // sleep once idle for deep_idle_after_ms
   unsigned deep_idle_after_ms = 50;
   bool busy_poll = false;             // never sleep (benchmarks)
+  unsigned idle_spin_us = 0;          // spin this long after the last packet before sleeping
   std::string idle_wait = "auto";     // auto: block on af_packet sockets when possible; sleep: timed naps
   std::string log_level = "info";
   bool print_counters_on_exit = true;

@@ -144,7 +144,7 @@ class VxfedVariant(Variant):
         # vxfed-dataplane --help.
         framesz = 9216 if mtu > 1500 else 2048
         return [str(self.bin("dataplane/vxfed-dataplane")),
-                "-l", "0,1", "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix,
+                *os.environ.get("VXFED_DATAPLANE_LCORES", "-l 0,1").split(), "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix,
                 "--vdev", f"net_af_packet0,iface=ul0,qpairs=1,framesz={framesz},blocksz={framesz * 4},framecnt=512",
                 "--", "--uplink", "net_af_packet0", "--vtep-ip", c.underlay_ip, "--mtu", str(mtu),
                 "--queues", "1", "--underlay-subnet", "198.18.0.0/24",
