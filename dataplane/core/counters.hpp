@@ -20,7 +20,7 @@ constexpr std::uint32_t kMaxVniSlots = 4096;  // distinct VNIs over the life of 
 // A counter with one writer: plain add on x86, no lock prefix; readable from other threads.
 struct Counter {
   std::atomic<std::uint64_t> value{0};
-  void add(std::uint64_t n) {
+  [[gnu::always_inline]] void add(std::uint64_t n) {
     value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   std::uint64_t get() const { return value.load(std::memory_order_relaxed); }

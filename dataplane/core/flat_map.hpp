@@ -43,7 +43,7 @@ class FlatMap64 {
     return const_cast<V*>(static_cast<const FlatMap64*>(this)->find(key));
   }
 
-  const V* find(std::uint64_t key) const {
+  [[gnu::always_inline]] const V* find(std::uint64_t key) const {
     const Slot* slots = slots_.data();
     for (std::uint64_t i = index(key);; i = (i + 1) & mask_) {
       const Slot& s = slots[i];
@@ -68,7 +68,7 @@ class FlatMap64 {
     std::uint64_t key;
     V value;
   };
-  std::uint64_t index(std::uint64_t key) const {
+  [[gnu::always_inline]] std::uint64_t index(std::uint64_t key) const {
     return ((key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull) >> shift_;
   }
   std::vector<Slot> slots_;

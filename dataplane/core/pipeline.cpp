@@ -134,6 +134,17 @@ inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddre
   tx.stage(ep->port, m, c);
 }
 
+// A parsed VXLAN packet that the one-lookup admission refused: which of the three
+// conditions failed decides the counter.
+[[gnu::noinline]] void uplink_refused(const ForwardingTables& t, rte_mbuf* m, std::uint64_t key, WorkerCounters& c) {
+  const std::uint16_t port = t.uplink_port();
+  const auto src = static_cast<std::uint32_t>(key >> 24);
+  const auto vni = static_cast<std::uint32_t>(key & 0xffffff);
+  if (!t.vtep_index(src)) return drop(m, DropReason::UnknownVtep, port, c);
+  if (!t.network_by_vni(vni)) return drop(m, DropReason::UnknownVni, port, c);
+  drop(m, DropReason::VniNotAllowedForVtep, port, c);
+}
+
 // Everything the fast path did not take: ARP, NIC-flagged checksums, malformed packets.
 [[gnu::noinline]] void uplink_slow(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
@@ -152,18 +163,6 @@ inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddre
   if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
   if (f.kind != FrameKind::Vxlan) return drop(m, f.drop, port, c);
   uplink_vxlan(t, m, f, tx, c);
-}
-
-[[gnu::always_inline]] inline void uplink_one(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
-  UplinkParseOptions opt;
-  opt.local_vtep_ip_be = t.local_vtep_ip_be();
-  const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-  opt.outer_ip_checksum_verified = csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
-  UplinkFrame f;
-  if (csum != RTE_MBUF_F_RX_IP_CKSUM_BAD &&
-      try_parse_uplink_fast(first_segment(m), rte_pktmbuf_pkt_len(m), opt, &f)) [[likely]]
-    return uplink_vxlan(t, m, f, tx, c);
-  uplink_slow(t, m, tx, c);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -299,11 +298,11 @@ struct PodBurstFacts {
   wire::MacAddress gateway_mac;
 };
 
-// Encapsulation of a fast-path packet toward group g (flow hash `hash`). Returns false when
-// the packet was dropped (counted here).
+// Encapsulation of a fast-path packet toward VTEP v (flow hash `hash`). Returns false when
+// the packet was dropped (counted here); true: the caller stages it on the uplink.
 [[gnu::always_inline]] inline bool encap_fast(const ForwardingTables& t, const PodBurstFacts& k,
                                               const VtepEntry& v, rte_mbuf* m, std::uint32_t hash,
-                                              std::uint16_t rx_port, TxStage& tx, WorkerCounters& c,
+                                              std::uint16_t rx_port, WorkerCounters& c,
                                               std::uint32_t* frame_len_out) {
   const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
   if (!(nb & NeighborCache::kValid)) [[unlikely]] {
@@ -329,23 +328,88 @@ struct PodBurstFacts {
   o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
   o->vxlan.vni_reserved_be = k.vni_field_be;
   m->ol_flags = 0;
-  tx.stage(k.uplink, m, c);
   *frame_len_out = frame_len;
   return true;
 }
 
 }  // namespace
 
+// Uplink bursts in two passes: 1. fast parse of every packet (fields kept in arrays of their
+// own size, not a struct), prefetch of the admission hash slot; 2. in arrival order: admission
+// (one lookup), endpoint, decapsulation; packets the fast path did not take go through
+// uplink_slow in their place.
 std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pkts,
                                    std::uint16_t n, TxStage& tx, WorkerCounters& counters) {
-  count_rx(pkts, n, tables.uplink_port(), counters);
-  std::uint16_t i = 0;
-  for (std::uint16_t k = 0; k < kPrefetchAhead && k < n; ++k) prefetch_data(pkts[k]);
-  for (; i + kPrefetchAhead < n; ++i) {
-    prefetch_data(pkts[i + kPrefetchAhead]);
-    uplink_one(tables, pkts[i], tx, counters);
+  const std::uint16_t uplink = tables.uplink_port();
+  const std::uint32_t vtep_ip = tables.local_vtep_ip_be();
+  count_rx(pkts, n, uplink, counters);
+  std::uint64_t key[kMaxBurst];       // admission key (outer source, VNI)
+  std::uint32_t inner_dst[kMaxBurst];
+  std::uint32_t inner_len[kMaxBurst];
+  std::uint16_t inner_ip_total[kMaxBurst];
+  std::uint64_t fast = 0;
+  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
+    rte_mbuf* m = pkts[i];
+    const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+        !uplink_fast_ok(p, rte_pktmbuf_data_len(m), rte_pktmbuf_pkt_len(m), vtep_ip,
+                        csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) [[unlikely]]
+      continue;
+    fast |= 1ull << i;
+    key[i] = ForwardingTables::admission_key(uplink_fast_outer_src(p), uplink_fast_vni(p));
+    inner_dst[i] = uplink_fast_inner_dst(p);
+    inner_len[i] = uplink_fast_inner_len(p);
+    inner_ip_total[i] = uplink_fast_inner_ip_total(p);
+    rte_prefetch0(tables.admission_probe(key[i]));
   }
-  for (; i < n; ++i) uplink_one(tables, pkts[i], tx, counters);
+  // Per-VNI decap counters, added when the network changes and at the end.
+  std::uint32_t vni_slot = ~0u;
+  std::uint64_t vni_packets = 0, vni_bytes = 0;
+  auto flush_vni = [&] {
+    if (vni_packets) {
+      counters.vnis[vni_slot].decap_packets.add(vni_packets);
+      counters.vnis[vni_slot].decap_bytes.add(vni_bytes);
+    }
+    vni_packets = vni_bytes = 0;
+  };
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    if (!((fast >> i) & 1)) [[unlikely]] {
+      uplink_slow(tables, m, tx, counters);
+      continue;
+    }
+    const std::uint16_t* allowed = tables.admitted_network(key[i]);
+    if (!allowed) [[unlikely]] {
+      uplink_refused(tables, m, key[i], counters);
+      continue;
+    }
+    const NetworkEntry& net = tables.network(*allowed);
+    if (inner_ip_total[i] > net.mtu) [[unlikely]] {
+      drop(m, DropReason::InnerTooBig, uplink, counters);
+      continue;
+    }
+    const EndpointEntry* ep = tables.endpoint(*allowed, inner_dst[i]);
+    if (!ep) [[unlikely]] {
+      drop(m, DropReason::NoEndpoint, uplink, counters);
+      continue;
+    }
+    rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
+    const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - inner_len[i];  // outer Ethernet padding
+    if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
+    set_macs(m, ep->mac, net.gateway_mac);
+    m->ol_flags = 0;
+    if (net.counter_slot != vni_slot) [[unlikely]] {
+      flush_vni();
+      vni_slot = net.counter_slot;
+    }
+    ++vni_packets;
+    vni_bytes += inner_len[i];
+    tx.stage(ep->port, m, counters);
+  }
+  flush_vni();
   return n;
 }
 
@@ -378,14 +442,14 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   for (std::uint16_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
     rte_mbuf* m = pkts[i];
-    PodFrame f;
-    if (try_parse_pod_fast(first_segment(m), rte_pktmbuf_pkt_len(m), &f) && f.src_ip_be == k.pod_ip_be &&
-        f.dst_ip_be != k.gateway_ip_be && f.ip_total_len <= k.mtu) [[likely]] {
-      fast |= 1ull << i;
-      dst[i] = f.dst_ip_be;
-      hash[i] = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
-      if (t24) rte_prefetch0(t24 + (from_be32(f.dst_ip_be) >> 8));
-    }
+    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    if (!pod_fast_ok(p, rte_pktmbuf_data_len(m), rte_pktmbuf_pkt_len(m))) [[unlikely]] continue;
+    const std::uint32_t src = pod_fast_src(p), d = pod_fast_dst(p);
+    if (src != k.pod_ip_be || d == k.gateway_ip_be || pod_fast_ip_total(p) > k.mtu) [[unlikely]] continue;
+    fast |= 1ull << i;
+    dst[i] = d;
+    hash[i] = flow_hash_ports(src, d, p[23], pod_fast_ports(p));
+    if (t24) rte_prefetch0(t24 + (from_be32(d) >> 8));
   }
   for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
@@ -406,15 +470,20 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     }
   }
   std::uint64_t encap_packets = 0, encap_bytes = 0, local_packets = 0, local_bytes = 0;
+  rte_mbuf* up[kMaxBurst];  // encapsulated, staged on the uplink together
+  std::uint16_t n_up = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     if (!((fast >> i) & 1)) [[unlikely]] {
+      tx.stage_many(k.uplink, up, n_up, counters);  // keep the uplink's order
+      n_up = 0;
       pod_slow(tables, *pod, rx_port, m, tx, counters);
       continue;
     }
     if (vtep[i]) [[likely]] {
       std::uint32_t len;
-      if (encap_fast(tables, k, *vtep[i], m, hash[i], rx_port, tx, counters, &len)) {
+      if (encap_fast(tables, k, *vtep[i], m, hash[i], rx_port, counters, &len)) {
+        up[n_up++] = m;
         ++encap_packets;
         encap_bytes += len;
       }
@@ -428,6 +497,7 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
       drop(m, DropReason::NoRoute, rx_port, counters);
     }
   }
+  tx.stage_many(k.uplink, up, n_up, counters);
   VniCounters& vc = counters.vnis[net.counter_slot];
   if (encap_packets) {
     vc.encap_packets.add(encap_packets);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include <rte_mbuf.h>
 
@@ -24,7 +25,7 @@ struct TxStage {
   std::uint16_t n_dirty = 0;
 
   // Stages m for port; on overflow frees it and counts tx_full.
-  void stage(std::uint16_t port, rte_mbuf* m, WorkerCounters& counters) {
+  [[gnu::always_inline]] void stage(std::uint16_t port, rte_mbuf* m, WorkerCounters& counters) {
     Queue& q = ports[port];
     if (q.count == kTxStageCapacity) [[unlikely]] {
       counters.drop(DropReason::TxFull, port);
@@ -33,6 +34,22 @@ struct TxStage {
     }
     if (q.count == 0) dirty[n_dirty++] = port;
     q.pkts[q.count++] = m;
+  }
+
+  // Stages n mbufs for port at once (a burst's worth headed the same way); what does not fit
+  // is freed and counted as tx_full.
+  void stage_many(std::uint16_t port, rte_mbuf* const* pkts, std::uint16_t n, WorkerCounters& counters) {
+    if (n == 0) return;
+    Queue& q = ports[port];
+    if (q.count == 0) dirty[n_dirty++] = port;
+    const std::uint16_t room = static_cast<std::uint16_t>(kTxStageCapacity - q.count);
+    const std::uint16_t take = n < room ? n : room;
+    std::memcpy(q.pkts + q.count, pkts, take * sizeof(rte_mbuf*));
+    q.count = static_cast<std::uint16_t>(q.count + take);
+    if (take < n) [[unlikely]] {
+      counters.drop(DropReason::TxFull, port, n - take);
+      for (std::uint16_t i = take; i < n; ++i) rte_pktmbuf_free(pkts[i]);
+    }
   }
 
   // Hands every staged queue to send(port, pkts, n) -> number accepted (e.g. a lambda around
