@@ -30,7 +30,8 @@ namespace {
 class BgpRouteSource : public RouteSource {
  public:
   BgpRouteSource(boost::asio::io_context& io, NodeState& state, std::shared_ptr<spdlog::logger> log)
-      : state_(state), log_(std::move(log)), save_timer_(io), preserve_timer_(io), network_timer_(io) {}
+      : state_(state), log_(std::move(log)), save_timer_(io), preserve_timer_(io), network_timer_(io),
+        start_timer_(io) {}
 
   static std::vector<bgp::Ipv4Prefix> advertised(const Config& config) {
     std::vector<bgp::Ipv4Prefix> out;
@@ -65,12 +66,11 @@ class BgpRouteSource : public RouteSource {
   Status start(Sink sink) override {
     sink_ = std::move(sink);
     replay_cache();
-    network_vnis_ = peer_network_vnis();
-    auto ok = adapter_->start();
-    if (ok) watch_networks();
-    return ok;
+    try_start();
+    return {};
   }
   void stop() override {
+    start_timer_.cancel();
     save_timer_.cancel();
     preserve_timer_.cancel();
     network_timer_.cancel();
@@ -143,6 +143,25 @@ class BgpRouteSource : public RouteSource {
     });
   }
 
+  // FRR may not be up yet (boot order) or be restarting: vxfedd serves pods, static routes
+  // and the preserved BGP routes meanwhile, and retries; BGP routes follow once FRR is up.
+  // (Failing here made vxfedd exit, taking the CNI API down with it, whenever FRR was down.)
+  void try_start() {
+    auto ok = adapter_->start();
+    if (ok) {
+      if (start_failures_ > 0) log_->info("bgp: adapter started after {} failed attempts", start_failures_);
+      network_vnis_ = peer_network_vnis();
+      watch_networks();
+      return;
+    }
+    if (start_failures_++ % 12 == 0)
+      log_->error("{} (retrying every {} s; BGP routes wait for it)", ok.error(), kStartRetry.count());
+    start_timer_.expires_after(kStartRetry);
+    start_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) try_start();
+    });
+  }
+
   void set_peer_networks(const bgp::BgpConfig& config) {
     peer_networks_.clear();
     for (const auto& p : config.peers)
@@ -204,6 +223,8 @@ class BgpRouteSource : public RouteSource {
   std::unique_ptr<bgp::Adapter> adapter_;
   Sink sink_;
   static constexpr std::chrono::seconds kSaveInterval{2};
+  static constexpr std::chrono::seconds kStartRetry{5};
+  std::uint64_t start_failures_ = 0;
   std::string cache_path_;
   std::chrono::seconds preserve_for_{120};
   bool preserving_ = false;   // routes of the previous run in force, no full table yet
@@ -213,6 +234,7 @@ class BgpRouteSource : public RouteSource {
   std::vector<std::string> peer_networks_;                       // bgp.peers[].network
   std::vector<std::optional<std::uint32_t>> network_vnis_;        // their VNIs at the last check
   boost::asio::steady_timer network_timer_;
+  boost::asio::steady_timer start_timer_;
 };
 
 }  // namespace
