@@ -133,8 +133,8 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
     wait_until(lambda: a.vxfedctl("peers")["peers"][0]["state"] != "Established", 10,
                "A's vxfedctl peers to show the session down", nodes)
     results["peer_down_state_a"] = a.vxfedctl("peers")["peers"][0]["state"]
-    # B keeps A's route: its vxfedd and dataplane are unaffected by its own bgpd stopping
-    # (zebra withdraws it from FPM though, as bgpd is gone: either is acceptable; not asserted).
+    # On B, zebra drops the routes of its departed bgpd, so B's vxfedd loses A's route too
+    # (graceful restart off); not asserted here, bgp_graceful_restart covers keeping them.
 
     # ---- 4. peer back ----
     t.log("starting B's bgpd again")
