@@ -342,29 +342,33 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
                                    std::uint16_t n, TxStage& tx, WorkerCounters& counters) {
   const std::uint16_t uplink = tables.uplink_port();
   const std::uint32_t vtep_ip = tables.local_vtep_ip_be();
-  count_rx(pkts, n, uplink, counters);
   std::uint64_t key[kMaxBurst];       // admission key (outer source, VNI)
+  const void* probe[kMaxBurst];       // its hash slot (prefetched)
   std::uint32_t inner_dst[kMaxBurst];
   std::uint32_t inner_len[kMaxBurst];
   std::uint16_t inner_ip_total[kMaxBurst];
-  std::uint64_t fast = 0;
+  std::uint64_t fast = 0, rx_bytes = 0;
   for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
   for (std::uint16_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
     rte_mbuf* m = pkts[i];
+    const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
+    rx_bytes += pkt_len;
     const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
     const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
     if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
-        !uplink_fast_ok(p, rte_pktmbuf_data_len(m), rte_pktmbuf_pkt_len(m), vtep_ip,
-                        csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) [[unlikely]]
+        !uplink_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len, vtep_ip, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) [[unlikely]]
       continue;
     fast |= 1ull << i;
     key[i] = ForwardingTables::admission_key(uplink_fast_outer_src(p), uplink_fast_vni(p));
     inner_dst[i] = uplink_fast_inner_dst(p);
     inner_len[i] = uplink_fast_inner_len(p);
     inner_ip_total[i] = uplink_fast_inner_ip_total(p);
-    rte_prefetch0(tables.admission_probe(key[i]));
+    probe[i] = tables.admission_probe(key[i]);
+    rte_prefetch0(probe[i]);
   }
+  counters.ports[uplink].rx_packets.add(n);
+  counters.ports[uplink].rx_bytes.add(rx_bytes);
   // Per-VNI decap counters, added when the network changes and at the end.
   std::uint32_t vni_slot = ~0u;
   std::uint64_t vni_packets = 0, vni_bytes = 0;
@@ -381,7 +385,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
       uplink_slow(tables, m, tx, counters);
       continue;
     }
-    const std::uint16_t* allowed = tables.admitted_network(key[i]);
+    const std::uint16_t* allowed = tables.admitted_network(probe[i], key[i]);
     if (!allowed) [[unlikely]] {
       uplink_refused(tables, m, key[i], counters);
       continue;
@@ -427,7 +431,6 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     drop_burst(pkts, n, rx_port, DropReason::UnknownPodPort, counters);
     return n;
   }
-  count_rx(pkts, n, rx_port, counters);
   const NetworkEntry& net = tables.network(pod->network);
   const PodBurstFacts k{pod->network, pod->ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
                         tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
@@ -438,12 +441,15 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
 
   std::uint32_t dst[kMaxBurst], hash[kMaxBurst], prefix[kMaxBurst];
   std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks
+  std::uint64_t rx_bytes = 0;
   for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
   for (std::uint16_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
     rte_mbuf* m = pkts[i];
+    const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
+    rx_bytes += pkt_len;
     const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    if (!pod_fast_ok(p, rte_pktmbuf_data_len(m), rte_pktmbuf_pkt_len(m))) [[unlikely]] continue;
+    if (!pod_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len)) [[unlikely]] continue;
     const std::uint32_t src = pod_fast_src(p), d = pod_fast_dst(p);
     if (src != k.pod_ip_be || d == k.gateway_ip_be || pod_fast_ip_total(p) > k.mtu) [[unlikely]] continue;
     fast |= 1ull << i;
@@ -451,6 +457,8 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     hash[i] = flow_hash_ports(src, d, p[23], pod_fast_ports(p));
     if (t24) rte_prefetch0(t24 + (from_be32(d) >> 8));
   }
+  counters.ports[rx_port].rx_packets.add(n);
+  counters.ports[rx_port].rx_bytes.add(rx_bytes);
   for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
     const std::uint32_t id = t24 ? LpmTable::lookup_in(t24, t8, from_be32(dst[i])) : LpmTable::kNone;

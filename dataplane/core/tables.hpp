@@ -157,6 +157,9 @@ class ForwardingTables {
   }
   const void* admission_probe(std::uint64_t key) const { return allowed_by_ip_.probe_address(key); }
   const std::uint16_t* admitted_network(std::uint64_t key) const { return allowed_by_ip_.find(key); }
+  const std::uint16_t* admitted_network(const void* probe, std::uint64_t key) const {
+    return allowed_by_ip_.find_from(probe, key);
+  }
   // Longest-prefix match of dst (network order) in a network: the next-hop group, or null.
   // Why it is right: the longest union prefix P containing dst contains every route of any
   // VNI that contains dst, so this VNI's best route is its longest route containing P:
