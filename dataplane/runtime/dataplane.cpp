@@ -390,7 +390,10 @@ void Dataplane::fill_counters(v1::Counters& out) const {
       p->set_tx_packets(c.tx_packets.get());
       p->set_tx_bytes(c.tx_bytes.get());
       // Device-level losses (RX ring overruns, no mbuf, TX errors) have no queue: queue 0.
-      p->set_drops(c.drops.get() + (w == 0 ? stats.imissed + stats.rx_nombuf + stats.oerrors : 0));
+      // af_packet ring overflows are per socket, i.e. per queue.
+      const std::uint64_t ring = ports_->ring_drops(id, w);
+      p->set_ring_drops(ring);
+      p->set_drops(c.drops.get() + ring + (w == 0 ? stats.imissed + stats.rx_nombuf + stats.oerrors : 0));
     }
   }
   for (const auto& [vni, slot] : vni_slots_.all()) {
@@ -430,7 +433,7 @@ std::string Dataplane::counters_text() const {
   for (const auto& p : c.ports())
     s << "  port " << p.name() << " queue " << p.queue() << ": rx " << p.rx_packets() << " pkts "
       << p.rx_bytes() << " bytes, tx " << p.tx_packets() << " pkts " << p.tx_bytes() << " bytes, drops "
-      << p.drops() << "\n";
+      << p.drops() << (p.ring_drops() ? " (af_packet ring full: " + std::to_string(p.ring_drops()) + ")" : std::string()) << "\n";
   for (const auto& v : c.vnis())
     s << "  vni " << v.vni() << ": encap " << v.encap_packets() << " pkts " << v.encap_bytes()
       << " bytes, decap " << v.decap_packets() << " pkts " << v.decap_bytes() << " bytes, local "

@@ -300,6 +300,7 @@ void Ports::detach(const std::string& iface) {
   if (it == endpoints_.end()) return;
   const PortInfo info = it->second;
   endpoints_.erase(it);
+  for (unsigned q = 0; q < workers_; ++q) ring_drops_.erase({info.port_id, q});  // the id may be reused
   rte_eth_dev_stop(info.port_id);
   if (info.hot_plugged) {
     rte_eth_dev_close(info.port_id);
@@ -307,6 +308,19 @@ void Ports::detach(const std::string& iface) {
       spdlog::warn("detaching {} ({}): {}", iface, info.device, rte_strerror(-rc));
   }
   spdlog::info("endpoint port {} on {} released", info.port_id, iface);
+}
+
+std::uint64_t Ports::ring_drops(std::uint16_t port_id, unsigned queue) {
+  const std::vector<int>* fds = nullptr;
+  if (port_id == uplink_) {
+    fds = &uplink_wake_fds_;
+  } else {
+    for (const auto& [iface, info] : endpoints_)
+      if (info.port_id == port_id) fds = &info.wake_fds;
+  }
+  auto& total = ring_drops_[{port_id, queue}];
+  if (fds != nullptr && queue < fds->size()) total += take_ring_drops((*fds)[queue]);
+  return total;
 }
 
 std::string Ports::name_of(std::uint16_t port_id) const {

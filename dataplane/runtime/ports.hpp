@@ -55,6 +55,9 @@ class Ports {
   void detach(const std::string& iface);
   // Interface -> port id of every attached endpoint port.
   const std::map<std::string, PortInfo>& endpoint_ports() const { return endpoints_; }
+  // Frames the kernel dropped on a full af_packet RX ring of this port's queue, since start
+  // (0 for other ports, or when the sockets were not identified). Control thread.
+  std::uint64_t ring_drops(std::uint16_t port_id, unsigned queue);
   // Name for counters: "uplink" or the iface.
   std::string name_of(std::uint16_t port_id) const;
 
@@ -76,6 +79,7 @@ class Ports {
   unsigned next_vdev_ = 0;
   bool uplink_started_ = false;
   std::vector<int> uplink_wake_fds_;
+  std::map<std::pair<std::uint16_t, unsigned>, std::uint64_t> ring_drops_;  // accumulated
   std::map<std::string, PortInfo> endpoints_;
 };
 

@@ -35,6 +35,13 @@ std::vector<int> packet_socket_fds(unsigned ifindex) {
   return fds;
 }
 
+std::uint64_t take_ring_drops(int packet_socket_fd) {
+  tpacket_stats stats{};
+  socklen_t len = sizeof stats;
+  if (::getsockopt(packet_socket_fd, SOL_PACKET, PACKET_STATISTICS, &stats, &len) != 0) return 0;
+  return stats.tp_drops;
+}
+
 WakeEvent::WakeEvent() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
 WakeEvent::~WakeEvent() {

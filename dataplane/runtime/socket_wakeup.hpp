@@ -25,6 +25,10 @@ namespace vxfed::dataplane {
 // not readable.
 std::vector<int> packet_socket_fds(unsigned ifindex);
 
+// Frames the kernel dropped since the last call because the socket's RX ring was full
+// (PACKET_STATISTICS; reading resets the kernel's count, and the PMD never reads it).
+std::uint64_t take_ring_drops(int packet_socket_fd);
+
 // An eventfd a worker waits on besides its sockets. signal() is async-signal-safe and cheap
 // enough for the control path; the worker drains it after waking.
 class WakeEvent {
