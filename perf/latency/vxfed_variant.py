@@ -344,14 +344,7 @@ class VxfedVariant(Variant):
                 self.progress(f"ours: CNI DEL {cid}: {exc}")
         self.cni_added.clear()
         for key in ("vxfedd-a", "vxfedd-b", "dataplane-a", "dataplane-b"):
-            proc = self.procs.pop(key, None)
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
+            tl.stop_process(self.procs.pop(key, None))
         for cname in self.frr_started:
             tl.run([str(self.source_dir / "scripts/frr-stop.sh"), "--dir", str(self.node_dirs[cname] / "frr")],
                    check=False, timeout=30)

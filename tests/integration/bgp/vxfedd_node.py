@@ -189,13 +189,7 @@ class VxNode:
 
     def close(self) -> None:
         for proc in (self.vxfedd, self.dataplane):
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
+            t.stop_process(proc)
         if self.frr_up:
             self.stop_frr()
         shutil.rmtree(Path("/var/run/dpdk") / self.dpdk_prefix, ignore_errors=True)

@@ -87,6 +87,18 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval:
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def stop_process(proc: Optional[subprocess.Popen], grace: float = 10) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds. None or exited: nothing."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 def unique_suffix() -> str:
     """Short suffix so that concurrent tests never share namespace or link names."""
     return f"{os.getpid() % 100000:05d}"
@@ -151,14 +163,8 @@ class Topology:
         if self._closed:
             return
         self._closed = True
-        for name, proc in reversed(self.processes):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
+        for _name, proc in reversed(self.processes):
+            stop_process(proc)
         for link in self.host_links:
             run(["ip", "link", "del", link], check=False)
         for ns in reversed(self.namespaces):
