@@ -297,6 +297,16 @@ inline UplinkFrame parse_uplink_frame(ByteSpan first, std::uint32_t packet_len,
   }
   return false;
 }
+// The same checks without branches, for a first segment of at least kPodFastMinFirst bytes
+// (the caller checks that): every field read lies in the first 38 bytes.
+constexpr std::uint32_t kPodFastMinFirst = 38;
+[[gnu::always_inline]] inline bool pod_fast_ok_nobranch(const std::uint8_t* p, std::uint32_t first_len,
+                                                        std::uint32_t packet_len) {
+  using namespace parse_detail;
+  const std::uint32_t total = from_be16(raw16(p + 16));
+  return (packet_len >= first_len) & (raw16(p + 12) == to_be16(kEtherTypeIpv4)) & (p[14] == 0x45) &
+         (total >= 20) & (14 + total <= packet_len);
+}
 // Fields of a packet pod_fast_ok accepted.
 inline std::uint32_t pod_fast_src(const std::uint8_t* p) { return parse_detail::raw32(p + 26); }
 inline std::uint32_t pod_fast_dst(const std::uint8_t* p) { return parse_detail::raw32(p + 30); }
@@ -310,6 +320,16 @@ inline std::uint32_t pod_fast_ports(const std::uint8_t* p) {
   if (!ports) return 0;
   const std::uint32_t w = raw32(p + 34);  // as stored: src port in the low half on x86
   return (w << 16) | (w >> 16);
+}
+
+// pod_fast_ports without branches (first segment of at least kPodFastMinFirst bytes).
+inline std::uint32_t pod_fast_ports_nobranch(const std::uint8_t* p) {
+  using namespace parse_detail;
+  const std::uint8_t proto = p[23];
+  const bool ports = ((raw16(p + 20) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0) &
+                     ((proto == kIpProtoTcp) | (proto == kIpProtoUdp)) & (pod_fast_ip_total(p) >= 24);
+  const std::uint32_t w = raw32(p + 34);
+  return ((w << 16) | (w >> 16)) & -static_cast<std::uint32_t>(ports);
 }
 
 // Fast path: IPv4 without options, ports (if any) in the first segment. False: use the

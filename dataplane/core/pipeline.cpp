@@ -379,35 +379,47 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     }
     vni_packets = vni_bytes = 0;
   };
+  // Packets from one VTEP and VNI to one pod come in runs (a flow's burst): a packet with the
+  // (VTEP, VNI, inner destination) of the one before takes its admission and endpoint without
+  // the two hash lookups. Only successes are remembered; ~0 is never a key (VNI is 24 bits).
+  std::uint64_t last_key = ~0ull;
+  std::uint32_t last_dst = 0;
+  const NetworkEntry* net = nullptr;
+  const EndpointEntry* ep = nullptr;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     if (!((fast >> i) & 1)) [[unlikely]] {
       uplink_slow(tables, m, tx, counters);
       continue;
     }
-    const std::uint16_t* allowed = tables.admitted_network(probe[i], key[i]);
-    if (!allowed) [[unlikely]] {
-      uplink_refused(tables, m, key[i], counters);
-      continue;
+    if (key[i] != last_key || inner_dst[i] != last_dst) {
+      last_key = ~0ull;
+      const std::uint16_t* allowed = tables.admitted_network(probe[i], key[i]);
+      if (!allowed) [[unlikely]] {
+        uplink_refused(tables, m, key[i], counters);
+        continue;
+      }
+      net = &tables.network(*allowed);
+      ep = tables.endpoint(*allowed, inner_dst[i]);
+      if (!ep) [[unlikely]] {
+        drop(m, DropReason::NoEndpoint, uplink, counters);
+        continue;
+      }
+      last_key = key[i];
+      last_dst = inner_dst[i];
     }
-    const NetworkEntry& net = tables.network(*allowed);
-    if (inner_ip_total[i] > net.mtu) [[unlikely]] {
+    if (inner_ip_total[i] > net->mtu) [[unlikely]] {
       drop(m, DropReason::InnerTooBig, uplink, counters);
-      continue;
-    }
-    const EndpointEntry* ep = tables.endpoint(*allowed, inner_dst[i]);
-    if (!ep) [[unlikely]] {
-      drop(m, DropReason::NoEndpoint, uplink, counters);
       continue;
     }
     rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
     const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - inner_len[i];  // outer Ethernet padding
     if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
-    set_macs(m, ep->mac, net.gateway_mac);
+    set_macs(m, ep->mac, net->gateway_mac);
     m->ol_flags = 0;
-    if (net.counter_slot != vni_slot) [[unlikely]] {
+    if (net->counter_slot != vni_slot) [[unlikely]] {
       flush_vni();
-      vni_slot = net.counter_slot;
+      vni_slot = net->counter_slot;
     }
     ++vni_packets;
     vni_bytes += inner_len[i];
@@ -445,35 +457,51 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
   for (std::uint16_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
-    rte_mbuf* m = pkts[i];
+    const rte_mbuf* m = pkts[i];
     const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
     rx_bytes += pkt_len;
     const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    if (!pod_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len)) [[unlikely]] continue;
+    // Branch-free checks (one predictable branch for a first segment too short to read
+    // from): a chain of early exits costs more than computing them all on a cached line.
+    if (rte_pktmbuf_data_len(m) < kPodFastMinFirst) [[unlikely]] continue;
     const std::uint32_t src = pod_fast_src(p), d = pod_fast_dst(p);
-    if (src != k.pod_ip_be || d == k.gateway_ip_be || pod_fast_ip_total(p) > k.mtu) [[unlikely]] continue;
-    fast |= 1ull << i;
+    const bool ok = pod_fast_ok_nobranch(p, rte_pktmbuf_data_len(m), pkt_len) & (src == k.pod_ip_be) &
+                    (d != k.gateway_ip_be) & (pod_fast_ip_total(p) <= k.mtu);
+    fast |= static_cast<std::uint64_t>(ok) << i;
     dst[i] = d;
-    hash[i] = flow_hash_ports(src, d, p[23], pod_fast_ports(p));
+    hash[i] = flow_hash_ports(src, d, p[23], pod_fast_ports_nobranch(p));
     if (t24) rte_prefetch0(t24 + (from_be32(d) >> 8));
   }
   counters.ports[rx_port].rx_packets.add(n);
   counters.ports[rx_port].rx_bytes.add(rx_bytes);
+  // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
+  // the destination of the one before it takes that one's answer, without a lookup.
+  std::uint32_t last_dst = 0, last_id = LpmTable::kNone;
+  if (fast) last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
   for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
-    const std::uint32_t id = t24 ? LpmTable::lookup_in(t24, t8, from_be32(dst[i])) : LpmTable::kNone;
-    prefix[i] = id;
-    if (id != LpmTable::kNone) rte_prefetch0(info + id);
+    if (dst[i] != last_dst) {
+      last_dst = dst[i];
+      last_id = t24 ? LpmTable::lookup_in(t24, t8, from_be32(last_dst)) : LpmTable::kNone;
+      if (last_id != LpmTable::kNone) rte_prefetch0(info + last_id);
+    }
+    prefix[i] = last_id;
   }
   const VtepEntry* vtep[kMaxBurst];
   const EndpointEntry* local[kMaxBurst];
+  Destination last{};
+  std::uint32_t last_resolved_dst = 0;
+  if (fast) last_resolved_dst = ~dst[__builtin_ctzll(fast)];
   for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
-    const Destination d = tables.resolve_prefix(k.network, dst[i], prefix[i]);
-    local[i] = d.endpoint;
+    if (dst[i] != last_resolved_dst) {  // a shared prefix resolves per destination, so key on it
+      last_resolved_dst = dst[i];
+      last = tables.resolve_prefix(k.network, dst[i], prefix[i]);
+    }
+    local[i] = last.endpoint;
     vtep[i] = nullptr;
-    if (d.group) [[likely]] {
-      vtep[i] = &k.vteps[ForwardingTables::pick_slot(k.group_slots, *d.group, hash[i])];
+    if (last.group) [[likely]] {
+      vtep[i] = &k.vteps[ForwardingTables::pick_slot(k.group_slots, *last.group, hash[i])];
       rte_prefetch0(vtep[i]);
     }
   }
