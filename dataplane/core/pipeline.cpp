@@ -386,6 +386,8 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
   std::uint32_t last_dst = 0;
   const NetworkEntry* net = nullptr;
   const EndpointEntry* ep = nullptr;
+  std::uint64_t macs_lo = 0;  // the new Ethernet dst + src (12 bytes), built once per memo miss
+  std::uint32_t macs_hi = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     if (!((fast >> i) & 1)) [[unlikely]] {
@@ -407,15 +409,29 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
       }
       last_key = key[i];
       last_dst = inner_dst[i];
+      std::uint8_t macs[12];
+      std::memcpy(macs, ep->mac.data(), 6);
+      std::memcpy(macs + 6, net->gateway_mac.data(), 6);
+      std::memcpy(&macs_lo, macs, 8);
+      std::memcpy(&macs_hi, macs + 8, 4);
     }
     if (inner_ip_total[i] > net->mtu) [[unlikely]] {
       drop(m, DropReason::InnerTooBig, uplink, counters);
       continue;
     }
-    rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
-    const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - inner_len[i];  // outer Ethernet padding
-    if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
-    set_macs(m, ep->mac, net->gateway_mac);
+    if (m->nb_segs == 1) [[likely]] {
+      // Strip the outer headers and any outer Ethernet padding in one go (what adj + trim do).
+      m->data_off = static_cast<std::uint16_t>(m->data_off + kVxlanOverhead);
+      m->data_len = static_cast<std::uint16_t>(inner_len[i]);
+      m->pkt_len = inner_len[i];
+    } else {
+      rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
+      const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - inner_len[i];  // outer Ethernet padding
+      if (excess) rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
+    }
+    auto* eth = rte_pktmbuf_mtod(m, std::uint8_t*);
+    std::memcpy(eth, &macs_lo, 8);
+    std::memcpy(eth + 8, &macs_hi, 4);
     m->ol_flags = 0;
     if (net->counter_slot != vni_slot) [[unlikely]] {
       flush_vni();
