@@ -334,41 +334,19 @@ struct PodBurstFacts {
 
 }  // namespace
 
-// Uplink bursts in two passes: 1. fast parse of every packet (fields kept in arrays of their
-// own size, not a struct), prefetch of the admission hash slot; 2. in arrival order: admission
-// (one lookup), endpoint, decapsulation; packets the fast path did not take go through
-// uplink_slow in their place.
+// Uplink bursts in one pass, in arrival order: fast parse; admission and endpoint (a hash
+// lookup each, skipped when the packet has the (VTEP, VNI, inner destination) of the one before);
+// decapsulation. Packets the fast path does not take go through uplink_slow in their place.
+// One pass, not two with a prefetch of the admission slot between them: the admission table
+// has an entry per (VTEP, VNI) and stays in L1, and the second pass's array traffic cost more
+// than the prefetch saved: perf/testpmd/compare.py decap ratio 0.58 -> 0.62; the pipeline
+// benchmark, where every packet comes from another VTEP to another pod, lost ~2-4 cycles
+// (docs/dataplane-pipeline.md, "Second round").
 std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pkts,
                                    std::uint16_t n, TxStage& tx, WorkerCounters& counters) {
   const std::uint16_t uplink = tables.uplink_port();
   const std::uint32_t vtep_ip = tables.local_vtep_ip_be();
-  std::uint64_t key[kMaxBurst];       // admission key (outer source, VNI)
-  const void* probe[kMaxBurst];       // its hash slot (prefetched)
-  std::uint32_t inner_dst[kMaxBurst];
-  std::uint32_t inner_len[kMaxBurst];
-  std::uint16_t inner_ip_total[kMaxBurst];
-  std::uint64_t fast = 0, rx_bytes = 0;
-  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
-  for (std::uint16_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
-    rte_mbuf* m = pkts[i];
-    const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
-    rx_bytes += pkt_len;
-    const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
-        !uplink_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len, vtep_ip, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) [[unlikely]]
-      continue;
-    fast |= 1ull << i;
-    key[i] = ForwardingTables::admission_key(uplink_fast_outer_src(p), uplink_fast_vni(p));
-    inner_dst[i] = uplink_fast_inner_dst(p);
-    inner_len[i] = uplink_fast_inner_len(p);
-    inner_ip_total[i] = uplink_fast_inner_ip_total(p);
-    probe[i] = tables.admission_probe(key[i]);
-    rte_prefetch0(probe[i]);
-  }
-  counters.ports[uplink].rx_packets.add(n);
-  counters.ports[uplink].rx_bytes.add(rx_bytes);
+  std::uint64_t rx_bytes = 0;
   // Per-VNI decap counters, added when the network changes and at the end.
   std::uint32_t vni_slot = ~0u;
   std::uint64_t vni_packets = 0, vni_bytes = 0;
@@ -388,45 +366,55 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
   const EndpointEntry* ep = nullptr;
   std::uint64_t macs_lo = 0;  // the new Ethernet dst + src (12 bytes), built once per memo miss
   std::uint32_t macs_hi = 0;
+  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
   for (std::uint16_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
     rte_mbuf* m = pkts[i];
-    if (!((fast >> i) & 1)) [[unlikely]] {
+    const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
+    rx_bytes += pkt_len;
+    const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+        !uplink_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len, vtep_ip, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) [[unlikely]] {
       uplink_slow(tables, m, tx, counters);
       continue;
     }
-    if (key[i] != last_key || inner_dst[i] != last_dst) {
+    const std::uint64_t key = ForwardingTables::admission_key(uplink_fast_outer_src(p), uplink_fast_vni(p));
+    const std::uint32_t inner_dst = uplink_fast_inner_dst(p);
+    const std::uint32_t inner_len = uplink_fast_inner_len(p);
+    if (key != last_key || inner_dst != last_dst) {
       last_key = ~0ull;
-      const std::uint16_t* allowed = tables.admitted_network(probe[i], key[i]);
+      const std::uint16_t* allowed = tables.admitted_network(key);
       if (!allowed) [[unlikely]] {
-        uplink_refused(tables, m, key[i], counters);
+        uplink_refused(tables, m, key, counters);
         continue;
       }
       net = &tables.network(*allowed);
-      ep = tables.endpoint(*allowed, inner_dst[i]);
+      ep = tables.endpoint(*allowed, inner_dst);
       if (!ep) [[unlikely]] {
         drop(m, DropReason::NoEndpoint, uplink, counters);
         continue;
       }
-      last_key = key[i];
-      last_dst = inner_dst[i];
+      last_key = key;
+      last_dst = inner_dst;
       std::uint8_t macs[12];
       std::memcpy(macs, ep->mac.data(), 6);
       std::memcpy(macs + 6, net->gateway_mac.data(), 6);
       std::memcpy(&macs_lo, macs, 8);
       std::memcpy(&macs_hi, macs + 8, 4);
     }
-    if (inner_ip_total[i] > net->mtu) [[unlikely]] {
+    if (uplink_fast_inner_ip_total(p) > net->mtu) [[unlikely]] {
       drop(m, DropReason::InnerTooBig, uplink, counters);
       continue;
     }
     if (m->nb_segs == 1) [[likely]] {
       // Strip the outer headers and any outer Ethernet padding in one go (what adj + trim do).
       m->data_off = static_cast<std::uint16_t>(m->data_off + kVxlanOverhead);
-      m->data_len = static_cast<std::uint16_t>(inner_len[i]);
-      m->pkt_len = inner_len[i];
+      m->data_len = static_cast<std::uint16_t>(inner_len);
+      m->pkt_len = inner_len;
     } else {
       rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
-      const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - inner_len[i];  // outer Ethernet padding
+      const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - inner_len;  // outer Ethernet padding
       if (excess) rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
     }
     auto* eth = rte_pktmbuf_mtod(m, std::uint8_t*);
@@ -438,9 +426,11 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
       vni_slot = net->counter_slot;
     }
     ++vni_packets;
-    vni_bytes += inner_len[i];
+    vni_bytes += inner_len;
     tx.stage(ep->port, m, counters);
   }
+  counters.ports[uplink].rx_packets.add(n);
+  counters.ports[uplink].rx_bytes.add(rx_bytes);
   flush_vni();
   return n;
 }
