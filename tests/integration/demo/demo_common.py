@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable
 
 import vxfed_testlib as tl
 
@@ -57,3 +58,23 @@ def assert_torn_down(v: Variant, pids: set[int]) -> None:
     inv = leftovers.take([f"vx{v.tag()}-"], v.topo.suffix, pids, v.owned_paths())
     assert inv.empty(), f"teardown left objects behind: {inv.describe()}"
     tl.log(f"{v.name}: teardown left nothing ({inv.describe()})")
+
+
+def run_variant(v: Variant, bring_up: Callable[[], None], variant_checks: Callable[[], None]) -> None:
+    """The frame both demo tests share: bring_up(), the variant's own checks, the common
+    checks, then teardown (always) and the assertion that it left nothing. On a failure the
+    topology's logs are printed before teardown removes them."""
+    pids: set[int] = set()
+    try:
+        bring_up()
+        variant_checks()
+        check_variant(v)
+        pids = v.all_pids()
+    except Exception:
+        v.topo.dump_logs()
+        raise
+    finally:
+        pids |= v.all_pids()
+        v.close()
+    assert_torn_down(v, pids)
+

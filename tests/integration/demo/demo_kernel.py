@@ -12,23 +12,14 @@ from kernel_variant import KernelVariant
 def main() -> None:
     dc.require_tools()
     v = KernelVariant(dc.make_plan(9000, 2))
-    pids: set[int] = set()
-    try:
-        v.up()
+
+    def overlay_route_written() -> None:
         # The baseline's routes are written by hand (as flanneld/calico-node write them):
         # check that they are there, so that a later failure is not blamed on the wrong thing.
         routes = v.nodes["a"].run("ip route show 10.245.0.0/16").stdout
         assert "dev vxlan0" in routes and "onlink" in routes, f"node A has no overlay route: {routes!r}"
-        dc.check_variant(v)
-        pids = v.all_pids()
-    except Exception:
-        v.topo.dump_logs()
-        raise
-    finally:
-        pids |= v.all_pids()
-        v.close()
-    dc.assert_torn_down(v, pids)
 
+    dc.run_variant(v, v.up, overlay_route_written)
 
 if __name__ == "__main__":
     tl.main_wrapper(main)

@@ -26,12 +26,14 @@ def main() -> None:
         sys.exit(1)
     plan = dc.make_plan(9000, 1)
     v = VxfedVariant(plan, build_dir=tl.BUILD_DIR, source_dir=tl.SOURCE_DIR, up_timeout=60)
-    pids: set[int] = set()
-    try:
+
+    def bring_up() -> None:
         try:
             v.up()
         except VariantUnavailable as exc:
             raise AssertionError(f"the vxfed variant did not come up: {exc.component}: {exc.reason}") from None
+
+    def routes_learned_over_bgp() -> None:
         for c in plan.clusters:
             peer = plan.peer_of(c)
             route = v.learned_route(c, peer.pod_cidr)
@@ -47,15 +49,8 @@ def main() -> None:
                 f"FRR on node {c.name.upper()} did not learn {peer.pod_cidr} from {peer.underlay_ip}: {shown.stdout[-500:]}"
             tl.log(f"node {c.name.upper()}: {peer.pod_cidr} learned over eBGP from AS {peer.asn}, "
                    f"vxfedd route {route}")
-        dc.check_variant(v)
-        pids = v.all_pids()
-    except Exception:
-        v.topo.dump_logs()
-        raise
-    finally:
-        pids |= v.all_pids()
-        v.close()
-    dc.assert_torn_down(v, pids)
+
+    dc.run_variant(v, bring_up, routes_learned_over_bgp)
 
 
 if __name__ == "__main__":
