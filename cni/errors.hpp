@@ -9,6 +9,8 @@
 #include <utility>
 #include <variant>
 
+#include "result.hpp"  // vxfed::ValueOr, from common/
+
 namespace vxfed::cni {
 
 enum Code : int {
@@ -40,27 +42,13 @@ inline CniError cni_error(int code, std::string msg, std::string details = {}) {
   return CniError{code, std::move(msg), std::move(details)};
 }
 
-// Value or CniError; the CNI-flavoured sibling of vxfed::Result (common/result.hpp), which
-// carries no code.
+// Value or CniError: the CNI-flavoured sibling of vxfed::Result (same body, common/result.hpp),
+// whose error also carries the CNI error code.
 template <typename T>
-class [[nodiscard]] Expected {
+class [[nodiscard]] Expected : public vxfed::ValueOr<T, CniError> {
  public:
-  Expected(T value) : state_(std::move(value)) {}          // NOLINT: implicit by design
-  Expected(CniError error) : state_(std::move(error)) {}   // NOLINT: implicit by design
-
-  bool ok() const { return std::holds_alternative<T>(state_); }
-  explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<T>(state_); }
-  const T& value() const& { return std::get<T>(state_); }
-  T&& value() && { return std::get<T>(std::move(state_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  const CniError& error() const { return std::get<CniError>(state_); }
-
- private:
-  std::variant<T, CniError> state_;
+  using vxfed::ValueOr<T, CniError>::ValueOr;
+  const CniError& error() const { return this->error_value(); }
 };
 
 struct Unit {};

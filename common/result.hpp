@@ -12,11 +12,14 @@ struct Error {
   std::string message;
 };
 
-template <typename T>
-class [[nodiscard]] Result {
+// ValueOr<T, E>: a value or an error of type E. The body shared by Result<T> (the error is
+// a sentence) and cni::Expected<T> (the error carries a CNI code too, cni/errors.hpp); each
+// names its own error() accessor.
+template <typename T, typename E>
+class [[nodiscard]] ValueOr {
  public:
-  Result(T value) : state_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Error error) : state_(std::move(error)) {}      // NOLINT: implicit by design
+  ValueOr(T value) : state_(std::move(value)) {}          // NOLINT: implicit by design
+  ValueOr(E error) : state_(std::move(error)) {}          // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   explicit operator bool() const { return ok(); }
@@ -29,10 +32,18 @@ class [[nodiscard]] Result {
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
-  const std::string& error() const { return std::get<Error>(state_).message; }
+ protected:
+  const E& error_value() const { return std::get<E>(state_); }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
+};
+
+template <typename T>
+class [[nodiscard]] Result : public ValueOr<T, Error> {
+ public:
+  using ValueOr<T, Error>::ValueOr;
+  const std::string& error() const { return this->error_value().message; }
 };
 
 // Result<void>: success or an error message.
