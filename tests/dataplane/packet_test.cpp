@@ -336,7 +336,9 @@ TEST_P(PacketCase, Verdict) {
   const unsigned in_use_before = rte_mempool_in_use_count(pool);
   rte_mbuf* m = make_mbuf(k.input, pool, k.seg_size);
   ASSERT_NE(m, nullptr);
-  if (k.seg_size && k.input.size() > k.seg_size) ASSERT_GT(m->nb_segs, 1);
+  if (k.seg_size && k.input.size() > k.seg_size) {
+    ASSERT_GT(m->nb_segs, 1);
+  }
 
   auto counters = std::make_unique<dp::WorkerCounters>();
   auto tx = std::make_unique<dp::TxStage>();

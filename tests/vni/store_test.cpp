@@ -279,7 +279,9 @@ Acked run_child(const std::string& dir, Step step, int occurrence, int start, bo
   int status = 0;
   ::waitpid(pid, &status, 0);
   *killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-  if (!*killed) EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
+  if (!*killed) {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
+  }
   Acked acked;
   std::istringstream in(text);
   std::string name;
@@ -325,7 +327,9 @@ TEST_P(CrashAtEveryStep, NoVniLostOrGivenTwice) {
   std::set<std::string> live_names;
   for (const auto& r : alloc.list()) {
     EXPECT_TRUE(vnis.insert(r.vni).second) << "VNI " << r.vni << " twice";
-    if (r.state != State::held) EXPECT_TRUE(live_names.insert(r.network).second) << r.network;
+    if (r.state != State::held) {
+      EXPECT_TRUE(live_names.insert(r.network).second) << r.network;
+    }
   }
   // Allocating on after recovery never hands out a VNI somebody holds.
   for (int i = 0; i < 30; ++i) {
