@@ -68,6 +68,43 @@ inline bool parse_arp(ByteSpan first, std::uint32_t packet_len, ArpFields* out, 
   return true;
 }
 
+// Makes f a drop for reason r (what every early exit of the reference parsers returns).
+template <typename Frame>
+inline Frame& mark_dropped(Frame& f, DropReason r) {
+  f.kind = FrameKind::Drop;
+  f.drop = r;
+  return f;
+}
+
+// The start both reference parsers share: lengths consistent, Ethernet, ARP (parsed into
+// f.arp, kind Arp), anything else but IPv4 refused, then an IPv4 header that is readable and
+// says version 4. Returns true with *ip set when the caller goes on; false when f is final
+// (kind Arp, or Drop with its reason).
+template <typename Frame>
+inline bool parse_ethernet_ipv4_start(ByteSpan first, std::uint32_t packet_len, Frame& f, wire::Ipv4Header* ip) {
+  using namespace parse_detail;
+  using namespace wire;
+  auto fail = [&f](DropReason r) {
+    mark_dropped(f, r);
+    return false;  // f is final
+  };
+  if (packet_len < first.size()) return fail(DropReason::Truncated);  // inconsistent caller
+  DropReason why = DropReason::Truncated;
+  if (!readable(first, packet_len, sizeof(EthernetHeader), &why)) return fail(why);
+  const std::uint16_t ether_type = from_be16(load<EthernetHeader>(first, 0).ether_type_be);
+  if (ether_type == kEtherTypeArp) {
+    if (!parse_arp(first, packet_len, &f.arp, &why)) return fail(why);
+    f.kind = FrameKind::Arp;
+    return false;
+  }
+  if (ether_type != kEtherTypeIpv4) return fail(DropReason::NotIpv4);
+  constexpr std::uint32_t ip_off = sizeof(EthernetHeader);
+  if (!readable(first, packet_len, ip_off + sizeof(Ipv4Header), &why)) return fail(why);
+  *ip = load<Ipv4Header>(first, ip_off);
+  if ((ip->version_ihl >> 4) != 4) return fail(DropReason::BadIpVersion);
+  return true;
+}
+
 // The reference parsers: every check in order, with the exact drop reason. The public
 // functions below try a fast path for the common valid packet and fall back to these; the
 // fuzzer checks that both agree.
@@ -75,29 +112,13 @@ inline bool parse_arp(ByteSpan first, std::uint32_t packet_len, ArpFields* out, 
                                     const UplinkParseOptions& options) {
   using namespace parse_detail;
   UplinkFrame f;
-  auto fail = [&f](DropReason r) {
-    f.kind = FrameKind::Drop;
-    f.drop = r;
-    return f;
-  };
-  if (packet_len < first.size()) return fail(DropReason::Truncated);  // inconsistent caller
+  auto fail = [&f](DropReason r) { return mark_dropped(f, r); };
   DropReason why = DropReason::Truncated;
 
-  // Outer Ethernet
-  if (!readable(first, packet_len, sizeof(EthernetHeader), &why)) return fail(why);
-  const std::uint16_t ether_type = from_be16(load<EthernetHeader>(first, 0).ether_type_be);
-  if (ether_type == kEtherTypeArp) {
-    if (!parse_arp(first, packet_len, &f.arp, &why)) return fail(why);
-    f.kind = FrameKind::Arp;
-    return f;
-  }
-  if (ether_type != kEtherTypeIpv4) return fail(DropReason::NotIpv4);
-
-  // Outer IPv4: exactly 20 bytes, not a fragment, to us, UDP
+  // Outer Ethernet (or ARP), then outer IPv4: exactly 20 bytes, not a fragment, to us, UDP
+  Ipv4Header ip;
+  if (!parse_ethernet_ipv4_start(first, packet_len, f, &ip)) return f;
   constexpr std::uint32_t ip_off = sizeof(EthernetHeader);
-  if (!readable(first, packet_len, ip_off + sizeof(Ipv4Header), &why)) return fail(why);
-  const auto ip = load<Ipv4Header>(first, ip_off);
-  if ((ip.version_ihl >> 4) != 4) return fail(DropReason::BadIpVersion);
   const std::uint32_t ihl = ip.version_ihl & 0x0f;
   if (ihl < 5) return fail(DropReason::IpHeaderTooShort);
   if (ihl > 5) return fail(DropReason::IpOptions);
@@ -158,27 +179,12 @@ inline bool parse_arp(ByteSpan first, std::uint32_t packet_len, ArpFields* out, 
 [[gnu::noinline]] inline PodFrame parse_pod_frame_full(ByteSpan first, std::uint32_t packet_len) {
   using namespace parse_detail;
   PodFrame f;
-  auto fail = [&f](DropReason r) {
-    f.kind = FrameKind::Drop;
-    f.drop = r;
-    return f;
-  };
-  if (packet_len < first.size()) return fail(DropReason::Truncated);
+  auto fail = [&f](DropReason r) { return mark_dropped(f, r); };
   DropReason why = DropReason::Truncated;
 
-  if (!readable(first, packet_len, sizeof(EthernetHeader), &why)) return fail(why);
-  const std::uint16_t ether_type = from_be16(load<EthernetHeader>(first, 0).ether_type_be);
-  if (ether_type == kEtherTypeArp) {
-    if (!parse_arp(first, packet_len, &f.arp, &why)) return fail(why);
-    f.kind = FrameKind::Arp;
-    return f;
-  }
-  if (ether_type != kEtherTypeIpv4) return fail(DropReason::NotIpv4);
-
+  Ipv4Header ip;
+  if (!parse_ethernet_ipv4_start(first, packet_len, f, &ip)) return f;
   constexpr std::uint32_t ip_off = sizeof(EthernetHeader);
-  if (!readable(first, packet_len, ip_off + sizeof(Ipv4Header), &why)) return fail(why);
-  const auto ip = load<Ipv4Header>(first, ip_off);
-  if ((ip.version_ihl >> 4) != 4) return fail(DropReason::BadIpVersion);
   const std::uint32_t hlen = (ip.version_ihl & 0x0f) * 4u;
   if (hlen < sizeof(Ipv4Header)) return fail(DropReason::IpHeaderTooShort);
   const std::uint32_t total = from_be16(ip.total_length_be);
