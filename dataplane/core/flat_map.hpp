@@ -52,18 +52,6 @@ class FlatMap64 {
     }
   }
 
-  // Address of the slot a lookup starts at, to prefetch ahead of the lookup...
-  const void* probe_address(std::uint64_t key) const { return &slots_[index(key)]; }
-  // ...and the lookup from there (what find(key) does, without hashing the key again).
-  [[gnu::always_inline]] const V* find_from(const void* probe, std::uint64_t key) const {
-    const Slot* slots = slots_.data();
-    for (std::uint64_t i = static_cast<std::uint64_t>(static_cast<const Slot*>(probe) - slots);; i = (i + 1) & mask_) {
-      const Slot& s = slots[i];
-      if (s.key == key) return &s.value;
-      if (s.key == kEmptyKey) return nullptr;
-    }
-  }
-
   std::size_t size() const { return size_; }
 
   template <typename F>

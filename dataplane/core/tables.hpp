@@ -151,15 +151,11 @@ class ForwardingTables {
   const std::uint16_t* allowed_network(std::uint32_t src_ip_be, std::uint32_t vni) const {
     return admitted_network(admission_key(src_ip_be, vni));
   }
-  // The same in two steps, for burst loops: the key, the slot to prefetch, the lookup.
+  // The same in two steps, for burst loops: the key (which they remember), the lookup.
   static std::uint64_t admission_key(std::uint32_t src_ip_be, std::uint32_t vni) {
     return (static_cast<std::uint64_t>(src_ip_be) << 24) | vni;
   }
-  const void* admission_probe(std::uint64_t key) const { return allowed_by_ip_.probe_address(key); }
   const std::uint16_t* admitted_network(std::uint64_t key) const { return allowed_by_ip_.find(key); }
-  const std::uint16_t* admitted_network(const void* probe, std::uint64_t key) const {
-    return allowed_by_ip_.find_from(probe, key);
-  }
   // Longest-prefix match of dst (network order) in a network: the next-hop group, or null.
   // Why it is right: the longest union prefix P containing dst contains every route of any
   // VNI that contains dst, so this VNI's best route is its longest route containing P:
