@@ -14,7 +14,8 @@ fuzzer, seeds, seconds = sys.argv[1], sys.argv[2], sys.argv[3]
 with tempfile.TemporaryDirectory(prefix="vxfed-bgp-fuzz-") as tmp:
     corpus = os.path.join(tmp, "corpus")
     shutil.copytree(seeds, corpus)
-    args = [fuzzer, f"-max_total_time={seconds}", f"-artifact_prefix={tmp}/",
+    # libFuzzer exits 77 on a crash by default, which meson reads as a skip: make it a failure.
+    args = [fuzzer, f"-max_total_time={seconds}", f"-artifact_prefix={tmp}/", "-error_exitcode=1", "-timeout_exitcode=1",
             "-print_final_stats=1", "-rss_limit_mb=1024", corpus]
     proc = subprocess.run(args)
     if proc.returncode != 0:
