@@ -229,6 +229,69 @@ TEST_F(PacketFlow, FullBurstOfMixedTrafficIsAllAccountedFor) {
   EXPECT_EQ(counters_->vnis[*slot].encap_bytes.get(), 16u * flow(1).size());
 }
 
+// A pod burst takes one pass while its packets go to the first packet's destination and the
+// general passes from the first that does not: whatever the mix, the burst's outputs (bytes,
+// order per port) and counters must be those of the same packets sent one at a time.
+TEST_F(PacketFlow, PodBurstMatchesPacketsSentOneAtATime) {
+  Ipv4Opts fragment;
+  fragment.mf = true;
+  const Bytes icmp_echo = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                                   ipv4(ip("10.244.1.10"), ip("10.245.7.20"), 1, payload(30)));
+  const Bytes frag = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                              ipv4(ip("10.244.1.10"), ip("10.245.7.20"), 17, udp(7, 80, payload(18)), fragment));
+  std::vector<std::vector<Bytes>> bursts;
+  std::vector<Bytes> one_destination;  // all of it in one pass (an ECMP group)
+  for (std::uint16_t i = 0; i < dp::kMaxBurst; ++i) one_destination.push_back(flow(static_cast<std::uint16_t>(1000 + i)));
+  bursts.push_back(one_destination);
+  std::vector<Bytes> mixed;  // the one pass stops at packet 5, 6, 8, ... in turn
+  for (std::uint16_t i = 0; i < 5; ++i) mixed.push_back(flow(static_cast<std::uint16_t>(i)));
+  mixed.push_back(icmp_echo);
+  mixed.push_back(flow(5));
+  mixed.push_back(frag);
+  mixed.push_back(flow(6, ip("10.244.1.11")));  // local
+  mixed.push_back(flow(7, ip("10.245.1.1")));   // another remote destination
+  mixed.push_back(flow(8));
+  mixed.push_back(flow(9, ip("192.0.2.1")));    // no route
+  for (std::uint16_t i = 10; i < 20; ++i) mixed.push_back(flow(i));
+  bursts.push_back(mixed);
+  std::vector<Bytes> local_first = {flow(1, ip("10.244.1.11")), flow(2), flow(3), flow(4, ip("10.245.1.1"))};
+  bursts.push_back(local_first);
+
+  for (const auto& burst : bursts) {
+    counters_ = std::make_unique<dp::WorkerCounters>();
+    run(kPod1, burst);
+    const auto together = take_all();
+    const auto together_counters = std::move(counters_);
+    counters_ = std::make_unique<dp::WorkerCounters>();
+    std::map<std::uint16_t, std::vector<Bytes>> alone;
+    for (const Bytes& f : burst) {
+      run(kPod1, {f});
+      for (auto& [port, frames] : take_all()) alone[port].insert(alone[port].end(), frames.begin(), frames.end());
+    }
+    EXPECT_EQ(together, alone) << "burst of " << burst.size();
+    const auto slot = node_.vni_slots.find(kVniA);
+    ASSERT_TRUE(slot.has_value());
+    for (std::uint16_t port : {kPod1, kPod2, kUplink}) {
+      EXPECT_EQ(together_counters->ports[port].rx_packets.get(), counters_->ports[port].rx_packets.get());
+      EXPECT_EQ(together_counters->ports[port].rx_bytes.get(), counters_->ports[port].rx_bytes.get());
+      EXPECT_EQ(together_counters->ports[port].tx_packets.get(), counters_->ports[port].tx_packets.get());
+      EXPECT_EQ(together_counters->ports[port].drops.get(), counters_->ports[port].drops.get());
+    }
+    EXPECT_EQ(together_counters->vnis[*slot].encap_packets.get(), counters_->vnis[*slot].encap_packets.get());
+    EXPECT_EQ(together_counters->vnis[*slot].encap_bytes.get(), counters_->vnis[*slot].encap_bytes.get());
+    EXPECT_EQ(together_counters->vnis[*slot].local_packets.get(), counters_->vnis[*slot].local_packets.get());
+  }
+  // And the mixed burst did what its parts say: 17 UDP packets, the ICMP echo and the fragment
+  // encapsulated toward 10.245.7.20, one toward 10.245.1.1, one delivered locally, one
+  // without a route.
+  counters_ = std::make_unique<dp::WorkerCounters>();
+  run(kPod1, mixed);
+  auto out = take_all();
+  EXPECT_EQ(out[kUplink].size(), 20u);
+  EXPECT_EQ(out[kPod2].size(), 1u);
+  EXPECT_EQ(drops(DropReason::NoRoute), 1u);
+}
+
 TEST_F(PacketFlow, DecapCountsPerVni) {
   const Bytes inner = ethernet(gateway_mac(kVniB), kZero, 0x0800, ipv4(ip("10.245.0.9"), ip("10.250.1.10"), 17, udp(1, 2, payload(30))));
   const Bytes frame = vxlan_frame(kUplinkMac, neighbor_mac(5), ip("198.18.0.5"), ip("198.18.0.1"), 50001, kVniB, inner);

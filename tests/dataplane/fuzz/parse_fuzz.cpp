@@ -2,10 +2,11 @@
 // and ASan/UBSan, without DPDK. Each input is tried as an uplink frame and as a pod frame,
 // whole and with its headers split at a point chosen by the first byte, so both the
 // Truncated and the HeadersSplit paths are explored, and the fast paths are checked against
-// the reference parsers field by field.
+// the reference parsers field by field (and the pod burst loops' checks and flow-hash words).
 #include <cstddef>
 #include <cstdint>
 
+#include "core/flow_hash.hpp"
 #include "core/parse.hpp"
 
 namespace dp = vxfed::dataplane;
@@ -42,5 +43,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         p.tos != q.tos || p.protocol != q.protocol || p.dont_fragment != q.dont_fragment ||
         p.src_port_be != q.src_port_be || p.dst_port_be != q.dst_port_be || p.ip_header_len != q.ip_header_len)))
     __builtin_trap();
+  // The pod burst loops' own fast path (pod_fast_l4_ok, fields and flow-hash words read
+  // straight from the bytes) must agree with the reference parser and the flow hash of its
+  // fields, whole and split.
+  for (const std::size_t first : {size, split}) {
+    if (first < dp::kPodFastMinFirst || !dp::pod_fast_l4_ok(data, static_cast<std::uint32_t>(first),
+                                                            static_cast<std::uint32_t>(size)))
+      continue;
+    if (q.kind != dp::FrameKind::Ipv4 || (q.protocol != 6 && q.protocol != 17) ||
+        q.src_ip_be != dp::pod_fast_src(data) || q.dst_ip_be != dp::pod_fast_dst(data) ||
+        q.ip_total_len != dp::pod_fast_ip_total(data) || q.tos != data[15] ||
+        dp::flow_hash_words(dp::pod_fast_hash_addresses(data), dp::pod_fast_hash_proto_ports(data)) !=
+            dp::flow_hash(q.src_ip_be, q.dst_ip_be, q.protocol, q.src_port_be, q.dst_port_be))
+      __builtin_trap();
+  }
   return 0;
 }
