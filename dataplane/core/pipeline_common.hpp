@@ -1,0 +1,77 @@
+// What the burst functions of the pipeline share (uplink_burst.cpp, pod_burst.cpp,
+// pipeline.cpp): small helpers, all inline. Internal to dataplane/core.
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/counters.hpp"
+#include "core/parse.hpp"
+#include "core/wire/arp.hpp"
+#include "core/wire/ethernet.hpp"
+
+namespace vxfed::dataplane::pipeline_detail {
+
+using namespace vxfed::wire;
+
+// How far ahead a burst loop prefetches packet data (DESIGN.md convention 1).
+constexpr std::uint16_t kPrefetchAhead = 3;
+
+inline void drop(rte_mbuf* m, DropReason r, std::uint16_t port, WorkerCounters& c) {
+  c.drop(r, port);
+  rte_pktmbuf_free(m);
+}
+
+inline ByteSpan first_segment(const rte_mbuf* m) {
+  return ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), rte_pktmbuf_data_len(m));
+}
+
+inline void prefetch_data(rte_mbuf* m) { rte_prefetch0(rte_pktmbuf_mtod(m, void*)); }
+
+inline void count_rx(rte_mbuf** pkts, std::uint16_t n, std::uint16_t port, WorkerCounters& c) {
+  std::uint64_t bytes = 0;
+  for (std::uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
+  c.ports[port].rx_packets.add(n);
+  c.ports[port].rx_bytes.add(bytes);
+}
+
+inline std::uint16_t fold_checksum(std::uint32_t sum) {
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum);
+}
+
+// Rewrites Ethernet dst/src of a frame delivered to a pod (from its gateway).
+inline void set_macs(rte_mbuf* m, const MacAddress& dst, const MacAddress& src) {
+  auto* eth = rte_pktmbuf_mtod(m, std::uint8_t*);
+  std::memcpy(eth, dst.data(), 6);
+  std::memcpy(eth + 6, src.data(), 6);
+}
+
+// Turns an ARP request in m into our reply, in place: "ip_be is at mac".
+inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddress& mac,
+                               std::uint32_t ip_be) {
+  auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
+  EthernetHeader eth;
+  eth.dst = req.sender_mac;
+  eth.src = mac;
+  eth.ether_type_be = to_be16(kEtherTypeArp);
+  std::memcpy(p, &eth, sizeof(eth));
+  ArpHeader arp;
+  arp.hardware_type_be = to_be16(kArpHardwareEthernet);
+  arp.protocol_type_be = to_be16(kEtherTypeIpv4);
+  arp.hardware_len = 6;
+  arp.protocol_len = 4;
+  arp.opcode_be = to_be16(kArpOpReply);
+  arp.sender_mac = mac;
+  arp.sender_ip_be = ip_be;
+  arp.target_mac = req.sender_mac;
+  arp.target_ip_be = req.sender_ip_be;
+  std::memcpy(p + sizeof(eth), &arp, sizeof(arp));
+  m->ol_flags = 0;
+}
+
+}  // namespace vxfed::dataplane::pipeline_detail

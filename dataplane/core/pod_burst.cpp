@@ -1,0 +1,459 @@
+// Pod bursts: a pod's frames encapsulated toward remote VTEPs or delivered to pods on this
+// node; ARP for the gateway; ICMP fragmentation-needed (see pipeline.hpp for what happens to
+// which packet).
+#include <atomic>
+#include <cstring>
+
+#include "core/flow_hash.hpp"
+#include "core/pipeline.hpp"
+#include "core/pipeline_common.hpp"
+#include "core/wire/icmp.hpp"
+#include "core/wire/ipv4.hpp"
+#include "core/wire/vxlan.hpp"
+
+namespace vxfed::dataplane {
+
+using namespace pipeline_detail;
+
+namespace {
+
+// ICMP fragmentation-needed (RFC 792 / 1191) from the gateway to the pod, quoting the IP
+// header and first 8 payload bytes of m (which the caller then frees).
+[[gnu::noinline]] bool frag_needed(const NetworkEntry& net, const PodPortEntry& pod, rte_mbuf* m,
+                        const PodFrame& f, std::uint16_t port, TxStage& tx, WorkerCounters& c) {
+  rte_mbuf* r = rte_pktmbuf_alloc(m->pool);
+  if (!r) return false;
+  const std::uint32_t quote_max = rte_pktmbuf_data_len(m) - sizeof(EthernetHeader);
+  const std::uint32_t quote = std::min<std::uint32_t>(f.ip_header_len + 8u, quote_max);
+  const std::uint32_t ip_len = sizeof(Ipv4Header) + sizeof(IcmpHeader) + quote;
+  auto* p = reinterpret_cast<std::uint8_t*>(
+      rte_pktmbuf_append(r, static_cast<std::uint16_t>(sizeof(EthernetHeader) + ip_len)));
+  if (!p) {
+    rte_pktmbuf_free(r);
+    return false;
+  }
+  EthernetHeader eth{pod.mac, net.gateway_mac, to_be16(kEtherTypeIpv4)};
+  Ipv4Header ip{};
+  ip.version_ihl = 0x45;
+  ip.tos = 0xc0;  // internetwork control, as hosts send ICMP errors
+  ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_len));
+  ip.ttl = 64;
+  ip.protocol = kIpProtoIcmp;
+  ip.src_be = net.gateway_ip_be;
+  ip.dst_be = f.src_ip_be;
+  ip.checksum_be = to_be16(ipv4_checksum(&ip, sizeof(ip)));
+  std::memcpy(p, &eth, sizeof(eth));
+  std::memcpy(p + sizeof(eth), &ip, sizeof(ip));
+  std::uint8_t* icmp_at = p + sizeof(eth) + sizeof(ip);
+  IcmpHeader icmp{};
+  icmp.type = kIcmpDestUnreachable;
+  icmp.code = kIcmpCodeFragNeeded;
+  icmp.next_hop_mtu_be = to_be16(net.mtu);
+  std::memcpy(icmp_at, &icmp, sizeof(icmp));
+  std::memcpy(icmp_at + sizeof(icmp), rte_pktmbuf_mtod_offset(m, const std::uint8_t*, sizeof(EthernetHeader)), quote);
+  const std::uint16_t sum = ipv4_checksum(icmp_at, sizeof(icmp) + quote);
+  icmp.checksum_be = to_be16(sum);
+  std::memcpy(icmp_at, &icmp, sizeof(icmp));
+  tx.stage(port, r, c);
+  return true;
+}
+
+[[gnu::always_inline]] inline void encap(const ForwardingTables& t, const NetworkEntry& net, const NextHopGroup& g,
+                  rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port, TxStage& tx,
+                  WorkerCounters& c) {
+  const std::uint32_t hash = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
+  const VtepEntry& v = t.vtep(t.pick(g, hash));
+  const std::uint64_t nb = t.neighbors().read(v.neighbor_slot);
+  if (!(nb & NeighborCache::kValid)) [[unlikely]] {
+    t.neighbors().want(v.neighbor_slot);
+    return drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+  }
+  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
+  auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
+  if (!o) [[unlikely]] return drop(m, DropReason::NoHeadroom, rx_port, c);
+
+  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
+  // Neighbour MAC: the cache holds it as a 48-bit big-endian number.
+  const std::uint64_t mac_be = __builtin_bswap64(nb << 16);
+  std::memcpy(&o->eth.dst, &mac_be, 6);
+  const std::uint32_t ip_total = frame_len + sizeof(Ipv4Header) + sizeof(UdpHeader) + sizeof(VxlanHeader);
+  o->ip.tos = f.tos;  // DSCP (e.g. RoCE traffic classes) and ECN survive the tunnel
+  o->ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_total));
+  o->ip.checksum_be = to_be16(fold_checksum(v.checksum_base + ip_total + f.tos));
+  o->udp.src_port_be = to_be16(vxlan_src_port(hash));
+  o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
+  o->vxlan.vni_reserved_be = net.vni_field_be;
+  m->ol_flags = 0;
+  VniCounters& vc = c.vnis[net.counter_slot];
+  vc.encap_packets.add(1);
+  vc.encap_bytes.add(frame_len);
+  tx.stage(t.uplink_port(), m, c);
+}
+
+// An IPv4 packet from a pod, parsed (by the fast path or the reference parser).
+[[gnu::always_inline]] inline void pod_ipv4(const ForwardingTables& t, const PodPortEntry& pod,
+                                            std::uint16_t rx_port, rte_mbuf* m, const PodFrame& f,
+                                            TxStage& tx, WorkerCounters& c) {
+  const NetworkEntry& net = t.network(pod.network);
+  if (f.src_ip_be != pod.ip_be) [[unlikely]] return drop(m, DropReason::PodSourceSpoofed, rx_port, c);
+  if (f.dst_ip_be == net.gateway_ip_be) [[unlikely]] return drop(m, DropReason::ToGateway, rx_port, c);
+  if (f.ip_total_len > net.mtu) [[unlikely]] {
+    if (!f.dont_fragment) return drop(m, DropReason::TooBigNoDf, rx_port, c);
+    if (!frag_needed(net, pod, m, f, rx_port, tx, c)) return drop(m, DropReason::MbufAllocFailed, rx_port, c);
+    return drop(m, DropReason::TooBigDf, rx_port, c);
+  }
+  const Destination d = t.resolve(pod.network, f.dst_ip_be);
+  if (const EndpointEntry* ep = d.endpoint) {
+    set_macs(m, ep->mac, net.gateway_mac);
+    m->ol_flags = 0;
+    VniCounters& vc = c.vnis[net.counter_slot];
+    vc.local_packets.add(1);
+    vc.local_bytes.add(rte_pktmbuf_pkt_len(m));
+    return tx.stage(ep->port, m, c);
+  }
+  if (!d.group) [[unlikely]] return drop(m, DropReason::NoRoute, rx_port, c);
+  encap(t, net, *d.group, m, f, rx_port, tx, c);
+}
+
+// Everything the fast path did not take: ARP, IPv4 with options, and what gets dropped.
+[[gnu::noinline]] void pod_slow(const ForwardingTables& t, const PodPortEntry& pod, std::uint16_t rx_port,
+                                rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+  const NetworkEntry& net = t.network(pod.network);
+  const PodFrame f = parse_pod_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m));
+  if (f.kind == FrameKind::Arp) {
+    if (f.arp.opcode == kArpOpRequest && f.arp.target_ip_be == net.gateway_ip_be) {
+      arp_reply_in_place(m, f.arp, net.gateway_mac, net.gateway_ip_be);
+      return tx.stage(rx_port, m, c);
+    }
+    return drop(m, DropReason::ArpIgnored, rx_port, c);
+  }
+  if (f.kind != FrameKind::Ipv4) return drop(m, f.drop, rx_port, c);
+  pod_ipv4(t, pod, rx_port, m, f, tx, c);
+}
+
+// What a pod burst needs from the tables, read once per burst into locals: every store into
+// packet bytes (a char store may alias anything) would otherwise make the compiler reload
+// each of them from the tables for the next packet.
+struct PodBurstFacts {
+  std::uint16_t network;
+  std::uint32_t pod_ip_be;
+  std::uint32_t gateway_ip_be;
+  std::uint32_t mtu;
+  std::uint32_t vni_field_be;
+  std::uint16_t uplink;
+  const VtepEntry* vteps;
+  const std::uint32_t* group_slots;
+  const std::atomic<std::uint64_t>* neighbor_words;
+  wire::MacAddress gateway_mac;
+};
+
+// The outer headers toward one VTEP, with the burst's VNI and the VTEP's underlay MAC filled in:
+// built when a burst's packet goes to another VTEP than the one before (once per burst in the
+// common case), then copied whole in front of each packet, which only adds its own fields.
+struct OuterTemplate {
+  const VtepEntry* vtep = nullptr;  // whose template this is
+  bool resolved = false;            // false: the VTEP's underlay neighbour is not known yet
+  std::uint32_t checksum_base = 0;
+  wire::VxlanOuterHeaders headers;
+
+  // Out of line: inlined, GCC sank the VNI store into the packet loop, where the next copy
+  // of the template then read across it (a store-forwarding stall per packet).
+  [[gnu::noinline]] void build(const PodBurstFacts& k, const VtepEntry& v) {
+    vtep = &v;
+    const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
+    resolved = (nb & NeighborCache::kValid) != 0;
+    checksum_base = v.checksum_base;
+    headers = v.outer;
+    const std::uint64_t mac_be = __builtin_bswap64(nb << 16);  // the cache holds it as a 48-bit number
+    std::memcpy(&headers.eth.dst, &mac_be, 6);
+    headers.vxlan.vni_reserved_be = k.vni_field_be;
+  }
+};
+
+// The fields of the outer headers that differ per packet, written after the VTEP's constant
+// headers were copied in front of the frame (frame_len bytes, IPv4 TOS `tos`).
+[[gnu::always_inline]] inline void write_outer_fields(VxlanOuterHeaders* o, std::uint32_t frame_len, std::uint8_t tos,
+                                                      std::uint32_t checksum_base, std::uint32_t hash) {
+  const std::uint32_t ip_total = frame_len + sizeof(Ipv4Header) + sizeof(UdpHeader) + sizeof(VxlanHeader);
+  o->ip.tos = tos;  // DSCP (e.g. RoCE traffic classes) and ECN survive the tunnel
+  o->ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_total));
+  o->ip.checksum_be = to_be16(fold_checksum(checksum_base + ip_total + tos));
+  o->udp.src_port_be = to_be16(vxlan_src_port(hash));
+  o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
+}
+
+// Room for the outer headers in front of a fast-path packet; null (the packet dropped and
+// counted) when there is none.
+[[gnu::always_inline]] inline VxlanOuterHeaders* prepend_outer(rte_mbuf* m, std::uint16_t rx_port, WorkerCounters& c) {
+  auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
+  if (!o) [[unlikely]] drop(m, DropReason::NoHeadroom, rx_port, c);
+  return o;
+}
+
+// Encapsulation of a fast-path packet toward VTEP v (flow hash `hash`), the headers taken from
+// the VTEP's entry: for bursts whose packets go to many VTEPs. Returns false when the packet
+// was dropped (counted here); true: the caller stages it on the uplink.
+[[gnu::always_inline]] inline bool encap_fast(const ForwardingTables& t, const PodBurstFacts& k,
+                                              const VtepEntry& v, rte_mbuf* m, std::uint32_t hash,
+                                              std::uint16_t rx_port, WorkerCounters& c,
+                                              std::uint32_t* frame_len_out) {
+  const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
+  if (!(nb & NeighborCache::kValid)) [[unlikely]] {
+    t.neighbors().want(v.neighbor_slot);
+    drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+    return false;
+  }
+  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
+  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
+  VxlanOuterHeaders* o = prepend_outer(m, rx_port, c);
+  if (!o) [[unlikely]] return false;
+  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
+  const std::uint64_t mac_be = __builtin_bswap64(nb << 16);  // the cache holds it as a 48-bit number
+  std::memcpy(&o->eth.dst, &mac_be, 6);
+  o->vxlan.vni_reserved_be = k.vni_field_be;
+  write_outer_fields(o, frame_len, tos, v.checksum_base, hash);
+  m->ol_flags = 0;
+  *frame_len_out = frame_len;
+  return true;
+}
+
+// The same from an OuterTemplate already holding the MAC and VNI: for bursts to one VTEP.
+[[gnu::always_inline]] inline bool encap_from_template(const ForwardingTables& t, const OuterTemplate& tmpl,
+                                                       rte_mbuf* m, std::uint32_t hash, std::uint16_t rx_port,
+                                                       WorkerCounters& c, std::uint32_t* frame_len_out) {
+  if (!tmpl.resolved) [[unlikely]] {
+    t.neighbors().want(tmpl.vtep->neighbor_slot);
+    drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+    return false;
+  }
+  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
+  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
+  VxlanOuterHeaders* o = prepend_outer(m, rx_port, c);
+  if (!o) [[unlikely]] return false;
+  std::memcpy(o, &tmpl.headers, sizeof(VxlanOuterHeaders));
+  write_outer_fields(o, frame_len, tos, tmpl.checksum_base, hash);
+  m->ol_flags = 0;
+  *frame_len_out = frame_len;
+  return true;
+}
+
+// The encapsulated packets of one pod burst, staged on the uplink together, and their counts.
+struct EncapBatch {
+  rte_mbuf* up[kMaxBurst];
+  std::uint16_t count = 0;
+  std::uint64_t packets = 0, bytes = 0;
+
+  // Toward v, its headers from its entry (packets of one burst to many VTEPs).
+  [[gnu::always_inline]] void add(const ForwardingTables& t, const PodBurstFacts& k, const VtepEntry& v,
+                                  rte_mbuf* m, std::uint32_t hash, std::uint16_t rx_port, WorkerCounters& c) {
+    std::uint32_t len;
+    if (encap_fast(t, k, v, m, hash, rx_port, c, &len)) taken(m, len);
+  }
+  [[gnu::always_inline]] void taken(rte_mbuf* m, std::uint32_t len) {
+    up[count++] = m;
+    ++packets;
+    bytes += len;
+  }
+  // Stages what is batched; called before anything else of the burst goes to the uplink, so
+  // the uplink sees the burst's order.
+  void stage(TxStage& tx, std::uint16_t uplink, WorkerCounters& c) {
+    tx.stage_many(uplink, up, count, c);
+    count = 0;
+  }
+};
+
+// What a pod burst adds to its counters besides the encapsulations.
+struct PodBurstTotals {
+  std::uint64_t rx_bytes = 0, local_packets = 0, local_bytes = 0;
+};
+
+// The common pod burst: fast-path TCP/UDP packets to one destination that has a route (a
+// training job's flows to one peer). One pass: check, hash, encapsulate, from the first
+// packet on, until one does not fit (another destination, or anything the fast path does not
+// take). Returns how many packets it handled; pod_burst_general takes the rest, in order.
+[[gnu::always_inline]] inline std::uint16_t pod_burst_one_destination(
+    const ForwardingTables& t, const PodBurstFacts& k, std::uint32_t dst, const NextHopGroup& g,
+    rte_mbuf** pkts, std::uint16_t n, std::uint16_t rx_port, EncapBatch& batch, PodBurstTotals& totals,
+    WorkerCounters& c) {
+  // Counts and template in locals, not in `batch`: a char store into a packet may alias any
+  // memory whose address has left the function, so batch's fields would be reloaded and
+  // stored around every packet.
+  OuterTemplate tmpl;
+  std::uint16_t n_up = batch.count;
+  std::uint64_t packets = 0, bytes = 0, rx_bytes = 0;
+  const VtepEntry* only = g.count == 1 ? &k.vteps[k.group_slots[g.first]] : nullptr;
+  if (only) tmpl.build(k, *only);
+  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
+  std::uint16_t i = 0;
+  for (; i < n; ++i) {
+    if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
+    rte_mbuf* m = pkts[i];
+    const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m), first_len = rte_pktmbuf_data_len(m);
+    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    if (first_len < kPodFastMinFirst) [[unlikely]] break;
+    const bool fits = pod_fast_l4_ok(p, first_len, pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
+                      (pod_fast_dst(p) == dst) & (pod_fast_ip_total(p) <= k.mtu);
+    if (!fits) [[unlikely]] break;
+    rx_bytes += pkt_len;
+    const std::uint32_t hash = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
+    if (!only) {  // ECMP: the template follows the VTEP
+      const VtepEntry& v = k.vteps[ForwardingTables::pick_slot(k.group_slots, g, hash)];
+      if (&v != tmpl.vtep) tmpl.build(k, v);
+    }
+    std::uint32_t len;
+    if (encap_from_template(t, tmpl, m, hash, rx_port, c, &len)) [[likely]] {
+      batch.up[n_up++] = m;
+      ++packets;
+      bytes += len;
+    }
+  }
+  batch.count = n_up;
+  batch.packets += packets;
+  batch.bytes += bytes;
+  totals.rx_bytes += rx_bytes;
+  return i;
+}
+
+// Any pod burst, in three passes over it (l3fwd style), so that the table reads of different
+// packets overlap instead of waiting one after another:
+//   1. parse + checks (fast path), flow hash, prefetch the LPM first-level entry;
+//   2. LPM lookup, prefetch the prefix's PrefixInfo;
+//   3. in arrival order: resolve, encapsulate / deliver locally / drop; packets the fast
+//      path did not take go through pod_slow here, in their place, so order is kept.
+[[gnu::always_inline]] inline void pod_burst_general(const ForwardingTables& tables, const PodBurstFacts& k,
+                                         const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
+                                         std::uint16_t n, EncapBatch& batch, PodBurstTotals& totals,
+                                         TxStage& tx, WorkerCounters& counters) {
+  const std::uint32_t* t24 = tables.lpm().tbl24();
+  const std::uint32_t* t8 = tables.lpm().tbl8();
+  const PrefixInfo* info = tables.prefix_info();
+  std::uint32_t dst[kMaxBurst], hash[kMaxBurst], prefix[kMaxBurst];
+  std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks
+  std::uint64_t rx_bytes = 0;
+  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
+    const rte_mbuf* m = pkts[i];
+    const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
+    rx_bytes += pkt_len;
+    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    // Branch-free checks (one predictable branch for a first segment too short to read
+    // from): a chain of early exits costs more than computing them all on a cached line.
+    if (rte_pktmbuf_data_len(m) < kPodFastMinFirst) [[unlikely]] continue;
+    const std::uint32_t d = pod_fast_dst(p);
+    const bool ok = pod_fast_l4_ok(p, rte_pktmbuf_data_len(m), pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
+                    (d != k.gateway_ip_be) & (pod_fast_ip_total(p) <= k.mtu);
+    fast |= static_cast<std::uint64_t>(ok) << i;
+    dst[i] = d;
+    hash[i] = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
+    if (t24) rte_prefetch0(t24 + (from_be32(d) >> 8));
+  }
+  // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
+  // the destination of the one before it takes that one's answer, without a lookup.
+  std::uint32_t last_dst = 0, last_id = LpmTable::kNone;
+  if (fast) last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
+  for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
+    const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+    if (dst[i] != last_dst) {
+      last_dst = dst[i];
+      last_id = t24 ? LpmTable::lookup_in(t24, t8, from_be32(last_dst)) : LpmTable::kNone;
+      if (last_id != LpmTable::kNone) rte_prefetch0(info + last_id);
+    }
+    prefix[i] = last_id;
+  }
+  const VtepEntry* vtep[kMaxBurst];
+  const EndpointEntry* local[kMaxBurst];
+  Destination last{};
+  std::uint32_t last_resolved_dst = 0;
+  if (fast) last_resolved_dst = ~dst[__builtin_ctzll(fast)];
+  for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
+    const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+    if (dst[i] != last_resolved_dst) {  // a shared prefix resolves per destination, so key on it
+      last_resolved_dst = dst[i];
+      last = tables.resolve_prefix(k.network, dst[i], prefix[i]);
+    }
+    local[i] = last.endpoint;
+    vtep[i] = nullptr;
+    if (last.group) [[likely]] {
+      vtep[i] = &k.vteps[ForwardingTables::pick_slot(k.group_slots, *last.group, hash[i])];
+      rte_prefetch0(vtep[i]);
+    }
+  }
+  std::uint64_t local_packets = 0, local_bytes = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    if (!((fast >> i) & 1)) [[unlikely]] {
+      batch.stage(tx, k.uplink, counters);  // keep the uplink's order
+      pod_slow(tables, pod, rx_port, m, tx, counters);
+      continue;
+    }
+    if (vtep[i]) [[likely]] {
+      batch.add(tables, k, *vtep[i], m, hash[i], rx_port, counters);
+    } else if (const EndpointEntry* ep = local[i]) {
+      set_macs(m, ep->mac, k.gateway_mac);
+      m->ol_flags = 0;
+      ++local_packets;
+      local_bytes += rte_pktmbuf_pkt_len(m);
+      tx.stage(ep->port, m, counters);
+    } else {
+      drop(m, DropReason::NoRoute, rx_port, counters);
+    }
+  }
+  totals.rx_bytes += rx_bytes;
+  totals.local_packets += local_packets;
+  totals.local_bytes += local_bytes;
+}
+
+}  // namespace
+
+// Pod bursts: the common one (one destination with a route) in one pass, from its first packet
+// on; whatever is left in the general three passes. See pipeline.hpp for what happens to which
+// packet.
+std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx_port,
+                                rte_mbuf** pkts, std::uint16_t n, TxStage& tx,
+                                WorkerCounters& counters) {
+  if (n == 0) return 0;
+  const PodPortEntry* pod = tables.pod_port(rx_port);
+  if (!pod) [[unlikely]] {
+    drop_burst(pkts, n, rx_port, DropReason::UnknownPodPort, counters);
+    return n;
+  }
+  const NetworkEntry& net = tables.network(pod->network);
+  const PodBurstFacts k{pod->network, pod->ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
+                        tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
+                        tables.neighbors().words(), net.gateway_mac};
+  EncapBatch batch;
+  PodBurstTotals totals;
+  std::uint16_t done = 0;
+  const std::uint32_t* t24 = tables.lpm().tbl24();
+  // One pass when the first and last packets go to the same destination (it has a route,
+  // and is not the gateway); the general passes otherwise.
+  const rte_mbuf* last = pkts[n - 1];
+  if (t24 && rte_pktmbuf_data_len(pkts[0]) >= kPodFastMinFirst && rte_pktmbuf_data_len(last) >= kPodFastMinFirst) {
+    const std::uint32_t dst = pod_fast_dst(rte_pktmbuf_mtod(pkts[0], const std::uint8_t*));
+    if (dst == pod_fast_dst(rte_pktmbuf_mtod(last, const std::uint8_t*)) && dst != k.gateway_ip_be) {
+      const Destination d = tables.resolve_prefix(
+          k.network, dst, LpmTable::lookup_in(t24, tables.lpm().tbl8(), from_be32(dst)));
+      if (d.group)
+        done = pod_burst_one_destination(tables, k, dst, *d.group, pkts, n, rx_port, batch, totals, counters);
+    }
+  }
+  if (done < n)
+    pod_burst_general(tables, k, *pod, rx_port, pkts + done, static_cast<std::uint16_t>(n - done), batch, totals,
+                      tx, counters);
+  batch.stage(tx, k.uplink, counters);
+  counters.ports[rx_port].rx_packets.add(n);
+  counters.ports[rx_port].rx_bytes.add(totals.rx_bytes);
+  VniCounters& vc = counters.vnis[net.counter_slot];
+  if (batch.packets) {
+    vc.encap_packets.add(batch.packets);
+    vc.encap_bytes.add(batch.bytes);
+  }
+  if (totals.local_packets) {
+    vc.local_packets.add(totals.local_packets);
+    vc.local_bytes.add(totals.local_bytes);
+  }
+  return n;
+}
+
+}  // namespace vxfed::dataplane
