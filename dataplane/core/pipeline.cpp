@@ -27,18 +27,7 @@ bool build_arp_request(rte_mbuf* m, const MacAddress& sender_mac, std::uint32_t 
   auto* p = reinterpret_cast<std::uint8_t*>(
       rte_pktmbuf_append(m, sizeof(EthernetHeader) + sizeof(ArpHeader)));
   if (!p) return false;
-  EthernetHeader eth{kBroadcastMac, sender_mac, to_be16(kEtherTypeArp)};
-  ArpHeader arp{};
-  arp.hardware_type_be = to_be16(kArpHardwareEthernet);
-  arp.protocol_type_be = to_be16(kEtherTypeIpv4);
-  arp.hardware_len = 6;
-  arp.protocol_len = 4;
-  arp.opcode_be = to_be16(kArpOpRequest);
-  arp.sender_mac = sender_mac;
-  arp.sender_ip_be = sender_ip_be;
-  arp.target_ip_be = target_ip_be;
-  std::memcpy(p, &eth, sizeof(eth));
-  std::memcpy(p + sizeof(eth), &arp, sizeof(arp));
+  write_arp_frame(p, kBroadcastMac, kArpOpRequest, sender_mac, sender_ip_be, MacAddress{}, target_ip_be);
   return true;
 }
 

@@ -51,26 +51,30 @@ inline void set_macs(rte_mbuf* m, const MacAddress& dst, const MacAddress& src) 
   std::memcpy(eth + 6, src.data(), 6);
 }
 
-// Turns an ARP request in m into our reply, in place: "ip_be is at mac".
-inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddress& mac,
-                               std::uint32_t ip_be) {
-  auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
-  EthernetHeader eth;
-  eth.dst = req.sender_mac;
-  eth.src = mac;
-  eth.ether_type_be = to_be16(kEtherTypeArp);
-  std::memcpy(p, &eth, sizeof(eth));
-  ArpHeader arp;
+// Writes an Ethernet + ARP frame (42 bytes) at p.
+inline void write_arp_frame(std::uint8_t* p, const MacAddress& eth_dst, std::uint16_t opcode,
+                            const MacAddress& sender_mac, std::uint32_t sender_ip_be,
+                            const MacAddress& target_mac, std::uint32_t target_ip_be) {
+  const EthernetHeader eth{eth_dst, sender_mac, to_be16(kEtherTypeArp)};
+  ArpHeader arp{};
   arp.hardware_type_be = to_be16(kArpHardwareEthernet);
   arp.protocol_type_be = to_be16(kEtherTypeIpv4);
   arp.hardware_len = 6;
   arp.protocol_len = 4;
-  arp.opcode_be = to_be16(kArpOpReply);
-  arp.sender_mac = mac;
-  arp.sender_ip_be = ip_be;
-  arp.target_mac = req.sender_mac;
-  arp.target_ip_be = req.sender_ip_be;
+  arp.opcode_be = to_be16(opcode);
+  arp.sender_mac = sender_mac;
+  arp.sender_ip_be = sender_ip_be;
+  arp.target_mac = target_mac;
+  arp.target_ip_be = target_ip_be;
+  std::memcpy(p, &eth, sizeof(eth));
   std::memcpy(p + sizeof(eth), &arp, sizeof(arp));
+}
+
+// Turns an ARP request in m into our reply, in place: "ip_be is at mac".
+inline void arp_reply_in_place(rte_mbuf* m, const ArpFields& req, const MacAddress& mac,
+                               std::uint32_t ip_be) {
+  write_arp_frame(rte_pktmbuf_mtod(m, std::uint8_t*), req.sender_mac, kArpOpReply, mac, ip_be,
+                  req.sender_mac, req.sender_ip_be);
   m->ol_flags = 0;
 }
 

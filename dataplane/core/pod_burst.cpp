@@ -182,39 +182,51 @@ struct OuterTemplate {
   o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
 }
 
-// Room for the outer headers in front of a fast-path packet; null (the packet dropped and
-// counted) when there is none.
-[[gnu::always_inline]] inline VxlanOuterHeaders* prepend_outer(rte_mbuf* m, std::uint16_t rx_port, WorkerCounters& c) {
+// A fast-path packet whose VTEP's underlay neighbour is not resolved: ask for it, drop.
+[[gnu::noinline]] void drop_unresolved(const ForwardingTables& t, std::uint32_t neighbor_slot, rte_mbuf* m,
+                                       std::uint16_t rx_port, WorkerCounters& c) {
+  t.neighbors().want(neighbor_slot);
+  drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+}
+
+// Prepends the outer headers to a fast-path packet: copy_constant(o) writes the VTEP's
+// constant headers, then the per-packet fields follow. False when there is no headroom (the
+// packet dropped and counted); true: the caller stages it on the uplink.
+template <typename CopyConstant>
+[[gnu::always_inline]] inline bool prepend_outer(rte_mbuf* m, std::uint32_t checksum_base, std::uint32_t hash,
+                                                 std::uint16_t rx_port, WorkerCounters& c,
+                                                 std::uint32_t* frame_len_out, CopyConstant&& copy_constant) {
+  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
+  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
   auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
-  if (!o) [[unlikely]] drop(m, DropReason::NoHeadroom, rx_port, c);
-  return o;
+  if (!o) [[unlikely]] {
+    drop(m, DropReason::NoHeadroom, rx_port, c);
+    return false;
+  }
+  copy_constant(o);
+  write_outer_fields(o, frame_len, tos, checksum_base, hash);
+  m->ol_flags = 0;
+  *frame_len_out = frame_len;
+  return true;
 }
 
 // Encapsulation of a fast-path packet toward VTEP v (flow hash `hash`), the headers taken from
-// the VTEP's entry: for bursts whose packets go to many VTEPs. Returns false when the packet
-// was dropped (counted here); true: the caller stages it on the uplink.
+// the VTEP's entry: for bursts whose packets go to many VTEPs.
 [[gnu::always_inline]] inline bool encap_fast(const ForwardingTables& t, const PodBurstFacts& k,
                                               const VtepEntry& v, rte_mbuf* m, std::uint32_t hash,
                                               std::uint16_t rx_port, WorkerCounters& c,
                                               std::uint32_t* frame_len_out) {
   const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
   if (!(nb & NeighborCache::kValid)) [[unlikely]] {
-    t.neighbors().want(v.neighbor_slot);
-    drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+    drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
     return false;
   }
-  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
-  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
-  VxlanOuterHeaders* o = prepend_outer(m, rx_port, c);
-  if (!o) [[unlikely]] return false;
-  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
-  const std::uint64_t mac_be = __builtin_bswap64(nb << 16);  // the cache holds it as a 48-bit number
-  std::memcpy(&o->eth.dst, &mac_be, 6);
-  o->vxlan.vni_reserved_be = k.vni_field_be;
-  write_outer_fields(o, frame_len, tos, v.checksum_base, hash);
-  m->ol_flags = 0;
-  *frame_len_out = frame_len;
-  return true;
+  return prepend_outer(m, v.checksum_base, hash, rx_port, c, frame_len_out, [&](VxlanOuterHeaders* o) {
+    std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
+    const std::uint64_t mac_be = __builtin_bswap64(nb << 16);  // the cache holds it as a 48-bit number
+    std::memcpy(&o->eth.dst, &mac_be, 6);
+    o->vxlan.vni_reserved_be = k.vni_field_be;
+  });
 }
 
 // The same from an OuterTemplate already holding the MAC and VNI: for bursts to one VTEP.
@@ -222,19 +234,12 @@ struct OuterTemplate {
                                                        rte_mbuf* m, std::uint32_t hash, std::uint16_t rx_port,
                                                        WorkerCounters& c, std::uint32_t* frame_len_out) {
   if (!tmpl.resolved) [[unlikely]] {
-    t.neighbors().want(tmpl.vtep->neighbor_slot);
-    drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+    drop_unresolved(t, tmpl.vtep->neighbor_slot, m, rx_port, c);
     return false;
   }
-  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
-  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
-  VxlanOuterHeaders* o = prepend_outer(m, rx_port, c);
-  if (!o) [[unlikely]] return false;
-  std::memcpy(o, &tmpl.headers, sizeof(VxlanOuterHeaders));
-  write_outer_fields(o, frame_len, tos, tmpl.checksum_base, hash);
-  m->ol_flags = 0;
-  *frame_len_out = frame_len;
-  return true;
+  return prepend_outer(m, tmpl.checksum_base, hash, rx_port, c, frame_len_out, [&](VxlanOuterHeaders* o) {
+    std::memcpy(o, &tmpl.headers, sizeof(VxlanOuterHeaders));
+  });
 }
 
 // The encapsulated packets of one pod burst, staged on the uplink together, and their counts.

@@ -62,6 +62,48 @@ class PacketFlow : public ::testing::Test {
   }
   std::uint64_t drops(DropReason r) const { return counters_->drops[static_cast<int>(r)].get(); }
 
+  // The frames as one burst, then one at a time: what each way staged per port (in order),
+  // and its counters (each way starts from zero; counters_ holds the one-at-a-time ones after).
+  struct BurstAndSingles {
+    std::map<std::uint16_t, std::vector<Bytes>> together, alone;
+    std::unique_ptr<dp::WorkerCounters> together_counters;
+  };
+  BurstAndSingles run_both_ways(std::uint16_t rx_port, const std::vector<Bytes>& burst) {
+    BurstAndSingles r;
+    counters_ = std::make_unique<dp::WorkerCounters>();
+    run(rx_port, burst);
+    r.together = take_all();
+    r.together_counters = std::move(counters_);
+    counters_ = std::make_unique<dp::WorkerCounters>();
+    for (const Bytes& f : burst) {
+      run(rx_port, {f});
+      for (auto& [port, frames] : take_all()) r.alone[port].insert(r.alone[port].end(), frames.begin(), frames.end());
+    }
+    return r;
+  }
+  // Every counter (ports, drop reasons, VNI slots) equal in a and b.
+  static void expect_same_counters(const dp::WorkerCounters& a, const dp::WorkerCounters& b) {
+    for (std::uint32_t p = 0; p < dp::kMaxPorts; ++p) {
+      const auto &x = a.ports[p], &y = b.ports[p];
+      EXPECT_EQ(x.rx_packets.get(), y.rx_packets.get()) << "port " << p;
+      EXPECT_EQ(x.rx_bytes.get(), y.rx_bytes.get()) << "port " << p;
+      EXPECT_EQ(x.tx_packets.get(), y.tx_packets.get()) << "port " << p;
+      EXPECT_EQ(x.tx_bytes.get(), y.tx_bytes.get()) << "port " << p;
+      EXPECT_EQ(x.drops.get(), y.drops.get()) << "port " << p;
+    }
+    for (std::uint32_t r = 0; r < dp::kDropReasonCount; ++r)
+      EXPECT_EQ(a.drops[r].get(), b.drops[r].get()) << "drop reason " << r;
+    for (std::uint32_t v = 0; v < dp::kMaxVniSlots; ++v) {
+      const auto &x = a.vnis[v], &y = b.vnis[v];
+      EXPECT_EQ(x.encap_packets.get(), y.encap_packets.get()) << "vni slot " << v;
+      EXPECT_EQ(x.encap_bytes.get(), y.encap_bytes.get()) << "vni slot " << v;
+      EXPECT_EQ(x.decap_packets.get(), y.decap_packets.get()) << "vni slot " << v;
+      EXPECT_EQ(x.decap_bytes.get(), y.decap_bytes.get()) << "vni slot " << v;
+      EXPECT_EQ(x.local_packets.get(), y.local_packets.get()) << "vni slot " << v;
+      EXPECT_EQ(x.local_bytes.get(), y.local_bytes.get()) << "vni slot " << v;
+    }
+  }
+
   Node node_;
   std::unique_ptr<dp::ForwardingTables> tables_;
   std::unique_ptr<dp::WorkerCounters> counters_;
@@ -258,28 +300,9 @@ TEST_F(PacketFlow, PodBurstMatchesPacketsSentOneAtATime) {
   bursts.push_back(local_first);
 
   for (const auto& burst : bursts) {
-    counters_ = std::make_unique<dp::WorkerCounters>();
-    run(kPod1, burst);
-    const auto together = take_all();
-    const auto together_counters = std::move(counters_);
-    counters_ = std::make_unique<dp::WorkerCounters>();
-    std::map<std::uint16_t, std::vector<Bytes>> alone;
-    for (const Bytes& f : burst) {
-      run(kPod1, {f});
-      for (auto& [port, frames] : take_all()) alone[port].insert(alone[port].end(), frames.begin(), frames.end());
-    }
-    EXPECT_EQ(together, alone) << "burst of " << burst.size();
-    const auto slot = node_.vni_slots.find(kVniA);
-    ASSERT_TRUE(slot.has_value());
-    for (std::uint16_t port : {kPod1, kPod2, kUplink}) {
-      EXPECT_EQ(together_counters->ports[port].rx_packets.get(), counters_->ports[port].rx_packets.get());
-      EXPECT_EQ(together_counters->ports[port].rx_bytes.get(), counters_->ports[port].rx_bytes.get());
-      EXPECT_EQ(together_counters->ports[port].tx_packets.get(), counters_->ports[port].tx_packets.get());
-      EXPECT_EQ(together_counters->ports[port].drops.get(), counters_->ports[port].drops.get());
-    }
-    EXPECT_EQ(together_counters->vnis[*slot].encap_packets.get(), counters_->vnis[*slot].encap_packets.get());
-    EXPECT_EQ(together_counters->vnis[*slot].encap_bytes.get(), counters_->vnis[*slot].encap_bytes.get());
-    EXPECT_EQ(together_counters->vnis[*slot].local_packets.get(), counters_->vnis[*slot].local_packets.get());
+    const auto r = run_both_ways(kPod1, burst);
+    EXPECT_EQ(r.together, r.alone) << "burst of " << burst.size();
+    expect_same_counters(*r.together_counters, *counters_);
   }
   // And the mixed burst did what its parts say: 17 UDP packets, the ICMP echo and the fragment
   // encapsulated toward 10.245.7.20, one toward 10.245.1.1, one delivered locally, one
@@ -318,35 +341,15 @@ TEST_F(PacketFlow, UplinkBurstMatchesPacketsSentOneAtATime) {
   burst.push_back(to_pod(ip("10.250.1.10"), 9, ip("198.18.0.5"), kVniB));  // pod3, tenant B
   for (std::uint16_t i = 10; i < 14; ++i) burst.push_back(to_pod(i % 2 ? pod1 : pod2, i));
 
-  counters_ = std::make_unique<dp::WorkerCounters>();
-  run(kUplink, burst);
-  const auto together = take_all();
-  const auto together_counters = std::move(counters_);
-  counters_ = std::make_unique<dp::WorkerCounters>();
-  std::map<std::uint16_t, std::vector<Bytes>> alone;
-  for (const Bytes& f : burst) {
-    run(kUplink, {f});
-    for (auto& [port, frames] : take_all()) alone[port].insert(alone[port].end(), frames.begin(), frames.end());
-  }
-  EXPECT_EQ(together, alone);
-  EXPECT_EQ(together.at(kPod1).size(), 8u);
-  EXPECT_EQ(together.at(kPod2).size(), 4u);
-  EXPECT_EQ(together.at(kPod3).size(), 1u);
-  EXPECT_EQ(together.at(kUplink).size(), 1u);  // the ARP reply
-  for (std::uint16_t port : {kUplink, kPod1, kPod2, kPod3}) {
-    EXPECT_EQ(together_counters->ports[port].rx_packets.get(), counters_->ports[port].rx_packets.get());
-    EXPECT_EQ(together_counters->ports[port].rx_bytes.get(), counters_->ports[port].rx_bytes.get());
-    EXPECT_EQ(together_counters->ports[port].tx_packets.get(), counters_->ports[port].tx_packets.get());
-    EXPECT_EQ(together_counters->ports[port].drops.get(), counters_->ports[port].drops.get());
-  }
-  EXPECT_EQ(together_counters->drops[static_cast<int>(DropReason::UnknownVtep)].get(), 1u);
-  EXPECT_EQ(together_counters->drops[static_cast<int>(DropReason::BadIpChecksum)].get(), 1u);
-  for (std::uint32_t vni : {kVniA, kVniB}) {
-    const auto slot = node_.vni_slots.find(vni);
-    ASSERT_TRUE(slot.has_value());
-    EXPECT_EQ(together_counters->vnis[*slot].decap_packets.get(), counters_->vnis[*slot].decap_packets.get());
-    EXPECT_EQ(together_counters->vnis[*slot].decap_bytes.get(), counters_->vnis[*slot].decap_bytes.get());
-  }
+  const auto r = run_both_ways(kUplink, burst);
+  EXPECT_EQ(r.together, r.alone);
+  EXPECT_EQ(r.together.at(kPod1).size(), 8u);
+  EXPECT_EQ(r.together.at(kPod2).size(), 4u);
+  EXPECT_EQ(r.together.at(kPod3).size(), 1u);
+  EXPECT_EQ(r.together.at(kUplink).size(), 1u);  // the ARP reply
+  expect_same_counters(*r.together_counters, *counters_);
+  EXPECT_EQ(r.together_counters->drops[static_cast<int>(DropReason::UnknownVtep)].get(), 1u);
+  EXPECT_EQ(r.together_counters->drops[static_cast<int>(DropReason::BadIpChecksum)].get(), 1u);
 }
 
 TEST_F(PacketFlow, DecapCountsPerVni) {
