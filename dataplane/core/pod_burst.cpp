@@ -229,19 +229,6 @@ template <typename CopyConstant>
   });
 }
 
-// The same from an OuterTemplate already holding the MAC and VNI: for bursts to one VTEP.
-[[gnu::always_inline]] inline bool encap_from_template(const ForwardingTables& t, const OuterTemplate& tmpl,
-                                                       rte_mbuf* m, std::uint32_t hash, std::uint16_t rx_port,
-                                                       WorkerCounters& c, std::uint32_t* frame_len_out) {
-  if (!tmpl.resolved) [[unlikely]] {
-    drop_unresolved(t, tmpl.vtep->neighbor_slot, m, rx_port, c);
-    return false;
-  }
-  return prepend_outer(m, tmpl.checksum_base, hash, rx_port, c, frame_len_out, [&](VxlanOuterHeaders* o) {
-    std::memcpy(o, &tmpl.headers, sizeof(VxlanOuterHeaders));
-  });
-}
-
 // The encapsulated packets of one pod burst, staged on the uplink together, and their counts.
 struct EncapBatch {
   rte_mbuf* up[kMaxBurst];
@@ -287,31 +274,47 @@ struct PodBurstTotals {
   std::uint16_t n_up = batch.count;
   std::uint64_t packets = 0, bytes = 0, rx_bytes = 0;
   const VtepEntry* only = g.count == 1 ? &k.vteps[k.group_slots[g.first]] : nullptr;
-  if (only) tmpl.build(k, *only);
-  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
-  std::uint16_t i = 0;
-  for (; i < n; ++i) {
-    if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
-    rte_mbuf* m = pkts[i];
+  if (only) {
+    tmpl.build(k, *only);
+    if (!tmpl.resolved) return 0;  // the general passes drop and count, and ask for the MAC
+  }
+  // One packet; false: it does not fit, the general passes take it and the rest.
+  auto one = [&](rte_mbuf* m) __attribute__((always_inline)) {
     const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m), first_len = rte_pktmbuf_data_len(m);
     const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    if (first_len < kPodFastMinFirst) [[unlikely]] break;
+    if (first_len < kPodFastMinFirst) [[unlikely]] return false;
     const bool fits = pod_fast_l4_ok(p, first_len, pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
                       (pod_fast_dst(p) == dst) & (pod_fast_ip_total(p) <= k.mtu);
-    if (!fits) [[unlikely]] break;
+    if (!fits) [[unlikely]] return false;
     rx_bytes += pkt_len;
     const std::uint32_t hash = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
     if (!only) {  // ECMP: the template follows the VTEP
       const VtepEntry& v = k.vteps[ForwardingTables::pick_slot(k.group_slots, g, hash)];
       if (&v != tmpl.vtep) tmpl.build(k, v);
+      if (!tmpl.resolved) [[unlikely]] {
+        drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
+        return true;
+      }
     }
     std::uint32_t len;
-    if (encap_from_template(t, tmpl, m, hash, rx_port, c, &len)) [[likely]] {
+    if (prepend_outer(m, tmpl.checksum_base, hash, rx_port, c, &len, [&](VxlanOuterHeaders* o) {
+          std::memcpy(o, &tmpl.headers, sizeof(VxlanOuterHeaders));
+        })) [[likely]] {
       batch.up[n_up++] = m;
       ++packets;
       bytes += len;
     }
+    return true;
+  };
+  for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
+  std::uint16_t i = 0;
+  bool fitted = true;
+  for (; fitted && i + kPrefetchAhead < n; ++i) {  // then the last few, nothing left to prefetch
+    prefetch_data(pkts[i + kPrefetchAhead]);
+    fitted = one(pkts[i]);
   }
+  for (; fitted && i < n; ++i) fitted = one(pkts[i]);
+  if (!fitted) --i;  // the one that did not fit is the general passes' first
   batch.count = n_up;
   batch.packets += packets;
   batch.bytes += bytes;
