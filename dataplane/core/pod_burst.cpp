@@ -58,32 +58,69 @@ namespace {
   return true;
 }
 
+// The fields of the outer headers that differ per packet, written after the VTEP's constant
+// headers were copied in front of the frame (frame_len bytes, IPv4 TOS `tos`).
+[[gnu::always_inline]] inline void write_outer_fields(VxlanOuterHeaders* o, std::uint32_t frame_len, std::uint8_t tos,
+                                                      std::uint32_t checksum_base, std::uint32_t hash) {
+  const std::uint32_t ip_total = frame_len + sizeof(Ipv4Header) + sizeof(UdpHeader) + sizeof(VxlanHeader);
+  o->ip.tos = tos;  // DSCP (e.g. RoCE traffic classes) and ECN survive the tunnel
+  o->ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_total));
+  o->ip.checksum_be = to_be16(fold_checksum(checksum_base + ip_total + tos));
+  o->udp.src_port_be = to_be16(vxlan_src_port(hash));
+  o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
+}
+
+// A packet whose VTEP's underlay neighbour is not resolved: ask for it, drop.
+[[gnu::noinline]] void drop_unresolved(const ForwardingTables& t, std::uint32_t neighbor_slot, rte_mbuf* m,
+                                       std::uint16_t rx_port, WorkerCounters& c) {
+  t.neighbors().want(neighbor_slot);
+  drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
+}
+
+// Prepends the outer headers to a packet to encapsulate: copy_constant(o) writes the VTEP's
+// constant headers, then the per-packet fields follow. False when there is no headroom (the
+// packet dropped and counted); true: the caller stages it on the uplink.
+template <typename CopyConstant>
+[[gnu::always_inline]] inline bool prepend_outer(rte_mbuf* m, std::uint32_t checksum_base, std::uint32_t hash,
+                                                 std::uint16_t rx_port, WorkerCounters& c,
+                                                 std::uint32_t* frame_len_out, CopyConstant&& copy_constant) {
+  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
+  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
+  auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
+  if (!o) [[unlikely]] {
+    drop(m, DropReason::NoHeadroom, rx_port, c);
+    return false;
+  }
+  copy_constant(o);
+  write_outer_fields(o, frame_len, tos, checksum_base, hash);
+  m->ol_flags = 0;
+  *frame_len_out = frame_len;
+  return true;
+}
+
+// The VTEP's constant outer headers with its underlay neighbour's MAC (`neighbor`: the
+// cache's word, valid) and the network's VNI.
+[[gnu::always_inline]] inline void copy_vtep_headers(VxlanOuterHeaders* o, const VtepEntry& v, std::uint64_t neighbor,
+                                                     std::uint32_t vni_field_be) {
+  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
+  const std::uint64_t mac_be = __builtin_bswap64(neighbor << 16);  // the cache holds it as a 48-bit number
+  std::memcpy(&o->eth.dst, &mac_be, 6);
+  o->vxlan.vni_reserved_be = vni_field_be;
+}
+
+// Encapsulation of a packet the reference parser took (IPv4 with options, ICMP, fragments):
+// the same headers as the fast path's.
 [[gnu::always_inline]] inline void encap(const ForwardingTables& t, const NetworkEntry& net, const NextHopGroup& g,
-                  rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port, TxStage& tx,
-                  WorkerCounters& c) {
+                                         rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port, TxStage& tx,
+                                         WorkerCounters& c) {
   const std::uint32_t hash = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
   const VtepEntry& v = t.vtep(t.pick(g, hash));
   const std::uint64_t nb = t.neighbors().read(v.neighbor_slot);
-  if (!(nb & NeighborCache::kValid)) [[unlikely]] {
-    t.neighbors().want(v.neighbor_slot);
-    return drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
-  }
-  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
-  auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
-  if (!o) [[unlikely]] return drop(m, DropReason::NoHeadroom, rx_port, c);
-
-  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
-  // Neighbour MAC: the cache holds it as a 48-bit big-endian number.
-  const std::uint64_t mac_be = __builtin_bswap64(nb << 16);
-  std::memcpy(&o->eth.dst, &mac_be, 6);
-  const std::uint32_t ip_total = frame_len + sizeof(Ipv4Header) + sizeof(UdpHeader) + sizeof(VxlanHeader);
-  o->ip.tos = f.tos;  // DSCP (e.g. RoCE traffic classes) and ECN survive the tunnel
-  o->ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_total));
-  o->ip.checksum_be = to_be16(fold_checksum(v.checksum_base + ip_total + f.tos));
-  o->udp.src_port_be = to_be16(vxlan_src_port(hash));
-  o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
-  o->vxlan.vni_reserved_be = net.vni_field_be;
-  m->ol_flags = 0;
+  if (!(nb & NeighborCache::kValid)) [[unlikely]] return drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
+  std::uint32_t frame_len;
+  if (!prepend_outer(m, v.checksum_base, hash, rx_port, c, &frame_len,
+                     [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, nb, net.vni_field_be); }))
+    return;
   VniCounters& vc = c.vnis[net.counter_slot];
   vc.encap_packets.add(1);
   vc.encap_bytes.add(frame_len);
@@ -163,52 +200,9 @@ struct OuterTemplate {
     const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
     resolved = (nb & NeighborCache::kValid) != 0;
     checksum_base = v.checksum_base;
-    headers = v.outer;
-    const std::uint64_t mac_be = __builtin_bswap64(nb << 16);  // the cache holds it as a 48-bit number
-    std::memcpy(&headers.eth.dst, &mac_be, 6);
-    headers.vxlan.vni_reserved_be = k.vni_field_be;
+    copy_vtep_headers(&headers, v, nb, k.vni_field_be);
   }
 };
-
-// The fields of the outer headers that differ per packet, written after the VTEP's constant
-// headers were copied in front of the frame (frame_len bytes, IPv4 TOS `tos`).
-[[gnu::always_inline]] inline void write_outer_fields(VxlanOuterHeaders* o, std::uint32_t frame_len, std::uint8_t tos,
-                                                      std::uint32_t checksum_base, std::uint32_t hash) {
-  const std::uint32_t ip_total = frame_len + sizeof(Ipv4Header) + sizeof(UdpHeader) + sizeof(VxlanHeader);
-  o->ip.tos = tos;  // DSCP (e.g. RoCE traffic classes) and ECN survive the tunnel
-  o->ip.total_length_be = to_be16(static_cast<std::uint16_t>(ip_total));
-  o->ip.checksum_be = to_be16(fold_checksum(checksum_base + ip_total + tos));
-  o->udp.src_port_be = to_be16(vxlan_src_port(hash));
-  o->udp.length_be = to_be16(static_cast<std::uint16_t>(ip_total - sizeof(Ipv4Header)));
-}
-
-// A fast-path packet whose VTEP's underlay neighbour is not resolved: ask for it, drop.
-[[gnu::noinline]] void drop_unresolved(const ForwardingTables& t, std::uint32_t neighbor_slot, rte_mbuf* m,
-                                       std::uint16_t rx_port, WorkerCounters& c) {
-  t.neighbors().want(neighbor_slot);
-  drop(m, DropReason::UnderlayNeighborUnresolved, rx_port, c);
-}
-
-// Prepends the outer headers to a fast-path packet: copy_constant(o) writes the VTEP's
-// constant headers, then the per-packet fields follow. False when there is no headroom (the
-// packet dropped and counted); true: the caller stages it on the uplink.
-template <typename CopyConstant>
-[[gnu::always_inline]] inline bool prepend_outer(rte_mbuf* m, std::uint32_t checksum_base, std::uint32_t hash,
-                                                 std::uint16_t rx_port, WorkerCounters& c,
-                                                 std::uint32_t* frame_len_out, CopyConstant&& copy_constant) {
-  const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
-  const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
-  auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
-  if (!o) [[unlikely]] {
-    drop(m, DropReason::NoHeadroom, rx_port, c);
-    return false;
-  }
-  copy_constant(o);
-  write_outer_fields(o, frame_len, tos, checksum_base, hash);
-  m->ol_flags = 0;
-  *frame_len_out = frame_len;
-  return true;
-}
 
 // Encapsulation of a fast-path packet toward VTEP v (flow hash `hash`), the headers taken from
 // the VTEP's entry: for bursts whose packets go to many VTEPs.
@@ -221,12 +215,8 @@ template <typename CopyConstant>
     drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
     return false;
   }
-  return prepend_outer(m, v.checksum_base, hash, rx_port, c, frame_len_out, [&](VxlanOuterHeaders* o) {
-    std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
-    const std::uint64_t mac_be = __builtin_bswap64(nb << 16);  // the cache holds it as a 48-bit number
-    std::memcpy(&o->eth.dst, &mac_be, 6);
-    o->vxlan.vni_reserved_be = k.vni_field_be;
-  });
+  return prepend_outer(m, v.checksum_base, hash, rx_port, c, frame_len_out,
+                       [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, nb, k.vni_field_be); });
 }
 
 // The encapsulated packets of one pod burst, staged on the uplink together, and their counts.
