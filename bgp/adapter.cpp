@@ -1,12 +1,12 @@
-#include "adapter.hpp"
+#include "bgp/adapter.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-#include "frr_apply.hpp"
-#include "frr_render.hpp"
-#include "process.hpp"
+#include "bgp/frr_apply.hpp"
+#include "bgp/frr_render.hpp"
+#include "bgp/process.hpp"
 
 namespace vxfed::bgp {
 

@@ -25,11 +25,11 @@
 #include <thread>
 #include <vector>
 
-#include "config.hpp"
-#include "fpm_server.hpp"
-#include "peer_status.hpp"
-#include "route_table.hpp"
-#include "routes.hpp"
+#include "bgp/config.hpp"
+#include "bgp/fpm_server.hpp"
+#include "bgp/peer_status.hpp"
+#include "bgp/route_table.hpp"
+#include "bgp/routes.hpp"
 
 namespace vxfed::bgp {
 

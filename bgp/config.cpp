@@ -1,6 +1,6 @@
 // Parsing and validation of the `bgp:` config section. yaml-cpp throws on bad conversions;
 // every access is wrapped so that the caller only ever sees a Result naming the field.
-#include "config.hpp"
+#include "bgp/config.hpp"
 
 #include <algorithm>
 #include <set>

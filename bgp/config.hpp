@@ -11,8 +11,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "ipv4.hpp"
-#include "result.hpp"
+#include "bgp/ipv4.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bgp {
 

@@ -1,4 +1,4 @@
-#include "fpm_encoder.hpp"
+#include "bgp/fpm_encoder.hpp"
 
 #include <cstring>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fpm_parser.hpp"
+#include "bgp/fpm_parser.hpp"
 
 namespace vxfed::bgp::fpm {
 

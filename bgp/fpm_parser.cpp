@@ -1,4 +1,4 @@
-#include "fpm_parser.hpp"
+#include "bgp/fpm_parser.hpp"
 
 #include <cstring>
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <span>
 
-#include "ipv4.hpp"
+#include "bgp/ipv4.hpp"
 
 namespace vxfed::bgp::fpm {
 

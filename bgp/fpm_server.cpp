@@ -1,4 +1,4 @@
-#include "fpm_server.hpp"
+#include "bgp/fpm_server.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "fpm_parser.hpp"
-#include "result.hpp"
+#include "bgp/fpm_parser.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bgp {
 

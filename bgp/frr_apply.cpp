@@ -1,4 +1,4 @@
-#include "frr_apply.hpp"
+#include "bgp/frr_apply.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "frr_render.hpp"
-#include "process.hpp"
+#include "bgp/frr_render.hpp"
+#include "bgp/process.hpp"
 
 namespace vxfed::bgp {
 namespace {

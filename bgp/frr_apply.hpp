@@ -13,8 +13,8 @@
 
 #include <string>
 
-#include "config.hpp"
-#include "result.hpp"
+#include "bgp/config.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bgp {
 

@@ -1,4 +1,4 @@
-#include "frr_render.hpp"
+#include "bgp/frr_render.hpp"
 
 #include <algorithm>
 #include <sstream>

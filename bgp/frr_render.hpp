@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "bgp/config.hpp"
 
 namespace vxfed::bgp {
 

@@ -1,4 +1,4 @@
-#include "ipv4.hpp"
+#include "bgp/ipv4.hpp"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,4 @@
-#include "peer_status.hpp"
+#include "bgp/peer_status.hpp"
 
 #include <nlohmann/json.hpp>
 #include <algorithm>

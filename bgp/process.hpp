@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bgp {
 

@@ -1,4 +1,4 @@
-#include "route_cache.hpp"
+#include "bgp/route_cache.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "result.hpp"
-#include "routes.hpp"
+#include "common/result.hpp"
+#include "bgp/routes.hpp"
 
 namespace vxfed::bgp {
 

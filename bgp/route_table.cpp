@@ -1,4 +1,4 @@
-#include "route_table.hpp"
+#include "bgp/route_table.hpp"
 
 #include <algorithm>
 #include <tuple>

@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "config.hpp"
-#include "fpm_parser.hpp"
-#include "routes.hpp"
+#include "bgp/config.hpp"
+#include "bgp/fpm_parser.hpp"
+#include "bgp/routes.hpp"
 
 namespace vxfed::bgp {
 

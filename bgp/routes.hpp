@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ipv4.hpp"
+#include "bgp/ipv4.hpp"
 
 namespace vxfed::bgp {
 

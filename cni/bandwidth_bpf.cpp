@@ -2,8 +2,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "bandwidth_hook.hpp"
-#include "vxfed_bpf.hpp"
+#include "cni/bandwidth_hook.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vxfed::cni {
 
@@ -23,8 +23,6 @@ vb::PodAttachment pod_for(const NetConf& conf, const std::string& container_id, 
 }
 
 }  // namespace
-
-bool bandwidth_enforced() { return true; }
 
 Done bandwidth_validate(const NetConf& conf) {
   if (!conf.bandwidth) return done();

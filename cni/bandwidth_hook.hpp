@@ -2,23 +2,18 @@
 // the pod's interface inside its namespace. The reference `bandwidth` plugin shapes the host
 // end of a veth, but the dataplane reads the host end through AF_PACKET before tc ingress
 // runs, so its egress limit would never apply to vxfed traffic: the limits live in the pod.
-//
-// Built against bpf/ when meson finds vxfed_bpf_dep (bandwidth_bpf.cpp); otherwise
-// bandwidth_none.cpp validates the values and reports that limits are not enforced.
+// Implemented over bpf/'s library in bandwidth_bpf.cpp.
 #pragma once
 
 #include <string>
 
-#include "errors.hpp"
-#include "netconf.hpp"
+#include "cni/errors.hpp"
+#include "cni/netconf.hpp"
 
 namespace vxfed::cni {
 
-// True when this build can enforce limits.
-bool bandwidth_enforced();
-
 // Extra validation by the enforcing library (its ranges are stricter than the reference
-// plugin's); code 7 on refusal. A no-op without bpf.
+// plugin's); code 7 on refusal.
 Done bandwidth_validate(const NetConf& conf);
 
 // ADD: attach limits for (container id, ifname) inside netns. A no-op without a bandwidth

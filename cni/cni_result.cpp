@@ -1,6 +1,6 @@
-#include "cni_result.hpp"
+#include "cni/cni_result.hpp"
 
-#include "version.hpp"
+#include "cni/version.hpp"
 
 namespace vxfed::cni {
 

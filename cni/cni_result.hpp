@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "errors.hpp"
+#include "cni/errors.hpp"
 
 namespace vxfed::cni {
 

@@ -1,4 +1,4 @@
-#include "commands.hpp"
+#include "cni/commands.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,16 +12,16 @@
 
 #include <spdlog/spdlog.h>
 
-#include "bandwidth_hook.hpp"
-#include "cni_result.hpp"
-#include "delegate.hpp"
-#include "ipv4.hpp"
-#include "netlink.hpp"
-#include "offloads.hpp"
-#include "records.hpp"
-#include "rollback.hpp"
-#include "state_store.hpp"
-#include "vxfedd_client.hpp"
+#include "cni/bandwidth_hook.hpp"
+#include "cni/cni_result.hpp"
+#include "cni/delegate.hpp"
+#include "cni/ipv4.hpp"
+#include "cni/netlink.hpp"
+#include "cni/offloads.hpp"
+#include "cni/records.hpp"
+#include "cni/rollback.hpp"
+#include "cni/state_store.hpp"
+#include "cni/vxfedd_client.hpp"
 
 namespace vxfed::cni {
 

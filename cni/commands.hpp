@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "env.hpp"
-#include "errors.hpp"
-#include "netconf.hpp"
+#include "cni/env.hpp"
+#include "cni/errors.hpp"
+#include "cni/netconf.hpp"
 
 namespace vxfed::cni {
 

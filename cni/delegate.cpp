@@ -1,4 +1,4 @@
-#include "delegate.hpp"
+#include "cni/delegate.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cni_result.hpp"
-#include "env.hpp"
-#include "errors.hpp"
-#include "netconf.hpp"
+#include "cni/cni_result.hpp"
+#include "cni/env.hpp"
+#include "cni/errors.hpp"
+#include "cni/netconf.hpp"
 
 namespace vxfed::cni {
 

@@ -1,4 +1,4 @@
-#include "env.hpp"
+#include "cni/env.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
+#include "cni/errors.hpp"
 
 namespace vxfed::cni {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <variant>
 
-#include "result.hpp"  // vxfed::ValueOr, from common/
+#include "common/result.hpp"  // vxfed::ValueOr, from common/
 
 namespace vxfed::cni {
 

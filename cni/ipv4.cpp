@@ -1,4 +1,4 @@
-#include "ipv4.hpp"
+#include "cni/ipv4.hpp"
 
 #include <charconv>
 #include <cstdio>

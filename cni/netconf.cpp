@@ -1,10 +1,10 @@
-#include "netconf.hpp"
+#include "cni/netconf.hpp"
 
 #include <cctype>
 #include <limits>
 
-#include "env.hpp"
-#include "ipv4.hpp"
+#include "cni/env.hpp"
+#include "cni/ipv4.hpp"
 
 namespace vxfed::cni {
 

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "errors.hpp"
-#include "cni_result.hpp"
-#include "version.hpp"
+#include "cni/errors.hpp"
+#include "cni/cni_result.hpp"
+#include "cni/version.hpp"
 
 namespace vxfed::cni {
 

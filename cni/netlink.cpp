@@ -1,4 +1,4 @@
-#include "netlink.hpp"
+#include "cni/netlink.hpp"
 
 #include <fcntl.h>
 #include <libmnl/libmnl.h>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ipv4.hpp"
-#include "result.hpp"  // vxfed::Result, from common/
+#include "cni/ipv4.hpp"
+#include "common/result.hpp"  // vxfed::Result, from common/
 
 struct mnl_socket;
 

@@ -1,4 +1,4 @@
-#include "offloads.hpp"
+#include "cni/offloads.hpp"
 
 #include <fcntl.h>
 #include <linux/ethtool.h>

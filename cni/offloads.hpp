@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "result.hpp"  // vxfed::Status, from common/
+#include "common/result.hpp"  // vxfed::Status, from common/
 
 namespace vxfed::cni {
 

@@ -1,4 +1,4 @@
-#include "records.hpp"
+#include "cni/records.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
+#include "cni/errors.hpp"
 
 namespace vxfed::cni {
 

@@ -1,4 +1,4 @@
-#include "state_store.hpp"
+#include "cni/state_store.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
-#include "records.hpp"
+#include "cni/errors.hpp"
+#include "cni/records.hpp"
 
 namespace vxfed::cni {
 

@@ -1,4 +1,4 @@
-#include "version.hpp"
+#include "cni/version.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,10 +1,10 @@
-#include "vxfedd_client.hpp"
+#include "cni/vxfedd_client.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 
-#include "delimited.hpp"
+#include "common/delimited.hpp"
 
 namespace vxfed::cni {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "control.pb.h"
-#include "errors.hpp"
+#include "proto/control.pb.h"
+#include "cni/errors.hpp"
 
 namespace vxfed::cni {
 

@@ -1,4 +1,4 @@
-#include "delimited.hpp"
+#include "common/delimited.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -11,7 +11,7 @@
 
 #include <google/protobuf/message_lite.h>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed {
 

@@ -1,4 +1,4 @@
-#include "api_handler.hpp"
+#include "control/api_handler.hpp"
 
 namespace vxfed::control {
 

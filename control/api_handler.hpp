@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "control.pb.h"
-#include "node_state.hpp"
+#include "proto/control.pb.h"
+#include "control/node_state.hpp"
 
 namespace vxfed::control {
 

@@ -1,4 +1,4 @@
-#include "api_server.hpp"
+#include "control/api_server.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "delimited.hpp"
+#include "common/delimited.hpp"
 
 namespace vxfed::control {
 

@@ -18,8 +18,8 @@
 #include <boost/asio.hpp>
 #include <spdlog/logger.h>
 
-#include "control.pb.h"
-#include "result.hpp"
+#include "proto/control.pb.h"
+#include "common/result.hpp"
 
 namespace vxfed::control {
 

@@ -1,14 +1,10 @@
-#include "bpf_reconcile.hpp"
+#include "control/bpf_reconcile.hpp"
 
 #include <chrono>
 
-#ifdef VXFED_HAVE_BPF
-#include "vxfed_bpf.hpp"
-#endif
+#include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vxfed::control {
-
-#ifdef VXFED_HAVE_BPF
 
 namespace {
 
@@ -25,8 +21,6 @@ std::set<std::string> pod_keys_of(const std::vector<v1::EndpointInfo>& endpoints
   for (const auto& e : endpoints) keys.insert(bpf::pod_key_for(e.spec().container_id(), e.spec().ifname()));
   return keys;
 }
-
-bool bpf_reconcile_available() { return true; }
 
 Result<BpfReconcileSummary> reconcile_pod_programs(const std::vector<v1::EndpointInfo>& endpoints,
                                                    const BpfReconcileOptions& options, spdlog::logger& log) {
@@ -71,19 +65,5 @@ Result<BpfReconcileSummary> reconcile_pod_programs(const std::vector<v1::Endpoin
            summary.endpoints_without_pins);
   return summary;
 }
-
-#else  // built without bpf/
-
-std::set<std::string> pod_keys_of(const std::vector<v1::EndpointInfo>&) { return {}; }
-
-bool bpf_reconcile_available() { return false; }
-
-Result<BpfReconcileSummary> reconcile_pod_programs(const std::vector<v1::EndpointInfo>&,
-                                                   const BpfReconcileOptions&, spdlog::logger& log) {
-  log.info("eBPF: this vxfedd was built without bpf/: no pins to reconcile");
-  return BpfReconcileSummary{};
-}
-
-#endif
 
 }  // namespace vxfed::control

@@ -15,8 +15,8 @@
 
 #include <spdlog/logger.h>
 
-#include "control.pb.h"
-#include "result.hpp"
+#include "proto/control.pb.h"
+#include "common/result.hpp"
 
 namespace vxfed::control {
 
@@ -32,9 +32,6 @@ struct BpfReconcileSummary {
 
 // The pod keys (bpf::pod_key_for) of the given endpoints.
 std::set<std::string> pod_keys_of(const std::vector<v1::EndpointInfo>& endpoints);
-
-// False when vxfedd was built without bpf/ (then reconcile_pod_programs only says so).
-bool bpf_reconcile_available();
 
 // Runs the reconciliation and logs what it did. An error means nothing could be listed
 // (e.g. bpffs missing); per-pod failures are in `errors` and the others still ran.

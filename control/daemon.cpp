@@ -1,4 +1,4 @@
-#include "daemon.hpp"
+#include "control/daemon.hpp"
 
 #include <grp.h>
 
@@ -7,14 +7,14 @@
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 
-#include "api_handler.hpp"
-#include "bpf_reconcile.hpp"
-#include "api_server.hpp"
-#include "dataplane_client.hpp"
-#include "metrics_server.hpp"
-#include "metrics_text.hpp"
-#include "node_state.hpp"
-#include "route_source_factory.hpp"
+#include "control/api_handler.hpp"
+#include "control/bpf_reconcile.hpp"
+#include "control/api_server.hpp"
+#include "control/dataplane_client.hpp"
+#include "control/metrics_server.hpp"
+#include "control/metrics_text.hpp"
+#include "control/node_state.hpp"
+#include "control/route_source_factory.hpp"
 
 namespace vxfed::control {
 

@@ -9,8 +9,8 @@
 
 #include <spdlog/logger.h>
 
-#include "daemon_config.hpp"
-#include "result.hpp"
+#include "control/daemon_config.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::control {
 

@@ -1,13 +1,11 @@
-#include "daemon_config.hpp"
+#include "control/daemon_config.hpp"
 
 #include <fstream>
 #include <set>
 #include <sstream>
 
-#include "net_text.hpp"
-#ifdef VXFED_HAVE_BGP
-#include "../bgp/config.hpp"
-#endif
+#include "control/net_text.hpp"
+#include "bgp/config.hpp"
 
 namespace vxfed::control {
 
@@ -257,10 +255,8 @@ void parse_into(Config& c, const YAML::Node& root) {
 
   if (top.has("bgp")) {
     c.bgp = root["bgp"];
-#ifdef VXFED_HAVE_BGP
     auto bgp = vxfed::bgp::parse_config(c.bgp);
     if (!bgp) throw ConfigError{bgp.error(), ""};  // already "bgp.field: reason"
-#endif
   }
 }
 

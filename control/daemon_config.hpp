@@ -11,8 +11,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "pool.hpp"
-#include "result.hpp"
+#include "vni/pool.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::control {
 

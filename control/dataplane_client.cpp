@@ -1,4 +1,4 @@
-#include "dataplane_client.hpp"
+#include "control/dataplane_client.hpp"
 
 #include <spdlog/spdlog.h>
 

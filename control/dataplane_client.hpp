@@ -23,10 +23,10 @@
 #include <boost/asio.hpp>
 #include <spdlog/logger.h>
 
-#include "dataplane.pb.h"
-#include "delimited.hpp"
-#include "delta_merger.hpp"
-#include "node_state.hpp"
+#include "proto/dataplane.pb.h"
+#include "common/delimited.hpp"
+#include "control/delta_merger.hpp"
+#include "control/node_state.hpp"
 
 namespace vxfed::control {
 

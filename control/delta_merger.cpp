@@ -1,4 +1,4 @@
-#include "delta_merger.hpp"
+#include "control/delta_merger.hpp"
 
 namespace vxfed::control {
 

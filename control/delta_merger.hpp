@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "dataplane.pb.h"
+#include "proto/dataplane.pb.h"
 
 namespace vxfed::control {
 

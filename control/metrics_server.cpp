@@ -1,4 +1,4 @@
-#include "metrics_server.hpp"
+#include "control/metrics_server.hpp"
 
 namespace vxfed::control {
 

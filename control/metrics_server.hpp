@@ -10,7 +10,7 @@
 #include <boost/asio.hpp>
 #include <spdlog/logger.h>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::control {
 

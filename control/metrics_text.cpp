@@ -1,4 +1,4 @@
-#include "metrics_text.hpp"
+#include "control/metrics_text.hpp"
 
 #include <fmt/format.h>
 

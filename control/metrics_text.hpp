@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane.pb.h"
+#include "proto/dataplane.pb.h"
 
 namespace vxfed::control {
 

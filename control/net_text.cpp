@@ -1,4 +1,4 @@
-#include "net_text.hpp"
+#include "control/net_text.hpp"
 
 #include <cctype>
 #include <charconv>

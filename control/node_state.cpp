@@ -1,8 +1,8 @@
-#include "node_state.hpp"
+#include "control/node_state.hpp"
 
 #include <chrono>
 
-#include "net_text.hpp"
+#include "control/net_text.hpp"
 
 namespace vxfed::control {
 

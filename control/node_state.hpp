@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "allocation_store.hpp"
-#include "control.pb.h"
-#include "daemon_config.hpp"
-#include "dataplane.pb.h"
-#include "durable_store.hpp"
-#include "result.hpp"
-#include "route_source.hpp"
+#include "vni/allocation_store.hpp"
+#include "proto/control.pb.h"
+#include "control/daemon_config.hpp"
+#include "proto/dataplane.pb.h"
+#include "vni/durable_store.hpp"
+#include "common/result.hpp"
+#include "control/route_source.hpp"
 
 namespace vxfed::control {
 

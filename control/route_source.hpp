@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "control.pb.h"
-#include "result.hpp"
+#include "proto/control.pb.h"
+#include "common/result.hpp"
 
 namespace vxfed::control {
 

@@ -1,16 +1,13 @@
-#include "route_source_factory.hpp"
+#include "control/route_source_factory.hpp"
 
-#ifdef VXFED_HAVE_BGP
 #include <chrono>
 #include <optional>
 
-#include "../bgp/adapter.hpp"
-#include "../bgp/route_cache.hpp"
-#endif
+#include "bgp/adapter.hpp"
+#include "bgp/route_cache.hpp"
 
 namespace vxfed::control {
 
-#ifdef VXFED_HAVE_BGP
 namespace {
 
 // Adapts bgp::Adapter (the FRR/FPM adapter) to the RouteSource seam.
@@ -238,27 +235,18 @@ class BgpRouteSource : public RouteSource {
 };
 
 }  // namespace
-#endif
 
 Result<std::vector<std::unique_ptr<RouteSource>>> make_route_sources(boost::asio::io_context& io, const Config& config,
                                                                      NodeState& state,
                                                                      std::shared_ptr<spdlog::logger> log) {
   std::vector<std::unique_ptr<RouteSource>> sources;
   if (!config.bgp || config.bgp.IsNull()) return sources;
-#ifdef VXFED_HAVE_BGP
   auto parsed = bgp::parse_config(config.bgp);
   if (!parsed) return make_error(config.source + ": " + parsed.error());
   if (!parsed->enabled) return sources;
   auto source = std::make_unique<BgpRouteSource>(io, state, log);
   if (auto ok = source->init(io, config, std::move(*parsed)); !ok) return make_error(ok.error());
   sources.push_back(std::move(source));
-#else
-  (void)io;
-  (void)state;
-  if (config.bgp["enabled"] && config.bgp["enabled"].as<bool>(false))
-    log->warn("{}: bgp.enabled is true but this vxfedd was built without the BGP adapter; only static routes apply",
-              config.source);
-#endif
   return sources;
 }
 

@@ -9,9 +9,9 @@
 #include <boost/asio.hpp>
 #include <spdlog/logger.h>
 
-#include "daemon_config.hpp"
-#include "node_state.hpp"
-#include "route_source.hpp"
+#include "control/daemon_config.hpp"
+#include "control/node_state.hpp"
+#include "control/route_source.hpp"
 
 namespace vxfed::control {
 

@@ -13,10 +13,10 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
-#include "control.pb.h"
-#include "dataplane.pb.h"
-#include "delimited.hpp"
-#include "table_printer.hpp"
+#include "proto/control.pb.h"
+#include "proto/dataplane.pb.h"
+#include "common/delimited.hpp"
+#include "control/table_printer.hpp"
 
 namespace v1 = vxfed::control::v1;
 namespace dp = vxfed::dataplane::v1;

@@ -12,8 +12,8 @@
 #include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon.hpp"
-#include "daemon_config.hpp"
+#include "control/daemon.hpp"
+#include "control/daemon_config.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "allocation_store.hpp"
+#include "vni/allocation_store.hpp"
 
 #include <charconv>
 #include <optional>

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "durable_store.hpp"
-#include "pool.hpp"
-#include "result.hpp"
+#include "vni/durable_store.hpp"
+#include "vni/pool.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::vni {
 

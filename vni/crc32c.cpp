@@ -1,4 +1,4 @@
-#include "crc32c.hpp"
+#include "vni/crc32c.hpp"
 
 #include <array>
 

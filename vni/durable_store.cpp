@@ -1,4 +1,4 @@
-#include "durable_store.hpp"
+#include "vni/durable_store.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "record_codec.hpp"
-#include "result.hpp"
+#include "vni/record_codec.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::vni {
 

@@ -1,4 +1,4 @@
-#include "pool.hpp"
+#include "vni/pool.hpp"
 
 #include <algorithm>
 #include <charconv>

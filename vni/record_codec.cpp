@@ -1,9 +1,9 @@
-#include "record_codec.hpp"
+#include "vni/record_codec.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "crc32c.hpp"
+#include "vni/crc32c.hpp"
 
 namespace vxfed::vni {
 

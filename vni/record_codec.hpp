@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::vni {
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "vxfed_bpf.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vxfed::bpf {
 namespace {

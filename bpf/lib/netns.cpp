@@ -1,4 +1,4 @@
-#include "netns.hpp"
+#include "bpf/lib/netns.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -5,7 +5,7 @@
 #include <string>
 #include <sys/types.h>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bpf::detail {
 

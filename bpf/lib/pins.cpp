@@ -1,4 +1,4 @@
-#include "pins.hpp"
+#include "bpf/lib/pins.hpp"
 
 #include <cstdlib>
 
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "vxfed_bpf.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vxfed::bpf {
 

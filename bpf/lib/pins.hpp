@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bpf::detail {
 

@@ -1,7 +1,7 @@
 // Pod keys name pin directories in bpffs (pure: no I/O).
 #include <fmt/format.h>
 
-#include "vxfed_bpf.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vxfed::bpf {
 namespace {

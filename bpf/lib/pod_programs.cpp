@@ -15,12 +15,12 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
-#include "netns.hpp"
-#include "pins.hpp"
-#include "tc_attach.hpp"
-#include "vxfed_bpf.hpp"
-#include "vxfed_bpf_abi.h"
-#include "vxfed_tc.skel.h"
+#include "bpf/lib/netns.hpp"
+#include "bpf/lib/pins.hpp"
+#include "bpf/lib/tc_attach.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
+#include "bpf/include/vxfed_bpf_abi.h"
+#include "bpf/vxfed_tc.skel.h"
 
 namespace vxfed::bpf {
 namespace {

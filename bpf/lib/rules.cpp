@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "vxfed_bpf.hpp"
-#include "vxfed_bpf_abi.h"
+#include "bpf/lib/vxfed_bpf.hpp"
+#include "bpf/include/vxfed_bpf_abi.h"
 
 namespace vxfed::bpf {
 namespace {

@@ -1,4 +1,4 @@
-#include "tc_attach.hpp"
+#include "bpf/lib/tc_attach.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
-#include "vxfed_bpf_abi.h"
+#include "bpf/include/vxfed_bpf_abi.h"
 
 namespace vxfed::bpf::detail {
 namespace {

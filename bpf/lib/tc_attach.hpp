@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bpf::detail {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::bpf {
 

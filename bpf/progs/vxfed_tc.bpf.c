@@ -25,7 +25,7 @@
 #include <bpf/bpf_helpers.h>
 #include <stddef.h>
 
-#include "vxfed_bpf_abi.h"
+#include "bpf/include/vxfed_bpf_abi.h"
 
 #define NSEC_PER_SEC 1000000000ULL
 #define IP_MF 0x2000

@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "vxfed_bpf.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vb = vxfed::bpf;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-#include "core/address_text.hpp"
+#include "dataplane/core/address_text.hpp"
 
 #include <arpa/inet.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/wire/ethernet.hpp"
+#include "dataplane/core/wire/ethernet.hpp"
 
 namespace vxfed::dataplane {
 

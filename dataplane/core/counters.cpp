@@ -1,5 +1,5 @@
 // VniCounterSlots: stable per-VNI counter slots (see counters.hpp).
-#include "core/counters.hpp"
+#include "dataplane/core/counters.hpp"
 
 #include <string>
 

@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "result.hpp"  // common/
-#include "core/drop_reasons.hpp"
+#include "common/result.hpp"  // common/
+#include "dataplane/core/drop_reasons.hpp"
 
 namespace vxfed::dataplane {
 

@@ -8,13 +8,13 @@ namespace vxfed::dataplane {
 
 enum class DropReason : std::uint8_t {
 #define VXFED_DROP(name, counter, description) name,
-#include "core/drop_reasons.def"
+#include "dataplane/core/drop_reasons.def"
 #undef VXFED_DROP
 };
 
 constexpr std::uint32_t kDropReasonCount = 0
 #define VXFED_DROP(name, counter, description) +1
-#include "core/drop_reasons.def"
+#include "dataplane/core/drop_reasons.def"
 #undef VXFED_DROP
     ;
 
@@ -22,7 +22,7 @@ constexpr std::uint32_t kDropReasonCount = 0
 constexpr std::string_view drop_reason_name(DropReason r) {
   constexpr std::string_view names[] = {
 #define VXFED_DROP(name, counter, description) #counter,
-#include "core/drop_reasons.def"
+#include "dataplane/core/drop_reasons.def"
 #undef VXFED_DROP
   };
   return names[static_cast<std::uint32_t>(r)];
@@ -31,7 +31,7 @@ constexpr std::string_view drop_reason_name(DropReason r) {
 constexpr std::string_view drop_reason_description(DropReason r) {
   constexpr std::string_view descriptions[] = {
 #define VXFED_DROP(name, counter, description) description,
-#include "core/drop_reasons.def"
+#include "dataplane/core/drop_reasons.def"
 #undef VXFED_DROP
   };
   return descriptions[static_cast<std::uint32_t>(r)];

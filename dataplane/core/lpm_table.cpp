@@ -1,4 +1,4 @@
-#include "core/lpm_table.hpp"
+#include "dataplane/core/lpm_table.hpp"
 
 #include <sys/mman.h>
 

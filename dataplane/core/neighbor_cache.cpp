@@ -1,5 +1,5 @@
 // NeighborCache: see neighbor_cache.hpp for the slot word layout and who writes what.
-#include "core/neighbor_cache.hpp"
+#include "dataplane/core/neighbor_cache.hpp"
 
 #include <string>
 

@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "result.hpp"  // common/
-#include "core/wire/ethernet.hpp"
+#include "common/result.hpp"  // common/
+#include "dataplane/core/wire/ethernet.hpp"
 
 namespace vxfed::dataplane {
 

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <span>
 
-#include "core/drop_reasons.hpp"
-#include "core/wire/arp.hpp"
-#include "core/wire/ethernet.hpp"
+#include "dataplane/core/drop_reasons.hpp"
+#include "dataplane/core/wire/arp.hpp"
+#include "dataplane/core/wire/ethernet.hpp"
 
 namespace vxfed::dataplane {
 
@@ -78,4 +78,4 @@ inline bool parse_arp(ByteSpan first, std::uint32_t packet_len, ArpFields* out, 
 
 }  // namespace vxfed::dataplane
 
-#include "core/parse_inline.hpp"
+#include "dataplane/core/parse_inline.hpp"

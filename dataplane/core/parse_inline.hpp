@@ -7,9 +7,9 @@
 #include <bit>
 #include <cstring>
 
-#include "core/wire/ipv4.hpp"
-#include "core/wire/udp.hpp"
-#include "core/wire/vxlan.hpp"
+#include "dataplane/core/wire/ipv4.hpp"
+#include "dataplane/core/wire/udp.hpp"
+#include "dataplane/core/wire/vxlan.hpp"
 
 namespace vxfed::dataplane {
 namespace parse_detail {

@@ -1,12 +1,12 @@
 // The pipeline's entry points besides the two burst functions (uplink_burst.cpp,
 // pod_burst.cpp): dropping a whole burst, building an ARP request.
-#include "core/pipeline.hpp"
+#include "dataplane/core/pipeline.hpp"
 
 #include <rte_ether.h>
 
 #include <cstring>
 
-#include "core/pipeline_common.hpp"
+#include "dataplane/core/pipeline_common.hpp"
 
 namespace vxfed::dataplane {
 

@@ -27,10 +27,10 @@
 
 #include <rte_mbuf.h>
 
-#include "core/counters.hpp"
-#include "core/drop_reasons.hpp"
-#include "core/tables.hpp"
-#include "core/tx_stage.hpp"
+#include "dataplane/core/counters.hpp"
+#include "dataplane/core/drop_reasons.hpp"
+#include "dataplane/core/tables.hpp"
+#include "dataplane/core/tx_stage.hpp"
 
 namespace vxfed::dataplane {
 

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/counters.hpp"
-#include "core/parse.hpp"
-#include "core/wire/arp.hpp"
-#include "core/wire/ethernet.hpp"
+#include "dataplane/core/counters.hpp"
+#include "dataplane/core/parse.hpp"
+#include "dataplane/core/wire/arp.hpp"
+#include "dataplane/core/wire/ethernet.hpp"
 
 namespace vxfed::dataplane::pipeline_detail {
 

@@ -4,12 +4,12 @@
 #include <atomic>
 #include <cstring>
 
-#include "core/flow_hash.hpp"
-#include "core/pipeline.hpp"
-#include "core/pipeline_common.hpp"
-#include "core/wire/icmp.hpp"
-#include "core/wire/ipv4.hpp"
-#include "core/wire/vxlan.hpp"
+#include "dataplane/core/flow_hash.hpp"
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/wire/icmp.hpp"
+#include "dataplane/core/wire/ipv4.hpp"
+#include "dataplane/core/wire/vxlan.hpp"
 
 namespace vxfed::dataplane {
 

@@ -1,6 +1,6 @@
 // ForwardingTables::create: validation of every protobuf entry, then the flat lookup
 // structures (see tables.hpp). Runs on the control thread; may allocate freely.
-#include "core/tables.hpp"
+#include "dataplane/core/tables.hpp"
 
 #include <arpa/inet.h>
 
@@ -13,7 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "core/address_text.hpp"
+#include "dataplane/core/address_text.hpp"
 
 namespace vxfed::dataplane {
 namespace {

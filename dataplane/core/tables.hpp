@@ -27,14 +27,14 @@
 #include <string>
 #include <vector>
 
-#include "core/counters.hpp"
-#include "core/flat_map.hpp"
-#include "core/lpm_table.hpp"
-#include "core/neighbor_cache.hpp"
-#include "core/wire/ethernet.hpp"
-#include "core/wire/vxlan.hpp"
-#include "dataplane.pb.h"
-#include "result.hpp"  // common/
+#include "dataplane/core/counters.hpp"
+#include "dataplane/core/flat_map.hpp"
+#include "dataplane/core/lpm_table.hpp"
+#include "dataplane/core/neighbor_cache.hpp"
+#include "dataplane/core/wire/ethernet.hpp"
+#include "dataplane/core/wire/vxlan.hpp"
+#include "proto/dataplane.pb.h"
+#include "common/result.hpp"  // common/
 
 namespace vxfed::dataplane {
 

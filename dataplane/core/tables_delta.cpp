@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "core/tables.hpp"
+#include "dataplane/core/tables.hpp"
 
 namespace vxfed::dataplane {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <rte_mbuf.h>
 
-#include "core/counters.hpp"
+#include "dataplane/core/counters.hpp"
 
 namespace vxfed::dataplane {
 

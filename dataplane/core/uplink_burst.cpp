@@ -2,9 +2,9 @@
 // VTEP address and from underlay neighbours (see pipeline.hpp for what happens to which packet).
 #include <cstring>
 
-#include "core/pipeline.hpp"
-#include "core/pipeline_common.hpp"
-#include "core/wire/vxlan.hpp"
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/wire/vxlan.hpp"
 
 namespace vxfed::dataplane {
 

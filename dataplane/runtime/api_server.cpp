@@ -1,4 +1,4 @@
-#include "api_server.hpp"
+#include "dataplane/runtime/api_server.hpp"
 
 #include <fcntl.h>
 #include <sys/epoll.h>

@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "dataplane.pb.h"
-#include "delimited.hpp"
-#include "result.hpp"
+#include "proto/dataplane.pb.h"
+#include "common/delimited.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::dataplane {
 

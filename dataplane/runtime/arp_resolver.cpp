@@ -1,4 +1,4 @@
-#include "arp_resolver.hpp"
+#include "dataplane/runtime/arp_resolver.hpp"
 
 namespace vxfed::dataplane {
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/neighbor_cache.hpp"
+#include "dataplane/core/neighbor_cache.hpp"
 
 namespace vxfed::dataplane {
 

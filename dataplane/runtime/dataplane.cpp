@@ -1,4 +1,4 @@
-#include "dataplane.hpp"
+#include "dataplane/runtime/dataplane.hpp"
 
 #include <arpa/inet.h>
 
@@ -11,8 +11,8 @@
 #include <rte_malloc.h>
 #include <spdlog/spdlog.h>
 
-#include "core/pipeline.hpp"
-#include "tables_json.hpp"
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/runtime/tables_json.hpp"
 
 namespace vxfed::dataplane {
 

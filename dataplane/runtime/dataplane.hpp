@@ -13,18 +13,18 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
-#include "api_server.hpp"
-#include "arp_resolver.hpp"
-#include "core/counters.hpp"
-#include "core/neighbor_cache.hpp"
-#include "core/tx_stage.hpp"
-#include "dataplane.pb.h"
-#include "forwarding_state.hpp"
-#include "options.hpp"
-#include "ports.hpp"
-#include "rcu_slot.hpp"
-#include "result.hpp"
-#include "worker.hpp"
+#include "dataplane/runtime/api_server.hpp"
+#include "dataplane/runtime/arp_resolver.hpp"
+#include "dataplane/core/counters.hpp"
+#include "dataplane/core/neighbor_cache.hpp"
+#include "dataplane/core/tx_stage.hpp"
+#include "proto/dataplane.pb.h"
+#include "dataplane/runtime/forwarding_state.hpp"
+#include "dataplane/runtime/options.hpp"
+#include "dataplane/runtime/ports.hpp"
+#include "dataplane/runtime/rcu_slot.hpp"
+#include "common/result.hpp"
+#include "dataplane/runtime/worker.hpp"
 
 namespace vxfed::dataplane {
 

@@ -12,9 +12,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "dataplane.pb.h"
-#include "delimited.hpp"
-#include "tables_json.hpp"
+#include "proto/dataplane.pb.h"
+#include "common/delimited.hpp"
+#include "dataplane/runtime/tables_json.hpp"
 
 using namespace vxfed;
 namespace v1 = vxfed::dataplane::v1;

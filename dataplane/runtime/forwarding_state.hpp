@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/tables.hpp"
+#include "dataplane/core/tables.hpp"
 
 namespace vxfed::dataplane {
 

@@ -11,8 +11,8 @@
 #include <rte_errno.h>
 #include <spdlog/spdlog.h>
 
-#include "dataplane.hpp"
-#include "options.hpp"
+#include "dataplane/runtime/dataplane.hpp"
+#include "dataplane/runtime/options.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "options.hpp"
+#include "dataplane/runtime/options.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -1,4 +1,4 @@
-#include "ports.hpp"
+#include "dataplane/runtime/ports.hpp"
 
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -15,7 +15,7 @@
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
 
-#include "socket_wakeup.hpp"
+#include "dataplane/runtime/socket_wakeup.hpp"
 
 namespace vxfed::dataplane {
 

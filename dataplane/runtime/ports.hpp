@@ -11,8 +11,8 @@
 
 #include <rte_mempool.h>
 
-#include "options.hpp"
-#include "result.hpp"
+#include "dataplane/runtime/options.hpp"
+#include "common/result.hpp"
 
 namespace vxfed::dataplane {
 

@@ -1,4 +1,4 @@
-#include "socket_wakeup.hpp"
+#include "dataplane/runtime/socket_wakeup.hpp"
 
 #include <dirent.h>
 #include <linux/if_packet.h>

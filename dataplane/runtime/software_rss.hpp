@@ -9,7 +9,7 @@
 
 #include <rte_mbuf.h>
 
-#include "core/flow_hash.hpp"
+#include "dataplane/core/flow_hash.hpp"
 
 namespace vxfed::dataplane {
 

@@ -1,4 +1,4 @@
-#include "tables_json.hpp"
+#include "dataplane/runtime/tables_json.hpp"
 
 #include <fstream>
 #include <sstream>

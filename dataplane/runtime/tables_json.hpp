@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "dataplane.pb.h"
-#include "result.hpp"
+#include "proto/dataplane.pb.h"
+#include "common/result.hpp"
 
 namespace vxfed::dataplane {
 

@@ -1,4 +1,4 @@
-#include "worker.hpp"
+#include "dataplane/runtime/worker.hpp"
 
 #include <poll.h>
 #include <sys/prctl.h>
@@ -7,9 +7,9 @@
 
 #include <rte_ethdev.h>
 
-#include "core/pipeline.hpp"
-#include "idle_backoff.hpp"
-#include "software_rss.hpp"
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/runtime/idle_backoff.hpp"
+#include "dataplane/runtime/software_rss.hpp"
 
 namespace vxfed::dataplane {
 

@@ -9,13 +9,13 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
-#include "core/counters.hpp"
-#include "core/tx_stage.hpp"
-#include "forwarding_state.hpp"
-#include "idle_backoff.hpp"
-#include "ports.hpp"
-#include "rcu_slot.hpp"
-#include "socket_wakeup.hpp"
+#include "dataplane/core/counters.hpp"
+#include "dataplane/core/tx_stage.hpp"
+#include "dataplane/runtime/forwarding_state.hpp"
+#include "dataplane/runtime/idle_backoff.hpp"
+#include "dataplane/runtime/ports.hpp"
+#include "dataplane/runtime/rcu_slot.hpp"
+#include "dataplane/runtime/socket_wakeup.hpp"
 
 namespace vxfed::dataplane {
 

@@ -15,14 +15,12 @@
 #include <spdlog/spdlog.h>
 #include <thread>
 
-#include "fpm_encoder.hpp"
-#include "fpm_server.hpp"
-#include "route_table.hpp"
+#include "bgp/fpm_encoder.hpp"
+#include "bgp/fpm_server.hpp"
+#include "bgp/route_table.hpp"
 
-#ifdef VXFED_BENCH_DATAPLANE
 #include <arpa/inet.h>
-#include "core/tables.hpp"
-#endif
+#include "dataplane/core/tables.hpp"
 
 using namespace vxfed::bgp;
 using Clock = std::chrono::steady_clock;
@@ -69,7 +67,6 @@ std::vector<PeerConfig> bench_peers() {
 
 double g_proto_s = 0;  // last run: LearnedRoutes -> v1::Tables (vxfedd's side of the handoff)
 
-#ifdef VXFED_BENCH_DATAPLANE
 double build_dataplane(const std::vector<LearnedRoute>& routes) {
   namespace dp = vxfed::dataplane;
   auto t0 = Clock::now();
@@ -102,7 +99,6 @@ double build_dataplane(const std::vector<LearnedRoute>& routes) {
   }
   return s;
 }
-#endif
 
 RunResult run_once(std::uint32_t n, std::uint32_t ecmp, bool dataplane) {
   const auto bytes = encode(n, ecmp);
@@ -143,14 +139,10 @@ RunResult run_once(std::uint32_t n, std::uint32_t ecmp, bool dataplane) {
   r.routes = table.size();
   r.bytes = bytes.size();
   r.fpm_to_table_s = std::chrono::duration<double>(done - start).count();
-#ifdef VXFED_BENCH_DATAPLANE
   if (dataplane) {
     r.dataplane_build_s = build_dataplane(table.snapshot());
     r.to_proto_s = g_proto_s;
   }
-#else
-  (void)dataplane;
-#endif
   return r;
 }
 
@@ -174,11 +166,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-dataplane", no_dataplane, "skip the dataplane table build");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
-#ifdef VXFED_BENCH_DATAPLANE
   const bool dataplane = !no_dataplane;
-#else
-  const bool dataplane = false;
-#endif
 
   nlohmann::json out = {{"benchmark", "bgp_fpm_routes"}, {"routes", routes}, {"ecmp", ecmp},
                         {"dataplane_stage", dataplane}};

@@ -24,9 +24,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "control.pb.h"
-#include "dataplane.pb.h"
-#include "delimited.hpp"
+#include "proto/control.pb.h"
+#include "proto/dataplane.pb.h"
+#include "common/delimited.hpp"
 
 namespace v1 = vxfed::control::v1;
 namespace dp = vxfed::dataplane::v1;

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "core/pipeline.hpp"
-#include "core/tables.hpp"
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/tables.hpp"
 
 namespace dp = vxfed::dataplane;
 using Bytes = std::vector<std::uint8_t>;

@@ -1,7 +1,7 @@
 // parse_config: defaults, every field, and errors that name the field.
 #include <gtest/gtest.h>
 
-#include "config.hpp"
+#include "bgp/config.hpp"
 
 namespace {
 

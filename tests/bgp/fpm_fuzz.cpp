@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "fpm_parser.hpp"
-#include "route_table.hpp"
+#include "bgp/fpm_parser.hpp"
+#include "bgp/route_table.hpp"
 
 using namespace vxfed::bgp;
 

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <functional>
 
-#include "fpm_encoder.hpp"
-#include "fpm_parser.hpp"
+#include "bgp/fpm_encoder.hpp"
+#include "bgp/fpm_parser.hpp"
 
 namespace {
 

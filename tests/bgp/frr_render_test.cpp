@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "config.hpp"
-#include "frr_render.hpp"
+#include "bgp/config.hpp"
+#include "bgp/frr_render.hpp"
 
 #ifndef BGP_GOLDEN_DIR
 #error "BGP_GOLDEN_DIR must point at tests/bgp/golden"

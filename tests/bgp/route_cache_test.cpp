@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "route_cache.hpp"
+#include "bgp/route_cache.hpp"
 
 namespace {
 

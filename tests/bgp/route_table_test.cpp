@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "route_table.hpp"
-#include "fpm_encoder.hpp"
+#include "bgp/route_table.hpp"
+#include "bgp/fpm_encoder.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vxfed_bpf.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vb = vxfed::bpf;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-#include "packets.hpp"
+#include "tests/bpf/packets.hpp"
 
 #include <fmt/format.h>
 

@@ -17,9 +17,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "packets.hpp"
-#include "vxfed_bpf_abi.h"
-#include "vxfed_tc.skel.h"
+#include "tests/bpf/packets.hpp"
+#include "bpf/include/vxfed_bpf_abi.h"
+#include "bpf/vxfed_tc.skel.h"
 
 namespace vxfed::bpf::test {
 namespace {

@@ -1,7 +1,7 @@
 // Unit tests for CNI_* environment parsing (cni/env.hpp): tables of cases.
 #include <gtest/gtest.h>
 
-#include "env.hpp"
+#include "cni/env.hpp"
 
 namespace {
 

@@ -24,8 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "control.pb.h"
-#include "delimited.hpp"
+#include "proto/control.pb.h"
+#include "common/delimited.hpp"
 
 namespace pb = vxfed::control::v1;
 

@@ -1,7 +1,7 @@
 // Unit tests for the network configuration parser (cni/netconf.hpp).
 #include <gtest/gtest.h>
 
-#include "netconf.hpp"
+#include "cni/netconf.hpp"
 
 namespace {
 

@@ -3,10 +3,10 @@
 
 #include <set>
 
-#include "cni_result.hpp"
-#include "ipv4.hpp"
-#include "records.hpp"
-#include "version.hpp"
+#include "cni/cni_result.hpp"
+#include "cni/ipv4.hpp"
+#include "cni/records.hpp"
+#include "cni/version.hpp"
 
 namespace {
 

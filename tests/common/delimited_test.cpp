@@ -3,8 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "delimited.hpp"
-#include "dataplane.pb.h"
+#include "common/delimited.hpp"
+#include "proto/dataplane.pb.h"
 
 namespace {
 

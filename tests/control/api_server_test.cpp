@@ -13,12 +13,12 @@
 #include <future>
 #include <thread>
 
-#include "api_handler.hpp"
-#include "api_server.hpp"
-#include "node_state.hpp"
+#include "control/api_handler.hpp"
+#include "control/api_server.hpp"
+#include "control/node_state.hpp"
 #include "spdlog/sinks/null_sink.h"
 #include "spdlog/spdlog.h"
-#include "test_support.hpp"
+#include "tests/control/test_support.hpp"
 
 namespace {
 

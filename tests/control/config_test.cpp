@@ -2,7 +2,7 @@
 // error naming the file, the field and the reason.
 #include <gtest/gtest.h>
 
-#include "daemon_config.hpp"
+#include "control/daemon_config.hpp"
 
 namespace {
 

@@ -12,11 +12,11 @@
 #include <mutex>
 #include <thread>
 
-#include "dataplane_client.hpp"
-#include "node_state.hpp"
+#include "control/dataplane_client.hpp"
+#include "control/node_state.hpp"
 #include "spdlog/sinks/null_sink.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
-#include "test_support.hpp"
+#include "tests/control/test_support.hpp"
 
 namespace {
 

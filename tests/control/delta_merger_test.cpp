@@ -1,7 +1,7 @@
 // DeltaMerger: merged deltas mean the same as applying them one after another.
 #include <gtest/gtest.h>
 
-#include "delta_merger.hpp"
+#include "control/delta_merger.hpp"
 
 namespace {
 

@@ -2,8 +2,8 @@
 // routes merge, and the dataplane deltas match the snapshot.
 #include <gtest/gtest.h>
 
-#include "node_state.hpp"
-#include "test_support.hpp"
+#include "control/node_state.hpp"
+#include "tests/control/test_support.hpp"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <string>
 
-#include "control.pb.h"
-#include "daemon_config.hpp"
-#include "delimited.hpp"
+#include "proto/control.pb.h"
+#include "control/daemon_config.hpp"
+#include "common/delimited.hpp"
 
 namespace vxfed::control::testing {
 

@@ -2,8 +2,8 @@
 // removals of absent keys refused with the entry named.
 #include <gtest/gtest.h>
 
-#include "core/tables.hpp"
-#include "sample_tables.hpp"
+#include "dataplane/core/tables.hpp"
+#include "tests/dataplane/sample_tables.hpp"
 
 namespace vxfed::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "eal_env.hpp"
+#include "tests/dataplane/eal_env.hpp"
 
 #include <rte_eal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "frames.hpp"
+#include "tests/dataplane/frames.hpp"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,4 @@
-#include "mbufs.hpp"
+#include "tests/dataplane/mbufs.hpp"
 
 #include <cstring>
 #include <stdexcept>

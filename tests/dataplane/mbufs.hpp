@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "frames.hpp"
+#include "tests/dataplane/frames.hpp"
 
 namespace vxfed::test {
 

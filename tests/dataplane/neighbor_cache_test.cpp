@@ -2,7 +2,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
-#include "core/neighbor_cache.hpp"
+#include "dataplane/core/neighbor_cache.hpp"
 
 namespace vxfed::dataplane {
 namespace {

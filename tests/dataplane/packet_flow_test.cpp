@@ -10,12 +10,12 @@
 #include <memory>
 #include <set>
 
-#include "core/pipeline.hpp"
-#include "core/wire/vxlan.hpp"
-#include "eal_env.hpp"
-#include "frames.hpp"
-#include "mbufs.hpp"
-#include "sample_tables.hpp"
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/wire/vxlan.hpp"
+#include "tests/dataplane/eal_env.hpp"
+#include "tests/dataplane/frames.hpp"
+#include "tests/dataplane/mbufs.hpp"
+#include "tests/dataplane/sample_tables.hpp"
 
 namespace vxfed::test {
 namespace {

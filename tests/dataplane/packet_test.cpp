@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "core/flow_hash.hpp"
-#include "core/pipeline.hpp"
-#include "eal_env.hpp"
-#include "frames.hpp"
-#include "mbufs.hpp"
-#include "sample_tables.hpp"
+#include "dataplane/core/flow_hash.hpp"
+#include "dataplane/core/pipeline.hpp"
+#include "tests/dataplane/eal_env.hpp"
+#include "tests/dataplane/frames.hpp"
+#include "tests/dataplane/mbufs.hpp"
+#include "tests/dataplane/sample_tables.hpp"
 
 namespace vxfed::test {
 namespace {

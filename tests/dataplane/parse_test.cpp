@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "core/parse.hpp"
-#include "frames.hpp"
+#include "dataplane/core/parse.hpp"
+#include "tests/dataplane/frames.hpp"
 
 namespace vxfed::test {
 namespace {

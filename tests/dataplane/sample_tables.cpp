@@ -1,4 +1,4 @@
-#include "sample_tables.hpp"
+#include "tests/dataplane/sample_tables.hpp"
 
 #include <arpa/inet.h>
 

@@ -12,8 +12,8 @@
 
 #include <memory>
 
-#include "core/tables.hpp"
-#include "frames.hpp"
+#include "dataplane/core/tables.hpp"
+#include "tests/dataplane/frames.hpp"
 
 namespace vxfed::test {
 

@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
-#include "core/tables.hpp"
-#include "eal_env.hpp"
-#include "sample_tables.hpp"
+#include "dataplane/core/tables.hpp"
+#include "tests/dataplane/eal_env.hpp"
+#include "tests/dataplane/sample_tables.hpp"
 
 namespace vxfed::test {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "pool.hpp"
+#include "vni/pool.hpp"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <set>
 #include <sstream>
 
-#include "allocation_store.hpp"
-#include "durable_store.hpp"
-#include "record_codec.hpp"
+#include "vni/allocation_store.hpp"
+#include "vni/durable_store.hpp"
+#include "vni/record_codec.hpp"
 
 namespace {
 

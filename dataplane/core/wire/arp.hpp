@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "core/wire/byte_order.hpp"
-#include "core/wire/ethernet.hpp"
+#include "dataplane/core/wire/byte_order.hpp"
+#include "dataplane/core/wire/ethernet.hpp"
 
 namespace vxfed::wire {
 

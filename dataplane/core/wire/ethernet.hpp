@@ -4,7 +4,7 @@
 #include <array>
 #include <cstdint>
 
-#include "core/wire/byte_order.hpp"
+#include "dataplane/core/wire/byte_order.hpp"
 
 namespace vxfed::wire {
 

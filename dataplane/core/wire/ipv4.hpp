@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/wire/byte_order.hpp"
+#include "dataplane/core/wire/byte_order.hpp"
 
 namespace vxfed::wire {
 

@@ -3,10 +3,10 @@
 
 #include <cstdint>
 
-#include "core/wire/byte_order.hpp"
-#include "core/wire/ethernet.hpp"
-#include "core/wire/ipv4.hpp"
-#include "core/wire/udp.hpp"
+#include "dataplane/core/wire/byte_order.hpp"
+#include "dataplane/core/wire/ethernet.hpp"
+#include "dataplane/core/wire/ipv4.hpp"
+#include "dataplane/core/wire/udp.hpp"
 
 namespace vxfed::wire {
 

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/flow_hash.hpp"
-#include "core/parse.hpp"
+#include "dataplane/core/flow_hash.hpp"
+#include "dataplane/core/parse.hpp"
 
 namespace dp = vxfed::dataplane;
 

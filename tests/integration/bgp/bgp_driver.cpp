@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "adapter.hpp"
-#include "frr_apply.hpp"
+#include "bgp/adapter.hpp"
+#include "bgp/frr_apply.hpp"
 
 using nlohmann::json;
 using namespace vxfed::bgp;
