@@ -1,4 +1,4 @@
-// The BGP adapter facade that vxfedd owns (docs/bgp.md, /tmp notes bgp-control.md).
+// The BGP adapter facade that vxfedd owns (docs/bgp.md).
 //
 // Lifecycle: create() validates; start() renders the FRR config, applies it through FRR's
 // tools (blocking, ~1-2 s with frr-reload) and opens the FPM server; zebra connects and

@@ -1,6 +1,6 @@
 // The `bgp:` section of vxfedd's YAML config: who we peer with, what we accept from each peer
 // and how FRR is driven. Parsing validates everything up front so that a bad config is a clear
-// fatal error at start-up (DESIGN.md convention 7). See docs/bgp.md for the YAML reference.
+// fatal error at start-up (docs/conventions.md: results and errors). See docs/bgp.md for the YAML reference.
 #pragma once
 
 #include <cstdint>

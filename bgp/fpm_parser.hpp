@@ -1,5 +1,5 @@
 // FPM stream parser: pure functions over byte spans, bounds-checked before every read
-// (DESIGN.md convention 5). No allocation, no I/O, no exceptions.
+// (docs/conventions.md: parsers). No allocation, no I/O, no exceptions.
 //
 // Wire format (FRR's dplane_fpm_nl, the "FPM" framing of fpm/fpm.h):
 //   FPM header, 4 bytes, network order: version (1) | type (1 = netlink) | length (2 bytes,

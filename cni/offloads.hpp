@@ -1,7 +1,7 @@
 // Turns off TX checksum offload, TSO and GSO on the pod's end of the veth. The dataplane reads
 // the host end with AF_PACKET, which sees frames before the kernel finishes offloaded work:
 // with offloads on, TCP would arrive with unfinished checksums and as 64 KiB GSO super-frames
-// that cannot be tunnelled (docs/cni.md, /tmp notes from the dataplane engineer).
+// that cannot be tunnelled (docs/cni.md, docs/dataplane.md: port model).
 #pragma once
 
 #include <string>

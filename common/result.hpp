@@ -1,4 +1,4 @@
-// Result<T>: the return type of control-path code that can fail (DESIGN.md convention 7).
+// Result<T>: the return type of control-path code that can fail (docs/conventions.md: results and errors).
 // The error is a sentence a person can act on; no exceptions cross library boundaries.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Pure packet parsers: functions over a byte span, no DPDK types, bounds-checked before every
-// read (DESIGN.md convention 5). The pipeline calls them on the first mbuf segment; the fuzzer
+// read (docs/conventions.md: parsers). The pipeline calls them on the first mbuf segment; the fuzzer
 // (tests/dataplane/fuzz) calls them on arbitrary bytes.
 //
 // Every parser takes the bytes it may read (`first`: the first segment) and the length of

@@ -17,7 +17,7 @@ namespace vxfed::dataplane::pipeline_detail {
 
 using namespace vxfed::wire;
 
-// How far ahead a burst loop prefetches packet data (DESIGN.md convention 1).
+// How far ahead a burst loop prefetches packet data (docs/conventions.md: hot path).
 constexpr std::uint16_t kPrefetchAhead = 3;
 
 inline void drop(rte_mbuf* m, DropReason r, std::uint16_t port, WorkerCounters& c) {

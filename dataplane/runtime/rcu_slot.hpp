@@ -1,4 +1,4 @@
-// One RCU-published object (DESIGN.md convention 2): the control thread builds a new object,
+// One RCU-published object (docs/conventions.md: table publication): the control thread builds a new object,
 // swaps the pointer, waits for a grace period (rte_rcu_qsbr: every worker reports a quiescent
 // state once per loop iteration, when it holds no pointer into the tables) and frees the old
 // one. Workers never lock and see the old object or the new one, never a torn one.

@@ -2,7 +2,7 @@
 // RTM_NEWROUTE per FPM frame, over TCP on loopback) into the adapter's FPM server and route
 // table, then (when dataplane/core is built) into the dataplane's forwarding tables.
 // Prints and writes JSON: wall time and routes/s per stage; median, min, max over --runs.
-// The same is measured for --small routes so the result reads as a ratio (DESIGN.md).
+// The same is measured for --small routes so the result reads as a ratio (docs/conventions.md: measuring).
 #include <utility>  // before asio (Boost 1.74 + C++20)
 #include <boost/asio.hpp>
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-VXLAN_OVERHEAD = 50          # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8 (DESIGN.md)
+VXLAN_OVERHEAD = 50          # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8 (dataplane/core/wire/vxlan.hpp)
 VXLAN_PORT = 4789
-DEMO_VNI = 1000              # first VNI of the federation range (DESIGN.md: 1000-2000)
+DEMO_VNI = 1000              # first VNI of the federation range (docs/vxfedd.example.yaml: pool federation, 1000-2000)
 UNDERLAY_CIDR = "198.18.0.0/24"
 SUPPORTED_MTUS = (1500, 9000)
 

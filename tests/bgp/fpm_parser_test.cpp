@@ -1,4 +1,4 @@
-// FPM parser: table-driven cases over raw bytes (DESIGN.md conventions 5 and 9). Each case is
+// FPM parser: table-driven cases over raw bytes (docs/conventions.md: parsers). Each case is
 // {name, bytes, expected summary}; the summary spells out what the parser made of the bytes.
 #include <gtest/gtest.h>
 

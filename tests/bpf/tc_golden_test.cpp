@@ -1,6 +1,6 @@
 // Golden tests of the TC programs through BPF_PROG_TEST_RUN (suite 'packet').
 // Each fixture is data, {description, input frame, expected verdict, expected output frame}
-// (DESIGN.md convention 9), plus the class counter and stats it must move. Rate decisions
+// (docs/conventions.md: packet tests are data), plus the class counter and stats it must move. Rate decisions
 // run with a test clock (the programs' vxfed_test_now_ns) so conforming and exceeding
 // packets are decided at times the test chooses.
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Packet tests of the pipeline (suite 'packet'): a table of fixtures
 // {description, input frame, expected verdict or drop reason, expected output bytes}
-// (DESIGN.md convention 9), run one by one through the real burst functions with synthetic
+// (docs/conventions.md: packet tests are data), run one by one through the real burst functions with synthetic
 // mbufs, plus tests that need several packets (ECMP spread, ARP learning, pool exhaustion,
 // bursts). Every case also checks that no mbuf leaked.
 #include <arpa/inet.h>
