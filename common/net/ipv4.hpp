@@ -6,7 +6,7 @@
 // Ipv4Addr::to_network() / Ipv4Addr::from_network(); the dataplane converts once, when it
 // builds its tables, and keeps network-order words on its packet path.
 //
-// Text: one strict spelling each:
+// Text: one strict spelling each (docs/conventions.md: addresses):
 //   address    four decimal numbers 0..255 joined by '.', no leading zeros ("010" could be
 //              read as octal), no sign, no spaces: "10.244.0.1"
 //   prefix     address '/' length 0..32 (decimal, no leading zeros), host bits zero:
