@@ -5,6 +5,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "dataplane/core/wire/ipv4.hpp"
@@ -235,6 +236,101 @@ inline bool ipv4_header20_checksum_ok(const std::uint8_t* p) {
 }
 }  // namespace parse_detail
 
+// Where the fast paths find each field: fixed offsets, since they take only frames whose
+// IPv4 headers have no options. Computed from the wire/ structs; all 32-bit so that the
+// arithmetic they take part in stays 32-bit (the same code as the literals they replace,
+// which the static_asserts spell out).
+namespace fast_layout {
+
+using namespace vxfed::wire;
+
+template <typename T>
+constexpr std::uint32_t size = static_cast<std::uint32_t>(sizeof(T));
+
+// Fields within their header.
+constexpr std::uint32_t kEtherType = offsetof(EthernetHeader, ether_type_be);
+constexpr std::uint32_t kIpVersionIhl = offsetof(Ipv4Header, version_ihl);
+constexpr std::uint32_t kIpTos = offsetof(Ipv4Header, tos);
+constexpr std::uint32_t kIpTotalLength = offsetof(Ipv4Header, total_length_be);
+constexpr std::uint32_t kIpFragment = offsetof(Ipv4Header, fragment_be);
+constexpr std::uint32_t kIpProtocol = offsetof(Ipv4Header, protocol);
+constexpr std::uint32_t kIpSrc = offsetof(Ipv4Header, src_be);
+constexpr std::uint32_t kIpDst = offsetof(Ipv4Header, dst_be);
+// TCP and UDP both start with the source and destination ports, as UDP's header has them.
+constexpr std::uint32_t kL4SrcPort = offsetof(UdpHeader, src_port_be);
+constexpr std::uint32_t kL4DstPort = offsetof(UdpHeader, dst_port_be);
+constexpr std::uint32_t kL4Ports = kL4DstPort + size<be16>;  // bytes the two ports take
+constexpr std::uint32_t kUdpDstPort = offsetof(UdpHeader, dst_port_be);
+constexpr std::uint32_t kUdpLength = offsetof(UdpHeader, length_be);
+constexpr std::uint32_t kVxlanFlags = offsetof(VxlanHeader, flags);
+constexpr std::uint32_t kVxlanVni = offsetof(VxlanHeader, vni_reserved_be);
+
+// Version 4, header length 5 words: the first byte of an IPv4 header without options.
+constexpr std::uint32_t kIpv4MinIhl = size<Ipv4Header> / 4;
+constexpr std::uint8_t kIpv4NoOptions = static_cast<std::uint8_t>(4 << 4 | kIpv4MinIhl);
+
+// A VXLAN frame on the uplink: outer headers (VxlanOuterHeaders), inner Ethernet, inner IPv4.
+constexpr std::uint32_t kOuterIp = offsetof(VxlanOuterHeaders, ip);
+constexpr std::uint32_t kOuterUdp = offsetof(VxlanOuterHeaders, udp);
+constexpr std::uint32_t kVxlan = offsetof(VxlanOuterHeaders, vxlan);
+constexpr std::uint32_t kInnerEth = size<VxlanOuterHeaders>;
+constexpr std::uint32_t kInnerIp = kInnerEth + size<EthernetHeader>;
+constexpr std::uint32_t kUplinkHeadersEnd = kInnerIp + size<Ipv4Header>;  // all the fast path reads
+// Outer IPv4 total length: at least everything after the outer IPv4 header's start up to
+// the end of the inner IPv4 header; minus the outer IPv4, UDP and VXLAN headers it is the
+// inner frame's length.
+constexpr std::uint32_t kOuterIpMinTotal = kUplinkHeadersEnd - kOuterIp;
+constexpr std::uint32_t kOuterIpToInnerEth = kInnerEth - kOuterIp;
+
+constexpr std::uint32_t kUplinkEtherType = kEtherType;
+constexpr std::uint32_t kOuterVersionIhl = kOuterIp + kIpVersionIhl;
+constexpr std::uint32_t kOuterTotalLength = kOuterIp + kIpTotalLength;
+constexpr std::uint32_t kOuterFragment = kOuterIp + kIpFragment;
+constexpr std::uint32_t kOuterProtocol = kOuterIp + kIpProtocol;
+constexpr std::uint32_t kOuterSrc = kOuterIp + kIpSrc;
+constexpr std::uint32_t kOuterDst = kOuterIp + kIpDst;
+constexpr std::uint32_t kOuterUdpDstPort = kOuterUdp + kUdpDstPort;
+constexpr std::uint32_t kOuterUdpLength = kOuterUdp + kUdpLength;
+constexpr std::uint32_t kVxlanFlagsAt = kVxlan + kVxlanFlags;
+constexpr std::uint32_t kVxlanVniAt = kVxlan + kVxlanVni;
+constexpr std::uint32_t kInnerEtherType = kInnerEth + kEtherType;
+constexpr std::uint32_t kInnerVersionIhl = kInnerIp + kIpVersionIhl;
+constexpr std::uint32_t kInnerTotalLength = kInnerIp + kIpTotalLength;
+constexpr std::uint32_t kInnerDst = kInnerIp + kIpDst;
+
+static_assert(kUplinkEtherType == 12 && kOuterVersionIhl == 14 && kOuterTotalLength == 16 &&
+              kOuterFragment == 20 && kOuterProtocol == 23 && kOuterSrc == 26 && kOuterDst == 30 &&
+              kOuterUdpDstPort == 36 && kOuterUdpLength == 38 && kVxlanFlagsAt == 42 &&
+              kVxlanVniAt == 46 && kInnerEtherType == 62 && kInnerVersionIhl == 64 &&
+              kInnerTotalLength == 66 && kInnerDst == 80 && kUplinkHeadersEnd == 84 &&
+              kOuterIpMinTotal == 70 && kOuterIpToInnerEth == 36 && kIpv4NoOptions == 0x45);
+
+// A frame from a pod: Ethernet, IPv4 without options, the TCP/UDP ports.
+constexpr std::uint32_t kPodIp = size<EthernetHeader>;
+constexpr std::uint32_t kPodL4 = kPodIp + size<Ipv4Header>;
+constexpr std::uint32_t kPodEtherType = kEtherType;
+constexpr std::uint32_t kPodVersionIhl = kPodIp + kIpVersionIhl;
+constexpr std::uint32_t kPodTos = kPodIp + kIpTos;
+constexpr std::uint32_t kPodTotalLength = kPodIp + kIpTotalLength;
+constexpr std::uint32_t kPodFragment = kPodIp + kIpFragment;
+constexpr std::uint32_t kPodProtocol = kPodIp + kIpProtocol;
+constexpr std::uint32_t kPodSrc = kPodIp + kIpSrc;
+constexpr std::uint32_t kPodDst = kPodIp + kIpDst;
+constexpr std::uint32_t kPodSrcPort = kPodL4 + kL4SrcPort;
+constexpr std::uint32_t kPodDstPort = kPodL4 + kL4DstPort;
+constexpr std::uint32_t kPodHeadersEnd = kPodL4 + kL4Ports;      // all the pod fast paths read
+constexpr std::uint32_t kPodIpMinTotal = size<Ipv4Header>;        // pod_fast_ok: no ports needed
+constexpr std::uint32_t kPodIpMinTotalPorts = kPodHeadersEnd - kPodIp;
+
+static_assert(kPodEtherType == 12 && kPodVersionIhl == 14 && kPodTos == 15 && kPodTotalLength == 16 &&
+              kPodFragment == 20 && kPodProtocol == 23 && kPodSrc == 26 && kPodDst == 30 &&
+              kPodSrcPort == 34 && kPodDstPort == 36 && kPodHeadersEnd == 38 && kPodIpMinTotal == 20 &&
+              kPodIpMinTotalPorts == 24);
+// pod_fast_hash_addresses loads source and destination as one 8-byte word.
+static_assert(kPodDst == kPodSrc + size<be32>);
+
+}  // namespace fast_layout
+
 // The fast paths' tests alone, and their fields read straight from the bytes: burst loops use
 // these to keep what they need in registers (a result struct built on the stack and read back
 // as wider words stalls on store forwarding: measured as the hottest instruction of the
@@ -247,26 +343,39 @@ inline bool ipv4_header20_checksum_ok(const std::uint8_t* p) {
                                                   std::uint32_t packet_len, std::uint32_t local_vtep_ip_be,
                                                   bool checksum_verified) {
   using namespace parse_detail;
-  if (first_len >= 84 && packet_len >= first_len && raw16(p + 12) == to_be16(kEtherTypeIpv4) &&
-      p[14] == 0x45) [[likely]] {
-    const std::uint32_t total = from_be16(raw16(p + 16));
-    const std::uint32_t itotal = from_be16(raw16(p + 66));
-    return total >= 70 && 14 + total <= packet_len &&
-           (checksum_verified || ipv4_header20_checksum_ok(p + 14)) &&
-           (raw16(p + 20) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0 && p[23] == kIpProtoUdp &&
-           raw32(p + 30) == local_vtep_ip_be && raw16(p + 36) == to_be16(kVxlanUdpPort) &&
-           from_be16(raw16(p + 38)) == total - 20 && p[42] == kVxlanFlagsVni &&
-           raw16(p + 62) == to_be16(kEtherTypeIpv4) && (p[64] >> 4) == 4 && (p[64] & 0x0f) >= 5 &&
-           itotal >= (p[64] & 0x0fu) * 4 && 64 + itotal <= total + 14;
+  using namespace fast_layout;
+  if (first_len >= kUplinkHeadersEnd && packet_len >= first_len &&
+      raw16(p + kUplinkEtherType) == to_be16(kEtherTypeIpv4) && p[kOuterVersionIhl] == kIpv4NoOptions) [[likely]] {
+    const std::uint32_t total = from_be16(raw16(p + kOuterTotalLength));
+    const std::uint32_t itotal = from_be16(raw16(p + kInnerTotalLength));
+    return total >= kOuterIpMinTotal && kOuterIp + total <= packet_len &&
+           (checksum_verified || ipv4_header20_checksum_ok(p + kOuterIp)) &&
+           (raw16(p + kOuterFragment) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0 &&
+           p[kOuterProtocol] == kIpProtoUdp && raw32(p + kOuterDst) == local_vtep_ip_be &&
+           raw16(p + kOuterUdpDstPort) == to_be16(kVxlanUdpPort) &&
+           from_be16(raw16(p + kOuterUdpLength)) == total - size<Ipv4Header> &&
+           p[kVxlanFlagsAt] == kVxlanFlagsVni && raw16(p + kInnerEtherType) == to_be16(kEtherTypeIpv4) &&
+           (p[kInnerVersionIhl] >> 4) == 4 && (p[kInnerVersionIhl] & 0x0f) >= kIpv4MinIhl &&
+           itotal >= (p[kInnerVersionIhl] & 0x0fu) * 4 && kInnerIp + itotal <= total + kOuterIp;
   }
   return false;
 }
 // Fields of a packet uplink_fast_ok accepted.
-inline std::uint32_t uplink_fast_outer_src(const std::uint8_t* p) { return parse_detail::raw32(p + 26); }
-inline std::uint32_t uplink_fast_vni(const std::uint8_t* p) { return wire::from_be32(parse_detail::raw32(p + 46)) >> 8; }
-inline std::uint32_t uplink_fast_inner_len(const std::uint8_t* p) { return wire::from_be16(parse_detail::raw16(p + 16)) - 36u; }
-inline std::uint32_t uplink_fast_inner_dst(const std::uint8_t* p) { return parse_detail::raw32(p + 80); }
-inline std::uint16_t uplink_fast_inner_ip_total(const std::uint8_t* p) { return wire::from_be16(parse_detail::raw16(p + 66)); }
+inline std::uint32_t uplink_fast_outer_src(const std::uint8_t* p) {
+  return parse_detail::raw32(p + fast_layout::kOuterSrc);
+}
+inline std::uint32_t uplink_fast_vni(const std::uint8_t* p) {
+  return wire::from_be32(parse_detail::raw32(p + fast_layout::kVxlanVniAt)) >> 8;
+}
+inline std::uint32_t uplink_fast_inner_len(const std::uint8_t* p) {
+  return wire::from_be16(parse_detail::raw16(p + fast_layout::kOuterTotalLength)) - fast_layout::kOuterIpToInnerEth;
+}
+inline std::uint32_t uplink_fast_inner_dst(const std::uint8_t* p) {
+  return parse_detail::raw32(p + fast_layout::kInnerDst);
+}
+inline std::uint16_t uplink_fast_inner_ip_total(const std::uint8_t* p) {
+  return wire::from_be16(parse_detail::raw16(p + fast_layout::kInnerTotalLength));
+}
 
 // Fast path: a valid VXLAN packet whose headers (through the inner IPv4 header) are all in
 // the first segment. Returns false for anything else, or any doubt (then use the reference
@@ -297,10 +406,11 @@ inline UplinkFrame parse_uplink_frame(ByteSpan first, std::uint32_t packet_len,
 [[gnu::always_inline]] inline bool pod_fast_ok(const std::uint8_t* p, std::uint32_t first_len,
                                                std::uint32_t packet_len) {
   using namespace parse_detail;
-  if (first_len >= 38 && packet_len >= first_len && raw16(p + 12) == to_be16(kEtherTypeIpv4) &&
-      p[14] == 0x45) [[likely]] {
-    const std::uint32_t total = from_be16(raw16(p + 16));
-    return total >= 20 && 14 + total <= packet_len;
+  using namespace fast_layout;
+  if (first_len >= kPodHeadersEnd && packet_len >= first_len &&
+      raw16(p + kPodEtherType) == to_be16(kEtherTypeIpv4) && p[kPodVersionIhl] == kIpv4NoOptions) [[likely]] {
+    const std::uint32_t total = from_be16(raw16(p + kPodTotalLength));
+    return total >= kPodIpMinTotal && kPodIp + total <= packet_len;
   }
   return false;
 }
@@ -309,46 +419,53 @@ inline UplinkFrame parse_uplink_frame(ByteSpan first, std::uint32_t packet_len,
 // a whole (unfragmented) TCP or UDP packet in IPv4 without options, total length consistent,
 // ports inside the IP packet. Narrower than pod_fast_ok so that the ports can be read with one
 // load and no mask: what it refuses (ICMP, fragments, options) takes the reference parser.
-constexpr std::uint32_t kPodFastMinFirst = 38;
+constexpr std::uint32_t kPodFastMinFirst = fast_layout::kPodHeadersEnd;
 [[gnu::always_inline]] inline bool pod_fast_l4_ok(const std::uint8_t* p, std::uint32_t first_len,
                                                   std::uint32_t packet_len) {
   using namespace parse_detail;
-  const std::uint32_t total = from_be16(raw16(p + 16));
-  const std::uint8_t proto = p[23];
-  return (packet_len >= first_len) & (raw16(p + 12) == to_be16(kEtherTypeIpv4)) & (p[14] == 0x45) &
-         (total >= 24) & (14 + total <= packet_len) &
-         ((raw16(p + 20) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0) &
+  using namespace fast_layout;
+  const std::uint32_t total = from_be16(raw16(p + kPodTotalLength));
+  const std::uint8_t proto = p[kPodProtocol];
+  return (packet_len >= first_len) & (raw16(p + kPodEtherType) == to_be16(kEtherTypeIpv4)) &
+         (p[kPodVersionIhl] == kIpv4NoOptions) & (total >= kPodIpMinTotalPorts) & (kPodIp + total <= packet_len) &
+         ((raw16(p + kPodFragment) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0) &
          ((proto == kIpProtoTcp) | (proto == kIpProtoUdp));
 }
 // The two words of flow_hash_words (flow_hash.hpp) of a packet pod_fast_l4_ok accepted.
 inline std::uint64_t pod_fast_hash_addresses(const std::uint8_t* p) {
   using namespace parse_detail;
+  using namespace fast_layout;
   if constexpr (std::endian::native == std::endian::little) {
     std::uint64_t v;
-    std::memcpy(&v, p + 26, 8);
+    std::memcpy(&v, p + kPodSrc, 8);  // source and destination
     return v;
   }
-  return raw32(p + 26) | static_cast<std::uint64_t>(raw32(p + 30)) << 32;
+  return raw32(p + kPodSrc) | static_cast<std::uint64_t>(raw32(p + kPodDst)) << 32;
 }
 inline std::uint64_t pod_fast_hash_proto_ports(const std::uint8_t* p) {
   using namespace parse_detail;
-  std::uint32_t ports_raw = raw32(p + 34);
+  using namespace fast_layout;
+  std::uint32_t ports_raw = raw32(p + kPodSrcPort);
   if constexpr (std::endian::native != std::endian::little)
-    ports_raw = static_cast<std::uint32_t>(raw16(p + 34)) | static_cast<std::uint32_t>(raw16(p + 36)) << 16;
-  return p[23] | static_cast<std::uint64_t>(ports_raw) << 8;
+    ports_raw = static_cast<std::uint32_t>(raw16(p + kPodSrcPort)) | static_cast<std::uint32_t>(raw16(p + kPodDstPort)) << 16;
+  return p[kPodProtocol] | static_cast<std::uint64_t>(ports_raw) << 8;
 }
 // Fields of a packet pod_fast_ok or pod_fast_l4_ok accepted.
-inline std::uint32_t pod_fast_src(const std::uint8_t* p) { return parse_detail::raw32(p + 26); }
-inline std::uint32_t pod_fast_dst(const std::uint8_t* p) { return parse_detail::raw32(p + 30); }
-inline std::uint16_t pod_fast_ip_total(const std::uint8_t* p) { return wire::from_be16(parse_detail::raw16(p + 16)); }
+inline std::uint32_t pod_fast_src(const std::uint8_t* p) { return parse_detail::raw32(p + fast_layout::kPodSrc); }
+inline std::uint32_t pod_fast_dst(const std::uint8_t* p) { return parse_detail::raw32(p + fast_layout::kPodDst); }
+inline std::uint16_t pod_fast_ip_total(const std::uint8_t* p) {
+  return wire::from_be16(parse_detail::raw16(p + fast_layout::kPodTotalLength));
+}
 // TCP/UDP ports as one word, (src_port_be << 16) | dst_port_be, for whole TCP/UDP packets
 // (every fragment of a flow hashes alike); 0 otherwise.
 inline std::uint32_t pod_fast_ports(const std::uint8_t* p) {
   using namespace parse_detail;
-  const bool ports = (raw16(p + 20) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0 &&
-                     (p[23] == kIpProtoTcp || p[23] == kIpProtoUdp) && pod_fast_ip_total(p) >= 24;
+  using namespace fast_layout;
+  const bool ports = (raw16(p + kPodFragment) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0 &&
+                     (p[kPodProtocol] == kIpProtoTcp || p[kPodProtocol] == kIpProtoUdp) &&
+                     pod_fast_ip_total(p) >= kPodIpMinTotalPorts;
   if (!ports) return 0;
-  const std::uint32_t w = raw32(p + 34);  // as stored: src port in the low half on x86
+  const std::uint32_t w = raw32(p + kPodSrcPort);  // as stored: src port in the low half on x86
   return (w << 16) | (w >> 16);
 }
 
@@ -362,10 +479,10 @@ inline std::uint32_t pod_fast_ports(const std::uint8_t* p) {
   out->src_ip_be = pod_fast_src(p);
   out->dst_ip_be = pod_fast_dst(p);
   out->ip_total_len = pod_fast_ip_total(p);
-  out->tos = p[15];
-  out->protocol = p[23];
-  out->dont_fragment = (raw16(p + 20) & to_be16(kIpv4FlagDf)) != 0;
-  out->ip_header_len = 20;
+  out->tos = p[fast_layout::kPodTos];
+  out->protocol = p[fast_layout::kPodProtocol];
+  out->dont_fragment = (raw16(p + fast_layout::kPodFragment) & to_be16(kIpv4FlagDf)) != 0;
+  out->ip_header_len = fast_layout::size<Ipv4Header>;
   const std::uint32_t ports = pod_fast_ports(p);
   out->src_port_be = static_cast<std::uint16_t>(ports >> 16);
   out->dst_port_be = static_cast<std::uint16_t>(ports);
