@@ -58,7 +58,7 @@ class IdleBackoff {
       return Step::spun;
     }
     if (can_block && block_) return Step::block;
-    const std::uint64_t ns = slept_ns_ >= deep_after_ns_ ? deep_ns_ : sleep_ns_;
+    const std::uint64_t ns = next_sleep_ns();
     timespec ts{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
     ::nanosleep(&ts, nullptr);
     slept_ns_ += ns;  // requested time: cheap, and close enough to decide the stage
@@ -68,6 +68,10 @@ class IdleBackoff {
 
   // After a block: spin again first, the packet that woke us may have company.
   void woke() { empty_polls_ = 0; }
+
+  // How long the next timed nap will be: the short stage's current sleep, or the deep sleep
+  // once the naps so far add up to deep_after_us.
+  std::uint64_t next_sleep_ns() const { return slept_ns_ >= deep_after_ns_ ? deep_ns_ : sleep_ns_; }
 
   // Longest block: a safety net only, every wake source is an event.
   static constexpr int kBlockTimeoutMs = 100;

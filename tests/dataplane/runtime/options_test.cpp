@@ -1,0 +1,151 @@
+// vxfed-dataplane's command line after `--` (dataplane/runtime/options.cpp): defaults, every
+// option reaching its field, and the errors a person sees for bad input.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dataplane/runtime/options.hpp"
+
+namespace vxfed::dataplane {
+namespace {
+
+using Args = std::vector<std::string>;
+
+Args required_plus(Args more) {
+  Args a{"--uplink", "net_af_packet0", "--vtep-ip", "198.18.0.1"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+Result<ParseOutcome> parse(const Args& args) { return parse_options("vxfed-dataplane", args); }
+
+TEST(DataplaneOptions, Defaults) {
+  auto r = parse(required_plus({}));
+  ASSERT_TRUE(r.ok()) << r.error();
+  const Options& o = r->options;
+  EXPECT_FALSE(r->help);
+  EXPECT_EQ(o.uplink, "net_af_packet0");
+  EXPECT_EQ(o.vtep_ip, "198.18.0.1");
+  EXPECT_EQ(o.queues, 1u);
+  EXPECT_EQ(o.mtu, 9000u);
+  EXPECT_EQ(o.api_socket, "");
+  EXPECT_EQ(o.tables_file, "");
+  EXPECT_EQ(o.endpoint_frames, 512u);
+  EXPECT_TRUE(o.qdisc_bypass);
+  EXPECT_EQ(o.mbufs, 0u);
+  EXPECT_EQ(o.idle_sleep_us, 20u);
+  EXPECT_EQ(o.deep_idle_sleep_us, 1000u);
+  EXPECT_EQ(o.deep_idle_after_ms, 50u);
+  EXPECT_EQ(o.idle_spin_us, 0u);
+  EXPECT_EQ(o.idle_wait, "auto");
+  EXPECT_FALSE(o.busy_poll);
+  EXPECT_EQ(o.log_level, "info");
+  EXPECT_TRUE(o.static_neighbors.empty());
+  EXPECT_TRUE(o.endpoint_ports.empty());
+}
+
+TEST(DataplaneOptions, EveryOptionReachesItsField) {
+  auto r = parse(required_plus({"--queues", "4", "--mtu", "1500", "--api-socket", "/run/vxfed/dp.sock",
+                                "--tables-file", "t.json", "--underlay-gateway", "198.18.0.254",
+                                "--underlay-subnet", "198.18.0.0/24", "--endpoint-frames", "1024",
+                                "--qdisc-bypass", "0", "--mbufs", "20000", "--idle-sleep-us", "50",
+                                "--deep-idle-sleep-us", "2000", "--deep-idle-after-ms", "0",
+                                "--idle-spin-us", "100", "--idle-wait", "sleep", "--busy-poll",
+                                "--log-level", "debug"}));
+  ASSERT_TRUE(r.ok()) << r.error();
+  const Options& o = r->options;
+  EXPECT_EQ(o.queues, 4u);
+  EXPECT_EQ(o.mtu, 1500u);
+  EXPECT_EQ(o.api_socket, "/run/vxfed/dp.sock");
+  EXPECT_EQ(o.tables_file, "t.json");
+  EXPECT_EQ(o.underlay_gateway, "198.18.0.254");
+  EXPECT_EQ(o.underlay_subnet, "198.18.0.0/24");
+  EXPECT_EQ(o.endpoint_frames, 1024u);
+  EXPECT_FALSE(o.qdisc_bypass);
+  EXPECT_EQ(o.mbufs, 20000u);
+  EXPECT_EQ(o.idle_sleep_us, 50u);
+  EXPECT_EQ(o.deep_idle_sleep_us, 2000u);
+  EXPECT_EQ(o.deep_idle_after_ms, 0u);
+  EXPECT_EQ(o.idle_spin_us, 100u);
+  EXPECT_EQ(o.idle_wait, "sleep");
+  EXPECT_TRUE(o.busy_poll);
+  EXPECT_EQ(o.log_level, "debug");
+}
+
+TEST(DataplaneOptions, RepeatedOptionsKeepTheirOrder) {
+  auto r = parse(required_plus({"--static-neighbor", "198.18.0.2=02:00:00:00:00:02", "--endpoint-port",
+                                "veth-a=net_null1", "--static-neighbor", "198.18.0.3=02:00:00:00:00:03",
+                                "--endpoint-port", "veth-b=net_tap0"}));
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->options.static_neighbors,
+            (std::vector<std::string>{"198.18.0.2=02:00:00:00:00:02", "198.18.0.3=02:00:00:00:00:03"}));
+  EXPECT_EQ(r->options.endpoint_port_args, (std::vector<std::string>{"veth-a=net_null1", "veth-b=net_tap0"}));
+  EXPECT_EQ(r->options.endpoint_ports,
+            (std::map<std::string, std::string>{{"veth-a", "net_null1"}, {"veth-b", "net_tap0"}}));
+}
+
+TEST(DataplaneOptions, HelpNeedsNothingElseAndDocumentsEveryOption) {
+  for (const char* flag : {"--help", "-h"}) {
+    auto r = parse({"--queues", "99", flag});  // even next to a bad value
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_TRUE(r->help);
+    for (const char* opt : {"--uplink", "--vtep-ip", "--queues", "--mtu", "--api-socket", "--tables-file",
+                            "--underlay-gateway", "--underlay-subnet", "--static-neighbor", "--endpoint-port",
+                            "--endpoint-frames", "--qdisc-bypass", "--mbufs", "--idle-sleep-us",
+                            "--deep-idle-sleep-us", "--deep-idle-after-ms", "--idle-spin-us", "--idle-wait",
+                            "--busy-poll", "--log-level", "--no-huge", "SIGTERM"})
+      EXPECT_NE(r->help_text.find(opt), std::string::npos) << opt << " missing from --help";
+  }
+  EXPECT_EQ(parse({"--help"})->help_text, usage_text("vxfed-dataplane"));
+}
+
+struct BadCase {
+  const char* what;
+  Args args;
+  const char* expect;  // in the error text
+};
+
+class DataplaneOptionsError : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(DataplaneOptionsError, IsRefusedWithAMessageNamingTheProblem) {
+  const BadCase& c = GetParam();
+  auto r = parse(c.args);
+  ASSERT_FALSE(r.ok()) << c.what << ": accepted";
+  EXPECT_NE(r.error().find(c.expect), std::string::npos) << c.what << ": " << r.error();
+  EXPECT_NE(r.error().find("(see --help)"), std::string::npos) << c.what << ": " << r.error();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, DataplaneOptionsError,
+    ::testing::Values(
+        BadCase{"no uplink", {"--vtep-ip", "198.18.0.1"}, "--uplink"},
+        BadCase{"no VTEP", {"--uplink", "0"}, "--vtep-ip"},
+        BadCase{"queues 0", required_plus({"--queues", "0"}), "--queues"},
+        BadCase{"queues 17", required_plus({"--queues", "17"}), "--queues"},
+        BadCase{"queues not a number", required_plus({"--queues", "two"}), "--queues"},
+        BadCase{"MTU too small", required_plus({"--mtu", "1279"}), "--mtu"},
+        BadCase{"MTU too large", required_plus({"--mtu", "9601"}), "--mtu"},
+        BadCase{"endpoint frames", required_plus({"--endpoint-frames", "8"}), "--endpoint-frames"},
+        BadCase{"idle sleep 0", required_plus({"--idle-sleep-us", "0"}), "--idle-sleep-us"},
+        BadCase{"idle wait", required_plus({"--idle-wait", "spin"}), "--idle-wait"},
+        BadCase{"log level", required_plus({"--log-level", "verbose"}), "--log-level"},
+        BadCase{"unknown option", required_plus({"--queue", "2"}), "--queue"},
+        BadCase{"stray argument", required_plus({"extra"}), "extra"}),
+    [](const auto& info) {
+      std::string name = info.param.what;
+      for (auto& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
+
+TEST(DataplaneOptions, EndpointPortNeedsIfaceAndPortName) {
+  for (const char* bad : {"veth-a", "=net_null1", "veth-a="}) {
+    auto r = parse(required_plus({"--endpoint-port", bad}));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error(), std::string("--endpoint-port '") + bad + "': expected IFACE=PORTNAME");
+  }
+}
+
+}  // namespace
+}  // namespace vxfed::dataplane
