@@ -98,7 +98,7 @@ void Adapter::stop() {
   server_.reset();
 }
 
-Status Adapter::reconfigure(BgpConfig config, std::vector<Ipv4Prefix> advertise) {
+Status Adapter::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) {
   const bool fpm_changed = !(config.fpm == opts_.config.fpm);
   BgpConfig old = opts_.config;
   auto old_adv = opts_.advertise;

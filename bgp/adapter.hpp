@@ -55,8 +55,8 @@ struct AdapterStats {
 
 struct AdapterOptions {
   BgpConfig config;
-  Ipv4Addr vtep;                       // our VTEP: next hop of everything we advertise
-  std::vector<Ipv4Prefix> advertise;   // our cluster's CIDRs
+  net::Ipv4Addr vtep;                       // our VTEP: next hop of everything we advertise
+  std::vector<net::Ipv4Prefix> advertise;   // our cluster's CIDRs
   VniLookup vni_of;                    // network name -> VNI
   std::function<void(const RouteUpdate&)> on_routes;
   // Optional: called on the io thread after each peer status poll.
@@ -70,7 +70,7 @@ class Adapter {
 
   Status start();
   void stop();
-  Status reconfigure(BgpConfig config, std::vector<Ipv4Prefix> advertise);
+  Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise);
   void networks_changed();
 
   std::vector<LearnedRoute> routes() const { return table_.snapshot(); }

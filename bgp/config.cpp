@@ -56,20 +56,20 @@ bool boolean(const YAML::Node& node, const std::string& path) {
   fail(path, "must be true or false (got '" + text + "')");
 }
 
-Ipv4Addr address(const YAML::Node& node, const std::string& path) {
-  auto a = Ipv4Addr::parse(scalar(node, path));
+net::Ipv4Addr address(const YAML::Node& node, const std::string& path) {
+  auto a = net::Ipv4Addr::parse(scalar(node, path));
   if (!a) fail(path, a.error());
   return *a;
 }
 
-Ipv4Prefix prefix(const YAML::Node& node, const std::string& path) {
-  auto p = Ipv4Prefix::parse(scalar(node, path));
+net::Ipv4Prefix prefix(const YAML::Node& node, const std::string& path) {
+  auto p = net::Ipv4Prefix::parse(scalar(node, path));
   if (!p) fail(path, p.error());
   return *p;
 }
 
-std::vector<Ipv4Prefix> prefix_list(const YAML::Node& node, const std::string& path) {
-  std::vector<Ipv4Prefix> out;
+std::vector<net::Ipv4Prefix> prefix_list(const YAML::Node& node, const std::string& path) {
+  std::vector<net::Ipv4Prefix> out;
   if (!node || node.IsNull()) return out;
   if (!node.IsSequence()) fail(path, "must be a list of CIDRs");
   for (std::size_t i = 0; i < node.size(); ++i) {
@@ -107,7 +107,7 @@ PrefixMatch prefix_match(const YAML::Node& node, const std::string& path) {
     if (words.empty() || words.size() % 2 == 0) {
       fail(path, "expected 'CIDR [ge N] [le N]' (got '" + text + "')");
     }
-    auto p = Ipv4Prefix::parse(words[0]);
+    auto p = net::Ipv4Prefix::parse(words[0]);
     if (!p) fail(path, p.error());
     m.prefix = *p;
     for (std::size_t i = 1; i + 1 < words.size(); i += 2) {
@@ -292,7 +292,7 @@ BgpConfig parse(const YAML::Node& node) {
 
 }  // namespace
 
-bool PrefixMatch::matches(const Ipv4Prefix& p) const {
+bool PrefixMatch::matches(const net::Ipv4Prefix& p) const {
   if (!prefix.contains(p)) return false;
   auto [lo, hi] = length_range(*this);
   return p.len >= lo && p.len <= hi;
@@ -305,7 +305,7 @@ std::string PrefixMatch::str() const {
   return s;
 }
 
-bool PeerConfig::accepts(const Ipv4Prefix& p) const {
+bool PeerConfig::accepts(const net::Ipv4Prefix& p) const {
   return std::any_of(accept.begin(), accept.end(), [&](const PrefixMatch& m) { return m.matches(p); });
 }
 

@@ -11,7 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "bgp/ipv4.hpp"
+#include "common/net/ipv4.hpp"
 #include "common/result.hpp"
 
 namespace vxfed::bgp {
@@ -35,17 +35,17 @@ class Secret {
 // ge == le == 0 -> exactly `prefix`; otherwise prefixes inside `prefix` whose length is in
 // [ge or prefix.len, le or 32].
 struct PrefixMatch {
-  Ipv4Prefix prefix;
+  net::Ipv4Prefix prefix;
   std::uint8_t ge = 0;
   std::uint8_t le = 0;
 
-  bool matches(const Ipv4Prefix& p) const;
+  bool matches(const net::Ipv4Prefix& p) const;
   std::string str() const;  // "10.245.0.0/16 le 24", the FRR prefix-list syntax
   bool operator==(const PrefixMatch&) const = default;
 };
 
 struct PeerConfig {
-  Ipv4Addr address;
+  net::Ipv4Addr address;
   std::uint32_t remote_asn = 0;
   std::string cluster;                 // key of BgpConfig::clusters
   std::string network;                 // vxfed network of this peer's routes (or vni below)
@@ -62,7 +62,7 @@ struct PeerConfig {
   std::vector<PrefixMatch> accept;     // never empty after parse (defaults to cluster CIDRs)
   bool accept_defaulted = false;       // accept came from the cluster's CIDRs
 
-  bool accepts(const Ipv4Prefix& p) const;
+  bool accepts(const net::Ipv4Prefix& p) const;
   bool operator==(const PeerConfig&) const = default;
 };
 
@@ -79,7 +79,7 @@ struct FrrSettings {
 };
 
 struct FpmSettings {
-  Ipv4Addr listen{0x7f000001};
+  net::Ipv4Addr listen{0x7f000001};
   std::uint16_t port = 2620;
   // After zebra (re)connects, routes it did not resend are swept once the stream has been
   // quiet for resync_settle_ms AND at least resync_min_ms have passed since the connection:
@@ -92,11 +92,11 @@ struct FpmSettings {
 struct BgpConfig {
   bool enabled = false;
   std::uint32_t asn = 0;
-  Ipv4Addr router_id;
+  net::Ipv4Addr router_id;
   bool graceful_restart = true;
   std::uint32_t restart_time_s = 120;
-  std::vector<Ipv4Prefix> advertise;                       // extra CIDRs to advertise
-  std::map<std::string, std::vector<Ipv4Prefix>> clusters; // remote cluster -> its CIDRs
+  std::vector<net::Ipv4Prefix> advertise;                       // extra CIDRs to advertise
+  std::map<std::string, std::vector<net::Ipv4Prefix>> clusters; // remote cluster -> its CIDRs
   std::vector<PeerConfig> peers;
   FrrSettings frr;
   FpmSettings fpm;

@@ -92,7 +92,7 @@ void append_frame(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t
   out.insert(out.end(), netlink.begin(), netlink.end());
 }
 
-RouteMessage make_bgp_route(const Ipv4Prefix& prefix, std::initializer_list<std::uint32_t> gateways,
+RouteMessage make_bgp_route(const net::Ipv4Prefix& prefix, std::initializer_list<std::uint32_t> gateways,
                             bool is_delete) {
   RouteMessage r;
   r.is_delete = is_delete;

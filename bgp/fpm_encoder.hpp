@@ -21,7 +21,7 @@ void append_frame(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t
                   std::uint8_t version = kVersion, std::uint8_t type = kTypeNetlink);
 
 // A BGP unicast route in the main table with the given next hops.
-RouteMessage make_bgp_route(const Ipv4Prefix& prefix, std::initializer_list<std::uint32_t> gateways,
+RouteMessage make_bgp_route(const net::Ipv4Prefix& prefix, std::initializer_list<std::uint32_t> gateways,
                             bool is_delete = false);
 
 }  // namespace vxfed::bgp::fpm

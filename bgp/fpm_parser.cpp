@@ -201,7 +201,7 @@ RouteStatus parse_route(Bytes msg, RouteMessage& out, const char** why) {
   });
   if (err) return malformed(err);
   if (dst_len > 0 && !have_dst) return malformed("prefix length without RTA_DST");
-  out.prefix = Ipv4Prefix::make(dst, dst_len);
+  out.prefix = net::Ipv4Prefix::make(dst, dst_len);
   if (out.prefix.addr != dst) return malformed("RTA_DST has host bits set beyond the prefix length");
   // A single next hop is given inline; RTA_MULTIPATH, when present, is the whole set.
   if (!out.multipath && have_single) {

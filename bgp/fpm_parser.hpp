@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <span>
 
-#include "bgp/ipv4.hpp"
+#include "common/net/ipv4.hpp"
 
 namespace vxfed::bgp::fpm {
 
@@ -82,7 +82,7 @@ struct RouteMessage {
   std::uint8_t type = 0;       // rtm_type (RTN_UNICAST = 1, RTN_BLACKHOLE = 6, ...)
   std::uint32_t table = 0;     // RTA_TABLE if present, else rtm_table
   std::uint32_t priority = 0;  // RTA_PRIORITY (metric)
-  Ipv4Prefix prefix;
+  net::Ipv4Prefix prefix;
   std::array<NextHop, kMaxNextHops> next_hops{};
   std::uint8_t next_hop_count = 0;
   bool next_hops_truncated = false;  // more than kMaxNextHops in RTA_MULTIPATH

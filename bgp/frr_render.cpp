@@ -6,8 +6,8 @@
 namespace vxfed::bgp {
 namespace {
 
-std::vector<Ipv4Prefix> advertised(const RenderInput& in) {
-  std::vector<Ipv4Prefix> out = in.advertise;
+std::vector<net::Ipv4Prefix> advertised(const RenderInput& in) {
+  std::vector<net::Ipv4Prefix> out = in.advertise;
   out.insert(out.end(), in.config->advertise.begin(), in.config->advertise.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

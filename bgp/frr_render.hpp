@@ -24,8 +24,8 @@ namespace vxfed::bgp {
 
 struct RenderInput {
   const BgpConfig* config = nullptr;
-  Ipv4Addr vtep;                      // next hop of everything we advertise
-  std::vector<Ipv4Prefix> advertise;  // our cluster's CIDRs (merged with config->advertise)
+  net::Ipv4Addr vtep;                      // next hop of everything we advertise
+  std::vector<net::Ipv4Prefix> advertise;  // our cluster's CIDRs (merged with config->advertise)
 };
 
 // The names FRR objects get; stable, so that reloads match the running config.

@@ -30,14 +30,14 @@ Result<LearnedRoute> decode_route(const json& j, const std::string& where) {
   };
   std::string prefix;
   if (auto ok = str("prefix", prefix); !ok) return make_error(ok.error());
-  auto p = Ipv4Prefix::parse(prefix);
+  auto p = net::Ipv4Prefix::parse(prefix);
   if (!p) return make_error(where + ".prefix: " + p.error());
   r.prefix = *p;
   auto vteps = j.find("vteps");
   if (vteps == j.end() || !vteps->is_array() || vteps->empty())
     return make_error(where + ".vteps: must be a non-empty list");
   for (const auto& v : *vteps) {
-    auto a = v.is_string() ? Ipv4Addr::parse(v.get<std::string>()) : Result<Ipv4Addr>(make_error("must be a string"));
+    auto a = v.is_string() ? net::Ipv4Addr::parse(v.get<std::string>()) : Result<net::Ipv4Addr>(make_error("must be a string"));
     if (!a) return make_error(where + ".vteps: " + a.error());
     r.vteps.push_back(*a);
   }

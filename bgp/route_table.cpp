@@ -156,7 +156,7 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   Entry e;
   e.prefix = msg.prefix;
   for (std::uint8_t i = 0; i < msg.next_hop_count; ++i) {
-    if (msg.next_hops[i].gateway != 0) e.vteps.push_back(Ipv4Addr{msg.next_hops[i].gateway});
+    if (msg.next_hops[i].gateway != 0) e.vteps.push_back(net::Ipv4Addr{msg.next_hops[i].gateway});
   }
   std::sort(e.vteps.begin(), e.vteps.end());
   e.vteps.erase(std::unique(e.vteps.begin(), e.vteps.end()), e.vteps.end());

@@ -69,15 +69,15 @@ class RouteTable {
 
  private:
   struct Entry {
-    Ipv4Prefix prefix;
-    std::vector<Ipv4Addr> vteps;
+    net::Ipv4Prefix prefix;
+    std::vector<net::Ipv4Addr> vteps;
     int peer = -1;               // index into peers_; -1: none matched
     std::uint32_t vni = 0;       // 0: unresolved
     std::uint32_t emitted_vni = 0;  // the key the consumer holds this route under; 0: none
     bool stale = false;
   };
-  static std::uint64_t key(const Ipv4Prefix& p) { return (std::uint64_t{p.addr} << 8) | p.len; }
-  static std::uint64_t pending_key(std::uint32_t vni, const Ipv4Prefix& p) {
+  static std::uint64_t key(const net::Ipv4Prefix& p) { return (std::uint64_t{p.addr} << 8) | p.len; }
+  static std::uint64_t pending_key(std::uint32_t vni, const net::Ipv4Prefix& p) {
     return (std::uint64_t{vni} << 40) | key(p);
   }
   void resolve(Entry& e) const;

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "bgp/ipv4.hpp"
+#include "common/net/ipv4.hpp"
 
 namespace vxfed::bgp {
 
 // One remote prefix as the dataplane wants it.
 struct LearnedRoute {
-  Ipv4Prefix prefix;
-  std::vector<Ipv4Addr> vteps;  // ECMP set (RTA_GATEWAY or RTA_MULTIPATH), sorted, unique
+  net::Ipv4Prefix prefix;
+  std::vector<net::Ipv4Addr> vteps;  // ECMP set (RTA_GATEWAY or RTA_MULTIPATH), sorted, unique
   std::uint32_t vni = 0;
   std::string network;          // "" when the peer's config gives a fixed vni
   std::string peer;             // address of the peer whose accept list matched
@@ -23,7 +23,7 @@ struct LearnedRoute {
 
 struct RouteKey {
   std::uint32_t vni = 0;
-  Ipv4Prefix prefix;
+  net::Ipv4Prefix prefix;
   bool operator==(const RouteKey&) const = default;
 };
 

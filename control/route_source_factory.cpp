@@ -30,18 +30,18 @@ class BgpRouteSource : public RouteSource {
       : state_(state), log_(std::move(log)), save_timer_(io), preserve_timer_(io), network_timer_(io),
         start_timer_(io) {}
 
-  static std::vector<bgp::Ipv4Prefix> advertised(const Config& config) {
-    std::vector<bgp::Ipv4Prefix> out;
+  static std::vector<net::Ipv4Prefix> advertised(const Config& config) {
+    std::vector<net::Ipv4Prefix> out;
     for (const auto& cidr : config.cluster.pod_cidrs)
-      if (auto p = bgp::Ipv4Prefix::parse(cidr)) out.push_back(*p);
+      if (auto p = net::Ipv4Prefix::parse(cidr)) out.push_back(*p);
     if (out.empty())
       for (const auto& n : config.networks)
-        if (auto p = bgp::Ipv4Prefix::parse(n.subnet)) out.push_back(*p);
+        if (auto p = net::Ipv4Prefix::parse(n.subnet)) out.push_back(*p);
     return out;
   }
 
   Status init(boost::asio::io_context& io, const Config& config, bgp::BgpConfig bgp_config) {
-    auto vtep = bgp::Ipv4Addr::parse(config.node.vtep_ip);
+    auto vtep = net::Ipv4Addr::parse(config.node.vtep_ip);
     if (!vtep) return make_error("node.vtep_ip: " + vtep.error());
     bgp::AdapterOptions options;
     options.config = std::move(bgp_config);

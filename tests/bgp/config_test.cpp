@@ -39,9 +39,9 @@ TEST(BgpConfig, DefaultsAcceptOnlyTheClusterCidrsExactly) {
   EXPECT_TRUE(p.password.empty());
   ASSERT_EQ(p.accept.size(), 1u);
   EXPECT_TRUE(p.accept_defaulted);
-  EXPECT_TRUE(p.accepts(*vxfed::bgp::Ipv4Prefix::parse("10.245.0.0/16")));
-  EXPECT_FALSE(p.accepts(*vxfed::bgp::Ipv4Prefix::parse("10.245.1.0/24")));
-  EXPECT_FALSE(p.accepts(*vxfed::bgp::Ipv4Prefix::parse("10.0.0.0/8")));
+  EXPECT_TRUE(p.accepts(*vxfed::net::Ipv4Prefix::parse("10.245.0.0/16")));
+  EXPECT_FALSE(p.accepts(*vxfed::net::Ipv4Prefix::parse("10.245.1.0/24")));
+  EXPECT_FALSE(p.accepts(*vxfed::net::Ipv4Prefix::parse("10.0.0.0/8")));
   EXPECT_EQ(c->fpm.port, 2620);
   EXPECT_EQ(c->fpm.listen.str(), "127.0.0.1");
   EXPECT_EQ(c->frr.apply, vxfed::bgp::ApplyMode::kReload);
@@ -101,7 +101,7 @@ fpm: {listen: 127.0.0.1, port: 2700, resync_settle_ms: 100, resync_min_ms: 200}
   ASSERT_EQ(p.accept.size(), 2u);
   EXPECT_EQ(p.accept[0].str(), "10.245.0.0/16 le 24");
   EXPECT_EQ(p.accept[1].str(), "10.245.128.0/17 ge 20 le 28");
-  using vxfed::bgp::Ipv4Prefix;
+  using vxfed::net::Ipv4Prefix;
   EXPECT_TRUE(p.accepts(*Ipv4Prefix::parse("10.245.0.0/16")));
   EXPECT_TRUE(p.accepts(*Ipv4Prefix::parse("10.245.7.0/24")));
   EXPECT_FALSE(p.accepts(*Ipv4Prefix::parse("10.245.7.0/25")));

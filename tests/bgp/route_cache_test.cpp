@@ -12,6 +12,8 @@
 namespace {
 
 using namespace vxfed::bgp;
+using vxfed::net::Ipv4Addr;
+using vxfed::net::Ipv4Prefix;
 
 LearnedRoute route(const char* prefix, std::vector<const char*> vteps, std::uint32_t vni, std::string network,
                    std::string peer) {

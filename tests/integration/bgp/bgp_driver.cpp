@@ -21,6 +21,8 @@
 
 using nlohmann::json;
 using namespace vxfed::bgp;
+using vxfed::net::Ipv4Addr;
+using vxfed::net::Ipv4Prefix;
 
 namespace {
 
