@@ -5,6 +5,7 @@
 // to --state after every change so tests can count endpoints.
 //
 //   fake_vxfedd --socket S --config networks.json [--state endpoints.json] [--not-ready]
+//               [--refuse-attach-prefix P] [--refuse-detach-prefix P] [--bgp-down]
 //   networks.json: {"networks":[{"name":"fed-a","subnet":"10.244.0.0/16","gateway":"10.244.0.1",
 //                   "mtu":8950,"vni":1001,"remote_cidrs":["10.245.0.0/16"]}]}
 #include <net/if.h>
@@ -39,6 +40,8 @@ struct State {
   std::map<std::pair<std::string, std::string>, pb::EndpointInfo> endpoints;
   bool ready = true;
   std::string refuse_prefix;  // attach of container ids with this prefix fails (rollback tests)
+  std::string refuse_detach_prefix;  // detach of these fails (queued-detach retry tests)
+  bool bgp_down = false;      // status: BGP enabled, FPM stream not connected
   std::string state_path;
   std::uint64_t requests = 0;
 };
@@ -98,6 +101,8 @@ pb::ControlResponse handle(State& s, const pb::ControlRequest& req) {
     }
     case pb::ControlRequest::kDetachEndpoint: {
       auto key = std::make_pair(req.detach_endpoint().container_id(), req.detach_endpoint().ifname());
+      if (!s.refuse_detach_prefix.empty() && key.first.rfind(s.refuse_detach_prefix, 0) == 0)
+        return fail(pb::INTERNAL, "refusing to detach " + key.first + " (--refuse-detach-prefix)");
       // Like vxfedd: detaching an unknown endpoint is OK (idempotent).
       if (s.endpoints.erase(key)) save(s);
       return resp;
@@ -119,6 +124,8 @@ pb::ControlResponse handle(State& s, const pb::ControlRequest& req) {
       st->set_networks(static_cast<std::uint32_t>(s.networks.size()));
       st->set_endpoints(static_cast<std::uint32_t>(s.endpoints.size()));
       st->set_version("fake");
+      st->set_bgp_enabled(s.bgp_down);
+      st->set_fpm_connected(!s.bgp_down);
       return resp;
     }
     case pb::ControlRequest::kListEndpoints: {
@@ -162,8 +169,11 @@ int main(int argc, char** argv) {
     else if (a == "--state" && i + 1 < argc) s.state_path = argv[++i];
     else if (a == "--not-ready") s.ready = false;
     else if (a == "--refuse-attach-prefix" && i + 1 < argc) s.refuse_prefix = argv[++i];
+    else if (a == "--refuse-detach-prefix" && i + 1 < argc) s.refuse_detach_prefix = argv[++i];
+    else if (a == "--bgp-down") s.bgp_down = true;
     else {
-      std::fprintf(stderr, "usage: fake_vxfedd --socket S --config F [--state F] [--not-ready] [--refuse-attach-prefix P]\n");
+      std::fprintf(stderr, "usage: fake_vxfedd --socket S --config F [--state F] [--not-ready] [--refuse-attach-prefix P]\n"
+                           "       [--refuse-detach-prefix P] [--bgp-down]\n");
       return 2;
     }
   }
