@@ -50,8 +50,10 @@ if ! build; then
 fi
 
 echo "demo: [3/3] two-cluster demo and latency report (perf/latency/latency_suite.py $*)"
-# Debian's python3: the suite needs only its standard library.
-/usr/bin/python3 perf/latency/latency_suite.py --build-dir "$build_dir" "$@"
+# Debian's python3: the suite needs only its standard library and this checkout's harness
+# package (harness/README.md).
+PYTHONPATH="$PWD/harness${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 perf/latency/latency_suite.py \
+  --build-dir "$build_dir" "$@"
 status=$?
 if ((status == 0 && build_status != 0)); then status=$build_status; fi
 case $status in

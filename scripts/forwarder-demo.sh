@@ -110,10 +110,12 @@ cat > "$WORK/tables.json" <<JSON
   "endpoints": [{"id": "podA/eth0", "vni": $VNI, "ip": "10.244.1.2", "mac": "$PODA_MAC", "iface": "hA"}],
   "routes":    [{"vni": $VNI, "prefix": "10.245.0.0/16", "next_hops": [{"vtep": "198.18.0.2"}]}]}}
 JSON
-ip netns exec "$NS_NODEA" "$DP" --lcores 0@0,1@1 --no-huge -m 1024 --no-pci --file-prefix "$TAG" \
-  --vdev net_af_packet0,iface=up0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512 \
-  -- --uplink net_af_packet0 --vtep-ip 198.18.0.1 --mtu 9000 --api-socket "$SOCK" \
-  >"$WORK/dataplane.log" 2>&1 &
+# The command line is the harness's, the one the integration tests run (harness/vxfed_harness/dataplane.py).
+DP_ARGS=$(PYTHONPATH="$ROOT/harness" /usr/bin/python3 -m vxfed_harness.dataplane --build-dir "$BUILD_DIR" \
+  --file-prefix "$TAG" --uplink-iface up0 --vtep-ip 198.18.0.1 --api-socket "$SOCK")
+mapfile -t DP_CMD <<<"$DP_ARGS"
+echo "${DP_CMD[*]}"
+ip netns exec "$NS_NODEA" "${DP_CMD[@]}" >"$WORK/dataplane.log" 2>&1 &
 DP_PID=$!
 for _ in $(seq 100); do [[ -S $SOCK ]] && break; kill -0 $DP_PID 2>/dev/null || break; sleep 0.1; done
 [[ -S $SOCK ]] || { cat "$WORK/dataplane.log"; echo "forwarder-demo: the dataplane did not start" >&2; exit 1; }

@@ -37,5 +37,14 @@ else
   echo "install-deps: all ${#PACKAGES[@]} packages present"
 fi
 
+# The test and benchmark harness (harness/vxfed_harness) for the scripts a person runs by path
+# (perf/latency/latency_suite.py, perf/testpmd/compare.py, ...) under Debian's python3: one .pth
+# naming this checkout's harness/ directory, as `pip install -e` does (harness/README.md).
+root=$(cd "$(dirname "$0")/.." && pwd)
+site=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+mkdir -p "$site"
+echo "$root/harness" > "$site/vxfed-harness.pth"
+echo "install-deps: $site/vxfed-harness.pth -> $root/harness"
+
 # FRR's Debian service must not fight our per-namespace instances in tests.
 if systemctl is-active --quiet frr 2>/dev/null; then systemctl stop frr || true; fi

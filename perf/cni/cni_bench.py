@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Benchmark of the vxfed CNI plugin (run as root):
 
   1. latency: ADD then DEL of 100 pods, one at a time, timing each plugin invocation
@@ -22,14 +22,15 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(SRC / "tests/integration/lib"), str(SRC / "tests/integration/cni")]
+import vxfed_harness as tl
+from vxfed_harness.cni_bed import CniBed
+
+SRC = tl.SOURCE_DIR
 
 
 def pct(values, p):
@@ -45,17 +46,13 @@ def summary(ms):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build-dir", default=os.environ.get("VXFED_BUILD_DIR", str(SRC / "build")))
+    ap.add_argument("--build-dir", type=Path, default=tl.BUILD_DIR)
     ap.add_argument("--pods", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--per-round", type=int, default=50)
     ap.add_argument("--parallel", type=int, default=10)
     ap.add_argument("--out", default=str(SRC / "perf/results/cni.json"))
     args = ap.parse_args()
-    os.environ["VXFED_BUILD_DIR"] = str(Path(args.build_dir).resolve())
-    import vxfed_testlib as tl
-    tl.BUILD_DIR = Path(os.environ["VXFED_BUILD_DIR"])
-    from cni_bed import CniBed
 
     tl.require_root()
     with tl.Topology("cnibench") as topo:
@@ -63,7 +60,8 @@ def main():
         # attachment per vxfed network per pod: they would share the gateway route).
         bed = CniBed(topo, networks=[
             {"name": "fed-a", "subnet": "10.244.0.0/16", "gateway": "10.244.0.1", "mtu": 8950, "vni": 1001},
-            {"name": "fed-b", "subnet": "10.245.0.0/16", "gateway": "10.245.0.1", "mtu": 8950, "vni": 1002}])
+            {"name": "fed-b", "subnet": "10.245.0.0/16", "gateway": "10.245.0.1", "mtu": 8950, "vni": 1002}],
+            build_dir=args.build_dir.resolve())
         bed.start_vxfedd()
         rt = bed.runtime
         node = topo.netns("node")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import datetime as dt
-import json
 import os
 import platform
 import shutil
@@ -26,19 +25,16 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import leftovers  # noqa: E402
-import measure  # noqa: E402
-import path_checks  # noqa: E402
-import plots  # noqa: E402
-import report  # noqa: E402
-from kernel_variant import KernelVariant  # noqa: E402
-from topology_plan import make_plan  # noqa: E402
-from variant_base import Variant, VariantUnavailable, tl  # noqa: E402
+import vxfed_harness as tl
+from vxfed_harness import leftovers
+from vxfed_harness.latency import measure, plots, report
+from vxfed_harness.twocluster import path_checks
+from vxfed_harness.twocluster.kernel import KernelVariant
+from vxfed_harness.twocluster.plan import make_plan
+from vxfed_harness.twocluster.variant import Variant
 
 EXIT_SLO, EXIT_UNAVAILABLE, EXIT_MEASUREMENT = 1, 3, 4
-SOURCE_DIR = Path(__file__).resolve().parents[2]
+SOURCE_DIR = tl.SOURCE_DIR
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -63,7 +59,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None,
                    help="JSON path (default perf/results/latency-<UTC time>.json); PNGs beside it")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--build-dir", type=Path, default=Path(os.environ.get("VXFED_BUILD_DIR", SOURCE_DIR / "build")),
+    p.add_argument("--build-dir", type=Path, default=tl.BUILD_DIR,
                    help="where the vxfed binaries are (default ./build or $VXFED_BUILD_DIR)")
     p.add_argument("--up-timeout", type=float, default=60,
                    help="seconds for a variant's daemons to come up and for BGP to exchange routes (default 60)")
@@ -98,7 +94,7 @@ def preflight() -> None:
 def make_variant(name: str, args) -> Variant:
     if name == "kernel":
         return KernelVariant(args.plan)
-    from vxfed_variant import VxfedVariant   # imported late: only this variant needs it
+    from vxfed_harness.twocluster.vxfed import VxfedVariant   # imported late: only this variant needs it
     return VxfedVariant(args.plan, build_dir=args.build_dir, source_dir=SOURCE_DIR,
                         up_timeout=args.up_timeout)
 
@@ -180,7 +176,7 @@ def main(argv: list[str]) -> int:
                 log(f"{name}: up: {len(checks[name]['pairs'])} pod pairs reach each other, "
                     f"{args.plan.pod_mtu}-byte DF ping passes, {args.plan.pod_mtu + 1} is refused")
                 up[name] = v
-            except (VariantUnavailable, path_checks.PathError, TimeoutError, RuntimeError) as exc:
+            except (tl.PartUnavailable, path_checks.PathError, TimeoutError, RuntimeError) as exc:
                 component = getattr(exc, "component", None) or f"{name} variant setup"
                 unavailable[name] = {"component": component, "reason": str(exc)}
                 log(f"{name}: NOT AVAILABLE: {exc}")

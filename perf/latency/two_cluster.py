@@ -19,14 +19,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vxfed_harness as tl
+from vxfed_harness.twocluster import path_checks
+from vxfed_harness.twocluster.kernel import KernelVariant
+from vxfed_harness.twocluster.plan import make_plan
 
-import path_checks  # noqa: E402
-from kernel_variant import KernelVariant  # noqa: E402
-from topology_plan import make_plan  # noqa: E402
-from variant_base import VariantUnavailable, tl  # noqa: E402
-
-SOURCE_DIR = Path(__file__).resolve().parents[2]
+SOURCE_DIR = tl.SOURCE_DIR
 
 
 def main(argv: list[str]) -> int:
@@ -34,7 +32,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--variant", choices=("kernel", "ours"), default="kernel")
     p.add_argument("--mtu", type=int, choices=(9000, 1500), default=9000)
     p.add_argument("--pods", type=int, default=1)
-    p.add_argument("--build-dir", type=Path, default=Path(os.environ.get("VXFED_BUILD_DIR", SOURCE_DIR / "build")))
+    p.add_argument("--build-dir", type=Path, default=tl.BUILD_DIR)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command to run while it is up")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
@@ -43,7 +41,7 @@ def main(argv: list[str]) -> int:
     if args.variant == "kernel":
         v = KernelVariant(plan)
     else:
-        from vxfed_variant import VxfedVariant
+        from vxfed_harness.twocluster.vxfed import VxfedVariant
         v = VxfedVariant(plan, build_dir=args.build_dir, source_dir=SOURCE_DIR)
 
     def on_term(signum, _frame):
@@ -64,7 +62,7 @@ def main(argv: list[str]) -> int:
         else:
             tl.log("up; Ctrl-C tears it down")
             signal.pause()
-    except VariantUnavailable as exc:
+    except tl.PartUnavailable as exc:
         tl.log(f"{v.name}: NOT AVAILABLE: {exc}")
         status = 3
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """vxfed-dataplane against dpdk-testpmd io-forwarding on the same device pair, same run.
 
 The pair: a pcap vdev replaying synthetic frames forever (infinite_rx) as the receiving port,
@@ -28,18 +28,17 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import frames  # noqa: E402
+import frames
+from vxfed_harness.dataplane import DATAPLANE, RUNTIME_ROOT, DataplaneLaunch, eal_args, lcore_map
+from vxfed_harness.env import SOURCE_DIR as ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 MBUF_DATA_ROOM = 9344  # what vxfed-dataplane --mtu 9000 allocates (ports.cpp)
+QUIET_EAL = ["--log-level", "lib.eal:error"]
 
 
 def eal(prefix: str, vdevs: list[str]) -> list[str]:
-    args = ["-l", "0,1", "--no-huge", "-m", "1024", "--no-pci", "--file-prefix", prefix, "--log-level", "lib.eal:error"]
-    for v in vdevs:
-        args += ["--vdev", v]
-    return args
+    """testpmd's EAL options: the dataplane's (one worker lcore), on the same devices."""
+    return eal_args(prefix, vdevs, lcore_map(1), extra=QUIET_EAL)
 
 
 def vdevs(direction: str, pcap: str) -> tuple[list[str], str, str]:
@@ -76,7 +75,7 @@ def run_testpmd(direction: str, pcap: str, seconds: float, tag: str) -> float:
             break
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
-    shutil.rmtree(f"/var/run/dpdk/vxbt{tag}", ignore_errors=True)
+    shutil.rmtree(RUNTIME_ROOT / f"vxbt{tag}", ignore_errors=True)
     if not rates:
         raise RuntimeError("testpmd reported no rate:\n" + "".join(tail))
     return statistics.median(rates) / 1e6
@@ -99,9 +98,10 @@ def run_ours(build: Path, direction: str, pcap: str, seconds: float, tag: str, w
     sock = workdir / f"dp{tag}.sock"
     endpoint_dev = tx_dev if direction == "decap" else rx_dev
     uplink_dev = rx_dev if direction == "decap" else tx_dev
-    cmd = [str(build / "dataplane/vxfed-dataplane")] + eal(f"vxbo{tag}", devs) + [
-        "--", "--uplink", uplink_dev, "--vtep-ip", frames.VTEP_LOCAL, "--api-socket", str(sock),
-        "--tables-file", str(tables_file), "--endpoint-port", f"bench0={endpoint_dev}", "--log-level", "warn"]
+    launch = DataplaneLaunch(file_prefix=f"vxbo{tag}", api_socket=sock, vtep_ip=frames.VTEP_LOCAL, vdevs=devs,
+                             uplink=uplink_dev, tables_file=tables_file, endpoint_ports={"bench0": endpoint_dev},
+                             eal_extra=QUIET_EAL, extra=["--log-level", "warn"])
+    cmd = launch.argv(build / DATAPLANE)
     log = open(workdir / f"ours{tag}.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     dpctl = str(build / "dataplane/runtime/vxfed-dpctl")
@@ -124,7 +124,7 @@ def run_ours(build: Path, direction: str, pcap: str, seconds: float, tag: str, w
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-        shutil.rmtree(f"/var/run/dpdk/vxbo{tag}", ignore_errors=True)
+        shutil.rmtree(launch.runtime_dir(), ignore_errors=True)
     return (b - a) / (tb - ta) / 1e6
 
 

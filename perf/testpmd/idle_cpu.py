@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """CPU used by an idle vxfed-dataplane (tables loaded, no packets), from /proc/<pid>/stat
 (utime + stime of all threads) over a window; with --busy-poll for contrast. JSON to
 perf/results/idle_cpu.json.
@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import frames  # noqa: E402
+import frames
+from vxfed_harness.dataplane import DATAPLANE, DataplaneLaunch, lcore_map
+from vxfed_harness.env import SOURCE_DIR as ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 EXTRA = os.environ.get("VXFED_IDLE_EXTRA_ARGS", "").split()
 
 
@@ -71,21 +71,19 @@ def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path,
                        "iface": "idle0"}],
         "routes": [{"vni": frames.VNI, "prefix": "10.245.0.0/16", "next_hops": [{"vtep": frames.VTEP_REMOTE}]}],
         "neighbors": [{"ip": frames.VTEP_REMOTE, "mac": frames.REMOTE_MAC.hex(":")}]}}))
-    lcores = "0@0," + ",".join(f"{i + 1}@{(i + 1) % os.cpu_count()}" for i in range(queues))
     sock = workdir / f"idle{int(busy)}.sock"
-    ns = None
+    launch = DataplaneLaunch(file_prefix=f"vxidle{os.getpid()}{int(busy)}", api_socket=sock,
+                             vtep_ip=frames.VTEP_LOCAL, queues=queues, lcores=lcore_map(queues), tables_file=tables,
+                             eal_extra=["--log-level", "lib.eal:error"],
+                             extra=["--log-level", "warn"] + (["--busy-poll"] if busy else []) + EXTRA)
+    ns, prefix = None, []
     if ports == "af_packet":
         ns = af_packet_netns(f"{os.getpid()}{int(busy)}")
-        port_args = ["--vdev", f"net_af_packet0,iface=idleup0,qpairs={queues}"]
-        uplink, endpoint_args, prefix = "net_af_packet0", [], ["ip", "netns", "exec", ns]
+        launch.uplink_iface, prefix = "idleup0", ["ip", "netns", "exec", ns]
     else:
-        port_args = ["--vdev", "net_null0,no-rx=1", "--vdev", "net_null1,no-rx=1"]
-        uplink, endpoint_args, prefix = "net_null0", ["--endpoint-port", "idle0=net_null1"], []
-    cmd = prefix + [str(build / "dataplane/vxfed-dataplane"), "--lcores", lcores, "--no-huge", "-m", "1024", "--no-pci",
-           "--file-prefix", f"vxidle{os.getpid()}{int(busy)}", *port_args, "--log-level", "lib.eal:error",
-           "--", "--uplink", uplink, "--vtep-ip", frames.VTEP_LOCAL, "--queues", str(queues),
-           "--tables-file", str(tables), *endpoint_args, "--api-socket", str(sock),
-           "--log-level", "warn"] + (["--busy-poll"] if busy else []) + EXTRA
+        launch.vdevs, launch.uplink = ["net_null0,no-rx=1", "net_null1,no-rx=1"], "net_null0"
+        launch.endpoint_ports = {"idle0": "net_null1"}
+    cmd = prefix + launch.argv(build / DATAPLANE)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
@@ -100,7 +98,7 @@ def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path,
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-        shutil.rmtree(f"/var/run/dpdk/vxidle{os.getpid()}{int(busy)}", ignore_errors=True)
+        shutil.rmtree(launch.runtime_dir(), ignore_errors=True)
         if ns is not None:
             subprocess.run(["ip", "netns", "del", ns], check=False)
     return {"busy_poll": busy, "queues": queues, "ports": ports, "seconds": round(t1 - t0, 2),

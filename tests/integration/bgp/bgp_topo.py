@@ -1,5 +1,5 @@
-"""Helpers for the BGP integration tests: FRR instances per namespace (scripts/frr-start.sh),
-the adapter hosted by vxfed-bgp-driver, and reading what it learned.
+"""Helpers for the BGP integration tests: FRR instances per namespace (the harness's Frr, on
+scripts/frr-start.sh), the adapter hosted by vxfed-bgp-driver, and reading what it learned.
 
 A node here is one network namespace with an underlay address, an FRR instance and
 (optionally) a driver. Everything lives under the Topology's workdir and is removed with it.
@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
-from typing import Optional
 
-import vxfed_testlib as t
-
-SCRIPTS = t.SOURCE_DIR / "scripts"
-
-
-def yaml_dump(obj, indent: int = 0) -> str:
-    """Tiny YAML writer for the driver's config (JSON is valid YAML flow style)."""
-    return json.dumps(obj, indent=1)
+import vxfed_harness as t
+from vxfed_harness.frr import Frr
 
 
 class Node:
@@ -32,6 +24,7 @@ class Node:
         self.dir = topo.workdir / short
         self.frr_dir = self.dir / "frr"
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.frr = Frr(self.ns, self.frr_dir)
         self.state_path = self.dir / "state.json"
         self.events_path = self.dir / "events.jsonl"
         self.config_path = self.dir / "bgp.yaml"
@@ -39,36 +32,23 @@ class Node:
 
     # -- FRR --
     def start_frr(self) -> float:
-        t0 = time.monotonic()
-        t.run([str(SCRIPTS / "frr-start.sh"), "--dir", str(self.frr_dir), "--netns", self.ns.name], timeout=60)
-        return time.monotonic() - t0
+        return self.frr.start()
 
-    def stop_frr(self, kill: bool = False, only: Optional[str] = None) -> None:
-        args = [str(SCRIPTS / "frr-stop.sh"), "--dir", str(self.frr_dir)]
-        if kill:
-            args.append("--kill")
-        if only:
-            args += ["--only", only]
-        t.run(args, timeout=30)
+    def stop_frr(self, kill: bool = False, only: str = "") -> None:
+        self.frr.stop(kill=kill, only=only)
 
     def vtysh(self, *commands: str, check: bool = True) -> str:
-        args = ["vtysh", "--vty_socket", str(self.frr_dir), "--config_dir", str(self.frr_dir)]
-        for c in commands:
-            args += ["-c", c]
-        return self.ns.run(args, check=check, timeout=60).stdout
+        return self.frr.vtysh(*commands, check=check)
 
     def write_frr_conf(self, text: str) -> None:
         """For plain FRR peers without a driver: frr-start.sh loads DIR/frr.conf."""
-        self.frr_dir.mkdir(parents=True, exist_ok=True)
-        (self.frr_dir / "frr.conf").write_text(text)
+        self.frr.write_conf(text)
 
     # -- driver --
     def write_config(self, bgp: dict) -> None:
-        bgp = dict(bgp)
-        bgp.setdefault("frr", {})
-        bgp["frr"] = {"config_path": str(self.frr_dir / "frr.conf"),
-                      "vty_socket_dir": str(self.frr_dir), "status_interval_ms": 500, **bgp["frr"]}
-        self.config_path.write_text(yaml_dump({"bgp": bgp}))
+        """The driver's config: the `bgp:` section alone (JSON is YAML)."""
+        bgp = dict(bgp, frr=self.frr.adapter_section(**bgp.get("frr", {})))
+        self.config_path.write_text(json.dumps({"bgp": bgp}, indent=1))
 
     def start_driver(self, advertise: list[str], networks: dict[str, int]) -> None:
         binary = t.require_binary("tests/integration/bgp/vxfed-bgp-driver")
@@ -151,25 +131,11 @@ def underlay(topo: t.Topology, a: Node, b: Node, prefix_len: int = 24) -> None:
     """The underlay veth `ul0` between two nodes: each side gets its underlay address and its
     VTEP address (a second address on the same link, so `set ip next-hop <vtep>` is a
     third-party next hop the receiving side can resolve)."""
-    topo.veth(a.ns, "ul0", b.ns, "ul0")
-    for n in (a, b):
-        n.ns.run(["ip", "addr", "add", f"{n.underlay}/{prefix_len}", "dev", "ul0"])
-        if n.vtep != n.underlay:
-            n.ns.run(["ip", "addr", "add", f"{n.vtep}/{prefix_len}", "dev", "ul0"])
+    def addrs(n: Node) -> list[str]:
+        return [f"{n.underlay}/{prefix_len}"] + ([f"{n.vtep}/{prefix_len}"] if n.vtep != n.underlay else [])
+    topo.wire(a.ns, addrs(a), b.ns, addrs(b), ifname="ul0")
 
 
 def link(topo: t.Topology, a: Node, a_addr: str, b: Node, b_addr: str, ifname: str, prefix_len: int = 24) -> None:
     """An extra point-to-point veth between two nodes (e.g. to a plain FRR peer)."""
-    topo.veth(a.ns, ifname, b.ns, ifname)
-    a.ns.run(["ip", "addr", "add", f"{a_addr}/{prefix_len}", "dev", ifname])
-    b.ns.run(["ip", "addr", "add", f"{b_addr}/{prefix_len}", "dev", ifname])
-
-
-def require_frr() -> None:
-    t.require_root()
-    for p in ("/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/frr-reload.py"):
-        if not Path(p).exists():
-            t.skip(f"{p} missing (apt-get install frr frr-pythontools)")
-    t.require_program("vtysh")
-    if not Path("/usr/lib/x86_64-linux-gnu/frr/modules/dplane_fpm_nl.so").exists():
-        t.skip("FRR's dplane_fpm_nl module is missing")
+    topo.wire(a.ns, [f"{a_addr}/{prefix_len}"], b.ns, [f"{b_addr}/{prefix_len}"], ifname=ifname)

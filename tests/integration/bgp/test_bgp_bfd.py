@@ -22,21 +22,22 @@ import json
 import time
 from pathlib import Path
 
-import vxfed_testlib as t
-from vxfedd_node import MTU, VxNode, check_route, dump_frr, require, wait_until
+import vxfed_harness as t
+from vxfed_harness.node import Node, connect_underlay
+from vxfedd_node import check_route, require, vxfedd_config, wait_until
 
 HOLD = 9            # BGP's default: without BFD, a silent peer is noticed only after this
 BFD_BUDGET = 3.0    # s from the link drop to the route gone from A's dataplane
 
 
-def bfd_peer(n: VxNode, address: str) -> dict:
+def bfd_peer(n: Node, address: str) -> dict:
     for p in json.loads(n.vtysh("show bfd peers json") or "[]"):
         if p.get("peer") == address:
             return p
     return {}
 
 
-def neighbor(n: VxNode, address: str) -> dict:
+def neighbor(n: Node, address: str) -> dict:
     return json.loads(n.vtysh(f"show bgp neighbors {address} json") or "{}").get(address, {})
 
 
@@ -47,19 +48,17 @@ def main() -> None:
     results: dict = {}
     with t.Topology("bgpbfd") as topo:
         opts = {"keepalive": 3, "hold": HOLD, "connect_retry": 1, "bfd": True}
-        a = VxNode(topo, "a", 65001, "198.18.0.1", "10.244.0.0/16", peer_options=opts, bfdd=True)
-        b = VxNode(topo, "b", 65002, "198.18.0.2", "10.245.0.0/16", peer_options=opts, bfdd=True)
-        sw = topo.netns("sw")
+        a = Node(topo, "a", "198.18.0.1", "10.244.0.0/16", asn=65001, bfdd=True)
+        b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002, bfdd=True)
+        a.vxfedd.config = vxfedd_config(a, b, opts)
+        b.vxfedd.config = vxfedd_config(b, a, opts)
         try:
-            sw.run(["ip", "link", "add", "br0", "mtu", str(MTU), "type", "bridge"])
-            sw.run(["ip", "link", "set", "br0", "up"])
-            for n, port in ((a, "pa"), (b, "pb")):
-                topo.veth(n.ns, "ul0", sw, port, mtu=MTU)
-                sw.run(["ip", "link", "set", port, "master", "br0"])
-                n.ns.run(["ip", "addr", "add", f"{n.ip}/24", "dev", "ul0"])
+            # Switch ports pa and pb (bridge br0 in namespace sw).
+            sw = connect_underlay(topo, [a, b], switch=True)
             run_phases(a, b, sw, results)
         except Exception:
-            dump_frr((a, b))
+            for n in (a, b):
+                n.dump()
             for n in (a, b):
                 print(f"----- FRR on {n.short}: show bfd peers -----\n" + n.vtysh("show bfd peers"))
             topo.dump_logs()
@@ -70,14 +69,14 @@ def main() -> None:
     print("RESULTS " + json.dumps(results))
 
 
-def run_phases(a: VxNode, b: VxNode, sw, results: dict) -> None:
+def run_phases(a: Node, b: Node, sw, results: dict) -> None:
     nodes = (a, b)
     # vxfedd before FRR (boot order is not guaranteed): it must serve, not exit, and pick
     # BGP up once FRR is there.
     for n in nodes:
         n.start_dataplane()
     for n in nodes:
-        n.start_vxfedd(b if n is a else a)
+        n.start_vxfedd(wait=False)
     for n in nodes:
         wait_until(lambda: n.vxfedctl("status").get("dataplane_ready"), 30, f"{n.short}'s vxfedd to serve", nodes)
     time.sleep(1)
@@ -95,7 +94,7 @@ def run_phases(a: VxNode, b: VxNode, sw, results: dict) -> None:
                60, "both nodes to learn the other's pod CIDR", nodes)
     results["convergence_after_frr_start_s"] = round(time.monotonic() - start, 2)
     for n in nodes:
-        assert "bgp: adapter started after" in n.vxfedd_log(), f"{n.short}'s vxfedd did not retry its BGP start"
+        assert "bgp: adapter started after" in n.vxfedd.log(), f"{n.short}'s vxfedd did not retry its BGP start"
     vni = a.vni_of("fed")
     check_route(a, b, vni)
     check_route(b, a, vni)

@@ -14,8 +14,9 @@ resync complete on B) is measured and printed.
 import json
 import time
 
-import vxfed_testlib as t
-from bgp_topo import Node, require_frr, underlay
+import vxfed_harness as t
+from bgp_topo import Node, underlay
+from vxfed_harness.frr import require_frr
 
 VNI = 1500
 

@@ -23,8 +23,9 @@ import os
 import signal
 import time
 
-import vxfed_testlib as t
-from bgp_topo import Node, link, require_frr, underlay
+import vxfed_harness as t
+from bgp_topo import Node, link, underlay
+from vxfed_harness.frr import require_frr
 
 VNI = 1500
 HOLD = 3

@@ -32,10 +32,12 @@ Prints `RESULTS {json}` with the measured times.
 import json
 import time
 
-import vxfed_testlib as t
-from vxfedd_node import MTU, NETWORK, POLL, VxNode, check_route, dump_frr, require, wait_until
+import vxfed_harness as t
+from vxfed_harness.node import Node, connect_underlay
+from vxfedd_node import NETWORK, add_network, check_route, remove_network, require, vxfedd_config, wait_until
 
 HOLD = 3
+POLL = 0.2          # s between observations: each is one short-lived client process
 
 
 def main() -> None:
@@ -43,16 +45,17 @@ def main() -> None:
     results: dict = {}
     with t.Topology("bgpvxd") as topo:
         timers = {"keepalive": 1, "hold": HOLD, "connect_retry": 1}
+        a = Node(topo, "a", "198.18.0.1", "10.244.0.0/16", asn=65001)
+        b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002)
         # A gets its network at run time (vxfedctl add-network), B from its YAML.
-        a = VxNode(topo, "a", 65001, "198.18.0.1", "10.244.0.0/16", peer_options=timers, network_in_yaml=False)
-        b = VxNode(topo, "b", 65002, "198.18.0.2", "10.245.0.0/16", peer_options=timers)
+        a.vxfedd.config = vxfedd_config(a, b, timers, network_in_yaml=False)
+        b.vxfedd.config = vxfedd_config(b, a, timers)
         try:
-            topo.veth(a.ns, "ul0", b.ns, "ul0", mtu=MTU)
-            for n in (a, b):
-                n.ns.run(["ip", "addr", "add", f"{n.ip}/24", "dev", "ul0"])
+            connect_underlay(topo, [a, b])
             run_phases(a, b, results)
         except Exception:
-            dump_frr((a, b))
+            for n in (a, b):
+                n.dump()
             topo.dump_logs()
             raise
         finally:
@@ -61,7 +64,7 @@ def main() -> None:
     print("RESULTS " + json.dumps(results))
 
 
-def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
+def run_phases(a: Node, b: Node, results: dict) -> None:
     nodes = (a, b)
     for n in nodes:
         n.start_frr()
@@ -71,9 +74,9 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
     # ---- 1. convergence ----
     t.log("starting vxfedd on both nodes")
     start = time.monotonic()
-    a.start_vxfedd(b)
-    b.start_vxfedd(a)
-    a.add_network()
+    a.start_vxfedd(wait=False)
+    b.start_vxfedd(wait=False)
+    add_network(a)
     seen: dict[str, float] = {}
 
     def converged() -> bool:
@@ -102,7 +105,7 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
         assert bgp_prefixes == {peer.pod_cidr}, f"{n.short}: BGP routes {bgp_prefixes}"
 
     # ---- 2. peers and status ----
-    def peer_ok(n: VxNode, peer: VxNode) -> bool:
+    def peer_ok(n: Node, peer: Node) -> bool:
         ps = n.vxfedctl("peers").get("peers", [])
         return (len(ps) == 1 and ps[0]["address"] == peer.ip and ps[0]["state"] == "Established"
                 and int(ps[0]["prefixes_received"]) == 1 and int(ps[0]["prefixes_advertised"]) == 1)
@@ -160,7 +163,7 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
     t.log("restarting A's vxfedd")
     a.stop_vxfedd()
     t0 = time.monotonic()
-    a.start_vxfedd(b)
+    a.start_vxfedd(wait=False)
     absent: list[float] = []       # seconds after the restart at which A's dataplane lacked the route
     back_in_vxfedd = None
     while True:
@@ -186,7 +189,7 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
           f"dataplane without it: {results['vxfedd_restart_dataplane_gap_s'] or 'never'}")
     assert not absent, (f"A's dataplane lost {b.pod_cidr} during the vxfedd restart "
                         f"(missing at {absent[0]}..{absent[-1]} s)")
-    assert "forwarding on 1 routes of the previous run" in a.vxfedd_log(), "the route cache was not replayed"
+    assert "forwarding on 1 routes of the previous run" in a.vxfedd.log(), "the route cache was not replayed"
     check_route(a, b, vni)
 
     # ---- 6. vxfedd restart, a route withdrawn meanwhile ----
@@ -198,11 +201,11 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
     wait_until(lambda: b.pod_cidr not in json.loads(a.vtysh("show ip route bgp json") or "{}"), HOLD + 10,
                "A's zebra to drop B's route", nodes)
     t0 = time.monotonic()
-    a.start_vxfedd(b)
+    a.start_vxfedd(wait=False)
     wait_until(lambda: a.bgp_route(b.pod_cidr) is None and a.dataplane_route(b.pod_cidr) is None, 30,
                "A's vxfedd resync to remove the route withdrawn while it was down", nodes)
     results["vxfedd_restart_stale_removed_s"] = round(time.monotonic() - t0, 2)
-    assert "forwarding on 1 routes of the previous run" in a.vxfedd_log(), "the route cache was not replayed"
+    assert "forwarding on 1 routes of the previous run" in a.vxfedd.log(), "the route cache was not replayed"
     t.log(f"the route withdrawn while A's vxfedd was down: removed {results['vxfedd_restart_stale_removed_s']} s "
           "after its restart (FPM reconnect + resync)")
 
@@ -210,7 +213,7 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
     # Routes of a network vxfedd does not have yet wait, unresolved, in the adapter; adding
     # the network through the API (not a reload) must bring them in.
     t.log("A: remove-network; B's bgpd back; A learns B's route without a network for it")
-    a.remove_network()
+    remove_network(a)
     b.start_frr(only="bgpd")
     wait_until(lambda: b.pod_cidr in json.loads(a.vtysh("show ip route bgp json") or "{}"), 60,
                "A's zebra to learn B's route again", nodes)
@@ -220,7 +223,7 @@ def run_phases(a: VxNode, b: VxNode, results: dict) -> None:
             "a route was installed for a network A does not have"
         time.sleep(POLL)
     t0 = time.monotonic()
-    a.add_network()
+    add_network(a)
     assert a.vni_of(NETWORK) == vni, f"the re-added network got VNI {a.vni_of(NETWORK)}, was {vni}"
     wait_until(lambda: a.bgp_route(b.pod_cidr) is not None and a.dataplane_route(b.pod_cidr) is not None, 10,
                "B's route in A's vxfedd and dataplane after add-network", nodes)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from vxfed_testlib import BUILD_DIR, Topology, log, main_wrapper, require_root
+from vxfed_harness import BUILD_DIR, Topology, log, main_wrapper, require_root
 
 TAP = r'''
 import socket, sys
@@ -54,7 +54,7 @@ def main() -> None:
     require_root()
     drop_obj = BUILD_DIR / "tests/integration/bpf/drop_all.bpf.o"
     if not drop_obj.exists():
-        from vxfed_testlib import skip
+        from vxfed_harness import skip
         skip(f"{drop_obj} is not built")
     with Topology("bpfap") as topo:
         pod = topo.netns("pod")

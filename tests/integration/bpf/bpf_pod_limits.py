@@ -21,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from vxfed_testlib import Topology, log, main_wrapper, require_binary, require_program, require_root
+from vxfed_harness import Topology, log, main_wrapper, require_binary, require_program, require_root
 
 RUNS = 3
 SECONDS = 3

@@ -7,9 +7,9 @@ vxfedd refusing the endpoint (ADD rolls back, IPAM included; DEL after the faile
 
 import json
 
-import vxfed_testlib as tl
-from cni_bed import CniBed, expect_error
-from cni_runtime import CniError
+import vxfed_harness as tl
+from vxfed_harness.cni_bed import CniBed, expect_error
+from vxfed_harness.cni_runtime import CniError
 
 
 def main():

@@ -8,9 +8,9 @@ import json
 import subprocess
 from pathlib import Path
 
-import vxfed_testlib as tl
-from cni_bed import CniBed
-from cni_runtime import CniError, fnv_host_iface
+import vxfed_harness as tl
+from vxfed_harness.cni_bed import CniBed
+from vxfed_harness.cni_runtime import CniError, fnv_host_iface
 
 
 def main():

@@ -7,8 +7,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import vxfed_testlib as tl
-from cni_bed import CniBed
+import vxfed_harness as tl
+from vxfed_harness.cni_bed import CniBed
 
 
 def main():

@@ -8,71 +8,39 @@ it, and at the end vxfedd holds no endpoint and the node no interface of ours.""
 
 import json
 import os
-import time
 
-import vxfed_testlib as tl
-from cni_bed import REFERENCE_PLUGINS
-from cni_runtime import CniError, Runtime, fnv_host_iface
+import vxfed_harness as tl
+from vxfed_harness.node import Node
+from vxfed_harness.cni_bed import REFERENCE_PLUGINS
+from vxfed_harness.cni_runtime import CniError, Runtime, fnv_host_iface
 
 NETWORK = "fed-a"
 
 
 def main():
     tl.require_root()
-    vxfedd = tl.require_binary("control/vxfedd")
-    vxfedctl = tl.require_binary("control/vxfedctl")
-    dataplane = tl.require_binary("dataplane/vxfed-dataplane")
+    for b in ("control/vxfedd", "control/vxfedctl", "dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl"):
+        tl.require_binary(b)
     plugin = tl.require_binary("cni/vxfed")
     if not (REFERENCE_PLUGINS / "host-local").exists():
         tl.skip("containernetworking-plugins is not installed")
     with tl.Topology("cnidp") as topo:
         w = topo.workdir
-        node = topo.netns("node")
-        peer = topo.netns("ulpeer")
-        topo.veth(node, "ul0", peer, "ul1", mtu=9000)
-        node.run(["ip", "addr", "add", "198.18.0.1/24", "dev", "ul0"])
-        peer.run(["ip", "addr", "add", "198.18.0.2/24", "dev", "ul1"])
-        node.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
         # Nothing but the dataplane may carry pod traffic: the node's kernel does not forward
         # and owns no pod address (the gateway exists only in the dataplane).
-        node.run(["sysctl", "-qw", "net.ipv4.ip_forward=0"])
-
-        prefix = f"vxcnidp{topo.suffix}"
-        dp_sock = w / "dataplane.sock"
-        dp = node.spawn([str(dataplane), "-l", "0,1", "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix,
-                         "--vdev", "net_af_packet0,iface=ul0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512",
-                         "--", "--uplink", "net_af_packet0", "--vtep-ip", "198.18.0.1", "--mtu", "9000",
-                         "--queues", "1", "--underlay-subnet", "198.18.0.0/24", "--api-socket", str(dp_sock)],
-                        name="vxfed-dataplane")
-        tl.wait_for(lambda: dp_sock.exists() or dp.poll() is not None, 60, "the dataplane's API socket")
-        if dp.poll() is not None:
+        n = Node(topo, "node", "198.18.0.1", "10.244.0.0/16", asn=65001, node_name="node-a", cluster="cluster-a")
+        node = n.ns
+        peer = topo.netns("ulpeer")
+        topo.wire(node, ["198.18.0.1/24"], peer, ["198.18.0.2/24"], ifname="ul0", b_ifname="ul1")
+        try:
+            n.start_dataplane(timeout=60)
+            n.start_vxfedd(n.vxfedd_config(networks=[{"name": NETWORK, "vni": 1001, "subnet": "10.244.0.0/16",
+                                                      "gateway": "10.244.0.1"}]))
+        except tl.PartUnavailable:
             topo.dump_logs()
-            raise RuntimeError("vxfed-dataplane exited at start-up")
-
-        sock = w / "vxfedd.sock"
-        cfg = {
-            "node": {"name": "node-a", "vtep_ip": "198.18.0.1", "uplink": "ul0", "underlay_mtu": 9000},
-            "cluster": {"name": "cluster-a", "pod_cidrs": ["10.244.0.0/16"], "asn": 65001},
-            "daemon": {"socket": str(sock), "state_dir": str(w / "vxfedd-state"), "log_level": "info",
-                       "metrics_listen": ""},
-            "dataplane": {"socket": str(dp_sock)},
-            "networks": [{"name": NETWORK, "vni": 1001, "subnet": "10.244.0.0/16", "gateway": "10.244.0.1"}],
-        }
-        (w / "vxfedd.yaml").write_text(json.dumps(cfg, indent=2))
-
-        def start_vxfedd():
-            p = node.spawn([str(vxfedd), "--config", str(w / "vxfedd.yaml"), "--foreground"], name="vxfedd")
-            tl.wait_for(lambda: sock.exists() or p.poll() is not None, 30, "vxfedd's socket")
-            if p.poll() is not None:
-                topo.dump_logs()
-                raise RuntimeError("vxfedd exited at start-up")
-            return p
-
-        vxd = start_vxfedd()
-
-        def endpoints():
-            out = node.run([str(vxfedctl), "--socket", str(sock), "--json", "endpoints"]).stdout
-            return json.loads(out)["endpoints"]
+            raise
+        sock = n.vxfedd.socket
+        endpoints = n.vxfedd.endpoints
 
         bin_dir = w / "bin"
         bin_dir.mkdir()
@@ -138,19 +106,17 @@ def main():
         if r.returncode != 0:
             failures.append(f"ping pod1 -> pod0 failed: {r.stdout} {r.stderr}")
         if failures:
-            node.run([str(vxfedctl), "--socket", str(sock), "--json", "endpoints"], check=False)
             topo.dump_logs()
             raise AssertionError("; ".join(failures))
         tl.log("pods ping each other through the dataplane, 8922 bytes with DF included")
 
         # DEL with vxfedd down: queued; vxfedd restarts; the next invocation replays it.
         ns0, cid0, _ = pods[0]
-        vxd.terminate()
-        vxd.wait(timeout=15)
+        n.stop_vxfedd()
         rt.delete(conf, cid0, f"/var/run/netns/{ns0.name}", "eth0")
         q = json.loads((w / "cni-state" / "pending-detach.json").read_text())
         assert [e["containerID"] for e in q] == [cid0], q
-        vxd = start_vxfedd()
+        n.start_vxfedd()
         tl.wait_for(status_ok, 60, "STATUS 0 after vxfedd restarted", interval=1)
         assert not (w / "cni-state" / "pending-detach.json").exists(), "queue not replayed"
         assert cid0 not in {e["container_id"] for e in endpoints()}, endpoints()

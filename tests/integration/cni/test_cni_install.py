@@ -10,7 +10,7 @@ import os
 import subprocess
 import threading
 
-import vxfed_testlib as tl
+import vxfed_harness as tl
 
 
 def main():

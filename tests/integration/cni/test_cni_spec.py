@@ -8,9 +8,9 @@ after a failed ADD, vxfedd down -> queued -> replayed); CHECK finding drift; GC;
 import json
 import subprocess
 
-import vxfed_testlib as tl
-from cni_bed import CniBed, detach_endpoint, expect_error
-from cni_runtime import CniError, fnv_host_iface
+import vxfed_harness as tl
+from vxfed_harness.cni_bed import CniBed, detach_endpoint, expect_error
+from vxfed_harness.cni_runtime import CniError, fnv_host_iface
 
 
 def ns_json(ns, *args):

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
-import vxfed_testlib as t
+import vxfed_harness as t
+from vxfed_harness import vxfedd
 
 GRACE_S = 3
 LIMIT = {"egressRate": 50_000_000, "egressBurst": 12_500_000}
@@ -28,13 +28,13 @@ LIMIT = {"egressRate": 50_000_000, "egressBurst": 12_500_000}
 
 def main() -> None:
     t.require_root()
-    vxfedd_bin = t.require_binary("control/vxfedd")
-    vxfedctl = t.require_binary("control/vxfedctl")
+    t.require_binary("control/vxfedd")
+    t.require_binary("control/vxfedctl")
     bpf_tool = t.require_binary("bpf/vxfed-bpf")
     with t.Topology("bpfrec") as topo:
         pin_root = Path(f"/sys/fs/bpf/vxfed-test-bpfrec-{topo.suffix}")
         try:
-            run_test(topo, vxfedd_bin, vxfedctl, bpf_tool, pin_root)
+            run_test(topo, bpf_tool, pin_root)
         except Exception:
             topo.dump_logs()
             raise
@@ -44,7 +44,7 @@ def main() -> None:
             shutil.rmtree(pin_root, ignore_errors=True)
 
 
-def run_test(topo: t.Topology, vxfedd_bin: Path, vxfedctl: Path, bpf_tool: Path, pin_root: Path) -> None:
+def run_test(topo: t.Topology, bpf_tool: Path, pin_root: Path) -> None:
     node = topo.netns("node")
     pods = {}
     for name in "abcd":
@@ -52,33 +52,25 @@ def run_test(topo: t.Topology, vxfedd_bin: Path, vxfedctl: Path, bpf_tool: Path,
         topo.veth(node, f"hv{name}{topo.suffix}"[:15], pods[name], "eth0", mtu=1500)
 
     socket = topo.workdir / "vxfedd.sock"
-    config = topo.workdir / "vxfedd.yaml"
-    config.write_text(f"""
-node: {{name: node-a1, vtep_ip: 198.18.0.1, uplink: up0}}
-cluster: {{name: cluster-a, pod_cidrs: [10.244.0.0/16]}}
-daemon: {{socket: {socket}, state_dir: {topo.workdir / 'state'}, metrics_listen: ""}}
-dataplane: {{socket: {topo.workdir / 'no-dataplane.sock'}}}
-networks: [{{name: red, subnet: 10.244.1.0/24}}]
-bpf: {{pin_root: {pin_root}, grace_seconds: {GRACE_S}}}
-""")
+    cfg = vxfedd.config("node-a1", "198.18.0.1", "cluster-a", ["10.244.0.0/16"], topo.workdir / "no-dataplane.sock",
+                        socket=socket, state_dir=topo.workdir / "state", uplink="up0", underlay_mtu=None,
+                        log_level=None, networks=[{"name": "red", "subnet": "10.244.1.0/24"}],
+                        bpf={"pin_root": str(pin_root), "grace_seconds": GRACE_S})
     # vxfedd runs in the host's namespaces, as on a node: `ip netns exec` would give it a
     # fresh /sys without the bpffs mount that holds the pins.
-    ctl = lambda *args: t.run([str(vxfedctl), "--socket", str(socket), *args])  # noqa: E731
+    daemon = vxfedd.Vxfedd(topo.host, topo.workdir / "vxfedd.yaml", socket, cfg)
+    ctl = lambda *args: daemon.ctl(*args, check=True)  # noqa: E731
 
-    def start_vxfedd(n: int) -> subprocess.Popen:
-        proc = topo.spawn([str(vxfedd_bin), "--config", str(config), "--foreground"], name=f"vxfedd{n}")
-        t.wait_for(lambda: "serving" in topo.log_of(f"vxfedd{n}") or proc.poll() is not None, 20,
-                   f"vxfedd start {n}")
-        if proc.poll() is not None:
-            raise AssertionError(f"vxfedd exited {proc.returncode}: {topo.log_of(f'vxfedd{n}')[-2000:]}")
-        return proc
+    def start_vxfedd() -> None:
+        """Starts vxfedd; returns once it serves (after its start-up reconcile)."""
+        daemon.start(wait=False)
+        t.wait_until(lambda: "serving" in daemon.log(), 20, f"vxfedd start {daemon.starts}", daemon.check_alive)
 
-    first = start_vxfedd(1)
+    start_vxfedd()
     for name, ip in (("a", "10.244.1.11"), ("c", "10.244.1.13")):
         ctl("attach", f"ctr-{name}", "--ifname", "eth0", "--network", "red", "--ip", ip,
             "--mac", f"02:00:0a:f4:01:{ord(name):02x}", "--host-iface", f"hv{name}{topo.suffix}"[:15])
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    daemon.kill()
 
     def attach_pins(name: str) -> None:
         t.run([str(bpf_tool), "--pin-root", str(pin_root), "attach", "--netns", f"/run/netns/{pods[name].name}",
@@ -99,9 +91,9 @@ bpf: {{pin_root: {pin_root}, grace_seconds: {GRACE_S}}}
     assert set(before) == {"ctr-a_eth0", "ctr-b_eth0", "ctr-c_eth0", "ctr-d_eth0"}, sorted(before)
     assert not before["ctr-c_eth0"]["netnsAlive"], before["ctr-c_eth0"]
 
-    second = start_vxfedd(2)
+    start_vxfedd()
     after = pinned()
-    log = topo.log_of("vxfedd2")
+    log = daemon.log()
     t.log(f"pins before {sorted(before)} after {sorted(after)}")
     assert set(after) == {"ctr-a_eth0", "ctr-d_eth0"}, f"pins after the restart: {sorted(after)}\n{log[-3000:]}"
     for key in ("ctr-a_eth0", "ctr-d_eth0"):
@@ -113,8 +105,7 @@ bpf: {{pin_root: {pin_root}, grace_seconds: {GRACE_S}}}
     # a's filters are really still on its interface.
     filters = pods["a"].run("tc filter show dev eth0 egress").stdout
     assert "bpf" in filters, f"no eBPF filter on pod a's eth0 egress: {filters!r}"
-    second.terminate()
-    second.wait(timeout=10)
+    daemon.stop(timeout=10)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,12 @@ Steps:
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
-import vxfed_testlib as t
+import vxfed_harness as t
+from vxfed_harness import vxfedd
+from vxfed_harness.dataplane import Dataplane, DataplaneLaunch
 
 VTEP = "198.18.0.1"
 PEER_VTEP = "198.18.0.2"
@@ -51,79 +49,51 @@ def canonical_tables(dump: dict) -> dict:
 
 
 class Control:
+    """vxfedd and vxfed-dataplane in the node namespace; socket and state dir given to vxfedd
+    on its command line (over the config's defaults)."""
+
     def __init__(self, topo: t.Topology, node: t.Namespace):
         self.topo = topo
         self.node = node
-        self.vxfedd = t.require_binary("control/vxfedd")
-        self.vxfedctl = t.require_binary("control/vxfedctl")
-        self.dataplane_bin = t.require_binary("dataplane/vxfed-dataplane")
-        self.socket = str(topo.workdir / "run" / "vxfedd.sock")
-        self.dp_socket = str(topo.workdir / "dp.sock")
-        self.state_dir = str(topo.workdir / "state")
-        self.config = topo.workdir / "vxfedd.yaml"
-        self.file_prefix = f"vxctl{topo.suffix}"
-        self.daemon: subprocess.Popen | None = None
-        self.dataplane: subprocess.Popen | None = None
-        self.daemon_starts = 0
-        self.dataplane_starts = 0
-
-    def write_config(self) -> None:
-        self.config.write_text(f"""
-node: {{name: node-a1, vtep_ip: {VTEP}, uplink: up0, underlay_mtu: {UNDERLAY_MTU}}}
-cluster: {{name: cluster-a, pod_cidrs: [10.244.0.0/16]}}
-daemon: {{metrics_listen: ""}}
-dataplane: {{socket: {self.dp_socket}, reconnect_min_ms: 50, reconnect_max_ms: 500}}
-vni: {{pools: [{{name: federation, ranges: ["1000-2000"]}}]}}
-networks:
-  - name: red
-    subnet: 10.244.1.0/24
-    static_routes: [{{prefix: 10.245.1.0/24, vteps: [{PEER_VTEP}]}}]
-  - {{name: blue, subnet: 10.244.2.0/24, vni: 5000}}
-""")
+        t.require_binary("control/vxfedd")
+        t.require_binary("control/vxfedctl")
+        t.require_binary("dataplane/vxfed-dataplane")
+        self.dp_socket = topo.workdir / "dp.sock"
+        self.socket = topo.workdir / "run" / "vxfedd.sock"
+        self.dataplane = Dataplane(node, DataplaneLaunch(
+            file_prefix=f"vxctl{topo.suffix}", api_socket=self.dp_socket, vtep_ip=VTEP, uplink_iface="up0",
+            mtu=UNDERLAY_MTU))
+        cfg = vxfedd.config("node-a1", VTEP, "cluster-a", ["10.244.0.0/16"], self.dp_socket, uplink="up0",
+                            underlay_mtu=UNDERLAY_MTU, log_level=None,
+                            dataplane={"reconnect_min_ms": 50, "reconnect_max_ms": 500},
+                            vni={"pools": [{"name": "federation", "ranges": ["1000-2000"]}]},
+                            networks=[{"name": "red", "subnet": "10.244.1.0/24",
+                                       "static_routes": [{"prefix": "10.245.1.0/24", "vteps": [PEER_VTEP]}]},
+                                      {"name": "blue", "subnet": "10.244.2.0/24", "vni": 5000}])
+        self.daemon = vxfedd.Vxfedd(node, topo.workdir / "vxfedd.yaml", self.socket, cfg,
+                                    args=["--state-dir", str(topo.workdir / "state"), "--socket", str(self.socket),
+                                          "--log-level", "debug"])
 
     # -- processes --
     def start_daemon(self) -> None:
-        self.daemon_starts += 1
-        self.daemon = self.node.spawn([str(self.vxfedd), "--config", str(self.config), "--state-dir", self.state_dir,
-                                       "--socket", self.socket, "--foreground", "--log-level", "debug"],
-                                      name=f"vxfedd-{self.daemon_starts}")
-        t.wait_for(lambda: self.ctl("status", check=False).returncode in (0, 4) or self.daemon.poll() is not None,
-                   30, "vxfedd's API")
-        if self.daemon.poll() is not None:
-            raise RuntimeError("vxfedd exited:\n" + self.topo.log_of(f"vxfedd-{self.daemon_starts}"))
+        self.daemon.start(wait=False)
+        t.wait_until(lambda: self.ctl("status", check=False).returncode in (0, 4), 30, "vxfedd's API",
+                     self.daemon.check_alive)
 
     def start_dataplane(self) -> float:
-        args = [str(self.dataplane_bin), "--lcores", "0@0,1@1", "--no-huge", "-m", "1024", "--no-pci",
-                "--file-prefix", self.file_prefix,
-                "--vdev", "net_af_packet0,iface=up0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512",
-                "--", "--uplink", "net_af_packet0", "--vtep-ip", VTEP, "--queues", "1",
-                "--mtu", str(UNDERLAY_MTU), "--api-socket", self.dp_socket]
-        self.dataplane_starts += 1
-        self.dataplane = self.node.spawn(args, name=f"vxfed-dataplane-{self.dataplane_starts}")
-        t.wait_for(lambda: Path(self.dp_socket).exists() or self.dataplane.poll() is not None, 60,
-                   "the dataplane's API socket")
-        if self.dataplane.poll() is not None:
-            raise RuntimeError("vxfed-dataplane exited:\n" + self.topo.log_of(f"vxfed-dataplane-{self.dataplane_starts}"))
+        self.dataplane.start(timeout=60)
         return time.monotonic()
-
-    def stop_dataplane(self) -> None:
-        assert self.dataplane is not None
-        self.dataplane.terminate()
-        self.dataplane.wait(timeout=30)
-        Path(self.dp_socket).unlink(missing_ok=True)
-        import shutil
-        shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)
 
     # -- clients --
     def ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return t.run([str(self.vxfedctl), "--socket", self.socket, *args], check=check, timeout=30)
+        return self.daemon.ctl(*args, check=check, timeout=30)
 
     def ctl_json(self, *args: str) -> dict:
         return json.loads(self.ctl("--json", *args).stdout)
 
     def dump(self) -> dict:
-        out = t.run([str(self.vxfedctl), "--json", "dump-dataplane", "--dataplane-socket", self.dp_socket],
-                    timeout=30)
+        out = t.run([str(self.daemon.ctl_program), "--json", "dump-dataplane", "--dataplane-socket",
+                     str(self.dp_socket)], timeout=30)
         return json.loads(out.stdout)
 
     def wait_ready(self, timeout: float = 60) -> None:
@@ -132,13 +102,9 @@ networks:
 
     def wait_all_in_dataplane(self, timeout: float = 60) -> None:
         def done() -> bool:
-            if self.dataplane is not None and self.dataplane.poll() is not None:
-                return True  # reported below
             eps = self.ctl_json("endpoints")["endpoints"]
             return len(eps) == len(ENDPOINTS) and all(e["in_dataplane"] for e in eps)
-        t.wait_for(done, timeout, "every endpoint in the dataplane")
-        if self.dataplane is not None and self.dataplane.poll() is not None:
-            raise RuntimeError(f"vxfed-dataplane died (exit status {self.dataplane.returncode})")
+        t.wait_until(done, timeout, "every endpoint in the dataplane", self.dataplane.check_alive)
 
 
 def state_of(c: Control) -> dict:
@@ -153,10 +119,9 @@ def main() -> None:
     for prog in ("ip",):
         t.require_program(prog)
     with t.Topology("ctlrs") as topo:
-        c = Control(topo, None)  # type: ignore[arg-type]
         node = topo.netns("node")
         peer = topo.netns("peer")
-        c.node = node
+        c = Control(topo, node)
         topo.veth(node, "up0", peer, "up1", mtu=UNDERLAY_MTU)
         peer.run(f"ip addr add {PEER_VTEP}/24 dev up1")
         node.run("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
@@ -167,8 +132,7 @@ def main() -> None:
             topo.veth(pod, "net1", node, host_iface, mtu=UNDERLAY_MTU)
             pod.run(f"ip link set net1 address {mac} mtu {UNDERLAY_MTU - 50}")
             ifaces[cid] = host_iface
-        c.write_config()
-        t.run([str(c.vxfedd), "--check-config", str(c.config)])
+        c.daemon.check_config()
         try:
             c.start_dataplane()
             c.start_daemon()
@@ -193,8 +157,7 @@ def main() -> None:
             assert conflict.returncode == 1 and "ALREADY_EXISTS" in conflict.stderr, conflict
 
             # --- kill -9 vxfedd and restart it ---
-            os.kill(c.daemon.pid, signal.SIGKILL)
-            c.daemon.wait(timeout=10)
+            c.daemon.kill()
             # The dataplane keeps forwarding on its tables while vxfedd is gone.
             assert canonical_tables(c.dump()) == tables_before, "dataplane tables changed while vxfedd was down"
             c.start_daemon()
@@ -208,7 +171,7 @@ def main() -> None:
             t.log("kill -9 vxfedd + restart: same VNIs, same endpoints, identical dataplane tables")
 
             # --- restart the dataplane: vxfedd replays everything ---
-            c.stop_dataplane()
+            c.dataplane.stop(timeout=30)
             t.wait_for(lambda: c.ctl("status", check=False).returncode == 4, 30, "vxfedd to notice the dataplane left")
             socket_up = c.start_dataplane()
             replayed_at = None
@@ -224,7 +187,7 @@ def main() -> None:
             assert replayed_at is not None, "tables were not replayed to the restarted dataplane"
             c.wait_ready()
             c.wait_all_in_dataplane()
-            log = topo.log_of(f"vxfedd-{c.daemon_starts}")
+            log = c.daemon.log()
             sync_lines = [line for line in log.splitlines() if "applied snapshot" in line]
             t.log(f"dataplane restart: tables replayed {1000 * (replayed_at - socket_up):.0f} ms after its API socket "
                   f"appeared (vxfedd: '{sync_lines[-1].split('] ')[-1] if sync_lines else '?'}')")
@@ -238,11 +201,8 @@ def main() -> None:
             topo.dump_logs()
             raise
         finally:
-            if c.daemon is not None and c.daemon.poll() is None:
-                c.daemon.terminate()
-                c.daemon.wait(timeout=10)
-            if c.dataplane is not None and c.dataplane.poll() is None:
-                c.stop_dataplane()
+            c.daemon.stop(timeout=10)
+            c.dataplane.stop(timeout=30)
 
 
 if __name__ == "__main__":

@@ -14,15 +14,12 @@ sends (dst MAC = the pod's gateway) are for it.
 
 from __future__ import annotations
 
-import atexit
-import json
-import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Optional
 
-import vxfed_testlib as t
+import vxfed_harness as t
+from vxfed_harness.dataplane import Dataplane, DataplaneLaunch
 
 VNI = 100
 VTEP_A = "198.18.0.1"
@@ -54,25 +51,12 @@ class ForwarderTopology:
     def __init__(self, topo: t.Topology, queues: int = 1):
         self.topo = topo
         self.queues = queues
-        self.binary = t.require_binary("dataplane/vxfed-dataplane")
-        self.dpctl = t.require_binary("dataplane/runtime/vxfed-dpctl")
+        t.require_binary("dataplane/vxfed-dataplane")
+        t.require_binary("dataplane/runtime/vxfed-dpctl")
         for prog in ("ip", "ethtool", "ping", "iperf3"):
             t.require_program(prog)
         self.socket = str(topo.workdir / "dp.sock")
-        self.file_prefix = f"vxdp{topo.suffix}{topo.tag[:4]}"
-        self.proc: Optional[subprocess.Popen] = None
-        # EAL keeps its runtime files in /var/run/dpdk/<file-prefix>: remove them at the end.
-        atexit.register(self.remove_runtime_dir)
-
-    def remove_runtime_dir(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()  # a test that failed half-way: stop it before removing
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)
+        self.dataplane: Optional[Dataplane] = None
 
     def build(self) -> None:
         topo = self.topo
@@ -115,55 +99,42 @@ class ForwarderTopology:
         p.run(f"ip route add default via {GATEWAY_B}")
         p.run("ethtool -K eth0 tx off tso off gso off")
 
-    def eal_args(self) -> list[str]:
-        lcores = ["--lcores", "0@0,1@1"] if self.queues == 1 else \
-            ["--lcores", "0@0," + ",".join(f"{i + 1}@{(i + 1) % 2}" for i in range(self.queues))]
-        return lcores + ["--no-huge", "-m", "1024", "--no-pci", "--file-prefix", self.file_prefix,
-                         "--vdev", f"net_af_packet0,iface=up0,qpairs={self.queues},framesz=9216,"
-                                   f"blocksz=36864,framecnt=512"]
-
     def start(self, tables_file: Optional[Path] = None, extra: Optional[list[str]] = None) -> subprocess.Popen:
-        args = [str(self.binary)] + self.eal_args() + [
-            "--", "--uplink", "net_af_packet0", "--vtep-ip", VTEP_A, "--queues", str(self.queues),
-            "--mtu", str(UNDERLAY_MTU), "--api-socket", self.socket]
-        if tables_file:
-            args += ["--tables-file", str(tables_file)]
-        args += extra or []
-        self.proc = self.node_a.spawn(args, name="vxfed-dataplane")
-        t.wait_for(lambda: Path(self.socket).exists() or self.proc.poll() is not None, 30,
-                   "the dataplane's API socket")
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"vxfed-dataplane exited with {self.proc.returncode}:\n"
-                               + self.topo.log_of("vxfed-dataplane"))
-        return self.proc
+        """vxfed-dataplane in node A: af_packet uplink on up0, VTEP A, `queues` workers."""
+        launch = DataplaneLaunch(file_prefix=f"vxdp{self.topo.suffix}{self.topo.tag[:4]}",
+                                 api_socket=Path(self.socket), vtep_ip=VTEP_A, uplink_iface="up0",
+                                 queues=self.queues, mtu=UNDERLAY_MTU, tables_file=tables_file,
+                                 extra=list(extra or []))
+        self.dataplane = Dataplane(self.node_a, launch)
+        self.dataplane.start()
+        return self.dataplane.proc
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.dataplane.proc
 
     def dpctl_raw(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return t.run([str(self.dpctl), "--socket", self.socket, *args], check=check, timeout=30)
+        return self.dataplane.dpctl(*args, check=check)
 
     def call(self, *args: str) -> dict:
-        return json.loads(self.dpctl_raw(*args).stdout)
+        return self.dataplane.call(*args)
 
     def send_snapshot(self, snapshot: dict, check: bool = True) -> subprocess.CompletedProcess:
-        path = self.topo.workdir / f"snapshot-{time.monotonic_ns()}.json"
-        path.write_text(json.dumps(snapshot))
-        return self.dpctl_raw("snapshot", str(path), check=check)
+        return self.dataplane.send_snapshot(snapshot, check=check)
 
     def counters(self) -> dict:
-        return self.call("counters")["counters"]
+        return self.dataplane.counters()
 
     def status(self) -> dict:
-        return self.call("status")["status"]
+        return self.dataplane.status()
 
     def wait_reachable(self, timeout: float = 20) -> None:
         t.wait_for(lambda: self.pod_a.ping(POD_B, count=1, timeout=5).returncode == 0, timeout,
                    f"{POD_A} -> {POD_B} through the dataplane")
 
     def stop(self, timeout: float = 15) -> tuple[int, str]:
-        assert self.proc is not None
-        self.proc.terminate()
-        rc = self.proc.wait(timeout=timeout)
-        self.remove_runtime_dir()
-        return rc, self.topo.log_of("vxfed-dataplane")
+        rc = self.dataplane.stop(timeout=timeout)
+        return rc, self.dataplane.log()
 
 
 def drop_map(counters: dict) -> dict:

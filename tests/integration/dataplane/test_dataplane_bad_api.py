@@ -8,7 +8,7 @@ import socket
 import stat
 import threading
 
-import vxfed_testlib as t
+import vxfed_harness as t
 import dp_topology as d
 
 

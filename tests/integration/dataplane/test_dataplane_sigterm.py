@@ -9,7 +9,7 @@ import re
 import signal
 import time
 
-import vxfed_testlib as t
+import vxfed_harness as t
 import dp_topology as d
 
 

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 
-import vxfed_testlib as t
+import vxfed_harness as t
 import dp_topology as d
 
 

@@ -9,7 +9,7 @@ gets ICMP fragmentation-needed naming MTU 8950 when DF is set, and is dropped an
 import json
 import time
 
-import vxfed_testlib as t
+import vxfed_harness as t
 import dp_topology as d
 
 

@@ -1,23 +1,16 @@
-"""What the demo's integration tests share: the import path of perf/latency and the checks
-that both variants must pass (connectivity, MTU, the loss SLO, a clean teardown).
-Assertions are about behaviour, never about timings."""
+"""What the demo's integration tests share: the checks that both variants must pass
+(connectivity, MTU, the loss SLO, a clean teardown). Assertions are about behaviour, never
+about timings."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Callable
 
-import vxfed_testlib as tl
-
-sys.path.insert(0, str(tl.SOURCE_DIR / "perf" / "latency"))
-
-import leftovers  # noqa: E402
-import measure  # noqa: E402
-import path_checks  # noqa: E402
-import report  # noqa: E402
-from topology_plan import make_plan  # noqa: E402
-from variant_base import Variant  # noqa: E402
+import vxfed_harness as tl
+from vxfed_harness import leftovers
+from vxfed_harness.latency import measure, report
+from vxfed_harness.twocluster import path_checks
+from vxfed_harness.twocluster.variant import Variant
 
 # The loss SLO is asserted at a modest fixed rate: the test proves the path does not drop,
 # it is not a throughput benchmark (that is perf/latency/latency_suite.py).

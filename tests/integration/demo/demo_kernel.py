@@ -3,15 +3,16 @@ compares against). Two node namespaces joined by an MTU 9000 underlay, one pod n
 cluster. Asserts connectivity both ways, the 8950-byte pod MTU with DF (and that 8951 is
 refused), UDP loss under the SLO, and that teardown leaves nothing."""
 
-import vxfed_testlib as tl
+import vxfed_harness as tl
 
 import demo_common as dc
-from kernel_variant import KernelVariant
+from vxfed_harness.twocluster.kernel import KernelVariant
+from vxfed_harness.twocluster.plan import make_plan
 
 
 def main() -> None:
     dc.require_tools()
-    v = KernelVariant(dc.make_plan(9000, 2))
+    v = KernelVariant(make_plan(9000, 2))
 
     def overlay_route_written() -> None:
         # The baseline's routes are written by hand (as flanneld/calico-node write them):
@@ -20,6 +21,7 @@ def main() -> None:
         assert "dev vxlan0" in routes and "onlink" in routes, f"node A has no overlay route: {routes!r}"
 
     dc.run_variant(v, v.up, overlay_route_written)
+
 
 if __name__ == "__main__":
     tl.main_wrapper(main)

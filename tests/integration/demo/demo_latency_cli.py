@@ -8,10 +8,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import vxfed_testlib as tl
+import vxfed_harness as tl
+from vxfed_harness.latency import report
 
 import demo_common as dc
-import report
 
 
 def main() -> None:

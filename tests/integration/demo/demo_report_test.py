@@ -2,15 +2,10 @@
 iperf3 3.12 and sockperf 3.7 runs (trimmed). No root, no namespaces."""
 
 import json
-import sys
 import unittest
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "perf" / "latency"))
-
-import parsers  # noqa: E402
-import report  # noqa: E402
-from topology_plan import df_ping_payload, make_plan  # noqa: E402
+from vxfed_harness.latency import parsers, report
+from vxfed_harness.twocluster.plan import df_ping_payload, make_plan
 
 SOCKPERF_OUT = """sockperf: == version #3.7-no.git ==
 sockperf: [Total Run] RunTime=1.001 sec; Warm up time=400 msec; SentMessages=31223; ReceivedMessages=31222

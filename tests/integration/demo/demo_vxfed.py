@@ -8,13 +8,13 @@ A missing part is a FAILURE here, not a skip: this test exists to prove the part
 together. (Not being root is still a skip, which CI turns into a failure.)"""
 
 import json
-import os
 import sys
 
-import vxfed_testlib as tl
+import vxfed_harness as tl
 
 import demo_common as dc
-from vxfed_variant import VxfedVariant, VariantUnavailable, describe_missing, missing_components
+from vxfed_harness.twocluster.plan import make_plan
+from vxfed_harness.twocluster.vxfed import VxfedVariant, describe_missing, missing_components
 
 
 def main() -> None:
@@ -24,13 +24,13 @@ def main() -> None:
         names, detail = describe_missing(missing)
         print(f"FAIL: the vxfed variant cannot run, missing: {names}\n  {detail}", file=sys.stderr)
         sys.exit(1)
-    plan = dc.make_plan(9000, 1)
+    plan = make_plan(9000, 1)
     v = VxfedVariant(plan, build_dir=tl.BUILD_DIR, source_dir=tl.SOURCE_DIR, up_timeout=60)
 
     def bring_up() -> None:
         try:
             v.up()
-        except VariantUnavailable as exc:
+        except tl.PartUnavailable as exc:
             raise AssertionError(f"the vxfed variant did not come up: {exc.component}: {exc.reason}") from None
 
     def routes_learned_over_bgp() -> None:
@@ -40,13 +40,11 @@ def main() -> None:
             assert route is not None, f"node {c.name.upper()} has no BGP route to {peer.pod_cidr}"
             assert peer.underlay_ip in route.get("vteps", []), \
                 f"node {c.name.upper()}: route to {peer.pod_cidr} does not point at {peer.underlay_ip}: {route}"
-            frr_dir = v.node_dirs[c.name] / "frr"
-            shown = v.nodes[c.name].run(["vtysh", "--vty_socket", str(frr_dir), "--config_dir", str(frr_dir),
-                                         "-c", f"show bgp ipv4 unicast {peer.pod_cidr} json"], check=False)
-            doc = json.loads(shown.stdout or "{}")
+            shown = v.vx_nodes[c.name].vtysh(f"show bgp ipv4 unicast {peer.pod_cidr} json")
+            doc = json.loads(shown or "{}")
             paths = doc.get("paths", [])
             assert any(p.get("peer", {}).get("peerId") == peer.underlay_ip for p in paths), \
-                f"FRR on node {c.name.upper()} did not learn {peer.pod_cidr} from {peer.underlay_ip}: {shown.stdout[-500:]}"
+                f"FRR on node {c.name.upper()} did not learn {peer.pod_cidr} from {peer.underlay_ip}: {shown[-500:]}"
             tl.log(f"node {c.name.upper()}: {peer.pod_cidr} learned over eBGP from AS {peer.asn}, "
                    f"vxfedd route {route}")
 

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import parsers
-from variant_base import Pod, tl
+from ..twocluster.variant import Pod
+from . import parsers
 
 
 class MeasurementError(RuntimeError):
@@ -148,5 +148,4 @@ def df_ping(client: Pod, server: Pod, ip_packet_bytes: int) -> subprocess.Comple
     return client.ns.ping(server.ip, count=2, size=ip_packet_bytes - 28, df=True)
 
 
-__all__ = ["MeasurementError", "SuiteOptions", "iperf3", "sockperf_pingpong", "reachable",
-           "df_ping", "tl"]
+__all__ = ["MeasurementError", "SuiteOptions", "iperf3", "sockperf_pingpong", "reachable", "df_ping"]

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from topology_plan import VXLAN_PORT, ClusterPlan
-from variant_base import Pod, Variant
+from .plan import VXLAN_PORT, ClusterPlan
+from .variant import Pod, Variant
 
 
 class KernelVariant(Variant):

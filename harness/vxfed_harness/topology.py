@@ -1,12 +1,12 @@
-"""Shared harness for vxfed integration tests: network namespaces, veth links, processes.
+"""Network namespaces, veth links and processes, all removed again.
 
-Every integration test builds its topology out of real kernel objects and must leave nothing
-behind. Use `Topology` as a context manager: namespaces, links and processes it created are
-removed on exit, on failure and on SIGTERM/SIGINT.
+Every topology is built out of real kernel objects and must leave nothing behind. Use
+`Topology` as a context manager (or call close()): the cleanups registered with it, the
+processes it started, its host links and namespaces, the paths registered with it and its
+work directory are removed on exit, on failure and on SIGTERM/SIGINT, in that order.
 
-Skipping: a test that cannot run on this machine calls `skip(reason)`. That exits 77 (meson
-reports "skipped") unless VXFED_REQUIRE_ALL=1 (set by scripts/test.sh, i.e. in CI), where it
-exits 1: CI has no skipped tests.
+Names carry the pid (`unique_suffix()`), so topologies of concurrent runs never collide:
+namespaces are `vx<tag[:6]>-<short>-<suffix>`.
 """
 
 from __future__ import annotations
@@ -19,98 +19,32 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
-SKIP_EXIT = 77
-
-BUILD_DIR = Path(os.environ.get("VXFED_BUILD_DIR", Path(__file__).resolve().parents[3] / "build"))
-SOURCE_DIR = Path(os.environ.get("VXFED_SOURCE_DIR", Path(__file__).resolve().parents[3]))
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def skip(reason: str) -> None:
-    """Skips the test, or fails it where every test must run (CI)."""
-    if os.environ.get("VXFED_REQUIRE_ALL") == "1" or os.environ.get("CI") == "true":
-        print(f"FAIL (cannot run, and skipping is not allowed here): {reason}", file=sys.stderr)
-        sys.exit(1)
-    print(f"SKIP: {reason}", file=sys.stderr)
-    sys.exit(SKIP_EXIT)
-
-
-def require_root() -> None:
-    if os.geteuid() != 0:
-        skip("needs root (network namespaces)")
-
-
-def require_binary(path: Path | str) -> Path:
-    p = Path(path)
-    if not p.is_absolute():
-        p = BUILD_DIR / p
-    if not p.exists():
-        skip(f"{p} is not built")
-    return p
-
-
-def require_program(name: str) -> str:
-    found = shutil.which(name)
-    if not found:
-        skip(f"{name} is not installed (scripts/install-deps.sh installs it)")
-    return found
-
-
-def run(cmd: str | list[str], check: bool = True, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
-    """Runs a command on the host, capturing text output; raises with its output on failure."""
-    args = shlex.split(cmd) if isinstance(cmd, str) else cmd
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
-    if check and proc.returncode != 0:
-        raise RuntimeError(
-            f"command failed ({proc.returncode}): {' '.join(args)}\n"
-            f"stdout: {proc.stdout.strip()}\nstderr: {proc.stderr.strip()}")
-    return proc
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> None:
-    """Polls predicate until it is true; raises TimeoutError naming `what` otherwise."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except Exception:  # the thing may not exist yet
-            pass
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-def stop_process(proc: Optional[subprocess.Popen], grace: float = 10) -> None:
-    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds. None or exited: nothing."""
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
+from .env import log
+from .proc import run, stop_process
 
 
 def unique_suffix() -> str:
-    """Short suffix so that concurrent tests never share namespace or link names."""
+    """Short suffix so that concurrent runs never share namespace or link names."""
     return f"{os.getpid() % 100000:05d}"
 
 
 class Namespace:
-    def __init__(self, topo: "Topology", name: str):
+    """A network namespace of a Topology (or, with name None, the host's: `Topology.host`)."""
+
+    def __init__(self, topo: "Topology", name: Optional[str]):
         self.topo = topo
         self.name = name
 
     def prefix(self) -> list[str]:
-        return ["ip", "netns", "exec", self.name]
+        return ["ip", "netns", "exec", self.name] if self.name else []
+
+    @property
+    def path(self) -> str:
+        """The namespace's bind mount, as CNI_NETNS names it."""
+        return f"/var/run/netns/{self.name}"
 
     def run(self, cmd: str | list[str], check: bool = True, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
         args = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
@@ -118,7 +52,12 @@ class Namespace:
 
     def spawn(self, cmd: str | list[str], name: str, env: Optional[dict] = None, **kw) -> subprocess.Popen:
         args = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
-        return self.topo.spawn(self.prefix() + args, name=f"{self.name}:{name}", env=env, **kw)
+        full = f"{self.name}:{name}" if self.name else name
+        return self.topo.spawn(self.prefix() + args, name=full, env=env, **kw)
+
+    def sysctl(self, *settings: str) -> None:
+        for s in settings:
+            self.run(["sysctl", "-qw", s])
 
     def ping(self, dest: str, count: int = 3, size: Optional[int] = None, df: bool = False,
              timeout: float = 30) -> subprocess.CompletedProcess:
@@ -130,11 +69,11 @@ class Namespace:
         return self.run(args + [dest], check=False, timeout=timeout)
 
     def __str__(self) -> str:
-        return self.name
+        return self.name or "host"
 
 
 class Topology:
-    """Owns namespaces, links and processes; tears all of them down on exit."""
+    """Owns namespaces, links, processes and paths; tears all of them down on close()."""
 
     def __init__(self, tag: str):
         self.tag = tag
@@ -142,7 +81,11 @@ class Topology:
         self.namespaces: list[Namespace] = []
         self.host_links: list[str] = []
         self.processes: list[tuple[str, subprocess.Popen]] = []
+        self.host = Namespace(self, None)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"vxfed-{tag}-"))
+        self._logs: dict[int, Path] = {}
+        self._cleanups: list[tuple[str, Callable[[], None]]] = []
+        self._paths: list[Path] = []
         self._closed = False
 
     # -- lifecycle --
@@ -159,10 +102,24 @@ class Topology:
         self.close()
         sys.exit(128 + signum)
 
+    def on_close(self, what: str, cleanup: Callable[[], None]) -> None:
+        """Runs cleanup() first thing in close(), the last registered first (e.g. a node's
+        orderly shutdown: its daemons before FRR). A failing cleanup is logged, not raised."""
+        self._cleanups.append((what, cleanup))
+
+    def remove_at_close(self, path: Path | str) -> None:
+        """Removes path (a directory tree) in close(), after every process has stopped."""
+        self._paths.append(Path(path))
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        for what, cleanup in reversed(self._cleanups):
+            try:
+                cleanup()
+            except Exception as exc:  # noqa: BLE001 - the rest of the teardown must still run
+                log(f"teardown: {what}: {exc}")
         for _name, proc in reversed(self.processes):
             stop_process(proc)
         for link in self.host_links:
@@ -176,6 +133,8 @@ class Topology:
                 except (ProcessLookupError, ValueError):
                     pass
             run(["ip", "netns", "del", ns.name], check=False)
+        for path in self._paths:
+            shutil.rmtree(path, ignore_errors=True)
         if os.environ.get("VXFED_KEEP_WORKDIR") != "1":
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -190,12 +149,13 @@ class Topology:
 
     def veth(self, a: Namespace | None, a_name: str, b: Namespace | None, b_name: str,
              mtu: int = 9000) -> None:
-        """Creates a veth pair with ends a_name (in a) and b_name (in b); None means the host."""
+        """Creates a veth pair with ends a_name (in a) and b_name (in b); None (or
+        Topology.host) means the host."""
         tmp_a = f"va{self.suffix}{len(self.host_links)}"[:15]
         tmp_b = f"vb{self.suffix}{len(self.host_links)}"[:15]
         run(["ip", "link", "add", tmp_a, "mtu", str(mtu), "type", "veth", "peer", "name", tmp_b, "mtu", str(mtu)])
         for tmp, ns, final in ((tmp_a, a, a_name), (tmp_b, b, b_name)):
-            if ns is not None:
+            if ns is not None and ns.name is not None:
                 run(["ip", "link", "set", tmp, "netns", ns.name])
                 ns.run(["ip", "link", "set", tmp, "name", final])
                 ns.run(["ip", "link", "set", final, "up"])
@@ -203,6 +163,30 @@ class Topology:
                 run(["ip", "link", "set", tmp, "name", final])
                 run(["ip", "link", "set", final, "up"])
                 self.host_links.append(final)
+
+    def wire(self, a: Namespace, a_addrs: list[str], b: Namespace, b_addrs: list[str], ifname: str = "ul0",
+             b_ifname: Optional[str] = None, mtu: int = 9000) -> None:
+        """A point-to-point veth named ifname on both sides (b_ifname for b's end if given),
+        with addresses "IP/LEN" on each end."""
+        b_ifname = b_ifname or ifname
+        self.veth(a, ifname, b, b_ifname, mtu=mtu)
+        for ns, dev, addrs in ((a, ifname, a_addrs), (b, b_ifname, b_addrs)):
+            for addr in addrs:
+                ns.run(["ip", "addr", "add", addr, "dev", dev])
+
+    def switch(self, short: str, ports: list[tuple[str, Namespace, str, list[str]]], mtu: int = 9000) -> Namespace:
+        """A namespace `short` with bridge br0 (an L2 switch) and, for each (port, ns, ifname,
+        addrs), a veth from switch port `port` to `ifname` in ns with those addresses. Taking a
+        port down (`sw.run("ip link set PORT down")`) cuts that member off silently."""
+        sw = self.netns(short)
+        sw.run(["ip", "link", "add", "br0", "mtu", str(mtu), "type", "bridge"])
+        sw.run(["ip", "link", "set", "br0", "up"])
+        for port, ns, ifname, addrs in ports:
+            self.veth(ns, ifname, sw, port, mtu=mtu)
+            sw.run(["ip", "link", "set", port, "master", "br0"])
+            for addr in addrs:
+                ns.run(["ip", "addr", "add", addr, "dev", ifname])
+        return sw
 
     def spawn(self, args: list[str], name: str, env: Optional[dict] = None, **kw) -> subprocess.Popen:
         """Starts a long-running process; its output goes to workdir/<name>.log."""
@@ -213,8 +197,15 @@ class Topology:
         out = open(log_path, "w")
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=full_env,
                                 start_new_session=True, **kw)
+        out.close()
         self.processes.append((name, proc))
+        self._logs[proc.pid] = log_path
         return proc
+
+    def log_of_process(self, proc: subprocess.Popen) -> str:
+        """The log text of a process this topology started."""
+        path = self._logs.get(proc.pid)
+        return path.read_text(errors="replace") if path and path.exists() else ""
 
     def log_of(self, name_fragment: str) -> str:
         """Returns the log text of the first process whose name contains name_fragment."""
@@ -228,17 +219,3 @@ class Topology:
         for path in sorted(self.workdir.glob("*.log")):
             print(f"----- {path.name} -----", file=sys.stderr)
             print(path.read_text(errors="replace")[-6000:], file=sys.stderr)
-
-
-def main_wrapper(test_main: Callable[[], None]) -> None:
-    """Runs a test's main, turning exceptions into a clear failure with exit code 1."""
-    try:
-        test_main()
-    except SystemExit:
-        raise
-    except Exception as exc:  # noqa: BLE001 - report everything
-        import traceback
-        traceback.print_exc()
-        print(f"FAIL: {exc}", file=sys.stderr)
-        sys.exit(1)
-    print("PASS")

@@ -3,8 +3,8 @@ every pod pair reachable, the pod MTU passes with DF set, one byte more does not
 
 from __future__ import annotations
 
-import measure
-from variant_base import Variant
+from ..latency import measure
+from .variant import Variant
 
 
 class PathError(RuntimeError):

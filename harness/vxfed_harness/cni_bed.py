@@ -1,19 +1,20 @@
-"""Test bed for the vxfed CNI plugin's integration tests: a fake vxfedd (tests/cni/fake_vxfedd,
-the unit-level stand-in) or the real one, pod namespaces, configs, and leak accounting."""
+"""Test bed for the vxfed CNI plugin (its integration tests and perf/cni/cni_bench.py): a fake
+vxfedd (tests/cni/fake_vxfedd, the unit-level stand-in), pod namespaces, configs, and leak
+accounting."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
-import struct
 import subprocess
-import time
 from pathlib import Path
 from typing import Optional
 
-import vxfed_testlib as tl
-from cni_runtime import CniError, Runtime, fnv_host_iface
+from .env import log, require_binary, require_program, skip
+from .cni_runtime import CniError, Runtime, fnv_host_iface
+from .proc import wait_for
+from .topology import Namespace, Topology
 
 REFERENCE_PLUGINS = Path("/usr/lib/cni")
 
@@ -103,13 +104,13 @@ def detach_endpoint(sock_path: str, container_id: str, ifname: str) -> int:
 class CniBed:
     """Owns a fake vxfedd, the plugin's state/IPAM dirs, a runtime, and pod namespaces."""
 
-    def __init__(self, topo: tl.Topology, networks: Optional[list] = None):
+    def __init__(self, topo: Topology, networks: Optional[list] = None, build_dir: Optional[Path] = None):
         self.topo = topo
-        self.plugin = tl.require_binary("cni/vxfed")
-        self.fake = tl.require_binary("tests/cni/fake_vxfedd")
-        tl.require_program("ip")
+        self.plugin = require_binary("cni/vxfed", build_dir)
+        self.fake = require_binary("tests/cni/fake_vxfedd", build_dir)
+        require_program("ip")
         if not (REFERENCE_PLUGINS / "host-local").exists():
-            tl.skip("containernetworking-plugins is not installed (/usr/lib/cni/host-local)")
+            skip("containernetworking-plugins is not installed (/usr/lib/cni/host-local)")
         self.work = topo.workdir
         self.bin_dir = self.work / "bin"
         self.bin_dir.mkdir()
@@ -125,7 +126,7 @@ class CniBed:
         self.runtime = Runtime([str(self.bin_dir), str(REFERENCE_PLUGINS)], self.work / "cache")
         self.fake_proc = None
         self.suffix = topo.suffix
-        self.pods: dict[str, tl.Namespace] = {}
+        self.pods: dict[str, Namespace] = {}
 
     def bandwidth_enforced(self) -> bool:
         """Whether this build links bpf/ (vxfed --version says "ebpf")."""
@@ -138,7 +139,7 @@ class CniBed:
         self.fake_proc = self.topo.spawn([str(self.fake), "--socket", self.socket, "--config",
                                           str(self.work / "networks.json"), "--state", str(self.endpoints_file),
                                           *extra], name="fake_vxfedd")
-        tl.wait_for(lambda: os.path.exists(self.socket) and self._connectable(), 10, "fake vxfedd socket")
+        wait_for(lambda: os.path.exists(self.socket) and self._connectable(), 10, "fake vxfedd socket")
 
     def _connectable(self) -> bool:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -180,13 +181,13 @@ class CniBed:
     def cid(self, short: str) -> str:
         return f"{short}-{self.suffix}"
 
-    def pod(self, short: str) -> tl.Namespace:
+    def pod(self, short: str) -> Namespace:
         ns = self.topo.netns(short)
         self.pods[short] = ns
         return ns
 
     @staticmethod
-    def netns_path(ns: tl.Namespace) -> str:
+    def netns_path(ns: Namespace) -> str:
         return f"/var/run/netns/{ns.name}"
 
     # -- observation --
@@ -228,6 +229,6 @@ def expect_error(fn, code: int, message_part: str, what: str) -> CniError:
     except CniError as e:
         if e.code != code or message_part.lower() not in (e.msg + " " + e.details).lower():
             raise AssertionError(f"{what}: expected code {code} with {message_part!r}, got {e.code}: {e.msg} / {e.details}")
-        tl.log(f"ok: {what} -> {e.code} {e.msg}")
+        log(f"ok: {what} -> {e.code} {e.msg}")
         return e
     raise AssertionError(f"{what}: succeeded, expected code {code}")

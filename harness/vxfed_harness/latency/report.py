@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import parsers
+from . import parsers
 
 # The keys of the `ours`, `kernel` and `ratio` objects, in table order, with their labels,
 # and which suite produces them.

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from variant_base import tl
+from .proc import run
 
 
 @dataclass
@@ -46,16 +46,16 @@ def _alive(pid: int) -> str | None:
 
 def take(name_markers: list[str], suffix: str, pids: set[int], dirs: list[Path]) -> Inventory:
     """Objects of this run: netns/mounts whose name starts with a marker and ends with -suffix;
-    host links carrying the suffix (vxfed_testlib's temporary veth names); the given pids;
+    host links carrying the suffix (Topology.veth's temporary names); the given pids;
     the given temp dirs; any process whose command line names one of those dirs."""
     inv = Inventory()
 
     def ours(name: str) -> bool:
         return any(name.startswith(m) for m in name_markers) and name.endswith(f"-{suffix}")
 
-    listing = tl.run(["ip", "netns", "list"], check=False).stdout.split("\n")
+    listing = run(["ip", "netns", "list"], check=False).stdout.split("\n")
     inv.namespaces = [l.split()[0] for l in listing if l.strip() and ours(l.split()[0])]
-    for line in tl.run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
+    for line in run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
         parts = line.split(":")
         if len(parts) > 1:
             name = parts[1].strip().split("@")[0]
