@@ -13,7 +13,9 @@
 #include <unordered_set>
 #include <utility>
 
-#include "dataplane/core/address_text.hpp"
+#include "common/net/ipv4.hpp"
+#include "common/net/mac.hpp"
+#include "common/net/vxlan.hpp"
 
 namespace vxfed::dataplane {
 namespace {
@@ -25,13 +27,20 @@ constexpr std::uint32_t kMaxVniValue = 0xfffffe;     // 0xffffff is reserved by 
 constexpr std::uint32_t kMaxEcmpSlots = 256;         // weights are scaled into this many slots
 constexpr std::size_t kMaxErrorsReported = 5;
 
-bool unicast(const MacAddress& mac) {
-  return (mac[0] & 1) == 0 && wire::mac_to_u64(mac) != 0;
+using net::is_unicast;
+
+// The table-building edge: text is parsed by common/net, then held as the network-order words
+// the packet path compares against (never converted per packet).
+std::optional<std::uint32_t> parse_ipv4_be(const std::string& text) {
+  auto a = net::Ipv4Addr::parse(text);
+  if (!a) return std::nullopt;
+  return a->to_network();
 }
+std::string ipv4_text(std::uint32_t ip_be) { return net::Ipv4Addr::from_network(ip_be).str(); }
 
 // A VTEP (or neighbour) address must be a unicast host address.
 bool usable_host(std::uint32_t ip_be) {
-  const std::uint32_t h = ntohl(ip_be);
+  const std::uint32_t h = net::Ipv4Addr::from_network(ip_be).value;
   return h != 0 && h != 0xffffffff && (h >> 28) != 0xe && (h >> 24) != 127;
 }
 
@@ -67,11 +76,6 @@ std::uint32_t sum_words(const void* data, std::size_t len) {
 
 }  // namespace
 
-MacAddress derived_gateway_mac(std::uint32_t vni) {
-  return MacAddress{0x02, 0x76, 0x78, static_cast<std::uint8_t>(vni >> 16),
-                    static_cast<std::uint8_t>(vni >> 8), static_cast<std::uint8_t>(vni)};
-}
-
 // Builds a ForwardingTables in steps; each step validates its entries and records errors.
 class TablesBuilder {
  public:
@@ -104,8 +108,8 @@ class TablesBuilder {
     if (!usable_host(ctx_.local_vtep_ip_be))
       errors_.add("build context: local VTEP address " + ipv4_text(ctx_.local_vtep_ip_be) +
                   " is not a unicast host address");
-    if (!unicast(ctx_.uplink_mac))
-      errors_.add("build context: uplink MAC " + mac_text(ctx_.uplink_mac) + " is not unicast");
+    if (!is_unicast(ctx_.uplink_mac))
+      errors_.add("build context: uplink MAC " + net::format_mac(ctx_.uplink_mac) + " is not unicast");
     if (ctx_.underlay_mtu < 576 || ctx_.underlay_mtu > 65535 - 64)
       errors_.add("build context: underlay MTU " + std::to_string(ctx_.underlay_mtu) +
                   " must be 576..65471");
@@ -129,27 +133,28 @@ class TablesBuilder {
         errors_.add(where + ": vni must be 1..16777214");
         ok = false;
       }
-      auto gw = parse_ipv4(n.gateway_ip());
+      auto gw = parse_ipv4_be(n.gateway_ip());
       if (!gw || !usable_host(*gw)) {
         errors_.add(where + ": gateway_ip " + quoted(n.gateway_ip()) +
                     " is not a unicast IPv4 address");
         ok = false;
       }
       if (n.gateway_mac().empty()) {
-        e.gateway_mac = derived_gateway_mac(n.vni());
-      } else if (auto mac = parse_mac(n.gateway_mac()); mac && unicast(*mac)) {
+        e.gateway_mac = net::gateway_mac(n.vni());
+      } else if (auto mac = net::parse_mac(n.gateway_mac()); mac && is_unicast(*mac)) {
         e.gateway_mac = *mac;
       } else {
         errors_.add(where + ": gateway_mac " + quoted(n.gateway_mac()) +
                     " is not a unicast MAC (aa:bb:cc:dd:ee:ff)");
         ok = false;
       }
-      const std::uint32_t max_mtu = ctx_.underlay_mtu - wire::kVxlanMtuOverhead;
+      const std::uint32_t max_mtu = net::pod_mtu(ctx_.underlay_mtu);
       const std::uint32_t mtu = n.mtu() == 0 ? max_mtu : n.mtu();
       if (mtu < 68 || mtu > max_mtu) {
         errors_.add(where + ": mtu " + std::to_string(n.mtu()) + " must be 68.." +
                     std::to_string(max_mtu) + " (underlay MTU " +
-                    std::to_string(ctx_.underlay_mtu) + " - 50), or 0 for the maximum");
+                    std::to_string(ctx_.underlay_mtu) + " - " + std::to_string(net::kVxlanOverhead) +
+                    "), or 0 for the maximum");
         ok = false;
       }
       if (!ok) {
@@ -197,13 +202,13 @@ class TablesBuilder {
         ok = false;
       }
       auto net = network_of(ep.vni(), where);
-      auto ip = parse_ipv4(ep.ip());
+      auto ip = parse_ipv4_be(ep.ip());
       if (!ip || !usable_host(*ip)) {
         errors_.add(where + ": ip " + quoted(ep.ip()) + " is not a unicast IPv4 address");
         ok = false;
       }
-      auto mac = parse_mac(ep.mac());
-      if (!mac || !unicast(*mac)) {
+      auto mac = net::parse_mac(ep.mac());
+      if (!mac || !is_unicast(*mac)) {
         errors_.add(where + ": mac " + quoted(ep.mac()) + " is not a unicast MAC");
         ok = false;
       }
@@ -251,7 +256,7 @@ class TablesBuilder {
   }
 
   bool check_vtep(const std::string& text, const std::string& where, std::uint32_t* ip_be) {
-    auto ip = parse_ipv4(text);
+    auto ip = parse_ipv4_be(text);
     if (!ip || !usable_host(*ip)) {
       errors_.add(where + " " + quoted(text) + " is not a unicast IPv4 address");
       return false;
@@ -272,11 +277,10 @@ class TablesBuilder {
       const std::string where = "routes[" + std::to_string(i) + "] (vni " +
                                 std::to_string(r.vni()) + ", prefix " + quoted(r.prefix()) + ")";
       auto net = network_of(r.vni(), where);
-      std::string why;
-      auto prefix = parse_prefix(r.prefix(), &why);
+      auto prefix = net::Ipv4Prefix::parse(r.prefix());
       bool ok = net.has_value();
       if (!prefix) {
-        errors_.add(where + ": prefix " + why);
+        errors_.add(where + ": prefix: " + prefix.error());
         ok = false;
       }
       if (r.next_hops_size() == 0) {
@@ -357,13 +361,13 @@ class TablesBuilder {
     for (int i = 0; i < in_.neighbors_size(); ++i) {
       const auto& nb = in_.neighbors(i);
       const std::string where = "neighbors[" + std::to_string(i) + "] (ip " + quoted(nb.ip()) + ")";
-      auto ip = parse_ipv4(nb.ip());
-      auto mac = parse_mac(nb.mac());
+      auto ip = parse_ipv4_be(nb.ip());
+      auto mac = net::parse_mac(nb.mac());
       if (!ip || !usable_host(*ip)) {
         errors_.add(where + ": ip is not a unicast IPv4 address");
         continue;
       }
-      if (!mac || !unicast(*mac)) {
+      if (!mac || !is_unicast(*mac)) {
         errors_.add(where + ": mac " + quoted(nb.mac()) + " is not a unicast MAC");
         continue;
       }
@@ -380,13 +384,13 @@ class TablesBuilder {
     // LPM value. With the endpoints in it, one lookup answers both "local endpoint?" and
     // "which route?" for the encap fast path (PrefixInfo).
     std::unordered_map<std::uint64_t, std::uint32_t> prefix_ids;  // (addr << 8 | len) -> id
-    std::vector<Prefix> prefixes;
+    std::vector<net::Ipv4Prefix> prefixes;
     auto pkey = [](std::uint32_t addr, std::uint32_t len) {
       return (static_cast<std::uint64_t>(addr) << 8) | len;
     };
     auto id_of = [&](std::uint32_t addr, std::uint32_t len) {
       auto [it, fresh] = prefix_ids.emplace(pkey(addr, len), static_cast<std::uint32_t>(prefixes.size()));
-      if (fresh) prefixes.push_back(Prefix{addr, static_cast<std::uint8_t>(len)});
+      if (fresh) prefixes.push_back(net::Ipv4Prefix{addr, static_cast<std::uint8_t>(len)});
       return it->second;
     };
     // What each (prefix, network) resolves to; a prefix with entries of one network only is
@@ -445,7 +449,7 @@ class TablesBuilder {
     std::vector<LpmTable::Entry> entries;
     entries.reserve(prefixes.size());
     for (std::uint32_t id = 0; id < prefixes.size(); ++id) {
-      const Prefix& p = prefixes[id];
+      const net::Ipv4Prefix& p = prefixes[id];
       entries.push_back(LpmTable::Entry{p.addr, p.len, id});
       for (int len = p.len - 1; len >= 0; --len) {
         const std::uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
@@ -538,7 +542,7 @@ class TablesBuilder {
   }
 
   struct PendingRoute {
-    Prefix prefix;
+    net::Ipv4Prefix prefix;
     std::uint16_t network;
     std::uint32_t group;
   };

@@ -109,7 +109,8 @@ struct Destination {
 class ForwardingTables {
  public:
   // Validates every entry and builds the lookup structures. Errors name the entry and the
-  // field ("routes[12] (vni 1001, prefix \"10.245.0.0/33\"): prefix length must be 0..32").
+  // field ("routes[12] (vni 1001, prefix \"10.245.0.0/33\"): prefix: '10.245.0.0/33' has an invalid
+  // prefix length (expected 0..32)").
   // On success, also makes the neighbour cache's static entries match tables.neighbors.
   static Result<std::unique_ptr<ForwardingTables>> create(const v1::Tables& tables,
                                                           const BuildContext& context);
@@ -247,9 +248,5 @@ class ForwardingTables {
 // Delta requests: the result is then built whole with ForwardingTables::create.
 // Fails (naming the entry) when a removal names something that does not exist.
 Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta);
-
-// The gateway MAC of a network whose gateway_mac is empty: 02:76:78 + the 24-bit VNI
-// (locally administered, the same on every node: an anycast gateway).
-wire::MacAddress derived_gateway_mac(std::uint32_t vni);
 
 }  // namespace vxfed::dataplane

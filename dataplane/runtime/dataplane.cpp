@@ -1,7 +1,5 @@
 #include "dataplane/runtime/dataplane.hpp"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -11,42 +9,21 @@
 #include <rte_malloc.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/ipv4.hpp"
+#include "common/net/mac.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/runtime/tables_json.hpp"
 
 namespace vxfed::dataplane {
 
-namespace {
-
-std::optional<std::uint32_t> parse_ipv4(const std::string& text) {
-  in_addr a{};
-  if (::inet_pton(AF_INET, text.c_str(), &a) != 1) return std::nullopt;
-  return a.s_addr;
-}
-
-Result<std::pair<std::uint32_t, std::uint32_t>> parse_cidr(const std::string& text) {
-  const auto slash = text.find('/');
-  if (slash == std::string::npos) return make_error("'" + text + "' is not a CIDR (a.b.c.d/len)");
-  const auto ip = parse_ipv4(text.substr(0, slash));
-  int len = -1;
-  try {
-    len = std::stoi(text.substr(slash + 1));
-  } catch (...) {
-  }
-  if (!ip || len < 0 || len > 32) return make_error("'" + text + "' is not a CIDR (a.b.c.d/len)");
-  const std::uint32_t mask = len == 0 ? 0 : htonl(~0u << (32 - len));
-  return std::make_pair(*ip & mask, mask);
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   std::unique_ptr<Dataplane> d(new Dataplane());
   d->options_ = options;
   d->workers_ = options.queues;
-  const auto vtep = parse_ipv4(options.vtep_ip);
-  if (!vtep) return make_error("--vtep-ip: '" + options.vtep_ip + "' is not an IPv4 address");
-  d->vtep_ip_be_ = *vtep;
+  // The options' text through common/net, held in network order as the packet path uses it.
+  const auto vtep = net::Ipv4Addr::parse(options.vtep_ip);
+  if (!vtep) return make_error("--vtep-ip: " + vtep.error());
+  d->vtep_ip_be_ = vtep->to_network();
 
   // Lcores: the main one is the control thread, then one per worker.
   if (rte_lcore_count() < d->workers_ + 1)
@@ -57,9 +34,9 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
 
   ArpResolver::Underlay underlay;
   if (!options.underlay_gateway.empty()) {
-    const auto gw = parse_ipv4(options.underlay_gateway);
-    if (!gw) return make_error("--underlay-gateway: '" + options.underlay_gateway + "' is not an IPv4 address");
-    underlay.gateway_be = *gw;
+    const auto gw = net::Ipv4Addr::parse(options.underlay_gateway);
+    if (!gw) return make_error("--underlay-gateway: " + gw.error());
+    underlay.gateway_be = gw->to_network();
     bool static_gw = false;
     for (const auto& n : options.static_neighbors)
       if (n.substr(0, n.find('=')) == options.underlay_gateway) static_gw = true;
@@ -68,15 +45,18 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
                         " needs its MAC as --static-neighbor " + options.underlay_gateway + "=MAC");
   }
   if (!options.underlay_subnet.empty()) {
-    auto c = parse_cidr(options.underlay_subnet);
-    if (!c) return make_error("--underlay-subnet: " + c.error());
-    underlay.subnet_be = c->first;
-    underlay.mask_be = c->second;
+    const auto subnet = net::Ipv4Prefix::parse(options.underlay_subnet);
+    if (!subnet) return make_error("--underlay-subnet: " + subnet.error());
+    underlay.subnet_be = subnet->network().to_network();
+    underlay.mask_be = net::Ipv4Addr{subnet->mask()}.to_network();
   }
   for (const auto& n : options.static_neighbors) {
     const auto eq = n.find('=');
-    if (eq == std::string::npos || !parse_ipv4(n.substr(0, eq)))
-      return make_error("--static-neighbor '" + n + "': expected IP=MAC");
+    if (eq == std::string::npos) return make_error("--static-neighbor '" + n + "': expected IP=MAC");
+    if (auto ip = net::Ipv4Addr::parse(n.substr(0, eq)); !ip)
+      return make_error("--static-neighbor '" + n + "': " + ip.error());
+    if (auto mac = net::parse_mac(n.substr(eq + 1)); !mac)
+      return make_error("--static-neighbor '" + n + "': " + mac.error());
   }
 
   auto ports = Ports::create(options, d->workers_);
@@ -224,9 +204,7 @@ bool Dataplane::send_arp_request(std::uint32_t target_ip_be) {
     if (sent && !wakes_.empty()) wakes_[0]->signal();  // worker 0 may be blocked on its sockets
   }
   if (!sent) rte_pktmbuf_free(m);
-  char text[INET_ADDRSTRLEN];
-  in_addr a{target_ip_be};
-  spdlog::debug("ARP request for {}: {}", inet_ntop(AF_INET, &a, text, sizeof text), sent ? "sent" : "no room");
+  spdlog::debug("ARP request for {}: {}", net::Ipv4Addr::from_network(target_ip_be).str(), sent ? "sent" : "no room");
   return sent;
 }
 

@@ -1,9 +1,8 @@
 #include "tests/dataplane/frames.hpp"
 
-#include <arpa/inet.h>
-
-#include <cstdio>
 #include <stdexcept>
+
+#include "common/net/ipv4.hpp"
 
 namespace vxfed::test {
 namespace {
@@ -12,19 +11,17 @@ void put32(Bytes& b, std::uint32_t v) { put16(b, v >> 16); put16(b, v & 0xffff);
 void put_mac(Bytes& b, const Mac& m) { b.insert(b.end(), m.begin(), m.end()); }
 }  // namespace
 
+// Text through common/net (the one parser); a typo in a test is a thrown error, not a zero.
 Mac mac(const std::string& text) {
-  Mac m{};
-  unsigned v[6];
-  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
-    throw std::invalid_argument(text);
-  for (int i = 0; i < 6; ++i) m[i] = static_cast<std::uint8_t>(v[i]);
-  return m;
+  auto m = net::parse_mac(text);
+  if (!m) throw std::invalid_argument(m.error());
+  return *m;
 }
 
 std::uint32_t ip(const std::string& text) {
-  in_addr a{};
-  if (inet_pton(AF_INET, text.c_str(), &a) != 1) throw std::invalid_argument(text);
-  return ntohl(a.s_addr);
+  auto a = net::Ipv4Addr::parse(text);
+  if (!a) throw std::invalid_argument(a.error());
+  return a->value;
 }
 
 std::uint16_t checksum(const std::uint8_t* p, std::size_t n) {

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "common/net/mac.hpp"
+
 namespace vxfed::test {
 
 using Bytes = std::vector<std::uint8_t>;
-using Mac = std::array<std::uint8_t, 6>;
+using Mac = net::Mac;
 
 Mac mac(const std::string& text);
 std::uint32_t ip(const std::string& text);  // host order

@@ -12,6 +12,7 @@
 
 #include <memory>
 
+#include "common/net/vxlan.hpp"
 #include "dataplane/core/tables.hpp"
 #include "tests/dataplane/frames.hpp"
 
@@ -24,10 +25,7 @@ inline const Mac kPod1Mac = {0x02, 0xaa, 0, 0, 0, 0x10};
 inline const Mac kPod2Mac = {0x02, 0xaa, 0, 0, 0, 0x11};
 inline const Mac kPod3Mac = {0x02, 0xbb, 0, 0, 0, 0x10};
 inline Mac neighbor_mac(int n) { return Mac{0x02, 0, 0, 0, 0x02, static_cast<std::uint8_t>(n)}; }
-inline Mac gateway_mac(std::uint32_t vni) {
-  return Mac{0x02, 0x76, 0x78, static_cast<std::uint8_t>(vni >> 16),
-             static_cast<std::uint8_t>(vni >> 8), static_cast<std::uint8_t>(vni)};
-}
+using net::gateway_mac;  // the derived gateway MAC of a VNI (common/net/vxlan.hpp)
 constexpr std::uint16_t kUplink = 0, kPod1 = 1, kPod2 = 2, kPod3 = 3;
 constexpr std::uint32_t kVniA = 1001, kVniB = 2002;
 

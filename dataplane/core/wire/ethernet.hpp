@@ -4,11 +4,13 @@
 #include <array>
 #include <cstdint>
 
+#include "common/net/mac.hpp"
 #include "dataplane/core/wire/byte_order.hpp"
 
 namespace vxfed::wire {
 
-using MacAddress = std::array<std::uint8_t, 6>;
+// The one MAC type (common/net/mac.hpp, which parses and prints it), in wire order.
+using MacAddress = net::Mac;
 
 struct __attribute__((packed)) EthernetHeader {
   MacAddress dst;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "common/net/vxlan.hpp"
 #include "dataplane/core/wire/byte_order.hpp"
 #include "dataplane/core/wire/ethernet.hpp"
 #include "dataplane/core/wire/ipv4.hpp"
@@ -17,9 +18,10 @@ struct __attribute__((packed)) VxlanHeader {
 };
 static_assert(sizeof(VxlanHeader) == 8);
 
-constexpr std::uint8_t kVxlanFlagsVni = 0x08;
-constexpr std::uint16_t kVxlanUdpPort = 4789;
-constexpr std::uint32_t kVniMax = 0xffffff;
+// The numbers every part shares (common/net/vxlan.hpp), under their wire names.
+using net::kVniMax;
+using net::kVxlanFlagsVni;
+using net::kVxlanUdpPort;
 
 inline std::uint32_t vxlan_vni(const VxlanHeader& h) { return from_be32(h.vni_reserved_be) >> 8; }
 constexpr be32 vxlan_vni_field(std::uint32_t vni) { return to_be32(vni << 8); }
@@ -34,9 +36,10 @@ struct __attribute__((packed)) VxlanOuterHeaders {
 static_assert(sizeof(VxlanOuterHeaders) == 50);
 
 constexpr std::uint32_t kVxlanOverhead = sizeof(VxlanOuterHeaders);
-// Bytes the encapsulation adds to the IP packet size (outer IPv4+UDP+VXLAN+inner Ethernet):
-// the pod MTU is the underlay MTU minus this.
-constexpr std::uint32_t kVxlanMtuOverhead = 50;
+// The headers in front of the inner frame (outer Ethernet + IPv4 + UDP + VXLAN) and what the
+// encapsulation adds to the pod's IP packet (outer IPv4 + UDP + VXLAN + inner Ethernet, the
+// MTU rule, net::kVxlanOverhead) count one Ethernet header each way: the same 50 bytes.
+static_assert(kVxlanOverhead == net::kVxlanOverhead);
 
 // Outer UDP source port: 49152 + flow hash mod 16384 (RFC 7348 section 5 entropy).
 constexpr std::uint16_t kVxlanSrcPortBase = 49152;
