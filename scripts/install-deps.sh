@@ -12,6 +12,8 @@ PACKAGES=(
   libbpf-dev bpftool libxdp-dev clang llvm libelf-dev zlib1g-dev
   # control plane
   libboost-dev libboost-system-dev libprotobuf-dev protobuf-compiler
+  # federation store: etcd v3 over gRPC (the tests run a real etcd cluster)
+  libgrpc++-dev protobuf-compiler-grpc etcd-server etcd-client
   libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   # CNI plugin (rtnetlink)
   libmnl-dev

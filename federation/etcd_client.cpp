@@ -1,0 +1,485 @@
+#include "federation/etcd_client.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/grpcpp.h>
+
+#include "federation/etcd_rpc.grpc.pb.h"
+
+namespace vxfed::federation {
+
+namespace pb = ::etcdserverpb;
+
+const char* code_name(Code code) {
+  switch (code) {
+    case Code::unavailable: return "UNAVAILABLE";
+    case Code::conflict: return "CONFLICT";
+    case Code::exhausted: return "EXHAUSTED";
+    case Code::invalid: return "INVALID_ARGUMENT";
+    case Code::not_found: return "NOT_FOUND";
+    case Code::internal: return "INTERNAL";
+  }
+  return "?";
+}
+
+std::string prefix_range_end(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    auto& last = reinterpret_cast<unsigned char&>(end.back());
+    if (last < 0xff) {
+      ++last;
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+namespace {
+
+struct Endpoint {
+  std::string address;  // host:port
+  bool https = false;
+};
+
+StoreResult<Endpoint> parse_endpoint(const std::string& text) {
+  Endpoint e;
+  std::string rest = text;
+  if (rest.rfind("https://", 0) == 0) {
+    e.https = true;
+    rest = rest.substr(8);
+  } else if (rest.rfind("http://", 0) == 0) {
+    rest = rest.substr(7);
+  }
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  const auto colon = rest.rfind(':');
+  if (rest.empty() || colon == std::string::npos || colon == 0 || colon + 1 == rest.size() ||
+      rest.find('/') != std::string::npos)
+    return store_error(Code::invalid, "etcd endpoint '" + text + "' is not HOST:PORT (optionally with http:// or https://)");
+  int port = 0;
+  try {
+    port = std::stoi(rest.substr(colon + 1));
+  } catch (...) {
+  }
+  if (port <= 0 || port > 65535 || std::to_string(port) != rest.substr(colon + 1))
+    return store_error(Code::invalid, "etcd endpoint '" + text + "': port must be 1..65535");
+  e.address = rest;
+  return e;
+}
+
+StoreResult<std::string> read_pem(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return store_error(Code::invalid, std::string(what) + " '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (ss.str().find("-----BEGIN") == std::string::npos)
+    return store_error(Code::invalid, std::string(what) + " '" + path + "' is not PEM");
+  return ss.str();
+}
+
+bool retryable(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:         // refused, no leader, leader changed, request timed out
+    case grpc::StatusCode::DEADLINE_EXCEEDED:   // no answer in time (no quorum, partition)
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:  // too many requests
+    case grpc::StatusCode::UNKNOWN:             // a member going away mid-call
+      return true;
+    default:
+      return false;
+  }
+}
+
+Code code_of(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::NOT_FOUND: return Code::not_found;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::OUT_OF_RANGE: return Code::invalid;
+    default: return retryable(status) ? Code::unavailable : Code::internal;
+  }
+}
+
+std::string status_text(const grpc::Status& status) {
+  std::string text = status.error_message();
+  if (text.empty()) text = "gRPC status " + std::to_string(static_cast<int>(status.error_code()));
+  return text;
+}
+
+}  // namespace
+
+struct EtcdClient::Members {
+  struct Member {
+    std::string address;
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<pb::KV::Stub> kv;
+    std::unique_ptr<pb::Lease::Stub> lease;
+    std::unique_ptr<pb::Watch::Stub> watch;
+  };
+  std::vector<Member> list;
+};
+
+StoreStatus validate(const EtcdOptions& options) {
+  if (options.endpoints.empty()) return store_error(Code::invalid, "no etcd endpoints are configured");
+  bool https = false;
+  for (const auto& text : options.endpoints) {
+    auto e = parse_endpoint(text);
+    if (!e) return e.store_error();
+    https = https || e->https;
+  }
+  if (options.cert_file.empty() != options.key_file.empty())
+    return store_error(Code::invalid, "a TLS client certificate needs both cert_file and key_file");
+  if (!options.cert_file.empty() && options.ca_file.empty() && !https)
+    return store_error(Code::invalid, "a TLS client certificate needs TLS: set ca_file or use https:// endpoints");
+  for (const auto& [path, what] : {std::pair{options.ca_file, "TLS CA file"}, {options.cert_file, "TLS certificate"},
+                                   {options.key_file, "TLS key"}}) {
+    if (path.empty()) continue;
+    if (auto pem = read_pem(path, what); !pem) return pem.store_error();
+  }
+  if (options.key_prefix.empty() || options.key_prefix.front() != '/' || options.key_prefix.back() == '/')
+    return store_error(Code::invalid, "key prefix '" + options.key_prefix + "' must start with '/' and not end with one");
+  if (options.request_timeout_ms == 0) return store_error(Code::invalid, "request timeout must be above 0 ms");
+  return Done{};
+}
+
+StoreResult<std::unique_ptr<EtcdClient>> EtcdClient::create(const EtcdOptions& options) {
+  if (auto ok = validate(options); !ok) return ok.store_error();
+  auto members = std::make_unique<Members>();
+  bool tls = !options.ca_file.empty();
+  std::vector<Endpoint> endpoints;
+  for (const auto& text : options.endpoints) {
+    endpoints.push_back(*parse_endpoint(text));
+    tls = tls || endpoints.back().https;
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.ca_file.empty()) ssl.pem_root_certs = *read_pem(options.ca_file, "TLS CA file");
+    if (!options.cert_file.empty()) {
+      ssl.pem_cert_chain = *read_pem(options.cert_file, "TLS certificate");
+      ssl.pem_private_key = *read_pem(options.key_file, "TLS key");
+    }
+    credentials = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  // A member that comes back is used again within reconnect_max_ms (gRPC's default backoff
+  // grows to two minutes).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(std::max<std::uint32_t>(options.reconnect_max_ms, 100)));
+  // Notices a silently dead connection (a watch stream would otherwise wait forever); etcd
+  // refuses pings more often than every 5 s.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  for (const auto& e : endpoints) {
+    Members::Member m;
+    m.address = e.address;
+    m.channel = grpc::CreateCustomChannel(e.address, credentials, args);
+    m.kv = pb::KV::NewStub(m.channel);
+    m.lease = pb::Lease::NewStub(m.channel);
+    m.watch = pb::Watch::NewStub(m.channel);
+    members->list.push_back(std::move(m));
+  }
+  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(members), options));
+}
+
+EtcdClient::EtcdClient(std::unique_ptr<Members> members, EtcdOptions options)
+    : members_(std::move(members)), options_(std::move(options)) {
+  prefix_ = options_.key_prefix + "/";
+  std::string list;
+  for (const auto& m : members_->list) list += (list.empty() ? "" : ",") + m.address;
+  description_ = "etcd at " + list + " (key prefix " + options_.key_prefix + ")";
+}
+
+EtcdClient::~EtcdClient() = default;
+
+// Runs one RPC against the member that answered last, moving on through the others while the
+// failure says "this member cannot serve now". `rpc(member, context)` returns the status.
+template <typename Call>
+StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
+  const std::size_t n = members_->list.size();
+  const std::size_t start = current_.load();
+  std::string failures;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t index = (start + i) % n;
+    auto& member = members_->list[index];
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms));
+    const grpc::Status status = rpc(member, context);
+    if (status.ok()) {
+      current_.store(index);
+      return Done{};
+    }
+    if (!retryable(status))
+      return store_error(code_of(status), "federation store " + description_ + ": " + what + " on " + member.address +
+                                              " failed: " + status_text(status));
+    failures += (failures.empty() ? "" : "; ") + member.address + ": " + status_text(status);
+  }
+  current_.store((start + 1) % n);
+  return store_error(Code::unavailable, "federation store " + description_ + " is unavailable (" + what + "): " + failures);
+}
+
+namespace {
+
+KeyValue from_pb(const pb::KeyValue& kv, const std::string& prefix) {
+  KeyValue out;
+  out.key = kv.key().rfind(prefix, 0) == 0 ? kv.key().substr(prefix.size()) : kv.key();
+  out.value = kv.value();
+  out.create_revision = kv.create_revision();
+  out.mod_revision = kv.mod_revision();
+  out.version = kv.version();
+  out.lease = kv.lease();
+  return out;
+}
+
+}  // namespace
+
+StoreResult<RangeResult> EtcdClient::get(const std::string& key) {
+  pb::RangeRequest request;
+  request.set_key(prefix_ + key);
+  pb::RangeResponse response;
+  auto ok = call("get", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Range(&c, request, &response); });
+  if (!ok) return ok.store_error();
+  cluster_id_.store(response.header().cluster_id());
+  RangeResult out;
+  out.revision = response.header().revision();
+  for (const auto& kv : response.kvs()) out.kvs.push_back(from_pb(kv, prefix_));
+  return out;
+}
+
+StoreResult<RangeResult> EtcdClient::get_prefix(const std::string& prefix) {
+  pb::RangeRequest request;
+  request.set_key(prefix_ + prefix);
+  request.set_range_end(prefix_range_end(prefix_ + prefix));
+  pb::RangeResponse response;
+  auto ok = call("range", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Range(&c, request, &response); });
+  if (!ok) return ok.store_error();
+  cluster_id_.store(response.header().cluster_id());
+  RangeResult out;
+  out.revision = response.header().revision();
+  for (const auto& kv : response.kvs()) out.kvs.push_back(from_pb(kv, prefix_));
+  return out;
+}
+
+StoreResult<TxnResult> EtcdClient::txn(const std::vector<Compare>& compares, const std::vector<Op>& success,
+                                       const std::vector<Op>& failure) {
+  pb::TxnRequest request;
+  for (const auto& c : compares) {
+    auto* out = request.add_compare();
+    out->set_key(prefix_ + c.key);
+    if (c.prefix) out->set_range_end(prefix_range_end(prefix_ + c.key));
+    switch (c.relation) {
+      case Compare::Relation::equal: out->set_result(pb::Compare::EQUAL); break;
+      case Compare::Relation::not_equal: out->set_result(pb::Compare::NOT_EQUAL); break;
+      case Compare::Relation::greater: out->set_result(pb::Compare::GREATER); break;
+      case Compare::Relation::less: out->set_result(pb::Compare::LESS); break;
+    }
+    switch (c.target) {
+      case Compare::Target::version: out->set_target(pb::Compare::VERSION); out->set_version(c.number); break;
+      case Compare::Target::create_revision: out->set_target(pb::Compare::CREATE); out->set_create_revision(c.number); break;
+      case Compare::Target::mod_revision: out->set_target(pb::Compare::MOD); out->set_mod_revision(c.number); break;
+      case Compare::Target::value: out->set_target(pb::Compare::VALUE); out->set_value(c.value); break;
+    }
+  }
+  auto add_ops = [&](const std::vector<Op>& ops, auto add) {
+    for (const auto& op : ops) {
+      pb::RequestOp* out = add();
+      const std::string key = prefix_ + op.key;
+      switch (op.kind) {
+        case Op::Kind::put: {
+          auto* put = out->mutable_request_put();
+          put->set_key(key);
+          put->set_value(op.value);
+          put->set_lease(op.lease);
+          break;
+        }
+        case Op::Kind::erase: {
+          auto* erase = out->mutable_request_delete_range();
+          erase->set_key(key);
+          if (op.prefix) erase->set_range_end(prefix_range_end(key));
+          break;
+        }
+        case Op::Kind::get: {
+          auto* range = out->mutable_request_range();
+          range->set_key(key);
+          if (op.prefix) range->set_range_end(prefix_range_end(key));
+          break;
+        }
+      }
+    }
+  };
+  add_ops(success, [&] { return request.add_success(); });
+  add_ops(failure, [&] { return request.add_failure(); });
+  pb::TxnResponse response;
+  auto ok = call("transaction", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Txn(&c, request, &response); });
+  if (!ok) return ok.store_error();
+  cluster_id_.store(response.header().cluster_id());
+  TxnResult out;
+  out.succeeded = response.succeeded();
+  out.revision = response.header().revision();
+  for (const auto& r : response.responses()) {
+    if (!r.has_response_range()) continue;
+    std::vector<KeyValue> kvs;
+    for (const auto& kv : r.response_range().kvs()) kvs.push_back(from_pb(kv, prefix_));
+    out.gets.push_back(std::move(kvs));
+  }
+  return out;
+}
+
+StoreStatus EtcdClient::put(const std::string& key, const std::string& value, std::int64_t lease) {
+  pb::PutRequest request;
+  request.set_key(prefix_ + key);
+  request.set_value(value);
+  request.set_lease(lease);
+  pb::PutResponse response;
+  auto ok = call("put", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Put(&c, request, &response); });
+  if (ok) cluster_id_.store(response.header().cluster_id());
+  return ok;
+}
+
+StoreStatus EtcdClient::erase_prefix(const std::string& prefix) {
+  pb::DeleteRangeRequest request;
+  request.set_key(prefix_ + prefix);
+  request.set_range_end(prefix_range_end(prefix_ + prefix));
+  pb::DeleteRangeResponse response;
+  auto ok = call("delete", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->DeleteRange(&c, request, &response); });
+  if (ok) cluster_id_.store(response.header().cluster_id());
+  return ok;
+}
+
+StoreResult<std::int64_t> EtcdClient::lease_grant(std::int64_t ttl_s) {
+  pb::LeaseGrantRequest request;
+  request.set_ttl(ttl_s);
+  pb::LeaseGrantResponse response;
+  auto ok = call("lease grant", [&](Members::Member& m, grpc::ClientContext& c) { return m.lease->LeaseGrant(&c, request, &response); });
+  if (!ok) return ok.store_error();
+  if (!response.error().empty())
+    return store_error(Code::internal, "federation store " + description_ + ": lease grant refused: " + response.error());
+  cluster_id_.store(response.header().cluster_id());
+  return response.id();
+}
+
+StoreResult<std::int64_t> EtcdClient::lease_keep_alive(std::int64_t id) {
+  pb::LeaseKeepAliveResponse response;
+  bool answered = false;
+  auto ok = call("lease keep-alive", [&](Members::Member& m, grpc::ClientContext& c) {
+    answered = false;
+    auto stream = m.lease->LeaseKeepAlive(&c);
+    pb::LeaseKeepAliveRequest request;
+    request.set_id(id);
+    if (stream->Write(request)) answered = stream->Read(&response);
+    stream->WritesDone();
+    grpc::Status status = stream->Finish();
+    if (answered) return grpc::Status::OK;
+    if (status.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the keep-alive stream closed without an answer");
+    return status;
+  });
+  if (!ok) return ok.store_error();
+  cluster_id_.store(response.header().cluster_id());
+  if (response.ttl() <= 0)
+    return store_error(Code::not_found, "federation store " + description_ + ": lease " + std::to_string(id) + " has expired");
+  return response.ttl();
+}
+
+StoreStatus EtcdClient::lease_revoke(std::int64_t id) {
+  pb::LeaseRevokeRequest request;
+  request.set_id(id);
+  pb::LeaseRevokeResponse response;
+  return call("lease revoke", [&](Members::Member& m, grpc::ClientContext& c) { return m.lease->LeaseRevoke(&c, request, &response); });
+}
+
+// ---------------------------------------------------------------- watch
+
+struct EtcdWatch::Shared {
+  std::mutex mutex;
+  std::condition_variable wake;
+  grpc::ClientContext* context = nullptr;  // the live stream's, to cancel it
+  bool stop = false;
+};
+
+EtcdWatch::~EtcdWatch() {
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->stop = true;
+    if (shared_->context) shared_->context->TryCancel();
+  }
+  shared_->wake.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::unique_ptr<EtcdWatch> EtcdClient::watch_prefix(const std::string& prefix, std::int64_t start_revision,
+                                                    EtcdWatch::OnEvents on_events, EtcdWatch::OnState on_state) {
+  auto shared = std::make_shared<EtcdWatch::Shared>();
+  std::unique_ptr<EtcdWatch> watch(new EtcdWatch(shared));
+  const std::string key = prefix_ + prefix;
+  // The thread uses the client's members: the watch must be destroyed before the client.
+  watch->thread_ = std::thread([this, shared, key, start_revision, on_events = std::move(on_events),
+                                on_state = std::move(on_state)] {
+    std::int64_t next = start_revision;
+    std::size_t index = current_.load();
+    const std::size_t n = members_->list.size();
+    while (true) {
+      grpc::ClientContext context;
+      // etcd cancels the watch when its member loses the leader instead of going quiet.
+      context.AddMetadata("hasleader", "true");
+      {
+        std::lock_guard lock(shared->mutex);
+        if (shared->stop) return;
+        shared->context = &context;
+      }
+      auto& member = members_->list[index % n];
+      auto stream = member.watch->Watch(&context);
+      pb::WatchRequest request;
+      auto* create = request.mutable_create_request();
+      create->set_key(key);
+      create->set_range_end(prefix_range_end(key));
+      create->set_start_revision(next);
+      std::string detail;
+      if (stream->Write(request)) {
+        pb::WatchResponse response;
+        while (stream->Read(&response)) {
+          if (response.created()) on_state(true, member.address);
+          if (response.canceled()) {
+            if (response.compact_revision() > 0) {
+              detail = "revision " + std::to_string(next) + " was compacted (oldest kept " +
+                       std::to_string(response.compact_revision()) + "); restarting from now";
+              next = 0;
+            } else {
+              detail = "canceled by " + member.address + ": " + response.cancel_reason();
+            }
+            context.TryCancel();
+            break;
+          }
+          if (response.events_size() == 0) continue;
+          std::vector<WatchEvent> events;
+          for (const auto& e : response.events()) {
+            WatchEvent out;
+            out.type = e.type() == pb::Event::DELETE ? WatchEvent::Type::erase : WatchEvent::Type::put;
+            out.kv = from_pb(e.kv(), prefix_);
+            next = std::max(next, e.kv().mod_revision() + 1);
+            events.push_back(std::move(out));
+          }
+          on_events(events, response.header().revision());
+        }
+      }
+      const grpc::Status status = stream->Finish();
+      std::unique_lock lock(shared->mutex);
+      shared->context = nullptr;
+      if (shared->stop) return;
+      if (detail.empty()) detail = member.address + ": " + status_text(status);
+      lock.unlock();
+      on_state(false, detail);
+      lock.lock();
+      ++index;
+      shared->wake.wait_for(lock, std::chrono::milliseconds(500), [&] { return shared->stop; });
+      if (shared->stop) return;
+    }
+  });
+  return watch;
+}
+
+}  // namespace vxfed::federation

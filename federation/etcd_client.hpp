@@ -1,0 +1,106 @@
+// A client of etcd's v3 gRPC API (the subset in etcd_rpc.proto) implementing Kv: a list of
+// member endpoints (each call goes to the member that answered last and moves on to the next
+// one when a member is unreachable, times out or has no quorum), optional TLS with a client
+// certificate, a key prefix under which every key lives, a deadline per call, and watch
+// streams on their own thread. Blocking calls: each waits at most request_timeout_ms per
+// member tried.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "federation/kv.hpp"
+
+namespace vxfed::federation {
+
+struct EtcdOptions {
+  std::vector<std::string> endpoints;  // "host:port", "http://host:port" or "https://host:port"
+  // TLS: on when ca_file is set or an endpoint says https://. cert_file/key_file (both or
+  // neither): the client certificate etcd's --client-cert-auth asks for.
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  std::string key_prefix = "/vxfed";   // keys are key_prefix + "/" + relative key
+  std::uint32_t request_timeout_ms = 2000;
+  std::uint32_t reconnect_max_ms = 1000;  // a member that came back is tried again within this
+};
+
+// Checks the options without touching the network (endpoints parse, TLS files readable).
+StoreStatus validate(const EtcdOptions& options);
+
+struct WatchEvent {
+  enum class Type { put, erase };
+  Type type = Type::put;
+  KeyValue kv;                         // relative key; for erase the value is empty
+};
+
+class EtcdClient;
+
+// A watch on every key under a prefix, delivering events on its own thread until destroyed.
+// A broken stream is re-established (next member, after a short wait) from the revision after
+// the last one delivered, so no event is lost or repeated; if that revision was compacted
+// away, on_state reports it and the watch restarts from now (the caller re-reads the range).
+class EtcdWatch {
+ public:
+  using OnEvents = std::function<void(const std::vector<WatchEvent>& events, std::int64_t revision)>;
+  // connected: the stream is established (true) or broken (false, with the reason).
+  using OnState = std::function<void(bool connected, const std::string& detail)>;
+  ~EtcdWatch();
+  EtcdWatch(const EtcdWatch&) = delete;
+  EtcdWatch& operator=(const EtcdWatch&) = delete;
+
+ private:
+  friend class EtcdClient;
+  struct Shared;
+  explicit EtcdWatch(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  std::shared_ptr<Shared> shared_;
+  std::thread thread_;
+};
+
+class EtcdClient final : public Kv {
+ public:
+  static StoreResult<std::unique_ptr<EtcdClient>> create(const EtcdOptions& options);
+  ~EtcdClient() override;
+
+  StoreResult<RangeResult> get(const std::string& key) override;
+  StoreResult<RangeResult> get_prefix(const std::string& prefix) override;
+  StoreResult<TxnResult> txn(const std::vector<Compare>& compares, const std::vector<Op>& success,
+                             const std::vector<Op>& failure) override;
+  StoreResult<std::int64_t> lease_grant(std::int64_t ttl_s) override;
+  StoreResult<std::int64_t> lease_keep_alive(std::int64_t id) override;
+  StoreStatus lease_revoke(std::int64_t id) override;
+  std::string describe() const override { return description_; }
+  std::uint64_t cluster_id() const override { return cluster_id_.load(); }
+
+  // Plain writes (a transaction without a guard would do; these are the etcd calls).
+  StoreStatus put(const std::string& key, const std::string& value, std::int64_t lease = 0);
+  StoreStatus erase_prefix(const std::string& prefix);
+
+  // Events under `prefix` after `start_revision` (0: from now). Callbacks run on the watch's
+  // thread: hand them to your own thread.
+  std::unique_ptr<EtcdWatch> watch_prefix(const std::string& prefix, std::int64_t start_revision,
+                                          EtcdWatch::OnEvents on_events, EtcdWatch::OnState on_state);
+
+  const std::string& key_prefix() const { return prefix_; }
+
+ private:
+  struct Members;
+  EtcdClient(std::unique_ptr<Members> members, EtcdOptions options);
+  template <typename Call>
+  StoreStatus call(const char* what, Call&& call);
+
+  std::unique_ptr<Members> members_;
+  EtcdOptions options_;
+  std::string prefix_;       // key_prefix + "/"
+  std::string description_;
+  std::atomic<std::size_t> current_{0};
+  std::atomic<std::uint64_t> cluster_id_{0};
+};
+
+}  // namespace vxfed::federation
