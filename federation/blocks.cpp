@@ -1,57 +1,24 @@
 #include "federation/blocks.hpp"
 
-#include <charconv>
 #include <set>
 
 namespace vxfed::federation {
 
-namespace {
-
-std::uint32_t mask_of(unsigned len) { return len == 0 ? 0 : ~std::uint32_t{0} << (32 - len); }
-
-std::optional<unsigned> parse_number(const std::string& text, unsigned max) {
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || value > max ||
-      (text.size() > 1 && text[0] == '0'))
-    return std::nullopt;
-  return value;
+std::string block_key_text(const Block& block) {
+  std::string text = block.str();
+  text[text.find('/')] = '_';
+  return text;
 }
 
-std::optional<Block> parse_with(const std::string& text, char separator) {
-  const auto sep = text.find(separator);
-  if (sep == std::string::npos) return std::nullopt;
-  std::uint32_t addr = 0;
-  std::size_t start = 0;
-  const std::string address = text.substr(0, sep);
-  for (int i = 0; i < 4; ++i) {
-    const auto dot = address.find('.', start);
-    if ((i < 3) == (dot == std::string::npos)) return std::nullopt;
-    auto octet = parse_number(address.substr(start, i < 3 ? dot - start : std::string::npos), 255);
-    if (!octet) return std::nullopt;
-    addr = addr << 8 | *octet;
-    start = dot + 1;
-  }
-  auto len = parse_number(text.substr(sep + 1), 32);
-  if (!len || (addr & mask_of(*len)) != addr) return std::nullopt;
-  return Block{addr, static_cast<std::uint8_t>(*len)};
+StoreResult<Block> parse_block_key(const std::string& key_text) {
+  std::string text = key_text;
+  const auto sep = text.rfind('_');
+  if (sep == std::string::npos) return store_error(Code::internal, "'" + key_text + "' is not a block (A.B.C.D_LEN)");
+  text[sep] = '/';
+  auto block = Block::parse(text);
+  if (!block) return store_error(Code::internal, "'" + key_text + "' is not a block: " + block.error());
+  return *block;
 }
-
-std::string format_addr(std::uint32_t a) {
-  return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 0xff) + "." + std::to_string((a >> 8) & 0xff) +
-         "." + std::to_string(a & 0xff);
-}
-
-}  // namespace
-
-std::string Block::str() const { return format_addr(addr) + "/" + std::to_string(len); }
-std::string Block::key_text() const { return format_addr(addr) + "_" + std::to_string(len); }
-
-bool Block::contains(const Block& other) const { return other.len >= len && (other.addr & mask_of(len)) == addr; }
-bool Block::overlaps(const Block& other) const { return contains(other) || other.contains(*this); }
-
-std::optional<Block> parse_block(const std::string& text) { return parse_with(text, '/'); }
-std::optional<Block> parse_block_key(const std::string& key_text) { return parse_with(key_text, '_'); }
 
 StoreStatus check_block_length(const std::string& network, const Block& subnet, unsigned block_len) {
   if (block_len < subnet.len || block_len > 30)
@@ -75,7 +42,7 @@ StoreResult<Block> pick_block(const std::string& network, const Block& subnet, u
   }
   for (std::uint64_t i = 0; i < count; ++i) {
     if (used.count(i)) continue;
-    Block candidate{static_cast<std::uint32_t>(subnet.addr + (i << shift)), static_cast<std::uint8_t>(block_len)};
+    const Block candidate = Block::make(static_cast<std::uint32_t>(subnet.addr + (i << shift)), block_len);
     bool clash = false;
     for (const auto& b : odd) clash = clash || b.overlaps(candidate);
     if (!clash) return candidate;

@@ -1,34 +1,25 @@
 // Per-node pod blocks: a network's subnet (one cluster's pod CIDR on it) cut into aligned
-// blocks of one length, each owned by one node. Pure arithmetic, no I/O: the store keeps who
-// owns which block (federation_store.hpp).
+// blocks of one length, each owned by one node. Pure arithmetic on common/net's prefixes, no
+// I/O: the store keeps who owns which block (federation_store.hpp).
 #pragma once
 
-#include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/net/ipv4.hpp"
 #include "federation/kv.hpp"
 
 namespace vxfed::federation {
 
 inline constexpr unsigned kDefaultBlockLength = 24;
 
-struct Block {
-  std::uint32_t addr = 0;  // host order, host bits zero
-  std::uint8_t len = 0;
-  std::string str() const;         // "10.244.3.0/24"
-  std::string key_text() const;    // "10.244.3.0_24": a block in a key, where '/' separates
-  bool contains(const Block& other) const;
-  bool overlaps(const Block& other) const;
-  bool operator==(const Block&) const = default;
-};
+using Block = net::Ipv4Prefix;
 
-// "10.244.3.0/24" (host bits must be zero); nullopt otherwise.
-std::optional<Block> parse_block(const std::string& text);
-std::optional<Block> parse_block_key(const std::string& key_text);
+// A block in a key, where '/' separates path elements: "10.244.3.0_24", and back.
+std::string block_key_text(const Block& block);
+StoreResult<Block> parse_block_key(const std::string& key_text);
 
-// Checks that `block_len` blocks can be cut from `subnet` (block_len in subnet.len..32).
+// Checks that `block_len` blocks can be cut from `subnet` (block_len in subnet.len..30).
 StoreStatus check_block_length(const std::string& network, const Block& subnet, unsigned block_len);
 
 // The first block of `block_len` inside `subnet` that overlaps none of `taken` (the network's

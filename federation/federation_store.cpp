@@ -20,7 +20,7 @@ Code code_of_allocation(const std::string& message) {
 const KeyValue* first(const RangeResult& r) { return r.kvs.empty() ? nullptr : &r.kvs.front(); }
 
 std::string block_key(const std::string& network, const Block& block) {
-  return keys::blocks(network) + block.key_text();
+  return keys::blocks(network) + block_key_text(block);
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ StoreResult<PoolsRecord> FederationStore::pools() {
 StoreResult<Membership> FederationStore::join(const NetworkRequest& request, std::uint64_t now_ms) {
   if (auto ok = validate_name("node", options_.node); !ok) return ok.store_error();
   if (auto ok = validate_name("network", request.name); !ok) return ok.store_error();
-  const auto subnet = parse_block(request.subnet);
+  const auto subnet = Block::parse(request.subnet);
   if (!subnet)
     return store_error(Code::invalid, "network '" + request.name + "': subnet '" + request.subnet + "' is not an IPv4 CIDR");
   if (auto ok = check_block_length(request.name, *subnet, request.block_len); !ok) return ok.store_error();
@@ -122,7 +122,7 @@ StoreResult<FederationStore::Claim> FederationStore::claim_block(const NetworkRe
   if (const auto* kv = first(*mine)) {
     mine_revision = kv->mod_revision;
     if (!kv->value.empty()) {
-      auto block = parse_block(kv->value);
+      auto block = Block::parse(kv->value);
       if (!block) return store_error(Code::internal, "federation store key " + kv->key + " is damaged (not a block)");
       if (!subnet.contains(*block))
         return store_error(Code::invalid, "node '" + options_.node + "' holds block " + block->str() + " of network '" +
@@ -158,7 +158,7 @@ StoreStatus FederationStore::leave(const std::string& network, std::uint64_t now
   std::vector<Compare> guard;
   std::vector<Op> ops{Op::erase(mine_key), Op::erase(keys::member(network, options_.node))};
   if (const auto* kv = first(*mine); kv && !kv->value.empty()) {
-    if (auto block = parse_block(kv->value)) {
+    if (auto block = Block::parse(kv->value)) {
       const auto key = block_key(network, *block);
       guard.push_back(Compare::value_is(key, options_.node));  // only our own block
       ops.push_back(Op::erase(key));
@@ -265,7 +265,7 @@ StoreStatus FederationStore::release_node(const std::string& node, std::uint64_t
     const std::string network = keys::leaf(kv.key);
     std::vector<Compare> guard{Compare::absent(keys::alive(node))};
     std::vector<Op> ops{Op::erase(kv.key), Op::erase(keys::member(network, node))};
-    if (auto block = parse_block(kv.value)) {
+    if (auto block = Block::parse(kv.value)) {
       const auto key = block_key(network, *block);
       auto owner = kv_.get(key);
       if (!owner) return owner.store_error();
@@ -380,7 +380,7 @@ StoreStatus FederationStore::claim_exact_block(const Membership& m, ReconcileRep
     }
     return Done{};
   }
-  const auto block = parse_block(m.block);
+  const auto block = Block::parse(m.block);
   if (!block) return store_error(Code::internal, "the local copy's block '" + m.block + "' of network '" + m.network + "' is not a CIDR");
   const auto key = block_key(m.network, *block);
   auto owner = kv_.get(key);

@@ -34,11 +34,11 @@ FederationOptions node_options(const std::string& name, const std::string& clust
 NetworkRequest red(const std::string& subnet = "10.244.0.0/16") { return NetworkRequest{"red", {}, 0, subnet, 24}; }
 
 TEST(Blocks, PickSkipsTakenAndNamesTheNetworkWhenFull) {
-  const Block subnet = *parse_block("10.244.0.0/23");
+  const Block subnet = *Block::parse("10.244.0.0/23");
   auto a = pick_block("red", subnet, 24, {});
   ASSERT_TRUE(a) << a.error();
   EXPECT_EQ(a->str(), "10.244.0.0/24");
-  auto b = pick_block("red", subnet, 24, {*a, *parse_block("10.245.0.0/24")});
+  auto b = pick_block("red", subnet, 24, {*a, *Block::parse("10.245.0.0/24")});
   ASSERT_TRUE(b);
   EXPECT_EQ(b->str(), "10.244.1.0/24");
   auto none = pick_block("red", subnet, 24, {*a, *b});
@@ -48,7 +48,7 @@ TEST(Blocks, PickSkipsTakenAndNamesTheNetworkWhenFull) {
   EXPECT_NE(none.error().find("10.244.0.0/23"), std::string::npos) << none.error();
   EXPECT_FALSE(pick_block("red", subnet, 22, {}));  // blocks larger than the subnet
   EXPECT_EQ(parse_block_key("10.244.1.0_24")->str(), "10.244.1.0/24");
-  EXPECT_FALSE(parse_block("10.244.1.1/24"));       // host bits
+  EXPECT_FALSE(Block::parse("10.244.1.1/24"));       // host bits
 }
 
 TEST(FederationStore, SameNetworkSameVniOnEveryNodeAndABlockEach) {
