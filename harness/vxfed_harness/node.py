@@ -71,6 +71,7 @@ class Node:
         self.vxfedd = Vxfedd(self.ns, self.dir / "vxfedd.yaml", self.dir / "vxfedd.sock", build_dir=build_dir,
                              env={"VXFED_BPF_PIN_ROOT": str(self.dir / "bpf")})
         topo.on_close(f"node {short}", self.close)
+        topo.on_failure(f"node {short}", self.dump)
 
     # -- FRR --
     def start_frr(self, only: str = "") -> float:
@@ -141,7 +142,7 @@ class Node:
         self.frr.stop()
 
     def dump(self) -> None:
-        """On failure: what FRR thinks, and its logs (process logs: Topology.dump_logs())."""
+        """On failure (Topology runs it): what FRR thinks, and its logs."""
         if self.frr.started:
             self.frr.dump(self.short)
 

@@ -3,7 +3,9 @@
 Every topology is built out of real kernel objects and must leave nothing behind. Use
 `Topology` as a context manager (or call close()): the cleanups registered with it, the
 processes it started, its host links and namespaces, the paths registered with it and its
-work directory are removed on exit, on failure and on SIGTERM/SIGINT, in that order.
+work directory are removed on exit, on failure and on SIGTERM/SIGINT, in that order. When the
+`with` block ends in an exception, the dumps registered with on_failure() (FRR's view, ...)
+and every process log are printed first, so that CI output explains the failure.
 
 Names carry the pid (`unique_suffix()`), so topologies of concurrent runs never collide:
 namespaces are `vx<tag[:6]>-<short>-<suffix>`.
@@ -85,6 +87,7 @@ class Topology:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"vxfed-{tag}-"))
         self._logs: dict[int, Path] = {}
         self._cleanups: list[tuple[str, Callable[[], None]]] = []
+        self._failure_dumps: list[tuple[str, Callable[[], None]]] = []
         self._paths: list[Path] = []
         self._closed = False
 
@@ -95,7 +98,9 @@ class Topology:
         atexit.register(self.close)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, _exc, _tb) -> None:
+        if exc_type is not None and not issubclass(exc_type, SystemExit):
+            self.report_failure()
         self.close()
 
     def _on_signal(self, signum, _frame) -> None:
@@ -106,6 +111,19 @@ class Topology:
         """Runs cleanup() first thing in close(), the last registered first (e.g. a node's
         orderly shutdown: its daemons before FRR). A failing cleanup is logged, not raised."""
         self._cleanups.append((what, cleanup))
+
+    def on_failure(self, what: str, dump: Callable[[], None]) -> None:
+        """Runs dump() (it prints what explains a failure) when the `with` block fails."""
+        self._failure_dumps.append((what, dump))
+
+    def report_failure(self) -> None:
+        """The registered dumps, then every process log (__exit__ calls it on an exception)."""
+        for what, dump in self._failure_dumps:
+            try:
+                dump()
+            except Exception as exc:  # noqa: BLE001 - a broken dump must not hide the failure
+                print(f"----- {what}: dump failed: {exc}", file=sys.stderr)
+        self.dump_logs()
 
     def remove_at_close(self, path: Path | str) -> None:
         """Removes path (a directory tree) in close(), after every process has stopped."""

@@ -1,8 +1,11 @@
 """Unit: the harness's pure parts. The dataplane's command line is the one docs/dataplane.md
 gives; vxfedd's config writer produces what `vxfedd --check-config` accepts (and the checker
-refuses a broken one, so the check can fail); a script of another checkout refuses the
-package. No root, no namespaces."""
+refuses a broken one, so the check can fail); a Topology that fails prints its dumps and
+logs and still removes what it owns; a script of another checkout refuses the package. No
+root, no namespaces."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -107,6 +110,33 @@ class VxfeddConfigTest(unittest.TestCase):
         self.assertNotIn("underlay_mtu", cfg["node"])
         self.assertNotIn("asn", cfg["cluster"])
         self.assertEqual(cfg["bpf"], {"grace_seconds": 3})
+
+
+class TopologyTest(unittest.TestCase):
+    def test_a_failure_prints_dumps_and_logs_then_tears_down(self):
+        order, err = [], io.StringIO()
+        leftover = Path(tempfile.mkdtemp(prefix="vxfed-harness-test-"))
+        with contextlib.redirect_stderr(err), self.assertRaisesRegex(RuntimeError, "boom"):
+            with t.Topology("htest") as topo:
+                workdir = topo.workdir
+                topo.remove_at_close(leftover)
+                topo.on_close("first", lambda: order.append("first"))
+                topo.on_close("second", lambda: order.append("second"))
+                topo.on_failure("x", lambda: print("DUMP-X", file=sys.stderr))
+                sleeper = topo.host.spawn(["sh", "-c", "echo hello-log; exec sleep 60"], name="sleeper")
+                t.wait_for(lambda: "hello-log" in topo.log_of_process(sleeper), 10, "the log line")
+                raise RuntimeError("boom")
+        self.assertIn("DUMP-X", err.getvalue())
+        self.assertIn("hello-log", err.getvalue())
+        self.assertEqual(order, ["second", "first"])
+        self.assertIsNotNone(sleeper.poll(), "the process was not stopped")
+        self.assertFalse(workdir.exists() or leftover.exists())
+
+    def test_success_prints_nothing(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), t.Topology("htest") as topo:
+            topo.on_failure("x", lambda: print("DUMP-X", file=sys.stderr))
+        self.assertEqual(err.getvalue(), "")
 
 
 class CheckoutGuardTest(unittest.TestCase):

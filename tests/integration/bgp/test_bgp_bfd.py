@@ -52,20 +52,12 @@ def main() -> None:
         b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002, bfdd=True)
         a.vxfedd.config = vxfedd_config(a, b, opts)
         b.vxfedd.config = vxfedd_config(b, a, opts)
-        try:
-            # Switch ports pa and pb (bridge br0 in namespace sw).
-            sw = connect_underlay(topo, [a, b], switch=True)
-            run_phases(a, b, sw, results)
-        except Exception:
-            for n in (a, b):
-                n.dump()
-            for n in (a, b):
-                print(f"----- FRR on {n.short}: show bfd peers -----\n" + n.vtysh("show bfd peers"))
-            topo.dump_logs()
-            raise
-        finally:
-            for n in (a, b):
-                n.close()
+        for n in (a, b):
+            topo.on_failure(f"BFD on {n.short}", lambda n=n: print(f"----- FRR on {n.short}: show bfd peers -----\n"
+                                                                    + n.vtysh("show bfd peers")))
+        # Switch ports pa and pb (bridge br0 in namespace sw).
+        sw = connect_underlay(topo, [a, b], switch=True)
+        run_phases(a, b, sw, results)
     print("RESULTS " + json.dumps(results))
 
 

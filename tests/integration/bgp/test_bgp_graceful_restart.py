@@ -29,16 +29,7 @@ def main() -> None:
         a = Node(topo, "a", 65001, "198.18.0.1", "198.18.0.11")
         b = Node(topo, "b", 65002, "198.18.0.2", "198.18.0.12")
         underlay(topo, a, b)
-        try:
-            run(topo, a, b, results)
-        except Exception:
-            topo.dump_logs()
-            raise
-        finally:
-            for n in (a, b):
-                n.stop_driver()
-            for n in (a, b):
-                n.stop_frr(kill=True)
+        run(topo, a, b, results)
     print("RESULTS " + json.dumps(results))
 
 

@@ -41,16 +41,7 @@ def main() -> None:
         c = Node(topo, "c", 65003, "198.18.1.3", "198.18.1.3")
         underlay(topo, a, b)
         link(topo, a, "198.18.1.1", c, "198.18.1.3", "ul1")
-        try:
-            run_phases(topo, a, b, c, results)
-        except Exception:
-            topo.dump_logs()
-            raise
-        finally:
-            for n in (a, b):
-                n.stop_driver()
-            for n in (a, b, c):
-                n.stop_frr(kill=True)
+        run_phases(topo, a, b, c, results)
     print("RESULTS " + json.dumps(results))
 
 

@@ -35,9 +35,6 @@ def main() -> None:
         pin_root = Path(f"/sys/fs/bpf/vxfed-test-bpfrec-{topo.suffix}")
         try:
             run_test(topo, bpf_tool, pin_root)
-        except Exception:
-            topo.dump_logs()
-            raise
         finally:
             # Detach whatever is left (b/c if the test failed early), then drop the pin root.
             subprocess.run([str(bpf_tool), "--pin-root", str(pin_root), "reconcile"], capture_output=True)

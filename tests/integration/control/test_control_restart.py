@@ -133,76 +133,69 @@ def main() -> None:
             pod.run(f"ip link set net1 address {mac} mtu {UNDERLAY_MTU - 50}")
             ifaces[cid] = host_iface
         c.daemon.check_config()
-        try:
-            c.start_dataplane()
-            c.start_daemon()
-            c.wait_ready()
-            for cid, network, ip, mac in ENDPOINTS:
-                c.ctl("attach", cid, "--network", network, "--ip", ip, "--mac", mac, "--host-iface", ifaces[cid])
-            c.wait_all_in_dataplane()
-            before = state_of(c)
-            dump_before = c.dump()
-            tables_before = canonical_tables(dump_before)
-            t.log(f"state: {json.dumps(before['vnis'])}; dataplane has {len(tables_before['networks'])} networks, "
-                  f"{len(tables_before['endpoints'])} endpoints, {len(tables_before['routes'])} routes")
-            assert len(tables_before["networks"]) == 2, tables_before
-            assert len(tables_before["endpoints"]) == len(ENDPOINTS), tables_before
-            assert len(tables_before["routes"]) == 1, tables_before
-            assert before["vnis"]["blue"] == 5000 and 1000 <= before["vnis"]["red"] <= 2000, before
-            # Idempotent ADD and refused conflicting ADD.
-            cid, network, ip, mac = ENDPOINTS[0]
+        c.start_dataplane()
+        c.start_daemon()
+        c.wait_ready()
+        for cid, network, ip, mac in ENDPOINTS:
             c.ctl("attach", cid, "--network", network, "--ip", ip, "--mac", mac, "--host-iface", ifaces[cid])
-            conflict = c.ctl("attach", cid, "--network", network, "--ip", "10.244.1.99", "--mac", mac,
-                             "--host-iface", ifaces[cid], check=False)
-            assert conflict.returncode == 1 and "ALREADY_EXISTS" in conflict.stderr, conflict
+        c.wait_all_in_dataplane()
+        before = state_of(c)
+        dump_before = c.dump()
+        tables_before = canonical_tables(dump_before)
+        t.log(f"state: {json.dumps(before['vnis'])}; dataplane has {len(tables_before['networks'])} networks, "
+              f"{len(tables_before['endpoints'])} endpoints, {len(tables_before['routes'])} routes")
+        assert len(tables_before["networks"]) == 2, tables_before
+        assert len(tables_before["endpoints"]) == len(ENDPOINTS), tables_before
+        assert len(tables_before["routes"]) == 1, tables_before
+        assert before["vnis"]["blue"] == 5000 and 1000 <= before["vnis"]["red"] <= 2000, before
+        # Idempotent ADD and refused conflicting ADD.
+        cid, network, ip, mac = ENDPOINTS[0]
+        c.ctl("attach", cid, "--network", network, "--ip", ip, "--mac", mac, "--host-iface", ifaces[cid])
+        conflict = c.ctl("attach", cid, "--network", network, "--ip", "10.244.1.99", "--mac", mac,
+                         "--host-iface", ifaces[cid], check=False)
+        assert conflict.returncode == 1 and "ALREADY_EXISTS" in conflict.stderr, conflict
 
-            # --- kill -9 vxfedd and restart it ---
-            c.daemon.kill()
-            # The dataplane keeps forwarding on its tables while vxfedd is gone.
-            assert canonical_tables(c.dump()) == tables_before, "dataplane tables changed while vxfedd was down"
-            c.start_daemon()
-            c.wait_ready()
-            c.wait_all_in_dataplane()
-            after = state_of(c)
-            assert after == before, f"state changed across kill -9:\nbefore {before}\nafter  {after}"
-            tables_after = canonical_tables(c.dump())
-            assert tables_after == tables_before, \
-                f"dataplane tables differ after vxfedd restart:\nbefore {tables_before}\nafter  {tables_after}"
-            t.log("kill -9 vxfedd + restart: same VNIs, same endpoints, identical dataplane tables")
+        # --- kill -9 vxfedd and restart it ---
+        c.daemon.kill()
+        # The dataplane keeps forwarding on its tables while vxfedd is gone.
+        assert canonical_tables(c.dump()) == tables_before, "dataplane tables changed while vxfedd was down"
+        c.start_daemon()
+        c.wait_ready()
+        c.wait_all_in_dataplane()
+        after = state_of(c)
+        assert after == before, f"state changed across kill -9:\nbefore {before}\nafter  {after}"
+        tables_after = canonical_tables(c.dump())
+        assert tables_after == tables_before, \
+            f"dataplane tables differ after vxfedd restart:\nbefore {tables_before}\nafter  {tables_after}"
+        t.log("kill -9 vxfedd + restart: same VNIs, same endpoints, identical dataplane tables")
 
-            # --- restart the dataplane: vxfedd replays everything ---
-            c.dataplane.stop(timeout=30)
-            t.wait_for(lambda: c.ctl("status", check=False).returncode == 4, 30, "vxfedd to notice the dataplane left")
-            socket_up = c.start_dataplane()
-            replayed_at = None
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    if canonical_tables(c.dump()) == tables_before:
-                        replayed_at = time.monotonic()
-                        break
-                except Exception:  # the dataplane may still be starting its API
-                    pass
-                time.sleep(0.02)
-            assert replayed_at is not None, "tables were not replayed to the restarted dataplane"
-            c.wait_ready()
-            c.wait_all_in_dataplane()
-            log = c.daemon.log()
-            sync_lines = [line for line in log.splitlines() if "applied snapshot" in line]
-            t.log(f"dataplane restart: tables replayed {1000 * (replayed_at - socket_up):.0f} ms after its API socket "
-                  f"appeared (vxfedd: '{sync_lines[-1].split('] ')[-1] if sync_lines else '?'}')")
-            print(f"REPLAY_MS {1000 * (replayed_at - socket_up):.1f}")
-            # Detach is idempotent; unknown endpoints are fine.
-            c.ctl("detach", ENDPOINTS[0][0])
-            c.ctl("detach", ENDPOINTS[0][0])
-            t.wait_for(lambda: len(canonical_tables(c.dump())["endpoints"]) == len(ENDPOINTS) - 1, 30,
-                       "the detached endpoint to leave the dataplane")
-        except BaseException:
-            topo.dump_logs()
-            raise
-        finally:
-            c.daemon.stop(timeout=10)
-            c.dataplane.stop(timeout=30)
+        # --- restart the dataplane: vxfedd replays everything ---
+        c.dataplane.stop(timeout=30)
+        t.wait_for(lambda: c.ctl("status", check=False).returncode == 4, 30, "vxfedd to notice the dataplane left")
+        socket_up = c.start_dataplane()
+        replayed_at = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if canonical_tables(c.dump()) == tables_before:
+                    replayed_at = time.monotonic()
+                    break
+            except Exception:  # the dataplane may still be starting its API
+                pass
+            time.sleep(0.02)
+        assert replayed_at is not None, "tables were not replayed to the restarted dataplane"
+        c.wait_ready()
+        c.wait_all_in_dataplane()
+        log = c.daemon.log()
+        sync_lines = [line for line in log.splitlines() if "applied snapshot" in line]
+        t.log(f"dataplane restart: tables replayed {1000 * (replayed_at - socket_up):.0f} ms after its API socket "
+              f"appeared (vxfedd: '{sync_lines[-1].split('] ')[-1] if sync_lines else '?'}')")
+        print(f"REPLAY_MS {1000 * (replayed_at - socket_up):.1f}")
+        # Detach is idempotent; unknown endpoints are fine.
+        c.ctl("detach", ENDPOINTS[0][0])
+        c.ctl("detach", ENDPOINTS[0][0])
+        t.wait_for(lambda: len(canonical_tables(c.dump())["endpoints"]) == len(ENDPOINTS) - 1, 30,
+                   "the detached endpoint to leave the dataplane")
 
 
 if __name__ == "__main__":

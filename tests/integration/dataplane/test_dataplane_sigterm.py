@@ -21,17 +21,13 @@ def main() -> None:
         tables = topo.workdir / "tables.json"
         tables.write_text(json.dumps(d.tables(generation=3)))
         f.start(tables_file=tables)
-        try:
-            st = f.status()
-            assert st["ready"] is True and int(st["generation"]) == 3, st
-            f.wait_reachable()
-            r = f.pod_a.ping(d.POD_B, count=10)
-            assert r.returncode == 0, r.stdout
-            encap = d.vni_counters(f.counters())["encap_packets"]
-            assert encap >= 10
-        except Exception:
-            topo.dump_logs()
-            raise
+        st = f.status()
+        assert st["ready"] is True and int(st["generation"]) == 3, st
+        f.wait_reachable()
+        r = f.pod_a.ping(d.POD_B, count=10)
+        assert r.returncode == 0, r.stdout
+        encap = d.vni_counters(f.counters())["encap_packets"]
+        assert encap >= 10
         f.proc.send_signal(signal.SIGTERM)
         rc = f.proc.wait(timeout=15)
         log = topo.log_of("vxfed-dataplane")

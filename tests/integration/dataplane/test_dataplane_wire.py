@@ -19,81 +19,77 @@ def main() -> None:
         f = d.ForwarderTopology(topo)
         f.build()
         f.start()
-        try:
-            # Empty tables: not ready, nothing forwarded, counted as no_tables.
-            assert f.status().get("ready", False) is False, f.status()
-            r = f.pod_a.ping(d.POD_B, count=2)
-            assert r.returncode != 0, "forwarded before the first snapshot:\n" + r.stdout
-            no_tables0 = d.drop_map(f.counters())["no_tables"]
-            # Two broadcast pings from node B reach the uplink without waiting for ARP.
-            f.node_b.run(["ping", "-b", "-n", "-c", "2", "-i", "0.2", "-W", "1", "198.18.0.255"], check=False)
-            assert d.drop_map(f.counters())["no_tables"] >= no_tables0 + 2, (no_tables0, f.counters()["ports"])
-            f.send_snapshot(d.tables(generation=7))
-            st = f.status()
-            assert st["ready"] is True and int(st["generation"]) == 7, st
-            assert int(st["ports"]) == 2, st   # uplink + the af_packet port hot-plugged on hA
-            f.wait_reachable()
-            before = f.counters()
+        # Empty tables: not ready, nothing forwarded, counted as no_tables.
+        assert f.status().get("ready", False) is False, f.status()
+        r = f.pod_a.ping(d.POD_B, count=2)
+        assert r.returncode != 0, "forwarded before the first snapshot:\n" + r.stdout
+        no_tables0 = d.drop_map(f.counters())["no_tables"]
+        # Two broadcast pings from node B reach the uplink without waiting for ARP.
+        f.node_b.run(["ping", "-b", "-n", "-c", "2", "-i", "0.2", "-W", "1", "198.18.0.255"], check=False)
+        assert d.drop_map(f.counters())["no_tables"] >= no_tables0 + 2, (no_tables0, f.counters()["ports"])
+        f.send_snapshot(d.tables(generation=7))
+        st = f.status()
+        assert st["ready"] is True and int(st["generation"]) == 7, st
+        assert int(st["ports"]) == 2, st   # uplink + the af_packet port hot-plugged on hA
+        f.wait_reachable()
+        before = f.counters()
 
-            for src, dst in ((f.pod_a, d.POD_B), (f.pod_b, d.POD_A)):
-                r = src.ping(dst, count=5)
-                assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
-                # 8922 bytes of ICMP payload = 8950-byte IPv4 packet = the pod MTU, DF set.
-                r = src.ping(dst, count=5, size=8922, df=True)
-                assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
-                assert "8930 bytes from" in r.stdout, r.stdout
+        for src, dst in ((f.pod_a, d.POD_B), (f.pod_b, d.POD_A)):
+            r = src.ping(dst, count=5)
+            assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
+            # 8922 bytes of ICMP payload = 8950-byte IPv4 packet = the pod MTU, DF set.
+            r = src.ping(dst, count=5, size=8922, df=True)
+            assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
+            assert "8930 bytes from" in r.stdout, r.stdout
 
-            # A little over the pod MTU with DF: refused by the sender's kernel (MTU 8950).
-            r = f.pod_a.ping(d.POD_B, count=1, size=8923, df=True)
-            assert r.returncode != 0, r.stdout
+        # A little over the pod MTU with DF: refused by the sender's kernel (MTU 8950).
+        r = f.pod_a.ping(d.POD_B, count=1, size=8923, df=True)
+        assert r.returncode != 0, r.stdout
 
-            # Too big for the tunnel: raise pod A's MTU past the network's so its kernel sends
-            # 8960-byte packets. With DF the dataplane answers ICMP fragmentation-needed with the
-            # network MTU (8950); without DF it drops and counts (too_big_no_df).
-            drops0 = d.drop_map(f.counters())
-            f.pod_a.run("ip link set eth0 mtu 9000")
-            r = f.pod_a.ping(d.POD_B, count=2, size=8960 - 28, df=True)
-            t.log("oversized DF ping: " + (r.stdout + r.stderr).strip().splitlines()[-1])
-            assert r.returncode != 0 and "8950" in (r.stdout + r.stderr), r.stdout + r.stderr
-            f.pod_a.run(f"ip route flush cache")
-            r = f.pod_a.run(["ping", "-n", "-c", "2", "-W", "1", "-M", "dont", "-s", str(8960 - 28), d.POD_B], check=False)
-            assert r.returncode != 0, r.stdout
-            f.pod_a.run(f"ip link set eth0 mtu {d.POD_MTU}")
-            f.pod_a.run(f"ip route flush cache")
-            drops1 = d.drop_map(f.counters())
-            assert drops1["too_big_df"] > drops0["too_big_df"], (drops0, drops1)
-            assert drops1["too_big_no_df"] > drops0["too_big_no_df"], (drops0, drops1)
+        # Too big for the tunnel: raise pod A's MTU past the network's so its kernel sends
+        # 8960-byte packets. With DF the dataplane answers ICMP fragmentation-needed with the
+        # network MTU (8950); without DF it drops and counts (too_big_no_df).
+        drops0 = d.drop_map(f.counters())
+        f.pod_a.run("ip link set eth0 mtu 9000")
+        r = f.pod_a.ping(d.POD_B, count=2, size=8960 - 28, df=True)
+        t.log("oversized DF ping: " + (r.stdout + r.stderr).strip().splitlines()[-1])
+        assert r.returncode != 0 and "8950" in (r.stdout + r.stderr), r.stdout + r.stderr
+        f.pod_a.run(f"ip route flush cache")
+        r = f.pod_a.run(["ping", "-n", "-c", "2", "-W", "1", "-M", "dont", "-s", str(8960 - 28), d.POD_B], check=False)
+        assert r.returncode != 0, r.stdout
+        f.pod_a.run(f"ip link set eth0 mtu {d.POD_MTU}")
+        f.pod_a.run(f"ip route flush cache")
+        drops1 = d.drop_map(f.counters())
+        assert drops1["too_big_df"] > drops0["too_big_df"], (drops0, drops1)
+        assert drops1["too_big_no_df"] > drops0["too_big_no_df"], (drops0, drops1)
 
-            srv = f.pod_b.spawn("iperf3 -s -1", name="iperf3-server")
-            time.sleep(0.5)
-            r = f.pod_a.run(f"iperf3 -c {d.POD_B} -t 3 -J", timeout=60)
-            srv.wait(timeout=10)
-            result = json.loads(r.stdout)
-            gbps = result["end"]["sum_received"]["bits_per_second"] / 1e9
-            t.log(f"iperf3 pod A -> pod B through vxfed-dataplane and kernel vxlan: {gbps:.2f} Gbit/s")
-            assert result["end"]["sum_received"]["bytes"] > 10_000_000, result["end"]
+        srv = f.pod_b.spawn("iperf3 -s -1", name="iperf3-server")
+        time.sleep(0.5)
+        r = f.pod_a.run(f"iperf3 -c {d.POD_B} -t 3 -J", timeout=60)
+        srv.wait(timeout=10)
+        result = json.loads(r.stdout)
+        gbps = result["end"]["sum_received"]["bits_per_second"] / 1e9
+        t.log(f"iperf3 pod A -> pod B through vxfed-dataplane and kernel vxlan: {gbps:.2f} Gbit/s")
+        assert result["end"]["sum_received"]["bytes"] > 10_000_000, result["end"]
 
-            after = f.counters()
-            v0, v1 = d.vni_counters(before), d.vni_counters(after)
-            enc = v1["encap_packets"] - v0.get("encap_packets", 0)
-            dec = v1["decap_packets"] - v0.get("decap_packets", 0)
-            t.log(f"counters moved: encap {enc} decap {dec}")
-            # 20 pings each way (10 echo + 10 reply per direction) + iperf3's thousands.
-            assert enc >= 20 + 1000 and dec >= 20, (v0, v1)
-            assert v1["encap_bytes"] - v0.get("encap_bytes", 0) >= result["end"]["sum_received"]["bytes"]
-            for field in ("rx_packets", "tx_packets"):
-                assert d.port_sum(after, "uplink", field) > d.port_sum(before, "uplink", field)
-                assert d.port_sum(after, "hA", field) > d.port_sum(before, "hA", field)
-            drops = d.drop_map(after)
-            assert len(drops) >= 30 and "unknown_vni" in drops and drops["unknown_vni"] == 0, drops
-            for bad in ("udp_length_mismatch", "bad_vxlan_flags", "unknown_vtep", "inner_too_big",
-                        "headers_split", "truncated"):
-                assert drops[bad] == 0, (bad, drops)
-            dump = f.call("dump")["tables"]
-            assert int(dump["generation"]) == 7 and len(dump["tables"]["endpoints"]) == 1, dump
-        except Exception:
-            topo.dump_logs()
-            raise
+        after = f.counters()
+        v0, v1 = d.vni_counters(before), d.vni_counters(after)
+        enc = v1["encap_packets"] - v0.get("encap_packets", 0)
+        dec = v1["decap_packets"] - v0.get("decap_packets", 0)
+        t.log(f"counters moved: encap {enc} decap {dec}")
+        # 20 pings each way (10 echo + 10 reply per direction) + iperf3's thousands.
+        assert enc >= 20 + 1000 and dec >= 20, (v0, v1)
+        assert v1["encap_bytes"] - v0.get("encap_bytes", 0) >= result["end"]["sum_received"]["bytes"]
+        for field in ("rx_packets", "tx_packets"):
+            assert d.port_sum(after, "uplink", field) > d.port_sum(before, "uplink", field)
+            assert d.port_sum(after, "hA", field) > d.port_sum(before, "hA", field)
+        drops = d.drop_map(after)
+        assert len(drops) >= 30 and "unknown_vni" in drops and drops["unknown_vni"] == 0, drops
+        for bad in ("udp_length_mismatch", "bad_vxlan_flags", "unknown_vtep", "inner_too_big",
+                    "headers_split", "truncated"):
+            assert drops[bad] == 0, (bad, drops)
+        dump = f.call("dump")["tables"]
+        assert int(dump["generation"]) == 7 and len(dump["tables"]["endpoints"]) == 1, dump
         rc, log = f.stop()
         assert rc == 0, log
 
