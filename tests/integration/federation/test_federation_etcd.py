@@ -64,68 +64,64 @@ def test_main() -> None:
         cluster.start()
         t.log(f"etcd cluster of 3 healthy in {time.monotonic() - started:.2f} s: {cluster.endpoints}")
         d = Driver(cluster)
-        try:
-            # 1. one network, eight nodes at once; six networks at once.
-            nodes = [f"node-{i}" for i in range(8)]
-            answers = d.join_many([(n, "red", "10.244.0.0/16") for n in nodes])
-            vnis = {a["vni"] for a in answers}
-            blocks = [a["block"] for a in answers]
-            assert len(vnis) == 1, f"red got several VNIs: {answers}"
-            assert len(set(blocks)) == 8, f"two nodes share a block: {blocks}"
-            red_vni = vnis.pop()
-            t.log(f"8 concurrent joins of red: VNI {red_vni}, blocks {sorted(blocks)}")
-            nets = [f"net-{i}" for i in range(6)]
-            created = d.join_many([(f"node-{i}", n, f"10.{100 + i}.0.0/16") for i, n in enumerate(nets)])
-            net_vnis = [a["vni"] for a in created]
-            assert len(set(net_vnis)) == 6 and red_vni not in net_vnis, f"VNIs shared: red {red_vni}, {net_vnis}"
-            stored = cluster.get_prefix(f"{PREFIX}/v1/networks/")
-            assert len(stored) == 7, f"store has {sorted(stored)}"
-            assert len({json.loads(v)["vni"] for v in stored.values()}) == 7, stored
+        # 1. one network, eight nodes at once; six networks at once.
+        nodes = [f"node-{i}" for i in range(8)]
+        answers = d.join_many([(n, "red", "10.244.0.0/16") for n in nodes])
+        vnis = {a["vni"] for a in answers}
+        blocks = [a["block"] for a in answers]
+        assert len(vnis) == 1, f"red got several VNIs: {answers}"
+        assert len(set(blocks)) == 8, f"two nodes share a block: {blocks}"
+        red_vni = vnis.pop()
+        t.log(f"8 concurrent joins of red: VNI {red_vni}, blocks {sorted(blocks)}")
+        nets = [f"net-{i}" for i in range(6)]
+        created = d.join_many([(f"node-{i}", n, f"10.{100 + i}.0.0/16") for i, n in enumerate(nets)])
+        net_vnis = [a["vni"] for a in created]
+        assert len(set(net_vnis)) == 6 and red_vni not in net_vnis, f"VNIs shared: red {red_vni}, {net_vnis}"
+        stored = cluster.get_prefix(f"{PREFIX}/v1/networks/")
+        assert len(stored) == 7, f"store has {sorted(stored)}"
+        assert len({json.loads(v)["vni"] for v in stored.values()}) == 7, stored
 
-            # 2. a watch sees the next network appear.
-            watch = subprocess.Popen(d.args("watch", "--prefix", "v1/networks/", "--count", "1"),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            first = watch.stdout.readline()
-            assert json.loads(first).get("watching"), f"watch did not start: {first!r}"
-            d.join("node-0", "watched", "10.200.0.0/16")
-            out, err = watch.communicate(timeout=30)
-            assert watch.returncode == 0, f"watch failed: {err}"
-            event = json.loads(out.splitlines()[0])
-            assert event["type"] == "put" and event["key"] == "v1/networks/watched", event
+        # 2. a watch sees the next network appear.
+        watch = subprocess.Popen(d.args("watch", "--prefix", "v1/networks/", "--count", "1"),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = watch.stdout.readline()
+        assert json.loads(first).get("watching"), f"watch did not start: {first!r}"
+        d.join("node-0", "watched", "10.200.0.0/16")
+        out, err = watch.communicate(timeout=30)
+        assert watch.returncode == 0, f"watch failed: {err}"
+        event = json.loads(out.splitlines()[0])
+        assert event["type"] == "put" and event["key"] == "v1/networks/watched", event
 
-            # 3. one member killed: nothing changes, new things still work.
-            before = cluster.get_prefix(f"{PREFIX}/v1/")
-            cluster.kill(0)
-            started = time.monotonic()
-            again = json.loads(d.join("node-3", "red", "10.244.0.0/16").stdout)
-            took = time.monotonic() - started
-            assert again == answers[3], f"after a member was killed node-3 got {again}, had {answers[3]}"
-            assert cluster.get_prefix(f"{PREFIX}/v1/") == before, "the store changed when a member died"
-            fresh = json.loads(d.join("node-8", "red", "10.244.0.0/16").stdout)
-            assert fresh["vni"] == red_vni and fresh["block"] not in blocks, fresh
-            extra = json.loads(d.join("node-8", "after-kill", "10.201.0.0/16").stdout)
-            t.log(f"member 0 killed: same answer in {took:.2f} s; new block {fresh['block']}, new VNI {extra['vni']}")
+        # 3. one member killed: nothing changes, new things still work.
+        before = cluster.get_prefix(f"{PREFIX}/v1/")
+        cluster.kill(0)
+        started = time.monotonic()
+        again = json.loads(d.join("node-3", "red", "10.244.0.0/16").stdout)
+        took = time.monotonic() - started
+        assert again == answers[3], f"after a member was killed node-3 got {again}, had {answers[3]}"
+        assert cluster.get_prefix(f"{PREFIX}/v1/") == before, "the store changed when a member died"
+        fresh = json.loads(d.join("node-8", "red", "10.244.0.0/16").stdout)
+        assert fresh["vni"] == red_vni and fresh["block"] not in blocks, fresh
+        extra = json.loads(d.join("node-8", "after-kill", "10.201.0.0/16").stdout)
+        t.log(f"member 0 killed: same answer in {took:.2f} s; new block {fresh['block']}, new VNI {extra['vni']}")
 
-            # 4. all members down: UNAVAILABLE naming the store.
-            cluster.stop_all()
-            started = time.monotonic()
-            r = d.join("node-9", "while-down", "10.202.0.0/16", check=False)
-            took = time.monotonic() - started
-            assert r.returncode == 3, f"expected exit 3 (UNAVAILABLE), got {r.returncode}: {r.stderr}"
-            assert "UNAVAILABLE" in r.stderr and "etcd at" in r.stderr and cluster.endpoint(1) in r.stderr, r.stderr
-            assert took < 10, f"the failure took {took:.1f} s"
-            t.log(f"all members down: refused in {took:.2f} s: {r.stderr.strip()[:200]}")
+        # 4. all members down: UNAVAILABLE naming the store.
+        cluster.stop_all()
+        started = time.monotonic()
+        r = d.join("node-9", "while-down", "10.202.0.0/16", check=False)
+        took = time.monotonic() - started
+        assert r.returncode == 3, f"expected exit 3 (UNAVAILABLE), got {r.returncode}: {r.stderr}"
+        assert "UNAVAILABLE" in r.stderr and "etcd at" in r.stderr and cluster.endpoint(1) in r.stderr, r.stderr
+        assert took < 10, f"the failure took {took:.1f} s"
+        t.log(f"all members down: refused in {took:.2f} s: {r.stderr.strip()[:200]}")
 
-            # 5. back: works, same data.
-            started = time.monotonic()
-            cluster.start_all()
-            back = json.loads(d.join("node-9", "while-down", "10.202.0.0/16").stdout)
-            assert back["vni"] not in set(net_vnis) | {red_vni, extra["vni"]}, back
-            assert json.loads(d.join("node-3", "red", "10.244.0.0/16").stdout) == answers[3]
-            t.log(f"members back: working again {time.monotonic() - started:.2f} s after restart")
-        except Exception:
-            topo.dump_logs()
-            raise
+        # 5. back: works, same data.
+        started = time.monotonic()
+        cluster.start_all()
+        back = json.loads(d.join("node-9", "while-down", "10.202.0.0/16").stdout)
+        assert back["vni"] not in set(net_vnis) | {red_vni, extra["vni"]}, back
+        assert json.loads(d.join("node-3", "red", "10.244.0.0/16").stdout) == answers[3]
+        t.log(f"members back: working again {time.monotonic() - started:.2f} s after restart")
 
 
 if __name__ == "__main__":
