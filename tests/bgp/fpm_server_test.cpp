@@ -23,8 +23,6 @@ namespace vxfed::bgp {
 namespace {
 
 namespace asio = boost::asio;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
 using Buf = std::vector<std::uint8_t>;
 using net::Ipv4Addr;
 using net::Ipv4Prefix;
