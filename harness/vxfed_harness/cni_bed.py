@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from .env import log, require_binary, require_program, skip
+from . import protowire as pw
 from .cni_runtime import CniError, Runtime, fnv_host_iface
 from .proc import wait_for
 from .topology import Namespace, Topology
@@ -19,86 +20,25 @@ from .topology import Namespace, Topology
 REFERENCE_PLUGINS = Path("/usr/lib/cni")
 
 
-def varint(n: int) -> bytes:
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def pb_field_bytes(num: int, payload: bytes) -> bytes:
-    return varint((num << 3) | 2) + varint(len(payload)) + payload
-
-
-def pb_field_varint(num: int, value: int) -> bytes:
-    return varint(num << 3) + varint(value)
-
-
 def control_call(sock_path: str, op_field: int, op_payload: bytes) -> int:
-    """Sends one ControlRequest (proto/control.proto) by hand and returns the response code.
-    Python's protobuf is not installed here; the few fields the tests need are encoded directly."""
-    req = pb_field_varint(1, 1) + pb_field_bytes(op_field, op_payload)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(sock_path)
-    s.sendall(varint(len(req)) + req)
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-        # length prefix
-        n, shift, i = 0, 0, 0
-        while i < len(data):
-            b = data[i]
-            n |= (b & 0x7F) << shift
-            i += 1
-            if not b & 0x80:
-                break
-            shift += 7
-        if len(data) >= i + n:
-            body = data[i:i + n]
-            break
-    s.close()
-    # parse field 2 (code) if present
-    j, code = 0, 0
-    while j < len(body):
-        key, shift = 0, 0
-        while True:
-            b = body[j]; j += 1
-            key |= (b & 0x7F) << shift; shift += 7
-            if not b & 0x80:
-                break
-        field, wt = key >> 3, key & 7
-        if wt == 0:
-            v, shift = 0, 0
-            while True:
-                b = body[j]; j += 1
-                v |= (b & 0x7F) << shift; shift += 7
-                if not b & 0x80:
-                    break
-            if field == 2:
-                code = v
-        elif wt == 2:
-            ln, shift = 0, 0
-            while True:
-                b = body[j]; j += 1
-                ln |= (b & 0x7F) << shift; shift += 7
-                if not b & 0x80:
-                    break
-            j += ln
-        else:
-            raise ValueError("unexpected wire type")
-    return code
+    """Sends one ControlRequest (proto/control.proto: request_id 1, the operation in field
+    op_field) and returns the response's code (field 2)."""
+    req = pw.field_varint(1, 1) + pw.field_bytes(op_field, op_payload)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(sock_path)
+        s.sendall(pw.delimited(req))
+        data = b""
+        while (frame := pw.split_delimited(data)) is None:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError(f"{sock_path} closed the connection before answering")
+            data += chunk
+    return pw.varint_fields(frame[0]).get(2, 0)
 
 
 def detach_endpoint(sock_path: str, container_id: str, ifname: str) -> int:
-    return control_call(sock_path, 11, pb_field_bytes(1, container_id.encode()) + pb_field_bytes(2, ifname.encode()))
+    return control_call(sock_path, 11, pw.field_bytes(1, container_id.encode()) + pw.field_bytes(2, ifname.encode()))
 
 
 class CniBed:

@@ -15,6 +15,7 @@ import unittest
 from pathlib import Path
 
 import vxfed_harness as t
+from vxfed_harness import protowire as pw
 from vxfed_harness import vxfedd
 from vxfed_harness.dataplane import DataplaneLaunch, af_packet_vdev, lcore_map
 from vxfed_harness.frr import Frr
@@ -110,6 +111,18 @@ class VxfeddConfigTest(unittest.TestCase):
         self.assertNotIn("underlay_mtu", cfg["node"])
         self.assertNotIn("asn", cfg["cluster"])
         self.assertEqual(cfg["bpf"], {"grace_seconds": 3})
+
+
+class ProtowireTest(unittest.TestCase):
+    def test_varints_and_frames(self):
+        for n in (0, 1, 127, 128, 300, 1 << 30, (1 << 64) - 1):
+            self.assertEqual(pw.read_varint(pw.varint(n) + b"x", 0), (n, len(pw.varint(n))))
+        self.assertEqual(pw.varint(300), bytes([0xAC, 0x02]))
+        msg = pw.field_varint(1, 7) + pw.field_bytes(3, b"skipped") + pw.field_varint(2, 5)
+        self.assertEqual(pw.varint_fields(msg), {1: 7, 2: 5})
+        frame = pw.delimited(msg)
+        self.assertIsNone(pw.split_delimited(frame[:-1]))
+        self.assertEqual(pw.split_delimited(frame + b"next"), (msg, b"next"))
 
 
 class TopologyTest(unittest.TestCase):

@@ -9,19 +9,8 @@ import stat
 import threading
 
 import vxfed_harness as t
+from vxfed_harness.protowire import varint
 import dp_topology as d
-
-
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 # DataplaneRequest{request_id=7, get_status{}}: field 1 varint, field 12 empty message.
