@@ -15,16 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import frames
-from vxfed_harness.dataplane import DATAPLANE, DataplaneLaunch, lcore_map
+from vxfed_harness import Topology
+from vxfed_harness.dataplane import Dataplane, DataplaneLaunch, lcore_map
 from vxfed_harness.env import SOURCE_DIR as ROOT
 
 EXTRA = os.environ.get("VXFED_IDLE_EXTRA_ARGS", "").split()
@@ -48,21 +46,6 @@ def run_ns(pid: int) -> int:
     return total
 
 
-def af_packet_netns(tag: str) -> str:
-    """A namespace with two veth pairs, IPv6 off (no stray router solicitations), for the
-    af_packet uplink (idleup0) and endpoint (idle0)."""
-    ns = f"vxidle{tag}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    for cmd in (["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-                ["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-                ["ip", "link", "add", "idleup0", "type", "veth", "peer", "name", "idleup1"],
-                ["ip", "link", "add", "idle0", "type", "veth", "peer", "name", "idle1"]):
-        subprocess.run(["ip", "netns", "exec", ns, *cmd], check=True)
-    for link in ("idleup0", "idleup1", "idle0", "idle1"):
-        subprocess.run(["ip", "-n", ns, "link", "set", link, "up"], check=True)
-    return ns
-
-
 def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path, ports: str = "null") -> dict:
     tables = workdir / "tables.json"
     tables.write_text(json.dumps({"generation": 1, "tables": {
@@ -71,36 +54,30 @@ def measure(build: Path, seconds: float, queues: int, busy: bool, workdir: Path,
                        "iface": "idle0"}],
         "routes": [{"vni": frames.VNI, "prefix": "10.245.0.0/16", "next_hops": [{"vtep": frames.VTEP_REMOTE}]}],
         "neighbors": [{"ip": frames.VTEP_REMOTE, "mac": frames.REMOTE_MAC.hex(":")}]}}))
-    sock = workdir / f"idle{int(busy)}.sock"
-    launch = DataplaneLaunch(file_prefix=f"vxidle{os.getpid()}{int(busy)}", api_socket=sock,
+    launch = DataplaneLaunch(file_prefix=f"vxidle{os.getpid()}{int(busy)}", api_socket=workdir / f"idle{int(busy)}.sock",
                              vtep_ip=frames.VTEP_LOCAL, queues=queues, lcores=lcore_map(queues), tables_file=tables,
                              eal_extra=["--log-level", "lib.eal:error"],
                              extra=["--log-level", "warn"] + (["--busy-poll"] if busy else []) + EXTRA)
-    ns, prefix = None, []
-    if ports == "af_packet":
-        ns = af_packet_netns(f"{os.getpid()}{int(busy)}")
-        launch.uplink_iface, prefix = "idleup0", ["ip", "netns", "exec", ns]
-    else:
-        launch.vdevs, launch.uplink = ["net_null0,no-rx=1", "net_null1,no-rx=1"], "net_null0"
-        launch.endpoint_ports = {"idle0": "net_null1"}
-    cmd = prefix + launch.argv(build / DATAPLANE)
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while not sock.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("vxfed-dataplane did not start")
-            time.sleep(0.1)
+    with Topology("idle") as topo:
+        where = topo.host
+        if ports == "af_packet":
+            # A namespace of its own with two veth pairs for the uplink (idleup0) and the
+            # endpoint (idle0); IPv6 off (no stray router solicitations).
+            where = topo.netns("node")
+            where.sysctl("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+            topo.veth(where, "idleup0", where, "idleup1", mtu=1500)
+            topo.veth(where, "idle0", where, "idle1", mtu=1500)
+            launch.uplink_iface = "idleup0"
+        else:
+            launch.vdevs, launch.uplink = ["net_null0,no-rx=1", "net_null1,no-rx=1"], "net_null0"
+            launch.endpoint_ports = {"idle0": "net_null1"}
+        dp = Dataplane(where, launch, build_dir=build)
+        pid = dp.start().pid
         time.sleep(1)
-        c0, n0, t0 = cpu_seconds(proc.pid), run_ns(proc.pid), time.monotonic()
+        c0, n0, t0 = cpu_seconds(pid), run_ns(pid), time.monotonic()
         time.sleep(seconds)
-        c1, n1, t1 = cpu_seconds(proc.pid), run_ns(proc.pid), time.monotonic()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        shutil.rmtree(launch.runtime_dir(), ignore_errors=True)
-        if ns is not None:
-            subprocess.run(["ip", "netns", "del", ns], check=False)
+        c1, n1, t1 = cpu_seconds(pid), run_ns(pid), time.monotonic()
+        dp.stop(timeout=30)
     return {"busy_poll": busy, "queues": queues, "ports": ports, "seconds": round(t1 - t0, 2),
             "cpu_seconds": round(c1 - c0, 3), "percent_of_one_core": round(100 * (c1 - c0) / (t1 - t0), 2),
             "schedstat_percent_of_one_core": round(100 * (n1 - n0) / 1e9 / (t1 - t0), 2),
