@@ -10,7 +10,7 @@ import threading
 
 import vxfed_harness as t
 from vxfed_harness.protowire import varint
-import dp_topology as d
+from vxfed_harness import forwarder as d
 
 
 # DataplaneRequest{request_id=7, get_status{}}: field 1 varint, field 12 empty message.

@@ -8,7 +8,7 @@ import threading
 import time
 
 import vxfed_harness as t
-import dp_topology as d
+from vxfed_harness import forwarder as d
 
 
 def extra_routes(n: int) -> list:

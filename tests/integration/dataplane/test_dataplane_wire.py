@@ -10,7 +10,7 @@ import json
 import time
 
 import vxfed_harness as t
-import dp_topology as d
+from vxfed_harness import forwarder as d
 
 
 def main() -> None:

@@ -1,4 +1,6 @@
-"""The interoperability topology of the dataplane integration tests (and of the forwarder demo).
+"""The forwarder's interoperability topology: the dataplane integration tests
+(tests/integration/dataplane) and the forwarder demo (scripts/forwarder-demo.sh,
+forwarder_demo.py) run on it.
 
   podA netns                 nodeA netns (vxfed-dataplane)          nodeB netns (Linux kernel)        podB netns
   eth0 10.244.1.2/16 --veth-- hA (af_packet endpoint port)
@@ -18,8 +20,10 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
-import vxfed_harness as t
-from vxfed_harness.dataplane import Dataplane, DataplaneLaunch
+from .dataplane import Dataplane, DataplaneLaunch
+from .env import require_binary, require_program
+from .proc import wait_for
+from .topology import Topology
 
 VNI = 100
 VTEP_A = "198.18.0.1"
@@ -48,13 +52,14 @@ def tables(generation: int = 1, extra_routes: Optional[list] = None) -> dict:
 
 
 class ForwarderTopology:
-    def __init__(self, topo: t.Topology, queues: int = 1):
+    def __init__(self, topo: Topology, queues: int = 1, build_dir: Optional[Path] = None):
         self.topo = topo
         self.queues = queues
-        t.require_binary("dataplane/vxfed-dataplane")
-        t.require_binary("dataplane/runtime/vxfed-dpctl")
+        self.build_dir = build_dir
+        require_binary("dataplane/vxfed-dataplane", build_dir)
+        require_binary("dataplane/runtime/vxfed-dpctl", build_dir)
         for prog in ("ip", "ethtool", "ping", "iperf3"):
-            t.require_program(prog)
+            require_program(prog)
         self.socket = str(topo.workdir / "dp.sock")
         self.dataplane: Optional[Dataplane] = None
 
@@ -73,7 +78,7 @@ class ForwarderTopology:
         a = self.pod_a
         a.run(f"ip link set eth0 mtu {POD_MTU} address {POD_A_MAC}")
         a.run(f"ip addr add {POD_A}/16 dev eth0")
-        a.run(f"ip route del 10.244.0.0/16 dev eth0")
+        a.run("ip route del 10.244.0.0/16 dev eth0")
         a.run(f"ip route add {GATEWAY_A}/32 dev eth0 scope link")
         a.run(f"ip route add default via {GATEWAY_A} dev eth0")
         a.run("ethtool -K eth0 tx off tso off gso off")
@@ -105,7 +110,7 @@ class ForwarderTopology:
                                  api_socket=Path(self.socket), vtep_ip=VTEP_A, uplink_iface="up0",
                                  queues=self.queues, mtu=UNDERLAY_MTU, tables_file=tables_file,
                                  extra=list(extra or []))
-        self.dataplane = Dataplane(self.node_a, launch)
+        self.dataplane = Dataplane(self.node_a, launch, build_dir=self.build_dir)
         self.dataplane.start()
         return self.dataplane.proc
 
@@ -129,8 +134,8 @@ class ForwarderTopology:
         return self.dataplane.status()
 
     def wait_reachable(self, timeout: float = 20) -> None:
-        t.wait_for(lambda: self.pod_a.ping(POD_B, count=1, timeout=5).returncode == 0, timeout,
-                   f"{POD_A} -> {POD_B} through the dataplane")
+        wait_for(lambda: self.pod_a.ping(POD_B, count=1, timeout=5).returncode == 0, timeout,
+                 f"{POD_A} -> {POD_B} through the dataplane")
 
     def stop(self, timeout: float = 15) -> tuple[int, str]:
         rc = self.dataplane.stop(timeout=timeout)
