@@ -23,6 +23,8 @@ PACKAGES=(
   containernetworking-plugins procps psmisc kmod ethtool
   # BGP
   frr frr-pythontools
+  # the container image (scripts/build-image.sh) and the tests that run it
+  mmdebstrap podman runc
 )
 
 missing=()

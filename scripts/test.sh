@@ -17,6 +17,24 @@ fi
 scripts/install-deps.sh
 scripts/build.sh
 
+# The container image (deploy/): built from Debian's archive at the versions of
+# deploy/image/packages.lock. When the archive has moved on (a point release or a security
+# update replaced a locked version: exit 3), the tests still run, on an image resolved afresh
+# into build/image/, and the stale lock is reported loudly; refreshing the committed lock is a
+# reviewed change (scripts/build-image.sh --update-lock).
+image_status=0
+image_ref=$(scripts/build-image.sh --build-dir build | tail -1) || image_status=$?
+if ((image_status == 3)); then
+  echo "test.sh: WARNING: deploy/image/packages.lock no longer matches Debian's archive;" \
+       "building the test image from a fresh resolution (build/image/packages.lock)" >&2
+  cp deploy/image/packages.lock build/image/packages.lock
+  image_ref=$(scripts/build-image.sh --build-dir build --update-lock --lock build/image/packages.lock | tail -1)
+elif ((image_status != 0)); then
+  echo "test.sh: scripts/build-image.sh failed" >&2
+  exit 1
+fi
+export VXFED_IMAGE=$image_ref
+
 # Tests read this to turn "cannot run here" (exit 77) into a failure.
 export VXFED_REQUIRE_ALL=1
 export VXFED_BUILD_DIR="$PWD/build"
