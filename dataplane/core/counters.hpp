@@ -14,7 +14,13 @@
 
 namespace vxfed::dataplane {
 
-constexpr std::uint32_t kMaxPorts = 64;       // >= RTE_MAX_ETHPORTS (checked in pipeline.cpp)
+// Port indexes (docs/pod-ports.md): DPDK ethdev ports keep their ids below kMaxEthdevPorts
+// (>= RTE_MAX_ETHPORTS, checked in pipeline.cpp); the runtime's pod ports take the indexes
+// above, up to kMaxPodPorts of them. Counters, the TX stage and the tables' pod entries are
+// indexed by this index.
+constexpr std::uint32_t kMaxEthdevPorts = 64;
+constexpr std::uint32_t kMaxPodPorts = 1024;
+constexpr std::uint32_t kMaxPorts = kMaxEthdevPorts + kMaxPodPorts;
 constexpr std::uint32_t kMaxVniSlots = 4096;  // distinct VNIs over the life of the process
 
 // A counter with one writer: plain add on x86, no lock prefix; readable from other threads.
@@ -37,7 +43,7 @@ struct VniCounters {
 // One per worker, allocated by the runtime (new or rte_zmalloc; ~220 KiB), cache-line aligned
 // so that workers never share a line.
 struct alignas(64) WorkerCounters {
-  PortCounters ports[kMaxPorts];           // by DPDK port id; this worker's queue of each port
+  PortCounters ports[kMaxPorts];           // by port index; this worker's queue of each port
   alignas(64) Counter drops[kDropReasonCount];   // by DropReason
   alignas(64) VniCounters vnis[kMaxVniSlots];    // by VniCounterSlots slot
   void drop(DropReason r, std::uint16_t port, std::uint64_t n = 1) {

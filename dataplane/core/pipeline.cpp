@@ -10,7 +10,7 @@
 
 namespace vxfed::dataplane {
 
-static_assert(kMaxPorts >= RTE_MAX_ETHPORTS, "counters and TX stage index by DPDK port id");
+static_assert(kMaxEthdevPorts >= RTE_MAX_ETHPORTS, "DPDK port ids must be port indexes below the pods'");
 
 using namespace pipeline_detail;
 

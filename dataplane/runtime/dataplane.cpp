@@ -114,6 +114,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     d->wakes_.push_back(std::make_unique<WakeEvent>());
     ctx->wake = d->wakes_.back().get();
     ctx->uplink_wake_fds = d->ports_->uplink_wake_fds();
+    ctx->pod_fd = d->ports_->pod_sockets().fd(w);
+    ctx->pool = d->ports_->pool();
     d->contexts_.push_back(std::move(ctx));
   }
 
@@ -262,10 +264,18 @@ Status Dataplane::install(const v1::Tables& requested, std::uint64_t generation)
   }
 
   auto next = std::make_unique<ForwardingState>();
-  next->pod_ports = (*built)->pod_port_ids();
+  for (const std::uint16_t p : (*built)->pod_port_ids())
+    if (p < kFirstPodPort) next->pod_ports.push_back(p);
   next->version = ++state_versions_;
+  next->pod_ifindex.assign(kMaxPodPorts, 0);
+  next->pod_port_of_ifindex.reserve(ports_->endpoint_ports().size());
   for (const auto& [iface, info] : ports_->endpoint_ports()) {
     if (!wanted.count(iface)) continue;
+    if (info.pod_socket) {
+      next->pod_ifindex[info.port_id - kFirstPodPort] = info.ifindex;
+      next->pod_port_of_ifindex.insert(info.ifindex, info.port_id);
+      continue;  // the worker's pod socket wakes it
+    }
     if (info.wake_fds.empty()) next->pods_wakeable = false;
     next->pod_wake_fds.insert(next->pod_wake_fds.end(), info.wake_fds.begin(), info.wake_fds.end());
   }
@@ -355,9 +365,10 @@ void Dataplane::fill_status(v1::DataplaneStatus& s) const {
 void Dataplane::fill_counters(v1::Counters& out) const {
   std::vector<std::pair<std::string, std::uint16_t>> ports{{"uplink", ports_->uplink()}};
   for (const auto& [iface, info] : ports_->endpoint_ports()) ports.emplace_back(iface, info.port_id);
+  ports.emplace_back("pods", kPodsPort);  // the pod sockets: socket drops, frames of no pod
   for (const auto& [name, id] : ports) {
     rte_eth_stats stats{};
-    rte_eth_stats_get(id, &stats);
+    if (id < kMaxEthdevPorts && id != kPodsPort) rte_eth_stats_get(id, &stats);
     for (unsigned w = 0; w < workers_; ++w) {
       const PortCounters& c = counters_[w]->ports[id];
       auto* p = out.add_ports();

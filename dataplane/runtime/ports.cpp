@@ -59,8 +59,6 @@ unsigned kernel_mtu(const std::string& iface) {
   return rc == 0 ? static_cast<unsigned>(ifr.ifr_mtu) : 0;
 }
 
-bool kernel_iface_exists(const std::string& iface) { return ::if_nametoindex(iface.c_str()) != 0; }
-
 Result<std::uint16_t> find_port(const std::string& name) {
   std::uint16_t id = 0;
   if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return id;
@@ -108,6 +106,11 @@ Result<std::unique_ptr<Ports>> Ports::create(const Options& options, unsigned wo
   spdlog::info("mbuf pool: {} mbufs of {} bytes data room", n, data_room);
 
   if (auto st = ports->setup_uplink(); !st) return make_error(st.error());
+  // The pods' sockets: each holds --endpoint-frames frames of the underlay MTU in its
+  // receive buffer (allocated by the kernel as frames arrive, not up front).
+  auto pods = PodSockets::create(workers, options.endpoint_frames * ports->max_frame_ * 2, options.qdisc_bypass);
+  if (!pods) return make_error(pods.error());
+  ports->pod_sockets_ = std::move(*pods);
   return ports;
 }
 
@@ -256,43 +259,44 @@ Result<std::uint16_t> Ports::attach(const std::string& iface) {
   } else {
     if (iface.empty() || iface.size() >= IF_NAMESIZE || iface.find_first_of(",= ") != std::string::npos)
       return make_error("interface name '" + iface + "' is not a valid Linux interface name");
-    if (!kernel_iface_exists(iface))
+    const unsigned ifindex = ::if_nametoindex(iface.c_str());
+    if (ifindex == 0)
       return make_error("interface " + iface + " does not exist in the dataplane's network namespace");
     const unsigned mtu = kernel_mtu(iface);
     if (mtu != 0 && mtu + 18 > max_frame_)
       spdlog::warn("endpoint interface {} has MTU {} above the underlay MTU {}: frames over {} "
-                   "bytes will be truncated by the af_packet ring", iface, mtu, options_.mtu, max_frame_);
-    // One queue pair per worker: worker w polls RX queue w (the kernel's fanout hash keeps
-    // each flow on one queue) and transmits on TX queue w, so no queue is shared.
-    const unsigned frames_per_block = blocksz_ / framesz_;
-    const unsigned framecnt = round_up(options_.endpoint_frames, frames_per_block);
-    info.device = "net_af_packet_ep" + std::to_string(next_vdev_++);
-    const std::string args = "iface=" + iface + ",qpairs=" + std::to_string(workers_) +
-                              ",framesz=" + std::to_string(framesz_) + ",blocksz=" +
-                              std::to_string(blocksz_) + ",framecnt=" + std::to_string(framecnt) +
-                              ",qdisc_bypass=" + (options_.qdisc_bypass ? "1" : "0");
-    if (int rc = rte_eal_hotplug_add("vdev", info.device.c_str(), args.c_str()); rc != 0)
-      return make_error("cannot attach af_packet port on " + iface + " (" + args + "): " +
-                        rte_strerror(-rc));
-    auto port = find_port(info.device);
-    if (!port) {
-      rte_eal_hotplug_remove("vdev", info.device.c_str());
-      return make_error("af_packet port on " + iface + " vanished after probing");
+                   "bytes will be dropped (pod_frame_too_big)", iface, mtu, options_.mtu, max_frame_);
+    unsigned slot = 0;
+    while (slot < kMaxPodPorts && pod_slot_used_[slot]) ++slot;
+    if (slot == kMaxPodPorts)
+      return make_error("cannot serve interface " + iface + ": all " + std::to_string(kMaxPodPorts) +
+                        " pod ports of this dataplane are in use");
+    info.port_id = static_cast<std::uint16_t>(kFirstPodPort + slot);
+    info.device = "pod socket";
+    info.pod_socket = true;
+    info.ifindex = ifindex;
+    pod_slot_used_[slot] = true;
+    endpoints_[iface] = info;
+    if (auto st = update_pod_filter(); !st) {
+      endpoints_.erase(iface);
+      pod_slot_used_[slot] = false;
+      static_cast<void>(update_pod_filter());  // back to the filter without it
+      return make_error("cannot serve interface " + iface + ": " + st.error());
     }
-    info.port_id = *port;
-    info.hot_plugged = true;
-    spdlog::info("endpoint port {} on {} ({})", info.port_id, iface, args);
+    spdlog::info("pod port {} on {} (ifindex {})", info.port_id, iface, ifindex);
+    return info.port_id;
   }
-  if (auto st = start_port(info.port_id, workers_, workers_, false); !st) {
-    if (info.hot_plugged) {
-      rte_eth_dev_close(info.port_id);
-      rte_eal_hotplug_remove("vdev", info.device.c_str());
-    }
+  if (auto st = start_port(info.port_id, workers_, workers_, false); !st)
     return make_error("endpoint port on " + iface + ": " + st.error());
-  }
-  if (info.hot_plugged) info.wake_fds = wake_fds_of(info.port_id, workers_, iface);
   endpoints_[iface] = info;
   return info.port_id;
+}
+
+Status Ports::update_pod_filter() {
+  std::vector<unsigned> ifs;
+  for (const auto& [name, info] : endpoints_)
+    if (info.pod_socket) ifs.push_back(info.ifindex);
+  return pod_sockets_->set_interfaces(ifs);
 }
 
 void Ports::detach(const std::string& iface) {
@@ -301,6 +305,12 @@ void Ports::detach(const std::string& iface) {
   const PortInfo info = it->second;
   endpoints_.erase(it);
   for (unsigned q = 0; q < workers_; ++q) ring_drops_.erase({info.port_id, q});  // the id may be reused
+  if (info.pod_socket) {
+    pod_slot_used_[info.port_id - kFirstPodPort] = false;
+    if (auto st = update_pod_filter(); !st) spdlog::warn("detaching {}: {}", iface, st.error());
+    spdlog::info("pod port {} on {} released", info.port_id, iface);
+    return;
+  }
   rte_eth_dev_stop(info.port_id);
   if (info.hot_plugged) {
     rte_eth_dev_close(info.port_id);
@@ -312,6 +322,11 @@ void Ports::detach(const std::string& iface) {
 
 std::uint64_t Ports::ring_drops(std::uint16_t port_id, unsigned queue) {
   const std::vector<int>* fds = nullptr;
+  if (port_id == kPodsPort && pod_sockets_) {
+    auto& total = ring_drops_[{port_id, queue}];
+    total += pod_sockets_->take_drops(queue);
+    return total;
+  }
   if (port_id == uplink_) {
     fds = &uplink_wake_fds_;
   } else {
@@ -325,6 +340,7 @@ std::uint64_t Ports::ring_drops(std::uint16_t port_id, unsigned queue) {
 
 std::string Ports::name_of(std::uint16_t port_id) const {
   if (port_id == uplink_) return "uplink";
+  if (port_id == kPodsPort) return "pods";
   for (const auto& [iface, info] : endpoints_)
     if (info.port_id == port_id) return iface;
   return "port" + std::to_string(port_id);
@@ -332,6 +348,7 @@ std::string Ports::name_of(std::uint16_t port_id) const {
 
 void Ports::close_all() {
   while (!endpoints_.empty()) detach(endpoints_.begin()->first);
+  pod_sockets_.reset();
   if (uplink_started_) {
     rte_eth_dev_stop(uplink_);
     rte_eth_dev_close(uplink_);

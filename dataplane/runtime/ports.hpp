@@ -1,6 +1,7 @@
-// The ports of vxfed-dataplane: the uplink (given on the EAL command line) and one port per
-// local endpoint interface, hot-plugged as an af_packet vdev on the host end of the pod's veth
-// (or mapped to an existing DPDK port with --endpoint-port). Control-thread only.
+// The ports of vxfed-dataplane: the uplink (given on the EAL command line) and one pod port
+// per local endpoint interface: the host end of the pod's veth, served by the workers' shared
+// pod sockets (pod_sockets.hpp, docs/pod-ports.md), or an existing DPDK port mapped with
+// --endpoint-port. Control-thread only.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <rte_mempool.h>
 
 #include "dataplane/runtime/options.hpp"
+#include "dataplane/runtime/pod_sockets.hpp"
 #include "common/result.hpp"
 
 namespace vxfed::dataplane {
@@ -23,10 +25,12 @@ enum class UplinkSpread {
 };
 
 struct PortInfo {
-  std::uint16_t port_id = 0;
+  std::uint16_t port_id = 0;  // port index: a DPDK port id, or kFirstPodPort + slot
   std::string name;         // "uplink" or the endpoint's iface
-  std::string device;       // DPDK device name
+  std::string device;       // DPDK device name ("pod socket" for pod ports)
   bool hot_plugged = false; // we created it (af_packet) and detach it
+  bool pod_socket = false;  // served by the workers' pod sockets (no DPDK port)
+  unsigned ifindex = 0;     // pod_socket: the interface
   std::vector<int> wake_fds; // its af_packet sockets (socket_wakeup.hpp); empty: cannot wake a worker
 };
 
@@ -48,7 +52,9 @@ class Ports {
   // The uplink's af_packet sockets (one per queue pair), empty when it is another kind of port.
   const std::vector<int>& uplink_wake_fds() const { return uplink_wake_fds_; }
 
-  // Ensures a started port for endpoint interface `iface` and returns its port id.
+  // The workers' pod sockets (one per worker).
+  const PodSockets& pod_sockets() const { return *pod_sockets_; }
+  // Ensures a port for endpoint interface `iface` and returns its port index.
   Result<std::uint16_t> attach(const std::string& iface);
   // Stops, closes and (if hot-plugged) removes the port of `iface`. Callers first make sure
   // no worker polls it any more (RCU grace period).
@@ -81,6 +87,9 @@ class Ports {
   std::vector<int> uplink_wake_fds_;
   std::map<std::pair<std::uint16_t, unsigned>, std::uint64_t> ring_drops_;  // accumulated
   std::map<std::string, PortInfo> endpoints_;
+  std::unique_ptr<PodSockets> pod_sockets_;
+  std::vector<bool> pod_slot_used_ = std::vector<bool>(kMaxPodPorts, false);
+  Status update_pod_filter();
 };
 
 }  // namespace vxfed::dataplane

@@ -9,6 +9,7 @@
 
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/runtime/idle_backoff.hpp"
+#include "dataplane/runtime/pod_sockets.hpp"
 #include "dataplane/runtime/software_rss.hpp"
 
 namespace vxfed::dataplane {
@@ -52,6 +53,37 @@ inline std::uint16_t distribute(WorkerContext& w, rte_mbuf** pkts, std::uint16_t
   return mine;
 }
 
+// Frames from the pod socket: runs of one interface go through the pipeline as one pod burst;
+// frames of no known pod (or too big for an mbuf) are dropped on the "pods" port.
+void handle_pod_frames(WorkerContext& w, const ForwardingState* s, rte_mbuf** pkts, const unsigned* ifs, unsigned n) {
+  if (s == nullptr) {
+    drop_burst(pkts, static_cast<std::uint16_t>(n), kPodsPort, DropReason::NoTables, *w.counters);
+    return;
+  }
+  unsigned i = 0;
+  unsigned last_if = 0;
+  std::uint16_t last_port = 0;
+  while (i < n) {
+    const unsigned ifindex = ifs[i];
+    if (ifindex != last_if || ifindex == 0) {
+      const std::uint16_t* p = ifindex == 0 ? nullptr : s->pod_port_of_ifindex.find(ifindex);
+      if (p == nullptr) {
+        drop_burst(pkts + i, 1, kPodsPort, ifindex == 0 ? DropReason::PodFrameTooBig : DropReason::UnknownPodInterface,
+                   *w.counters);
+        ++i;
+        last_if = 0;
+        continue;
+      }
+      last_if = ifindex;
+      last_port = *p;
+    }
+    unsigned j = i + 1;
+    while (j < n && ifs[j] == ifindex) ++j;
+    process_pod_burst(*s->tables, last_port, pkts + i, static_cast<std::uint16_t>(j - i), *w.tx, *w.counters);
+    i = j;
+  }
+}
+
 // The descriptors an idle worker waits on, rebuilt when the published state changes (rare:
 // table updates), never per packet.
 class WaitSet {
@@ -68,6 +100,7 @@ class WaitSet {
     if (!usable_) return false;
     fds_.push_back(pollfd{w.wake->fd(), POLLIN, 0});
     for (int fd : w.uplink_wake_fds) fds_.push_back(pollfd{fd, POLLIN, 0});
+    if (w.pod_fd >= 0) fds_.push_back(pollfd{w.pod_fd, POLLIN, 0});
     if (s != nullptr)
       for (int fd : s->pod_wake_fds) fds_.push_back(pollfd{fd, POLLIN, 0});
     return true;
@@ -99,13 +132,21 @@ int worker_main(void* arg) {
   IdleBackoff backoff(w.idle);
   WaitSet wait_set;
   rte_mbuf* pkts[kMaxBurst];
+  unsigned pod_ifs[kMaxBurst];
+  PodRxSpare pod_spare;
   const auto queue = static_cast<std::uint16_t>(w.id);
-  const auto send = [queue](std::uint16_t port, rte_mbuf** p, std::uint16_t n) {
+  const ForwardingState* s = nullptr;
+  // Pod ports are sent to through the pod socket by ifindex; DPDK ports on our TX queue.
+  const auto send = [queue, &w, &s](std::uint16_t port, rte_mbuf** p, std::uint16_t n) -> std::uint16_t {
+    if (port >= kFirstPodPort) {
+      const unsigned ifindex = s == nullptr ? 0 : s->pod_ifindex[port - kFirstPodPort];
+      return ifindex == 0 ? 0 : pod_send(w.pod_fd, ifindex, p, n);
+    }
     return rte_eth_tx_burst(port, queue, p, n);
   };
 
   while (!w.stop->load(std::memory_order_relaxed)) {
-    const ForwardingState* s = w.state->read();
+    s = w.state->read();
     unsigned work = 0;
 
     // Uplink.
@@ -141,6 +182,15 @@ int worker_main(void* arg) {
           work += n;
           process_pod_burst(*s->tables, port, pkts, n, *w.tx, *w.counters);
         }
+      }
+    }
+
+    // Pods served by the pod socket.
+    if (w.pod_fd >= 0) {
+      const unsigned n = pod_receive(w.pod_fd, w.pool, pod_spare, pkts, pod_ifs, kMaxBurst);
+      if (n) {
+        work += n;
+        handle_pod_frames(w, s, pkts, pod_ifs, n);
       }
     }
 
@@ -180,6 +230,7 @@ int worker_main(void* arg) {
   }
   rte_rcu_qsbr_thread_offline(w.qs, w.id);
   rte_rcu_qsbr_thread_unregister(w.qs, w.id);
+  rte_pktmbuf_free_bulk(pod_spare.mbufs, pod_spare.count);
   return 0;
 }
 

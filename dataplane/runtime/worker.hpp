@@ -35,6 +35,8 @@ struct WorkerContext {
   // Blocking when idle (socket_wakeup.hpp): the uplink's af_packet sockets (empty: the uplink
   // cannot wake us, so we never block) and this worker's event for everything else.
   std::vector<int> uplink_wake_fds;
+  int pod_fd = -1;                    // this worker's pod socket (pod_sockets.hpp)
+  rte_mempool* pool = nullptr;        // mbufs for frames from the pod socket
   const WakeEvent* wake = nullptr;
   const std::atomic<bool>* stop = nullptr;
   std::atomic<std::uint64_t> loops{0};
