@@ -4,7 +4,9 @@
 #include <set>
 #include <sstream>
 
-#include "control/net_text.hpp"
+#include "common/net/ipv4.hpp"
+#include "common/net/vxlan.hpp"
+#include "control/names.hpp"
 #include "bgp/config.hpp"
 
 namespace vxfed::control {
@@ -148,7 +150,7 @@ void parse_into(Config& c, const YAML::Node& root) {
   node.allow({"name", "vtep_ip", "uplink", "underlay_mtu"});
   c.node.name = node.str("name", "", true);
   c.node.vtep_ip = node.str("vtep_ip", "", true);
-  if (!parse_ipv4(c.node.vtep_ip)) throw ConfigError{"node.vtep_ip", "'" + c.node.vtep_ip + "' is not an IPv4 address"};
+  if (auto vtep = net::Ipv4Addr::parse(c.node.vtep_ip); !vtep) throw ConfigError{"node.vtep_ip", vtep.error()};
   c.node.uplink = node.str("uplink", "");
   c.node.underlay_mtu = static_cast<std::uint32_t>(node.num("underlay_mtu", 9000, 1280, 9216));
 
@@ -159,8 +161,8 @@ void parse_into(Config& c, const YAML::Node& root) {
   if (!is_dns_label(c.cluster.name)) throw ConfigError{"cluster.name", "'" + c.cluster.name + "' must be a DNS label ([a-z0-9-], 1..63)"};
   c.cluster.pod_cidrs = string_list(cluster, "pod_cidrs");
   for (std::size_t i = 0; i < c.cluster.pod_cidrs.size(); ++i)
-    if (!parse_cidr(c.cluster.pod_cidrs[i]))
-      throw ConfigError{index_field("cluster.pod_cidrs", i), "'" + c.cluster.pod_cidrs[i] + "' is not an IPv4 CIDR (host bits must be zero)"};
+    if (auto p = net::Ipv4Prefix::parse(c.cluster.pod_cidrs[i]); !p)
+      throw ConfigError{index_field("cluster.pod_cidrs", i), p.error()};
   c.cluster.asn = static_cast<std::uint32_t>(cluster.num("asn", 0, 0, 4294967295u));
 
   Reader daemon = top.child("daemon");
@@ -174,7 +176,7 @@ void parse_into(Config& c, const YAML::Node& root) {
   c.daemon.metrics_listen = daemon.str("metrics_listen", c.daemon.metrics_listen);
   if (!c.daemon.metrics_listen.empty()) {
     const auto colon = c.daemon.metrics_listen.rfind(':');
-    if (colon == std::string::npos || !parse_ipv4(c.daemon.metrics_listen.substr(0, colon)))
+    if (colon == std::string::npos || !net::Ipv4Addr::parse(c.daemon.metrics_listen.substr(0, colon)))
       throw ConfigError{"daemon.metrics_listen", "'" + c.daemon.metrics_listen + "' must be IPV4:PORT (or empty to disable)"};
     unsigned port = 0;
     try { port = static_cast<unsigned>(std::stoul(c.daemon.metrics_listen.substr(colon + 1))); } catch (...) {}
@@ -266,29 +268,30 @@ Status normalize_network(NetworkConfig& n, std::uint32_t underlay_mtu) {
   if (!is_dns_label(n.name)) return make_error("name: '" + n.name + "' must be a DNS label ([a-z0-9-], 1..63)");
   if (n.pinned_vni != 0 && (n.pinned_vni < vni::kMinVni || n.pinned_vni > vni::kMaxVni))
     return make_error("vni: " + std::to_string(n.pinned_vni) + " is outside 1-16777214 (0 and 16777215 are reserved)");
-  auto subnet = parse_cidr(n.subnet);
-  if (!subnet) return make_error("subnet: '" + n.subnet + "' is not an IPv4 CIDR (host bits must be zero)");
+  auto subnet = net::Ipv4Prefix::parse(n.subnet);
+  if (!subnet) return make_error("subnet: " + subnet.error());
   if (subnet->len > 30) return make_error("subnet: " + n.subnet + " is too small for pods and a gateway (at most /30)");
-  if (n.gateway.empty()) n.gateway = format_ipv4(subnet->addr + 1);
-  auto gw = parse_ipv4(n.gateway);
-  if (!gw) return make_error("gateway: '" + n.gateway + "' is not an IPv4 address");
-  if (!subnet->contains(*gw) || *gw == subnet->addr || *gw == (subnet->addr | ~(subnet->len ? ~0u << (32 - subnet->len) : 0u)))
+  if (n.gateway.empty()) n.gateway = net::Ipv4Addr{subnet->addr + 1}.str();
+  auto gw = net::Ipv4Addr::parse(n.gateway);
+  if (!gw) return make_error("gateway: " + gw.error());
+  if (!subnet->contains(*gw) || *gw == subnet->network() || *gw == subnet->last())
     return make_error("gateway: " + n.gateway + " is not a host address of subnet " + n.subnet);
-  const std::uint32_t max_mtu = underlay_mtu - 50;
+  const std::uint32_t max_mtu = net::pod_mtu(underlay_mtu);
   if (n.mtu == 0) n.mtu = max_mtu;
   if (n.mtu < 576 || n.mtu > max_mtu)
     return make_error("mtu: " + std::to_string(n.mtu) + " must be 576.." + std::to_string(max_mtu) +
-                      " (underlay MTU " + std::to_string(underlay_mtu) + " minus 50 bytes of VXLAN)");
+                      " (underlay MTU " + std::to_string(underlay_mtu) + " minus " +
+                      std::to_string(net::kVxlanOverhead) + " bytes of VXLAN)");
   for (const auto& [k, v] : n.labels)
     if (k.empty()) return make_error("labels: empty label key");
   for (std::size_t i = 0; i < n.static_routes.size(); ++i) {
     const auto& route = n.static_routes[i];
     const std::string f = "static_routes[" + std::to_string(i) + "]";
-    if (!parse_cidr(route.prefix)) return make_error(f + ".prefix: '" + route.prefix + "' is not an IPv4 CIDR (host bits must be zero)");
+    if (auto p = net::Ipv4Prefix::parse(route.prefix); !p) return make_error(f + ".prefix: " + p.error());
     if (route.vteps.empty()) return make_error(f + ".vteps: must list at least one VTEP address");
     for (std::size_t j = 0; j < route.vteps.size(); ++j)
-      if (!parse_ipv4(route.vteps[j]))
-        return make_error(f + ".vteps[" + std::to_string(j) + "]: '" + route.vteps[j] + "' is not an IPv4 address");
+      if (auto vtep = net::Ipv4Addr::parse(route.vteps[j]); !vtep)
+        return make_error(f + ".vteps[" + std::to_string(j) + "]: " + vtep.error());
   }
   return {};
 }

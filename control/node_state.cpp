@@ -2,7 +2,9 @@
 
 #include <chrono>
 
-#include "control/net_text.hpp"
+#include "common/net/ipv4.hpp"
+#include "common/net/mac.hpp"
+#include "common/net/vxlan.hpp"
 
 namespace vxfed::control {
 
@@ -165,7 +167,7 @@ dp::Network NodeState::dp_network(const Network& n) const {
   dp::Network out;
   out.set_vni(n.vni);
   out.set_gateway_ip(n.config.gateway);
-  out.set_gateway_mac(gateway_mac_for_vni(n.vni));
+  out.set_gateway_mac(net::format_mac(net::gateway_mac(n.vni)));
   out.set_mtu(n.config.mtu);
   return out;
 }
@@ -175,7 +177,7 @@ v1::NetworkInfo NodeState::info_of(const Network& n) const {
   *info.mutable_spec() = to_spec(n.config);
   info.set_vni(n.vni);
   info.set_pool(n.pool);
-  info.set_gateway_mac(gateway_mac_for_vni(n.vni));
+  info.set_gateway_mac(net::format_mac(net::gateway_mac(n.vni)));
   info.set_mtu(n.config.mtu);
   for (auto it = routes_.lower_bound({n.vni, ""}); it != routes_.end() && it->first.first == n.vni; ++it)
     if (effective_route(it->first)) info.add_remote_cidrs(it->first.second);
@@ -413,26 +415,26 @@ v1::EndpointInfo NodeState::with_status(const Endpoint& e) const {
 Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1::ErrorCode* code) {
   set_code(code, v1::INVALID_ARGUMENT);
   v1::EndpointSpec spec = requested;
-  spec.set_mac(normalize_mac(spec.mac()));
   if (spec.container_id().empty() || spec.container_id().size() > 256 || spec.container_id().find('/') != std::string::npos)
     return make_error("container_id must be 1..256 characters without '/'");
   if (!valid_iface_name(spec.ifname())) return make_error("ifname '" + spec.ifname() + "' is not an interface name (1..15 characters)");
   if (!valid_iface_name(spec.host_iface()))
     return make_error("host_iface '" + spec.host_iface() + "' is not an interface name (1..15 characters)");
-  auto net = networks_.find(spec.network());
-  if (net == networks_.end()) {
+  auto network = networks_.find(spec.network());
+  if (network == networks_.end()) {
     set_code(code, v1::NOT_FOUND);
     return make_error("network '" + spec.network() + "' does not exist on this node");
   }
-  const auto ip = parse_ipv4(spec.ip());
-  if (!ip) return make_error("ip '" + spec.ip() + "' is not an IPv4 address (no prefix length)");
-  const auto subnet = *parse_cidr(net->second.config.subnet);
-  const std::uint32_t broadcast = subnet.addr | ~(subnet.len ? ~0u << (32 - subnet.len) : 0u);
-  if (!subnet.contains(*ip) || *ip == subnet.addr || *ip == broadcast)
+  const auto ip = net::Ipv4Addr::parse(spec.ip());
+  if (!ip) return make_error("ip: " + ip.error() + "; give the address alone, without a prefix length");
+  const auto subnet = *net::Ipv4Prefix::parse(network->second.config.subnet);  // validated when the network was added
+  if (!subnet.contains(*ip) || *ip == subnet.network() || *ip == subnet.last())
     return make_error("ip " + spec.ip() + " is not a host address of network '" + spec.network() + "' (" + subnet.str() + ")");
-  if (spec.ip() == net->second.config.gateway) return make_error("ip " + spec.ip() + " is the network's gateway");
-  if (!is_mac(spec.mac())) return make_error("mac '" + requested.mac() + "' is not a MAC address (aa:bb:cc:dd:ee:ff)");
-  if (std::stoi(spec.mac().substr(0, 2), nullptr, 16) & 1) return make_error("mac " + spec.mac() + " is multicast");
+  if (spec.ip() == network->second.config.gateway) return make_error("ip " + spec.ip() + " is the network's gateway");
+  const auto mac = net::parse_mac(spec.mac());
+  if (!mac) return make_error("mac: " + mac.error());
+  if (net::is_multicast(*mac)) return make_error("mac " + spec.mac() + " is multicast");
+  spec.set_mac(net::format_mac(*mac));  // one spelling (lower case), so a repeated attach compares equal
   const std::string id = endpoint_id(spec.container_id(), spec.ifname());
   if (auto have = endpoints_.find(id); have != endpoints_.end()) {
     const auto& s = have->second.info.spec();
@@ -448,7 +450,7 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
     set_code(code, v1::ALREADY_EXISTS);
     return make_error("endpoint " + id + " is already attached with " + diff + "; detach it first");
   }
-  if (net->second.orphaned) {
+  if (network->second.orphaned) {
     set_code(code, v1::NOT_FOUND);
     return make_error("network '" + spec.network() + "' was removed from the config; no new endpoints");
   }
@@ -458,7 +460,7 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
   }
   Endpoint e;
   *e.info.mutable_spec() = spec;
-  e.info.set_vni(net->second.vni);
+  e.info.set_vni(network->second.vni);
   e.info.set_created_unix_ms(options_.clock());
   if (auto ok = endpoint_store_->put(id, e.info.SerializeAsString()); !ok) {
     set_code(code, v1::INTERNAL);

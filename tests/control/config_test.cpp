@@ -91,7 +91,7 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
       {"reserved vni", with("\"3200\"", "\"16777215\""), "vni.pools", "reserved"},
       {"bad range", with("\"3200\"", "\"32x0\""), "vni.pools[1].ranges[1]", "not a number"},
       {"duplicate network", with("name: blue", "name: red"), "networks[1].name", "already defined"},
-      {"bad subnet", with("10.244.2.0/24", "10.244.2.0/33"), "networks[1].subnet", "not an IPv4 CIDR"},
+      {"bad subnet", with("10.244.2.0/24", "10.244.2.0/33"), "networks[1].subnet", "'10.244.2.0/33' has an invalid prefix length (expected 0..32)"},
       {"mtu too big", with("mtu: 1500", "mtu: 9000"), "networks[1].mtu", "576..8950"},
       {"gateway outside", with("10.244.3.254", "10.244.4.1"), "networks[2].gateway", "not a host address"},
       {"pinned reserved", with("vni: 5000", "vni: 0xffffff"), "networks[2].vni", ""},
