@@ -146,6 +146,8 @@ TEST(BgpConfig, ErrorsNameTheFieldAndReason) {
       {"accept empty", with_peer("    accept: []\n"), "bgp.peers[0].accept: must be a non-empty list"},
       {"max prefix", with_peer("    max_prefix: 0\n"), "bgp.peers[0].max_prefix: must be an integer 1.."},
       {"bfd", with_peer("    bfd: maybe\n"), "bgp.peers[0].bfd: must be true or false"},
+      {"bfd yaml 1.1", with_peer("    bfd: yes\n"), "bgp.peers[0].bfd: must be true or false (got 'yes')"},
+      {"hold hex", with_peer("    hold: 0x10\n"), "bgp.peers[0].hold: must be an integer 0..65535 (got '0x10')"},
       {"multihop", with_peer("    ebgp_multihop: 300\n"), "bgp.peers[0].ebgp_multihop: must be an integer 0..255"},
       {"peer typo", with_peer("    hodl: 3\n"), "bgp.peers[0].hodl: unknown key"},
       {"duplicate peer", with_peer("  - {address: 198.18.0.2, remote_asn: 65002, cluster: cluster-b, network: fed}\n"),

@@ -56,6 +56,13 @@ TEST(Config, BpfSection) {
   EXPECT_EQ(c->bpf.grace_ms, 5000u);
 }
 
+TEST(Config, EmptyValueTakesTheDefault) {
+  auto c = parse_config(std::string(kGood) + "bpf: {reconcile: , grace_seconds: ~}\n", "null.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_TRUE(c->bpf.reconcile);
+  EXPECT_EQ(c->bpf.grace_ms, 60000u);
+}
+
 TEST(Config, DefaultPoolIsTheFederationRange) {
   auto c = parse_config("node: {name: n, vtep_ip: 198.18.0.1}\ncluster: {name: c}\n", "min.yaml");
   ASSERT_TRUE(c.ok()) << c.error();
@@ -94,15 +101,17 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
       {"bad subnet", with("10.244.2.0/24", "10.244.2.0/33"), "networks[1].subnet", "'10.244.2.0/33' has an invalid prefix length (expected 0..32)"},
       {"mtu too big", with("mtu: 1500", "mtu: 9000"), "networks[1].mtu", "576..8950"},
       {"gateway outside", with("10.244.3.254", "10.244.4.1"), "networks[2].gateway", "not a host address"},
-      {"pinned reserved", with("vni: 5000", "vni: 0xffffff"), "networks[2].vni", ""},
+      {"pinned reserved", with("vni: 5000", "vni: 16777215"), "networks[2].vni", "reserved"},
       {"duplicate pin", with("subnet: 10.244.1.0/24", "subnet: 10.244.1.0/24\n    vni: 5000"), "networks[2].vni", "already pinned"},
       {"no pool selects", with("pools:\n    - {name: federation, ranges: [\"1000-2000\"]}\n", "pools:\n"), "networks[0].labels", "no VNI pool"},
       {"bad static vtep", with("vteps: [198.18.0.2]", "vteps: [nope]"), "networks[0].static_routes[0].vteps[0]", "not an IPv4"},
-      {"negative number", with("hold_down_seconds: 60", "hold_down_seconds: -1"), "vni.hold_down_seconds", "non-negative"},
+      {"negative number", with("hold_down_seconds: 60", "hold_down_seconds: -1"), "vni.hold_down_seconds", "must be an integer 0..2592000 (got '-1')"},
+      {"hex number", with("vni: 5000", "vni: 0x1388"), "networks[2].vni", "must be an integer 0..4294967295 (got '0x1388')"},
       {"bad log level", with("state_dir: /var/lib/vxfed}", "state_dir: /var/lib/vxfed, log_level: loud}"), "daemon.log_level", "not one of"},
       {"yaml syntax", "node: {name: [\n", "bad.yaml:", "YAML syntax error"},
       {"bad metrics", with("state_dir: /var/lib/vxfed}", "state_dir: /var/lib/vxfed, metrics_listen: localhost}"), "daemon.metrics_listen", "IPV4:PORT"},
-      {"bpf reconcile not bool", std::string(kGood) + "bpf: {reconcile: maybe}\n", "bpf.reconcile", "not true or false"},
+      {"bpf reconcile not bool", std::string(kGood) + "bpf: {reconcile: maybe}\n", "bpf.reconcile", "must be true or false (got 'maybe')"},
+      {"bpf reconcile yaml 1.1", std::string(kGood) + "bpf: {reconcile: no}\n", "bpf.reconcile", "must be true or false (got 'no')"},
       {"bpf relative pin root", std::string(kGood) + "bpf: {pin_root: vxfed}\n", "bpf.pin_root", "absolute"},
       {"bpf unknown key", std::string(kGood) + "bpf: {pinroot: /x}\n", "bpf.pinroot", "unknown key"},
       {"relative state dir", with("state_dir: /var/lib/vxfed}", "state_dir: var}"), "daemon.state_dir", "absolute"},
