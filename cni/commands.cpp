@@ -15,20 +15,21 @@
 #include "cni/bandwidth_hook.hpp"
 #include "cni/cni_result.hpp"
 #include "cni/delegate.hpp"
-#include "cni/ipv4.hpp"
 #include "cni/netlink.hpp"
 #include "cni/offloads.hpp"
 #include "cni/records.hpp"
 #include "cni/rollback.hpp"
 #include "cni/state_store.hpp"
 #include "cni/vxfedd_client.hpp"
+#include "common/net/ipv4.hpp"
+#include "common/net/mac.hpp"
+#include "common/net/vxlan.hpp"
 
 namespace vxfed::cni {
 
 namespace {
 
-constexpr std::uint32_t kDefaultPodMtu = 8950;   // underlay 9000 - VXLAN 50
-constexpr std::uint32_t kVxlanOverhead = 50;
+constexpr std::uint32_t kDefaultPodMtu = net::pod_mtu(9000);  // vxfedd's default underlay
 constexpr std::uint32_t kMaxDetachAttempts = 20; // a detach vxfedd keeps refusing is dropped
 
 std::uint64_t now_ms() {
@@ -125,11 +126,19 @@ void detach_or_queue(StateStore& store, VxfeddClient* client, const std::string&
 
 struct Network {
   pb::NetworkInfo info;
-  Ipv4Prefix subnet;
-  std::uint32_t gateway = 0;
+  net::Ipv4Prefix subnet;
+  net::Ipv4Addr gateway;
   std::uint32_t mtu = 0;
-  std::vector<Ipv4Prefix> remote;
+  std::vector<net::Ipv4Prefix> remote;
 };
+
+// A route destination another plugin (IPAM) wrote: taken as the prefix it lies in, host bits
+// dropped, as the reference plugins do (Go's net.ParseCIDR masks them).
+std::optional<net::Ipv4Prefix> route_destination(const std::string& text) {
+  auto i = net::Ipv4Interface::parse(text);
+  if (!i) return std::nullopt;
+  return i->prefix();
+}
 
 Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
   pb::ControlRequest req;
@@ -143,31 +152,32 @@ Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
   if (resp->code() != pb::OK) return from_vxfedd(*resp, "cannot get vxfed network \"" + conf.network + "\"");
   Network n;
   n.info = resp->network();
-  auto subnet = parse_prefix(n.info.spec().subnet());
+  auto subnet = net::Ipv4Prefix::parse(n.info.spec().subnet());
   if (!subnet)
     return cni_error(kVxfeddRefused, "vxfedd describes network \"" + conf.network + "\" without a valid subnet",
-                     "subnet: \"" + n.info.spec().subnet() + "\"");
-  n.subnet = Ipv4Prefix{subnet->network(), subnet->len};
+                     "subnet: " + subnet.error());
+  n.subnet = *subnet;
   if (!n.info.spec().gateway().empty()) {
-    auto gw = parse_ipv4(n.info.spec().gateway());
+    auto gw = net::Ipv4Addr::parse(n.info.spec().gateway());
     if (!gw) return cni_error(kVxfeddRefused, "vxfedd gives network \"" + conf.network + "\" an invalid gateway",
-                              n.info.spec().gateway());
+                              gw.error());
     n.gateway = *gw;
   } else {
-    n.gateway = n.subnet.network() + 1;
+    n.gateway = net::Ipv4Addr{n.subnet.addr + 1};
   }
   for (const auto& cidr : n.info.remote_cidrs()) {
-    auto p = parse_prefix(cidr);
+    auto p = net::Ipv4Prefix::parse(cidr);
     if (!p) {
-      spdlog::warn("ignoring remote CIDR \"{}\" of network {}: not an IPv4 prefix", cidr, conf.network);
+      spdlog::warn("ignoring remote CIDR of network {}: {}", conf.network, p.error());
       continue;
     }
-    n.remote.push_back(Ipv4Prefix{p->network(), p->len});
+    n.remote.push_back(*p);
   }
   const std::uint32_t net_mtu = n.info.mtu() ? n.info.mtu() : kDefaultPodMtu;
   if (conf.mtu > net_mtu)
     return cni_error(kInvalidConfig, "\"mtu\": " + std::to_string(conf.mtu) + " exceeds network \"" + conf.network +
-                                         "\"'s MTU " + std::to_string(net_mtu) + " (underlay MTU - 50)");
+                                         "\"'s MTU " + std::to_string(net_mtu) + " (underlay MTU - " +
+                                         std::to_string(net::kVxlanOverhead) + ")");
   n.mtu = conf.mtu ? conf.mtu : net_mtu;
   return n;
 }
@@ -193,8 +203,8 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (!client) return client.error();
   replay_pending(*store, *client);
 
-  auto net = get_network(*client, conf);
-  if (!net) return net.error();
+  auto network = get_network(*client, conf);
+  if (!network) return network.error();
   auto nsfd = NetnsFd::open(env.netns);
   if (!nsfd) return nsfd.error();
   auto host_nl = Netlink::open();
@@ -224,23 +234,23 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
     if (auto r = ipam.del(); !r) spdlog::error("rollback: {} ({})", r.error().msg, r.error().details);
   });
 
-  std::optional<Ipv4Prefix> address;
+  std::optional<net::Ipv4Interface> address;
   for (const auto& ip : ip_result->ips) {
     if (ip.address.find(':') != std::string::npos)
       return cni_error(kUnsupportedField, "IPAM plugin \"" + conf.ipam_type + "\" returned the IPv6 address " + ip.address +
                                               "; vxfed networks are IPv4 only: remove IPv6 ranges from \"ipam\"");
-    auto p = parse_prefix(ip.address);
-    if (!p) return cni_error(kDecodeFailure, "IPAM returned an invalid address \"" + ip.address + "\"");
+    auto p = net::Ipv4Interface::parse(ip.address);
+    if (!p) return cni_error(kDecodeFailure, "IPAM returned an invalid address", p.error());
     if (!address) address = *p;
   }
   if (!address)
     return cni_error(kIpamFailure, "IPAM plugin \"" + conf.ipam_type + "\" returned no IPv4 address");
-  if (!contains(net->subnet, address->addr))
+  if (!network->subnet.contains(address->addr))
     return cni_error(kInvalidConfig, "IPAM assigned " + address->str() + ", outside network \"" + conf.network +
-                                         "\"'s subnet " + net->subnet.str() + "; fix the IPAM range");
+                                         "\"'s subnet " + network->subnet.str() + "; fix the IPAM range");
 
   // The veth pair: host end for the dataplane, pod end created directly in the pod's namespace.
-  if (auto st = host_nl->create_veth(host, net->mtu + kVxlanOverhead, env.ifname, net->mtu, nsfd->fd()); !st)
+  if (auto st = host_nl->create_veth(host, network->mtu + net::kVxlanOverhead, env.ifname, network->mtu, nsfd->fd()); !st)
     return iface_error("cannot create the pod's interface", st.error());
   rollback.push("delete veth", [&] {
     if (auto r = host_nl->delete_link(host); !r) spdlog::error("rollback: {}", r.error());
@@ -252,7 +262,7 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
     return iface_error("the new interface " + env.ifname + " is not in the pod's namespace", pod_link ? "" : pod_link.error());
   const int pod_index = (*pod_link)->index;
   if (conf.runtime_mac) {
-    if (auto st = pod_nl->set_mac(pod_index, *parse_mac(*conf.runtime_mac)); !st)
+    if (auto st = pod_nl->set_mac(pod_index, *net::parse_mac(*conf.runtime_mac)); !st)
       return iface_error("cannot set the pod's MAC", st.error());
   }
   if (auto st = disable_offloads(nsfd->fd(), env.ifname); !st)
@@ -263,30 +273,30 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
 
   // ptp-style routing: no on-link subnet, everything goes to the gateway (the dataplane
   // answers ARP for it), so pods on the same node also meet in the dataplane.
-  const Ipv4Prefix connected{address->network(), address->len};
-  if (auto r = pod_nl->delete_route(pod_index, connected, 0); !r)
+  const net::Ipv4Prefix connected = address->prefix();
+  if (auto r = pod_nl->delete_route(pod_index, connected, net::Ipv4Addr{}); !r)
     return iface_error("cannot remove the on-link route " + connected.str(), r.error());
-  if (auto st = pod_nl->add_route(pod_index, Ipv4Prefix{net->gateway, 32}, 0, true); !st)
+  if (auto st = pod_nl->add_route(pod_index, net::Ipv4Prefix::make(network->gateway, 32), net::Ipv4Addr{}, true); !st)
     return iface_error("cannot add the gateway route", st.error());
   CniResult result;
-  std::set<std::pair<std::uint32_t, int>> routed;
-  auto route_via = [&](const Ipv4Prefix& dst, std::uint32_t gw) -> Done {
-    if (!routed.insert({dst.network(), dst.len}).second) return done();
+  std::set<net::Ipv4Prefix> routed;
+  auto route_via = [&](const net::Ipv4Prefix& dst, net::Ipv4Addr gw) -> Done {
+    if (!routed.insert(dst).second) return done();
     if (auto st = pod_nl->add_route(pod_index, dst, gw, false); !st)
       return iface_error("cannot add a route in the pod", st.error());
-    result.routes.push_back({dst.network_str(), format_ipv4(gw)});
+    result.routes.push_back({dst.str(), gw.str()});
     return done();
   };
-  if (auto r = route_via(net->subnet, net->gateway); !r) return r.error();
-  for (const auto& remote : net->remote)
-    if (auto r = route_via(remote, net->gateway); !r) return r.error();
+  if (auto r = route_via(network->subnet, network->gateway); !r) return r.error();
+  for (const auto& remote : network->remote)
+    if (auto r = route_via(remote, network->gateway); !r) return r.error();
   for (const auto& rt : ip_result->routes) {
-    auto dst = parse_prefix(rt.dst);
-    if (!dst || rt.dst.find(':') != std::string::npos) continue;
-    std::uint32_t gw = net->gateway;
+    auto dst = route_destination(rt.dst);
+    if (!dst) continue;  // IPv6 or not an address: not ours to install
+    net::Ipv4Addr gw = network->gateway;
     if (!rt.gw.empty())
-      if (auto g = parse_ipv4(rt.gw)) gw = *g;
-    if (auto r = route_via(Ipv4Prefix{dst->network(), dst->len}, gw); !r) return r.error();
+      if (auto g = net::Ipv4Addr::parse(rt.gw)) gw = *g;
+    if (auto r = route_via(*dst, gw); !r) return r.error();
   }
 
   auto host_link = host_nl->get_link(host);
@@ -294,7 +304,7 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (auto st = host_nl->set_up((*host_link)->index); !st) return iface_error("cannot bring " + host + " up", st.error());
   pod_link = pod_nl->get_link(env.ifname);
   if (!pod_link || !pod_link->has_value()) return iface_error("the pod end " + env.ifname + " vanished", "");
-  const std::string pod_mac = format_mac((*pod_link)->mac);
+  const std::string pod_mac = net::format_mac((*pod_link)->mac);
 
   if (auto r = bandwidth_attach(conf, env.container_id, env.ifname, env.netns); !r) return r.error();
   rollback.push("bandwidth detach", [&] { (void)bandwidth_detach(env.container_id, env.ifname); });
@@ -304,7 +314,7 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   ep->set_container_id(env.container_id);
   ep->set_ifname(env.ifname);
   ep->set_network(conf.network);
-  ep->set_ip(address->addr_str());
+  ep->set_ip(address->addr.str());
   ep->set_mac(pod_mac);
   ep->set_host_iface(host);
   ep->set_netns(env.netns);
@@ -327,13 +337,13 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   }
 
   result.cni_version = conf.cni_version;
-  result.interfaces.push_back({host, format_mac((*host_link)->mac), "", net->mtu + kVxlanOverhead});
-  result.interfaces.push_back({env.ifname, pod_mac, env.netns, net->mtu});
-  result.ips.push_back({address->str(), format_ipv4(net->gateway), 1});
+  result.interfaces.push_back({host, net::format_mac((*host_link)->mac), "", network->mtu + net::kVxlanOverhead});
+  result.interfaces.push_back({env.ifname, pod_mac, env.netns, network->mtu});
+  result.ips.push_back({address->str(), network->gateway.str(), 1});
   result.dns = ip_result->dns;
   rollback.dismiss();
   spdlog::info("ADD {}/{}: {} {} on {} (host {}, network {}, vni {})", env.container_id, env.ifname, address->str(),
-               pod_mac, env.netns, host, conf.network, net->info.vni());
+               pod_mac, env.netns, host, conf.network, network->info.vni());
   return write_result(result, conf.cni_version);
 }
 
@@ -399,8 +409,8 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
   const LinkInfo& l = **link;
   if (l.kind != "veth") return fail(env.ifname + " is a " + (l.kind.empty() ? std::string("non-veth") : l.kind) + " link, not a veth");
   if (!l.up) return fail(env.ifname + " is down");
-  if (!prev_iface.mac.empty() && parse_mac(prev_iface.mac) && *parse_mac(prev_iface.mac) != l.mac)
-    return fail(env.ifname + " has MAC " + format_mac(l.mac) + ", prevResult says " + prev_iface.mac);
+  if (auto prev_mac = net::parse_mac(prev_iface.mac); !prev_iface.mac.empty() && prev_mac && *prev_mac != l.mac)
+    return fail(env.ifname + " has MAC " + net::format_mac(l.mac) + ", prevResult says " + prev_iface.mac);
   if (prev_iface.mtu && *prev_iface.mtu != l.mtu)
     return fail(env.ifname + " has MTU " + std::to_string(l.mtu) + ", prevResult says " + std::to_string(*prev_iface.mtu));
 
@@ -414,19 +424,21 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
   std::string our_ip;
   for (const auto& ip : prev.ips) {
     if (ip.interface && *ip.interface != prev_index) continue;
-    auto p = parse_prefix(ip.address);
-    if (!p) return fail("prevResult has an invalid address " + ip.address);
+    auto p = net::Ipv4Interface::parse(ip.address);
+    if (!p) return fail("prevResult has an invalid address: " + p.error());
     if (std::find(addrs->begin(), addrs->end(), *p) == addrs->end()) return fail(env.ifname + " lacks address " + ip.address);
-    if (our_ip.empty()) our_ip = p->addr_str();
+    if (our_ip.empty()) our_ip = p->addr.str();
   }
   auto routes = pod_nl->routes(l.index);
   if (!routes) return iface_error("cannot list routes", routes.error());
   for (const auto& rt : prev.routes) {
-    auto dst = parse_prefix(rt.dst);
+    auto dst = route_destination(rt.dst);
     if (!dst) continue;
-    const std::uint32_t gw = rt.gw.empty() ? 0 : parse_ipv4(rt.gw).value_or(0);
+    net::Ipv4Addr gw;
+    if (!rt.gw.empty())
+      if (auto g = net::Ipv4Addr::parse(rt.gw)) gw = *g;
     const bool present = std::any_of(routes->begin(), routes->end(), [&](const RouteEntry& e) {
-      return e.dst.network() == dst->network() && e.dst.len == dst->len && (gw == 0 || e.gateway == gw);
+      return e.dst == *dst && (gw.value == 0 || e.gateway == gw);
     });
     if (!present) return fail("the route " + rt.dst + (rt.gw.empty() ? "" : " via " + rt.gw) + " is missing");
   }

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "cni/env.hpp"
-#include "cni/ipv4.hpp"
+#include "common/net/mac.hpp"
 
 namespace vxfed::cni {
 
@@ -147,11 +147,11 @@ Expected<NetConf> parse_netconf(const std::string& stdin_text) {
     if (!rc.is_object()) return cni_error(kInvalidConfig, "\"runtimeConfig\" must be an object");
     if (rc.contains("mac") && !rc["mac"].is_null()) {
       if (!rc["mac"].is_string()) return cni_error(kInvalidConfig, "runtimeConfig.mac must be a string");
-      const auto mac = parse_mac(rc["mac"].get<std::string>());
-      if (!mac || !is_unicast(*mac))
+      const auto mac = net::parse_mac(rc["mac"].get<std::string>());
+      if (!mac || !net::is_unicast(*mac))
         return cni_error(kInvalidConfig, "runtimeConfig.mac \"" + rc["mac"].get<std::string>() +
                                              "\" is not a unicast MAC address like 0a:58:0a:f4:01:05");
-      c.runtime_mac = format_mac(*mac);
+      c.runtime_mac = net::format_mac(*mac);
     }
     if (rc.contains("bandwidth") && !rc["bandwidth"].is_null()) {
       const auto& bw = rc["bandwidth"];

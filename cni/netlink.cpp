@@ -7,14 +7,15 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
-#include <arpa/inet.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <vector>
+
+#include "common/netns.hpp"
 
 namespace vxfed::cni {
 
@@ -41,12 +42,6 @@ void for_each_nested(const nlattr* nest, F&& f) {
     f(a);
 }
 
-
-vxfed::Result<int> fd_of_current_netns() {
-  const int fd = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(std::string("cannot open the current network namespace: ") + std::strerror(errno));
-  return fd;
-}
 
 struct Buffer {
   std::vector<char> bytes = std::vector<char>(MNL_SOCKET_BUFFER_SIZE);
@@ -83,22 +78,16 @@ vxfed::Result<Netlink> Netlink::open() {
 }
 
 vxfed::Result<Netlink> Netlink::open_in(int netns_fd) {
-  auto home = fd_of_current_netns();
-  if (!home) return make_error(home.error());
-  if (::setns(netns_fd, CLONE_NEWNET) != 0) {
-    const int e = errno;
-    ::close(*home);
-    return make_error(std::string("cannot enter the pod's network namespace: ") + std::strerror(e));
-  }
-  auto nl = open();
-  // Returning home must work, or every later host-side step would act in the pod.
-  if (::setns(*home, CLONE_NEWNET) != 0) {
-    const int e = errno;
-    ::close(*home);
-    return make_error(std::string("cannot return to the host network namespace: ") + std::strerror(e));
-  }
-  ::close(*home);
-  return nl;
+  // The socket is created on a thread inside the pod's namespace and stays bound to it.
+  std::optional<Netlink> nl;
+  const Status st = run_in_netns(netns_fd, "the pod's network namespace", [&]() -> Status {
+    auto opened = open();
+    if (!opened) return make_error(opened.error());
+    nl.emplace(std::move(*opened));
+    return {};
+  });
+  if (!st) return make_error(st.error());
+  return std::move(*nl);
 }
 
 int Netlink::transact(void* msg) {
@@ -223,7 +212,7 @@ vxfed::Status Netlink::create_veth(const std::string& name, std::uint32_t mtu, c
   return {};
 }
 
-vxfed::Status Netlink::set_mac(int index, const Mac& mac) {
+vxfed::Status Netlink::set_mac(int index, const net::Mac& mac) {
   Buffer b;
   auto* nlh = b.header(RTM_NEWLINK, 0);
   auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
@@ -231,7 +220,7 @@ vxfed::Status Netlink::set_mac(int index, const Mac& mac) {
   ifi->ifi_index = index;
   mnl_attr_put(nlh, IFLA_ADDRESS, mac.size(), mac.data());
   if (int rc = transact(nlh); rc != 0)
-    return make_error("cannot set MAC " + format_mac(mac) + ": " + errno_text(rc));
+    return make_error("cannot set MAC " + net::format_mac(mac) + ": " + errno_text(rc));
   return {};
 }
 
@@ -259,7 +248,7 @@ vxfed::Result<bool> Netlink::delete_link(const std::string& name) {
   return true;
 }
 
-vxfed::Status Netlink::add_address(int index, const Ipv4Prefix& address) {
+vxfed::Status Netlink::add_address(int index, const net::Ipv4Interface& address) {
   Buffer b;
   auto* nlh = b.header(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
   auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
@@ -267,28 +256,28 @@ vxfed::Status Netlink::add_address(int index, const Ipv4Prefix& address) {
   ifa->ifa_prefixlen = static_cast<unsigned char>(address.len);
   ifa->ifa_scope = RT_SCOPE_UNIVERSE;
   ifa->ifa_index = static_cast<unsigned>(index);
-  const std::uint32_t be = htonl(address.addr);
+  const std::uint32_t be = address.addr.to_network();
   mnl_attr_put_u32(nlh, IFA_LOCAL, be);
   mnl_attr_put_u32(nlh, IFA_ADDRESS, be);
-  if (address.len < 31) mnl_attr_put_u32(nlh, IFA_BROADCAST, htonl(address.addr | ~(~0u << (32 - address.len))));
+  if (address.len < 31) mnl_attr_put_u32(nlh, IFA_BROADCAST, address.prefix().last().to_network());
   if (int rc = transact(nlh); rc != 0)
     return make_error("cannot add address " + address.str() + ": " + errno_text(rc));
   return {};
 }
 
-vxfed::Result<std::vector<Ipv4Prefix>> Netlink::addresses(int index) {
+vxfed::Result<std::vector<net::Ipv4Interface>> Netlink::addresses(int index) {
   Buffer b;
   auto* nlh = b.header(RTM_GETADDR, 0);
   auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
   ifa->ifa_family = AF_INET;
-  std::vector<Ipv4Prefix> out;
+  std::vector<net::Ipv4Interface> out;
   auto on = [&](const nlmsghdr* m) {
     if (m->nlmsg_type != RTM_NEWADDR) return;
     const auto* a = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(m));
     if (a->ifa_family != AF_INET || static_cast<int>(a->ifa_index) != index) return;
     for_each_attr(m, sizeof(*a), [&](const nlattr* attr) {
       if (mnl_attr_get_type(attr) == IFA_LOCAL)
-        out.push_back(Ipv4Prefix{ntohl(mnl_attr_get_u32(attr)), static_cast<int>(a->ifa_prefixlen)});
+        out.push_back(net::Ipv4Interface{net::Ipv4Addr::from_network(mnl_attr_get_u32(attr)), a->ifa_prefixlen});
     });
   };
   if (int rc = dump(nlh, on); rc != 0) return make_error("cannot list addresses: " + errno_text(rc));
@@ -297,7 +286,7 @@ vxfed::Result<std::vector<Ipv4Prefix>> Netlink::addresses(int index) {
 
 namespace {
 
-void put_route(nlmsghdr* nlh, int oif, const Ipv4Prefix& dst, std::uint32_t gateway, bool scope_link) {
+void put_route(nlmsghdr* nlh, int oif, const net::Ipv4Prefix& dst, net::Ipv4Addr gateway, bool scope_link) {
   auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
   rtm->rtm_family = AF_INET;
   rtm->rtm_dst_len = static_cast<unsigned char>(dst.len);
@@ -305,24 +294,24 @@ void put_route(nlmsghdr* nlh, int oif, const Ipv4Prefix& dst, std::uint32_t gate
   rtm->rtm_protocol = RTPROT_BOOT;
   rtm->rtm_scope = scope_link ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE;
   rtm->rtm_type = RTN_UNICAST;
-  mnl_attr_put_u32(nlh, RTA_DST, htonl(dst.network()));
-  if (gateway != 0) mnl_attr_put_u32(nlh, RTA_GATEWAY, htonl(gateway));
+  mnl_attr_put_u32(nlh, RTA_DST, dst.network().to_network());
+  if (gateway.value != 0) mnl_attr_put_u32(nlh, RTA_GATEWAY, gateway.to_network());
   mnl_attr_put_u32(nlh, RTA_OIF, static_cast<std::uint32_t>(oif));
 }
 
 }  // namespace
 
-vxfed::Status Netlink::add_route(int oif, const Ipv4Prefix& dst, std::uint32_t gateway, bool scope_link) {
+vxfed::Status Netlink::add_route(int oif, const net::Ipv4Prefix& dst, net::Ipv4Addr gateway, bool scope_link) {
   Buffer b;
   auto* nlh = b.header(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
   put_route(nlh, oif, dst, gateway, scope_link);
   if (int rc = transact(nlh); rc != 0)
-    return make_error("cannot add route " + dst.network_str() +
-                      (gateway ? " via " + format_ipv4(gateway) : std::string(" (on-link)")) + ": " + errno_text(rc));
+    return make_error("cannot add route " + dst.str() +
+                      (gateway.value ? " via " + gateway.str() : std::string(" (on-link)")) + ": " + errno_text(rc));
   return {};
 }
 
-vxfed::Result<bool> Netlink::delete_route(int oif, const Ipv4Prefix& dst, std::uint32_t gateway) {
+vxfed::Result<bool> Netlink::delete_route(int oif, const net::Ipv4Prefix& dst, net::Ipv4Addr gateway) {
   Buffer b;
   auto* nlh = b.header(RTM_DELROUTE, 0);
   put_route(nlh, oif, dst, gateway, false);
@@ -331,7 +320,7 @@ vxfed::Result<bool> Netlink::delete_route(int oif, const Ipv4Prefix& dst, std::u
   rtm->rtm_scope = RT_SCOPE_NOWHERE;  // match any scope
   const int rc = transact(nlh);
   if (rc == -ESRCH) return false;
-  if (rc != 0) return make_error("cannot delete route " + dst.network_str() + ": " + errno_text(rc));
+  if (rc != 0) return make_error("cannot delete route " + dst.str() + ": " + errno_text(rc));
   return true;
 }
 
@@ -346,17 +335,18 @@ vxfed::Result<std::vector<RouteEntry>> Netlink::routes(int oif) {
     const auto* r = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
     if (r->rtm_family != AF_INET || r->rtm_table != RT_TABLE_MAIN) return;
     RouteEntry e;
-    e.dst.len = r->rtm_dst_len;
+    std::uint32_t dst_be = 0;
     e.scope = r->rtm_scope;
     e.protocol = r->rtm_protocol;
     for_each_attr(m, sizeof(*r), [&](const nlattr* attr) {
       switch (mnl_attr_get_type(attr)) {
-        case RTA_DST: e.dst.addr = ntohl(mnl_attr_get_u32(attr)); break;
-        case RTA_GATEWAY: e.gateway = ntohl(mnl_attr_get_u32(attr)); break;
+        case RTA_DST: dst_be = mnl_attr_get_u32(attr); break;
+        case RTA_GATEWAY: e.gateway = net::Ipv4Addr::from_network(mnl_attr_get_u32(attr)); break;
         case RTA_OIF: e.oif = static_cast<int>(mnl_attr_get_u32(attr)); break;
         default: break;
       }
     });
+    e.dst = net::Ipv4Prefix::make(net::Ipv4Addr::from_network(dst_be), r->rtm_dst_len);
     if (e.oif == oif) out.push_back(e);
   };
   if (int rc = dump(nlh, on); rc != 0) return make_error("cannot list routes: " + errno_text(rc));

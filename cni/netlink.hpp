@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "cni/ipv4.hpp"
-#include "common/result.hpp"  // vxfed::Result, from common/
+#include "common/net/ipv4.hpp"
+#include "common/net/mac.hpp"
+#include "common/result.hpp"
 
 struct mnl_socket;
 
@@ -20,15 +21,15 @@ struct LinkInfo {
   int index = 0;
   std::string name;
   std::uint32_t mtu = 0;
-  Mac mac{};
+  net::Mac mac{};
   bool up = false;          // IFF_UP
   std::string kind;         // "veth", ... (IFLA_INFO_KIND)
   int peer_index = 0;       // IFLA_LINK: for a veth, the peer's index (in the peer's namespace)
 };
 
 struct RouteEntry {
-  Ipv4Prefix dst;
-  std::uint32_t gateway = 0;  // 0: none (on-link)
+  net::Ipv4Prefix dst;
+  net::Ipv4Addr gateway;      // 0.0.0.0: none (on-link)
   int oif = 0;
   std::uint8_t scope = 0;
   std::uint8_t protocol = 0;
@@ -39,7 +40,7 @@ class Netlink {
   // In the calling thread's current network namespace.
   static vxfed::Result<Netlink> open();
   // In the namespace behind `netns_fd` (a /proc/.../ns/net or /var/run/netns/... fd): the
-  // thread enters it to create the socket and returns to the namespace it came from.
+  // socket is created there by common/netns.hpp's run_in_netns; no thread of ours moves.
   static vxfed::Result<Netlink> open_in(int netns_fd);
 
   Netlink(Netlink&& o) noexcept;
@@ -52,15 +53,16 @@ class Netlink {
   // Creates a veth pair: `name` here, `peer_name` directly in `peer_netns_fd`.
   vxfed::Status create_veth(const std::string& name, std::uint32_t mtu, const std::string& peer_name,
                             std::uint32_t peer_mtu, int peer_netns_fd);
-  vxfed::Status set_mac(int index, const Mac& mac);
+  vxfed::Status set_mac(int index, const net::Mac& mac);
   vxfed::Status set_up(int index);
   // true when deleted, false when it did not exist.
   vxfed::Result<bool> delete_link(const std::string& name);
-  vxfed::Status add_address(int index, const Ipv4Prefix& address);
-  vxfed::Result<std::vector<Ipv4Prefix>> addresses(int index);
-  vxfed::Status add_route(int oif, const Ipv4Prefix& dst, std::uint32_t gateway, bool scope_link);
+  vxfed::Status add_address(int index, const net::Ipv4Interface& address);
+  vxfed::Result<std::vector<net::Ipv4Interface>> addresses(int index);
+  // gateway 0.0.0.0: on-link.
+  vxfed::Status add_route(int oif, const net::Ipv4Prefix& dst, net::Ipv4Addr gateway, bool scope_link);
   // true when deleted, false when it did not exist.
-  vxfed::Result<bool> delete_route(int oif, const Ipv4Prefix& dst, std::uint32_t gateway);
+  vxfed::Result<bool> delete_route(int oif, const net::Ipv4Prefix& dst, net::Ipv4Addr gateway);
   vxfed::Result<std::vector<RouteEntry>> routes(int oif);  // IPv4, main table
 
  private:

@@ -1,10 +1,8 @@
 #include "cni/offloads.hpp"
 
-#include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <vector>
+
+#include "common/netns.hpp"
 
 namespace vxfed::cni {
 
@@ -21,22 +21,13 @@ namespace {
 
 // A datagram socket in `netns_fd`: SIOCETHTOOL acts on the namespace the socket lives in.
 vxfed::Result<int> socket_in(int netns_fd) {
-  const int home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (home < 0) return make_error(std::string("cannot open the current network namespace: ") + std::strerror(errno));
-  if (::setns(netns_fd, CLONE_NEWNET) != 0) {
-    const int e = errno;
-    ::close(home);
-    return make_error(std::string("cannot enter the pod's network namespace: ") + std::strerror(e));
-  }
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  const int socket_errno = errno;
-  const int back = ::setns(home, CLONE_NEWNET);
-  ::close(home);
-  if (back != 0) {
-    if (fd >= 0) ::close(fd);
-    return make_error("cannot return to the host network namespace");
-  }
-  if (fd < 0) return make_error(std::string("socket: ") + std::strerror(socket_errno));
+  int fd = -1;
+  const Status st = run_in_netns(netns_fd, "the pod's network namespace", [&]() -> Status {
+    fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
+    return {};
+  });
+  if (!st) return make_error(st.error());
   return fd;
 }
 

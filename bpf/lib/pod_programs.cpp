@@ -15,7 +15,7 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
-#include "bpf/lib/netns.hpp"
+#include "common/netns.hpp"
 #include "bpf/lib/pins.hpp"
 #include "bpf/lib/tc_attach.hpp"
 #include "bpf/lib/vxfed_bpf.hpp"
@@ -144,7 +144,7 @@ Result<uint32_t> pinned_prog_id(const std::string& path) {
 }
 
 bool netns_matches(const vxfed_meta& m) {
-  auto id = detail::netns_identity(m.netns_path);
+  auto id = netns_identity(m.netns_path);
   return id && id->ino == m.netns_ino && id->dev == m.netns_dev;
 }
 
@@ -155,7 +155,7 @@ Result<bool> filters_attached(const std::string& dir, const vxfed_meta& m) {
   auto in = pinned_prog_id(dir + "/vxfed_ingress");
   if (!eg || !in) return false;
   bool attached = false;
-  Status st = detail::run_in_netns(m.netns_path, [&]() -> Status {
+  Status st = run_in_netns(m.netns_path, [&]() -> Status {
     int idx = static_cast<int>(if_nametoindex(m.ifname));
     if (idx == 0 || static_cast<uint32_t>(idx) != m.ifindex) return {};
     auto a = detail::tc_attached_prog_id(idx, Hook::egress);
@@ -214,7 +214,7 @@ Status detach_pod(const std::string& pod_key, const Options& opt) {
     auto eg = pinned_prog_id(dir + "/vxfed_egress");
     auto in = pinned_prog_id(dir + "/vxfed_ingress");
     const vxfed_meta m = *meta;
-    Status st = detail::run_in_netns(m.netns_path, [&]() -> Status {
+    Status st = run_in_netns(m.netns_path, [&]() -> Status {
       int idx = static_cast<int>(if_nametoindex(m.ifname));
       if (idx == 0 || static_cast<uint32_t>(idx) != m.ifindex) return {};  // interface gone
       // Remove only filters that still run our programs: never someone else's.
@@ -239,7 +239,7 @@ Status detach_pod(const std::string& pod_key, const Options& opt) {
 Status attach_pod(const PodAttachment& pod, const Options& opt) {
   quiet_libbpf();
   if (auto st = validate_attachment(pod); !st) return st;
-  auto nsid = detail::netns_identity(pod.netns_path);
+  auto nsid = netns_identity(pod.netns_path);
   if (!nsid) return Error{nsid.error()};
   if (auto st = detail::ensure_pin_root(opt.pin_root); !st) return st;
   const std::string dir = detail::pod_dir(opt.pin_root, pod.pod_key);
@@ -262,7 +262,7 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
   int ifindex = 0;
   bool police_egress = false;
   bool installed_fq_now = false;
-  Status found = detail::run_in_netns(pod.netns_path, [&]() -> Status {
+  Status found = run_in_netns(pod.netns_path, [&]() -> Status {
     ifindex = static_cast<int>(if_nametoindex(pod.ifname.c_str()));
     if (ifindex == 0)
       return make_error(fmt::format("there is no interface {} in network namespace {}", pod.ifname, pod.netns_path));
@@ -299,7 +299,7 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
   // From here on a failure on a fresh attach removes everything it made.
   auto fail = [&](std::string message) -> Status {
     if (!old_meta.has_value()) {
-      (void)detail::run_in_netns(pod.netns_path, [&]() -> Status {
+      (void)run_in_netns(pod.netns_path, [&]() -> Status {
         (void)detail::tc_detach(ifindex, Hook::egress);
         (void)detail::tc_detach(ifindex, Hook::ingress);
         if (installed_fq_now) (void)detail::delete_root_qdisc(ifindex);
@@ -353,7 +353,7 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
   if (installed_fq_now) meta_flags |= VXFED_META_INSTALLED_FQ;
   if (police_egress) meta_flags |= VXFED_META_EGRESS_POLICED;
   else meta_flags &= ~VXFED_META_EGRESS_POLICED;
-  Status attached = detail::run_in_netns(pod.netns_path, [&]() -> Status {
+  Status attached = run_in_netns(pod.netns_path, [&]() -> Status {
     if (auto st = detail::tc_attach(ifindex, Hook::egress, bpf_program__fd(skel->progs.vxfed_egress)); !st) return st;
     if (auto st = detail::tc_attach(ifindex, Hook::ingress, bpf_program__fd(skel->progs.vxfed_ingress)); !st)
       return st;

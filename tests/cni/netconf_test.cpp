@@ -94,6 +94,7 @@ TEST(NetConf, RefusesBadConfigs) {
       {"relative socket", with("socket", "vxfedd.sock"), 7, "absolute"},
       {"bad mac", with_rc({{"mac", "zz:zz"}}), 7, "unicast MAC"},
       {"multicast mac", with_rc({{"mac", "01:00:5e:00:00:01"}}), 7, "unicast MAC"},
+      {"dash mac", with_rc({{"mac", "0a-58-0a-f4-01-05"}}), 7, "unicast MAC"},  // ':' only (common/net)
       {"negative rate", with_rc({{"bandwidth", {{"ingressRate", -5}, {"ingressBurst", 10}}}}), 7, "negative"},
       {"string rate", with_rc({{"bandwidth", {{"egressRate", "1M"}, {"egressBurst", 10}}}}), 7, "positive integer"},
       {"rate without burst", with_rc({{"bandwidth", {{"egressRate", 1000000}}}}), 7, "burst must also be set"},

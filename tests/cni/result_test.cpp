@@ -1,10 +1,10 @@
-// Unit tests for the result writer/parser, versions, IPv4 helpers and state records.
+// Unit tests for the result writer/parser, versions and state records (addresses:
+// tests/common/net_test.cpp).
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "cni/cni_result.hpp"
-#include "cni/ipv4.hpp"
 #include "cni/records.hpp"
 #include "cni/version.hpp"
 
@@ -96,32 +96,6 @@ TEST(Version, HighestCommonForOlderIpam) {
   EXPECT_EQ(highest_common(host_local, "1.1.0"), "1.0.0");
   EXPECT_EQ(highest_common(host_local, "0.4.0"), "0.4.0");
   EXPECT_FALSE(highest_common({"0.1.0"}, "1.1.0"));
-}
-
-TEST(Ipv4, ParsesAndFormats) {
-  EXPECT_EQ(parse_ipv4("10.244.0.1"), 0x0af40001u);
-  EXPECT_FALSE(parse_ipv4("10.244.0"));
-  EXPECT_FALSE(parse_ipv4("10.244.0.256"));
-  EXPECT_FALSE(parse_ipv4("10.244.0.1 "));
-  auto p = parse_prefix("10.244.1.5/16");
-  ASSERT_TRUE(p);
-  EXPECT_EQ(p->network_str(), "10.244.0.0/16");
-  EXPECT_EQ(p->addr_str(), "10.244.1.5");
-  EXPECT_FALSE(parse_prefix("10.0.0.0/33"));
-  EXPECT_FALSE(parse_prefix("10.0.0.0"));
-  EXPECT_TRUE(contains(*parse_prefix("10.244.0.0/16"), *parse_ipv4("10.244.99.1")));
-  EXPECT_FALSE(contains(*parse_prefix("10.244.0.0/16"), *parse_ipv4("10.245.0.1")));
-}
-
-TEST(Ipv4, Macs) {
-  auto m = parse_mac("0A-58-0a-f4-00-05");
-  ASSERT_TRUE(m);
-  EXPECT_EQ(format_mac(*m), "0a:58:0a:f4:00:05");
-  EXPECT_TRUE(is_unicast(*m));
-  EXPECT_FALSE(is_unicast(*parse_mac("01:00:5e:00:00:01")));
-  EXPECT_FALSE(is_unicast(*parse_mac("00:00:00:00:00:00")));
-  EXPECT_FALSE(parse_mac("0a:58:0a:f4:00"));
-  EXPECT_FALSE(parse_mac("0a:58:0a:f4:00:zz"));
 }
 
 TEST(Records, HostIfaceNameIsStableShortAndDistinct) {
