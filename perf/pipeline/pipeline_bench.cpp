@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/net/ipv4.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/tables.hpp"
 
@@ -42,11 +43,7 @@ std::uint32_t vtep_ip(std::uint32_t index) {  // 198.18.x.y, host order
   return (198u << 24) | (18u << 16) | ((index / 250) << 8) | (2 + index % 250);
 }
 std::uint32_t route_prefix(std::uint32_t i) { return (11u << 24) + (i << 8); }  // 11.x.y.0/24
-std::string ip_text(std::uint32_t host) {
-  char b[16];
-  std::snprintf(b, sizeof(b), "%u.%u.%u.%u", host >> 24, (host >> 16) & 255, (host >> 8) & 255, host & 255);
-  return b;
-}
+std::string ip_text(std::uint32_t host) { return vxfed::net::Ipv4Addr{host}.str(); }
 
 void put16(Bytes& b, std::size_t at, std::uint16_t v) { b[at] = v >> 8; b[at + 1] = v & 255; }
 void put32(Bytes& b, std::size_t at, std::uint32_t v) { put16(b, at, v >> 16); put16(b, at + 2, v & 0xffff); }
