@@ -11,6 +11,7 @@
 #include "control/bpf_reconcile.hpp"
 #include "control/api_server.hpp"
 #include "control/dataplane_client.hpp"
+#include "control/federation_link.hpp"
 #include "control/metrics_server.hpp"
 #include "control/metrics_text.hpp"
 #include "control/node_state.hpp"
@@ -31,6 +32,7 @@ struct Daemon::Impl {
   DaemonOptions options;
   std::shared_ptr<spdlog::logger> log;
   asio::io_context io;
+  std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<NodeState> state;
   std::unique_ptr<DataplaneClient> dataplane;
   std::unique_ptr<ApiHandler> handler;
@@ -67,6 +69,10 @@ struct Daemon::Impl {
     s.set_fpm_connected(fpm);
     s.set_uptime_s(uptime_s());
     s.set_version(kVersion);
+    if (federation) {
+      s.set_federation(federation->describe());
+      s.set_federation_available(federation->available());
+    }
     return s;
   }
 
@@ -106,6 +112,16 @@ struct Daemon::Impl {
     in.api_requests = hc.requests;
     for (int code = 1; code < 8; ++code)
       in.api_errors_by_code.emplace_back(error_code_name(static_cast<v1::ErrorCode>(code)), hc.by_code[code]);
+    in.federation_enabled = federation != nullptr;
+    if (federation) {
+      in.federation_available = federation->available();
+      const auto& fs = federation->stats();
+      in.federation_unavailable = fs.unavailable;
+      in.federation_reconciles = fs.reconciles;
+      in.federation_restored = fs.restored;
+      in.federation_conflicts = fs.conflicts;
+      in.networks_pending = state->pending_count();
+    }
     in.config_reloads = reloads;
     in.config_reload_failures = reload_failures;
     if (dataplane->counters_time().time_since_epoch().count() != 0) {
@@ -134,6 +150,9 @@ struct Daemon::Impl {
     if (next.daemon.socket != config.daemon.socket || next.daemon.state_dir != config.daemon.state_dir ||
         next.daemon.metrics_listen != config.daemon.metrics_listen || next.dataplane.socket != config.dataplane.socket)
       log->warn("changes to daemon.socket, daemon.state_dir, daemon.metrics_listen and dataplane.socket take effect at restart");
+    if (next.federation.enabled != config.federation.enabled || next.federation.endpoints != config.federation.endpoints ||
+        next.federation.key_prefix != config.federation.key_prefix)
+      log->warn("changes to the federation section take effect at restart");
     std::vector<std::string> notes;
     if (auto ok = state->reconfigure(next, &notes); !ok) {
       ++reload_failures;
@@ -150,7 +169,9 @@ struct Daemon::Impl {
     log->set_level(level);
     const auto keep_socket = config.daemon;
     const auto keep_dataplane = config.dataplane;
+    const auto keep_federation = config.federation;
     config = std::move(next);
+    config.federation = keep_federation;
     config.daemon.socket = keep_socket.socket;
     config.daemon.state_dir = keep_socket.state_dir;
     config.daemon.metrics_listen = keep_socket.metrics_listen;
@@ -166,6 +187,7 @@ struct Daemon::Impl {
       housekeeping.cancel();
       reload_signals.cancel();
       for (auto& source : route_sources) source->stop();
+      if (federation) federation->stop();
       if (dataplane) dataplane->stop();
       if (api) api->stop();
       if (metrics) metrics->stop();
@@ -205,10 +227,17 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   std::vector<std::string> notes;
   NodeState::Options state_options;
   state_options.state_dir = d.config.daemon.state_dir;
+  if (d.config.federation.enabled) {
+    auto link = FederationLink::create(d.io, d.config, d.log);
+    if (!link) return make_error(link.error());
+    d.federation = std::move(*link);
+    state_options.allocator = d.federation.get();
+  }
   auto state = NodeState::open(d.config, state_options, &notes);
   d.log_notes(notes);
   if (!state) return make_error(state.error());
   d.state = std::move(*state);
+  if (d.federation) d.federation->attach(d.state.get());
 
   d.dataplane = std::make_unique<DataplaneClient>(
       d.io,
@@ -280,6 +309,7 @@ int Daemon::run() {
     if (!bpf) d.log->error("{} (pod limits already in force stay; nothing was removed)", bpf.error());
   }
   d.dataplane->start();
+  if (d.federation) d.federation->start();
   d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,
               d.config.daemon.socket, d.config.node.name, d.config.cluster.name, d.state->network_count(),
               d.state->endpoint_count(), d.config.daemon.metrics_listen.empty() ? "off" : d.config.daemon.metrics_listen);

@@ -9,6 +9,8 @@
 #include "common/net/vxlan.hpp"
 #include "common/yaml/reader.hpp"
 #include "control/names.hpp"
+#include "federation/etcd_client.hpp"
+#include "federation/federation_store.hpp"
 
 namespace vxfed::control {
 
@@ -20,7 +22,7 @@ using yaml::Field;
 constexpr const char* kDnsLabelRule = "must be a DNS label ([a-z0-9-], 1..63)";
 
 NetworkConfig read_network(const Field& r) {
-  r.allow({"name", "labels", "vni", "subnet", "gateway", "mtu", "static_routes"});
+  r.allow({"name", "labels", "vni", "subnet", "gateway", "mtu", "static_routes", "block_prefix_len", "block"});
   NetworkConfig n;
   n.name = r.required_str("name");
   n.labels = r["labels"].string_map();
@@ -28,6 +30,8 @@ NetworkConfig read_network(const Field& r) {
   n.subnet = r.required_str("subnet");
   n.gateway = r.str("gateway", "");
   n.mtu = static_cast<std::uint32_t>(r.integer("mtu", 0, 0, 65535));
+  n.block_prefix_len = static_cast<std::uint32_t>(r.integer("block_prefix_len", 0, 0, 32));
+  n.block = r.str("block", "");
   for (const auto& rr : r["static_routes"].items()) {
     rr.allow({"prefix", "vteps"});
     n.static_routes.push_back(StaticRoute{rr.required_str("prefix"), rr["vteps"].strings()});
@@ -38,7 +42,7 @@ NetworkConfig read_network(const Field& r) {
 void parse_into(Config& c, const YAML::Node& root) {
   const Field top(root, "");
   if (!top.present()) fail("", "the file is empty");
-  top.allow({"node", "cluster", "daemon", "dataplane", "vni", "networks", "bgp", "bpf"});
+  top.allow({"node", "cluster", "daemon", "dataplane", "vni", "networks", "bgp", "bpf", "federation"});
 
   const Field node = top["node"];
   if (!node.present()) node.fail("is required");
@@ -100,6 +104,41 @@ void parse_into(Config& c, const YAML::Node& root) {
   c.bpf.grace_ms = bpf.integer("grace_seconds", c.bpf.grace_ms / 1000, 0, 3600) * 1000;
   if (!c.bpf.pin_root.empty() && c.bpf.pin_root.front() != '/') bpf["pin_root"].fail("must be an absolute path");
 
+  if (top.has("federation")) {
+    const Field f = top["federation"];
+    f.allow({"endpoints", "tls", "key_prefix", "request_timeout_ms", "node_ttl_seconds", "block_release_after_seconds",
+             "reconcile_interval_seconds"});
+    c.federation.enabled = true;
+    const auto endpoints = f["endpoints"].items();
+    if (endpoints.empty()) f["endpoints"].fail("must list the etcd members (host:port)");
+    for (const auto& e : endpoints) {
+      c.federation.endpoints.push_back(e.str());
+      federation::EtcdOptions one;
+      one.endpoints = {c.federation.endpoints.back()};
+      if (auto ok = federation::validate(one); !ok) e.fail(ok.error());
+    }
+    const Field tls = f["tls"];
+    tls.allow({"ca_file", "cert_file", "key_file"});
+    c.federation.ca_file = tls.str("ca_file", "");
+    c.federation.cert_file = tls.str("cert_file", "");
+    c.federation.key_file = tls.str("key_file", "");
+    c.federation.key_prefix = f.str("key_prefix", c.federation.key_prefix);
+    c.federation.request_timeout_ms = static_cast<std::uint32_t>(f.integer("request_timeout_ms", 2000, 100, 60000));
+    c.federation.node_ttl_seconds = static_cast<std::uint32_t>(f.integer("node_ttl_seconds", 15, 3, 3600));
+    c.federation.block_release_after_seconds = f.integer("block_release_after_seconds", 86400, 0, 365ull * 86400);
+    c.federation.reconcile_interval_seconds = static_cast<std::uint32_t>(f.integer("reconcile_interval_seconds", 30, 1, 3600));
+    federation::EtcdOptions all;
+    all.endpoints = c.federation.endpoints;
+    all.ca_file = c.federation.ca_file;
+    all.cert_file = c.federation.cert_file;
+    all.key_file = c.federation.key_file;
+    all.key_prefix = c.federation.key_prefix;
+    if (auto ok = federation::validate(all); !ok)
+      (ok.error().find("key prefix") != std::string::npos ? f["key_prefix"] : f["tls"]).fail(ok.error());
+    if (auto ok = federation::FederationStore::validate_name("node", c.node.name); !ok)
+      node["name"].fail(ok.error() + " (it is a key in the federation store)");
+  }
+
   const Field vni = top["vni"];
   vni.allow({"hold_down_seconds", "pools"});
   c.hold_down_ms = vni.integer("hold_down_seconds", vni::kDefaultHoldDownMs / 1000, 0, 30ull * 24 * 3600) * 1000;
@@ -134,6 +173,9 @@ void parse_into(Config& c, const YAML::Node& root) {
     NetworkConfig n = read_network(r);
     // normalize_network's errors are "field: reason" relative to the network.
     if (auto ok = normalize_network(n, c.node.underlay_mtu); !ok) fail(r.path() + "." + ok.error(), "");
+    if (c.federation.enabled && !n.block.empty())
+      r["block"].fail("a static block is for vxfedd without federation; with a federation section the store "
+                      "allocates each node's block (block_prefix_len sets its size)");
     if (auto [it, fresh] = names.emplace(n.name, i); !fresh)
       r["name"].fail("'" + n.name + "' is already defined by networks[" + std::to_string(it->second) + "]");
     if (n.pinned_vni != 0) {
@@ -179,6 +221,14 @@ Status normalize_network(NetworkConfig& n, std::uint32_t underlay_mtu) {
                       std::to_string(net::kVxlanOverhead) + " bytes of VXLAN)");
   for (const auto& [k, v] : n.labels)
     if (k.empty()) return make_error("labels: empty label key");
+  if (n.block_prefix_len != 0 && (n.block_prefix_len < subnet->len || n.block_prefix_len > 30))
+    return make_error("block_prefix_len: /" + std::to_string(n.block_prefix_len) + " blocks cannot be cut from subnet " +
+                      n.subnet + " (" + std::to_string(subnet->len) + "..30, or 0 for /24)");
+  if (!n.block.empty()) {
+    auto block = net::Ipv4Prefix::parse(n.block);
+    if (!block) return make_error("block: " + block.error());
+    if (!subnet->contains(*block)) return make_error("block: " + n.block + " is not inside subnet " + n.subnet);
+  }
   for (std::size_t i = 0; i < n.static_routes.size(); ++i) {
     const auto& route = n.static_routes[i];
     const std::string f = "static_routes[" + std::to_string(i) + "]";

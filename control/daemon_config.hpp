@@ -30,6 +30,8 @@ struct NetworkConfig {
   std::string gateway;             // defaulted to the subnet's first address
   std::uint32_t mtu = 0;           // defaulted to underlay MTU - 50
   std::vector<StaticRoute> static_routes;
+  std::uint32_t block_prefix_len = 0;  // federation: each node's block length (0: /24)
+  std::string block;                   // without federation: this node's block ("" : whole subnet)
   bool operator==(const NetworkConfig&) const = default;
 };
 
@@ -78,6 +80,19 @@ struct Config {
     std::string pin_root;          // "" = $VXFED_BPF_PIN_ROOT, else /sys/fs/bpf/vxfed
     std::uint64_t grace_ms = 60000;  // pins younger than this are kept (a CNI ADD in flight)
   } bpf;
+
+  // The federation store (docs/federation.md): VNIs, pools and node blocks from etcd. Without
+  // this section vxfedd runs alone: VNIs from its own pools, blocks from the config.
+  struct Federation {
+    bool enabled = false;                      // the section is present
+    std::vector<std::string> endpoints;        // etcd members, "host:port" or http(s)://host:port
+    std::string ca_file, cert_file, key_file;  // TLS (client certificate optional)
+    std::string key_prefix = "/vxfed";
+    std::uint32_t request_timeout_ms = 2000;   // per member tried
+    std::uint32_t node_ttl_seconds = 15;       // registration lease
+    std::uint64_t block_release_after_seconds = 86400;  // a gone node keeps its blocks this long
+    std::uint32_t reconcile_interval_seconds = 30;      // re-assert the local copy, collect gone nodes
+  } federation;
 
   std::vector<vni::PoolSpec> pools;            // default: federation 1000-2000
   std::uint64_t hold_down_ms = vni::kDefaultHoldDownMs;

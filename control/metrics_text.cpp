@@ -70,6 +70,19 @@ std::string render_metrics(const MetricsInput& in) {
   w.value("vxfedd_api_rejected_total", in.api_unknown, "reason=\"unknown_request\"");
   w.single("vxfedd_config_reloads_total", "counter", "Config reloads applied.", in.config_reloads);
   w.single("vxfedd_config_reload_failures_total", "counter", "Config reloads refused.", in.config_reload_failures);
+  if (in.federation_enabled) {
+    w.single("vxfedd_federation_available", "gauge", "1 when the federation store answered the last call.",
+             in.federation_available ? 1 : 0);
+    w.single("vxfedd_federation_unavailable_total", "counter", "Federation store calls that found it unreachable.",
+             in.federation_unavailable);
+    w.single("vxfedd_federation_reconciles_total", "counter", "Local copy re-asserted to the federation store.",
+             in.federation_reconciles);
+    w.single("vxfedd_federation_restored_total", "counter", "Records the store had lost, restored from this node.",
+             in.federation_restored);
+    w.single("vxfedd_federation_conflicts_total", "counter", "Store and local copy disagreed (the node kept its own).",
+             in.federation_conflicts);
+    w.single("vxfedd_networks_pending", "gauge", "Config networks waiting for the federation store.", in.networks_pending);
+  }
   if (in.have_counters) {
     const auto& c = in.counters;
     w.single("vxfed_dataplane_counters_age_seconds", "gauge", "Age of the dataplane counters below.", in.counters_age_s);

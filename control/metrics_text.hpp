@@ -22,6 +22,9 @@ struct MetricsInput {
   std::uint64_t api_requests = 0;
   std::vector<std::pair<std::string, std::uint64_t>> api_errors_by_code;
   std::uint64_t config_reloads = 0, config_reload_failures = 0;
+  bool federation_enabled = false, federation_available = false;
+  std::uint64_t federation_unavailable = 0, federation_reconciles = 0, federation_restored = 0, federation_conflicts = 0;
+  std::uint64_t networks_pending = 0;
   bool have_counters = false;
   double counters_age_s = 0;
   ::vxfed::dataplane::v1::Counters counters;

@@ -16,6 +16,8 @@ NetworkConfig network_config_from_spec(const v1::NetworkSpec& spec) {
   n.subnet = spec.subnet();
   n.gateway = spec.gateway();
   n.mtu = spec.mtu();
+  n.block_prefix_len = spec.block_prefix_len();
+  n.block = spec.block();
   return n;
 }
 
@@ -32,6 +34,8 @@ v1::NetworkSpec to_spec(const NetworkConfig& n) {
   spec.set_subnet(n.subnet);
   spec.set_gateway(n.gateway);
   spec.set_mtu(n.mtu);
+  spec.set_block_prefix_len(n.block_prefix_len);
+  spec.set_block(n.block);
   return spec;
 }
 
@@ -78,6 +82,9 @@ Result<std::unique_ptr<NodeState>> NodeState::open(const Config& config, Options
   auto endpoints = vni::DurableStore::open(dir, "endpoints", state->options_.store, notes);
   if (!endpoints) return make_error(endpoints.error());
   state->endpoint_store_ = std::move(*endpoints);
+  auto blocks = vni::DurableStore::open(dir, "blocks", state->options_.store, notes);
+  if (!blocks) return make_error(blocks.error());
+  state->block_store_ = std::move(*blocks);
   if (auto ok = state->restore(config, notes); !ok) return make_error(ok.error());
   return state;
 }
@@ -109,6 +116,11 @@ Status NodeState::restore(const Config& config, std::vector<std::string>* notes)
   for (const auto& n : config.networks) {
     v1::ErrorCode code = v1::OK;
     auto added = add_network(n, /*from_config=*/true, &code);
+    if (!added && code == v1::UNAVAILABLE && options_.allocator) {
+      pending_[n.name] = n;  // fail static: the others start; this one once the store answers
+      note("network '" + n.name + "' waits for the federation store: " + added.error());
+      continue;
+    }
     if (!added) return make_error("network '" + n.name + "': " + added.error());
   }
   // 3. Networks added over the API come back; config networks that left the config while we
@@ -119,6 +131,7 @@ Status NodeState::restore(const Config& config, std::vector<std::string>* notes)
     if (origin == kFromConfig && endpoint_users[name] == 0) {
       if (vnis_->allocator().find_network(name)) (void)vnis_->release(name, options_.clock());
       if (auto ok = network_store_->erase(name); !ok) return ok;
+      network_left(name);
       note("network '" + name + "' is no longer in the config: removed, its VNI is held down");
       continue;
     }
@@ -179,6 +192,7 @@ v1::NetworkInfo NodeState::info_of(const Network& n) const {
   info.set_pool(n.pool);
   info.set_gateway_mac(net::format_mac(net::gateway_mac(n.vni)));
   info.set_mtu(n.config.mtu);
+  info.set_node_block(n.block);
   for (auto it = routes_.lower_bound({n.vni, ""}); it != routes_.end() && it->first.first == n.vni; ++it)
     if (effective_route(it->first)) info.add_remote_cidrs(it->first.second);
   auto count = endpoints_per_network_.find(n.config.name);
@@ -217,6 +231,7 @@ Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_
                         have.config.subnet + " to " + network.subnet);
     }
     const bool changed = !(have.config == network) || !have.from_config || have.orphaned;
+    if (options_.allocator == nullptr) have.block = network.block;
     have.config = network;
     have.from_config = true;
     have.orphaned = false;
@@ -232,17 +247,17 @@ Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_
     }
     return info_of(have);
   }
-  auto allocation = vnis_->allocate(network.name, network.labels, network.pinned_vni, options_.clock());
-  if (!allocation) {
-    set_code(code, code_of_allocation_error(allocation.error()));
-    return make_error(allocation.error());
-  }
-  Network n{network, allocation->vni, allocation->pool, from_config, false};
+  auto allocation = allocate_network(network, code);
+  if (!allocation) return make_error(allocation.error());
+  Network n{network, allocation->vni, allocation->pool, from_config, false, allocation->block};
   if (auto ok = persist_network(n); !ok) {
-    (void)vnis_->release(network.name, options_.clock());
+    // Alone, the VNI goes back to the pool; with the federation it stays this node's (the
+    // next attempt gets the same one).
+    if (options_.allocator == nullptr) (void)vnis_->release(network.name, options_.clock());
     set_code(code, v1::INTERNAL);
     return make_error(ok.error());
   }
+  pending_.erase(network.name);
   auto [it, inserted] = networks_.emplace(network.name, std::move(n));
   network_of_vni_[it->second.vni] = network.name;
   dp::Delta delta;
@@ -260,6 +275,68 @@ Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_
   }
   publish(delta);
   return info_of(it->second);
+}
+
+Result<NetworkGrant> NodeState::allocate_network(const NetworkConfig& network, v1::ErrorCode* code) {
+  if (options_.allocator == nullptr) {
+    auto allocation = vnis_->allocate(network.name, network.labels, network.pinned_vni, options_.clock());
+    if (!allocation) {
+      set_code(code, code_of_allocation_error(allocation.error()));
+      return make_error(allocation.error());
+    }
+    return NetworkGrant{allocation->vni, allocation->pool, network.block};
+  }
+  // The federation: what this node already holds (its local copy) is used as it is, so known
+  // networks come back without the store. Anything else is the store's decision.
+  const vni::Allocation* known = vnis_->allocator().find_network(network.name);
+  const auto block = block_store_->entries().find(network.name);
+  if (known != nullptr && block != block_store_->entries().end())
+    return NetworkGrant{known->vni, known->pool, block->second};
+  NetworkConfig ask = network;
+  if (known != nullptr && ask.pinned_vni == 0) ask.pinned_vni = known->vni;  // keep the VNI it has
+  v1::ErrorCode failed = v1::OK;
+  auto grant = options_.allocator->join(ask, &failed);
+  if (!grant) {
+    set_code(code, failed);
+    return make_error(grant.error());
+  }
+  // The block first: a crash before the VNI is recorded asks the store again (same answer).
+  if (auto ok = block_store_->put(network.name, grant->block); !ok) {
+    set_code(code, v1::INTERNAL);
+    return make_error("block " + grant->block + " of network '" + network.name + "' could not be saved: " + ok.error());
+  }
+  const vni::Allocation record{grant->vni, grant->pool, network.name,
+                               grant->pool.empty() ? vni::State::pinned : vni::State::allocated, 0};
+  if (auto ok = vnis_->adopt(record); !ok) {
+    set_code(code, v1::INTERNAL);
+    return make_error(ok.error());
+  }
+  return *grant;
+}
+
+void NodeState::network_left(const std::string& name) {
+  if (options_.allocator == nullptr) return;
+  (void)block_store_->erase(name);  // a failed erase is harmless: the store decides next time
+  options_.allocator->left(name);
+}
+
+std::vector<std::string> NodeState::retry_pending() {
+  std::vector<std::string> notes;
+  const auto waiting = pending_;
+  for (const auto& [name, network] : waiting) {
+    v1::ErrorCode code = v1::OK;
+    auto added = add_network(network, /*from_config=*/true, &code);
+    if (added) notes.push_back("network '" + name + "' created: VNI " + std::to_string(added->vni()) + ", block " +
+                               added->node_block());
+    else notes.push_back("network '" + name + "' still waits: " + added.error());
+  }
+  return notes;
+}
+
+std::vector<LocalNetwork> NodeState::local_networks() const {
+  std::vector<LocalNetwork> out;
+  for (const auto& [name, n] : networks_) out.push_back(LocalNetwork{n.config, n.vni, n.pool, n.block});
+  return out;
 }
 
 void NodeState::remove_network_now(const std::string& name) {
@@ -304,6 +381,7 @@ Status NodeState::remove_network(const std::string& name, v1::ErrorCode* code) {
     return ok;
   }
   remove_network_now(name);
+  network_left(name);
   return {};
 }
 
@@ -365,10 +443,16 @@ Status NodeState::reconfigure(const Config& config, std::vector<std::string>* no
   config_ = config;
   config_.node = old.node;
   std::set<std::string> wanted;
+  pending_.clear();  // the new config says which networks are wanted
   for (const auto& n : config.networks) {
     wanted.insert(n.name);
     v1::ErrorCode code = v1::OK;
     auto added = add_network(n, true, &code);
+    if (!added && code == v1::UNAVAILABLE && options_.allocator) {
+      pending_[n.name] = n;
+      note("network '" + n.name + "' waits for the federation store: " + added.error());
+      continue;
+    }
     if (!added) return make_error("network '" + n.name + "': " + added.error());
   }
   std::vector<std::string> gone;

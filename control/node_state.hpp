@@ -18,6 +18,7 @@
 #include "proto/dataplane.pb.h"
 #include "vni/durable_store.hpp"
 #include "common/result.hpp"
+#include "control/network_allocator.hpp"
 #include "control/route_source.hpp"
 
 namespace vxfed::control {
@@ -46,6 +47,9 @@ class NodeState {
     std::string state_dir;
     Clock clock = system_unix_ms;
     vni::DurableStore::Options store;   // crash hooks and compaction (tests)
+    // The federation store: new networks get their VNI and this node's block from it (known
+    // ones are used from the local copy, so they work while it is away). nullptr: alone.
+    NetworkAllocator* allocator = nullptr;
   };
 
   // Opens the stores, restores networks, VNIs and endpoints, and reconciles them with the
@@ -65,6 +69,12 @@ class NodeState {
   // Applies a reloaded config: pools, hold-down, networks added/changed/removed.
   Status reconfigure(const Config& config, std::vector<std::string>* notes);
   Status expire_hold_downs();
+  // Config networks waiting for the federation store (it was unreachable when they were
+  // loaded): tries them again; returns what happened, for logs.
+  std::vector<std::string> retry_pending();
+  std::size_t pending_count() const { return pending_.size(); }
+  // The networks as this node holds them: what it re-asserts to the federation store.
+  std::vector<LocalNetwork> local_networks() const;
 
   // ---- endpoints ----
   Result<v1::EndpointInfo> attach(const v1::EndpointSpec& spec, v1::ErrorCode* code);
@@ -102,6 +112,7 @@ class NodeState {
     std::string pool;
     bool from_config = false;
     bool orphaned = false;     // gone from the config but endpoints still use it
+    std::string block;         // this node's block of the subnet ("" : the whole subnet)
   };
   struct Endpoint {
     v1::EndpointInfo info;
@@ -132,6 +143,8 @@ class NodeState {
   v1::EndpointInfo with_status(const Endpoint& endpoint) const;
   Status remove_endpoint(const std::string& id);
   void remove_network_now(const std::string& name);
+  Result<NetworkGrant> allocate_network(const NetworkConfig& network, v1::ErrorCode* code);
+  void network_left(const std::string& name);
 
   Options options_;
   Config config_;
@@ -139,6 +152,8 @@ class NodeState {
   std::unique_ptr<vni::PersistentAllocator> vnis_;
   std::unique_ptr<vni::DurableStore> network_store_;
   std::unique_ptr<vni::DurableStore> endpoint_store_;
+  std::unique_ptr<vni::DurableStore> block_store_;          // network -> this node's block (federation)
+  std::map<std::string, NetworkConfig> pending_;            // config networks waiting for the store
   std::map<std::string, Network> networks_;
   std::map<std::string, Endpoint> endpoints_;               // by endpoint id
   std::map<std::pair<std::string, std::string>, std::string> ip_owner_;  // (network, ip) -> id

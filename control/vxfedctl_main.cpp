@@ -109,6 +109,9 @@ int cmd_status(const Globals& g) {
               << "dataplane:  " << (s.dataplane_connected() ? "connected" : "NOT CONNECTED") << ", "
               << (s.dataplane_ready() ? "ready" : "NOT READY") << ", generation " << s.dataplane_generation() << "\n"
               << "bgp:        " << (s.bgp_enabled() ? (s.fpm_connected() ? "enabled, FPM connected" : "enabled, FPM NOT connected") : "disabled") << "\n"
+              << "federation: " << (s.federation().empty() ? std::string("none (VNIs from this node's pools)")
+                                                               : s.federation() + (s.federation_available() ? ", available" : ", UNAVAILABLE"))
+              << "\n"
               << "networks:   " << s.networks() << "\nendpoints:  " << s.endpoints() << "\nroutes:     " << s.routes() << "\n";
   }
   return healthy ? kOk : kNotReady;
@@ -130,10 +133,10 @@ int cmd_networks(const Globals& g, const std::string& name) {
     std::cout << (name.empty() ? json{{"networks", out}} : out[0]).dump(2) << "\n";
     return kOk;
   }
-  TablePrinter t({"NAME", "VNI", "POOL", "SUBNET", "GATEWAY", "GATEWAY-MAC", "MTU", "ENDPOINTS", "REMOTE-CIDRS", "LABELS"});
+  TablePrinter t({"NAME", "VNI", "POOL", "SUBNET", "NODE-BLOCK", "GATEWAY", "GATEWAY-MAC", "MTU", "ENDPOINTS", "REMOTE-CIDRS", "LABELS"});
   for (const auto& n : list)
     t.row({n.spec().name(), std::to_string(n.vni()), n.pool().empty() ? "(pinned)" : n.pool(), n.spec().subnet(),
-           n.spec().gateway(), n.gateway_mac(), std::to_string(n.mtu()), std::to_string(n.endpoints()),
+           n.node_block().empty() ? "-" : n.node_block(), n.spec().gateway(), n.gateway_mac(), std::to_string(n.mtu()), std::to_string(n.endpoints()),
            join(n.remote_cidrs()), labels(n.spec().labels())});
   t.print(std::cout);
   return kOk;
@@ -268,7 +271,9 @@ int cmd_add_network(const Globals& g, const v1::NetworkSpec& spec) {
   int exit = kOk;
   if (!call(g, req, res, exit)) return exit;
   if (g.json) std::cout << to_json(res.network()).dump(2) << "\n";
-  else std::cout << "network " << res.network().spec().name() << ": VNI " << res.network().vni() << "\n";
+  else
+    std::cout << "network " << res.network().spec().name() << ": VNI " << res.network().vni()
+              << (res.network().node_block().empty() ? "" : ", this node's block " + res.network().node_block()) << "\n";
   return kOk;
 }
 
@@ -371,7 +376,7 @@ int main(int argc, char** argv) {
   v1::NetworkSpec spec;
   std::string name, subnet, gateway;
   std::vector<std::string> label_args;
-  std::uint32_t vni = 0, mtu = 0;
+  std::uint32_t vni = 0, mtu = 0, block_len = 0;
   auto* add = app.add_subcommand("add-network", "define a network at run time (persisted; config networks are in the YAML)");
   add->add_option("name", name, "network name (DNS label)")->required();
   add->add_option("--subnet", subnet, "this cluster's pod CIDR on the network")->required();
@@ -379,12 +384,14 @@ int main(int argc, char** argv) {
   add->add_option("--vni", vni, "pin this VNI (default: from the pool the labels select)");
   add->add_option("--mtu", mtu, "pod MTU (default: underlay MTU - 50)");
   add->add_option("--label", label_args, "KEY=VALUE, selects the VNI pool (repeatable)");
+  add->add_option("--block-len", block_len, "federation: the prefix length of each node's block (default 24)");
   add->callback([&] {
     spec.set_name(name);
     spec.set_subnet(subnet);
     spec.set_gateway(gateway);
     spec.set_pinned_vni(vni);
     spec.set_mtu(mtu);
+    spec.set_block_prefix_len(block_len);
     for (const auto& l : label_args) {
       const auto eq = l.find('=');
       if (eq == std::string::npos) throw CLI::ValidationError("--label", "'" + l + "' must be KEY=VALUE");

@@ -1,6 +1,7 @@
 #include "federation/etcd_client.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <fstream>
 #include <sstream>
@@ -148,6 +149,12 @@ StoreStatus validate(const EtcdOptions& options) {
 
 StoreResult<std::unique_ptr<EtcdClient>> EtcdClient::create(const EtcdOptions& options) {
   if (auto ok = validate(options); !ok) return ok.store_error();
+  // Between calls nothing polls gRPC's sockets and timers but its "backup poller", every 5 s
+  // by default: a reconnect (backoff timer, TCP connect, HTTP/2 handshake) would take many
+  // times that and hit its own deadline. Every 100 ms keeps reconnects prompt for a few
+  // wake-ups a second. Read once, when gRPC starts: before the first channel. An operator's
+  // own setting wins.
+  ::setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "100", /*overwrite=*/0);
   auto members = std::make_unique<Members>();
   bool tls = !options.ca_file.empty();
   std::vector<Endpoint> endpoints;
@@ -167,9 +174,10 @@ StoreResult<std::unique_ptr<EtcdClient>> EtcdClient::create(const EtcdOptions& o
   }
   grpc::ChannelArguments args;
   // A member that comes back is used again within reconnect_max_ms (gRPC's default backoff
-  // grows to two minutes).
+  // grows to two minutes). GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is left alone: gRPC also takes it
+  // as the deadline of one connection attempt (20 s by default), and a short one makes every
+  // attempt on a loaded machine end before the HTTP/2 handshake ("tcp handshaker shutdown").
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(std::max<std::uint32_t>(options.reconnect_max_ms, 100)));
   // Notices a silently dead connection (a watch stream would otherwise wait forever); etcd
   // refuses pings more often than every 5 s.
@@ -207,8 +215,9 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t index = (start + i) % n;
     auto& member = members_->list[index];
+    const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms);
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms));
+    context.set_deadline(deadline);
     const grpc::Status status = rpc(member, context);
     if (status.ok()) {
       current_.store(index);

@@ -111,6 +111,27 @@ Result<Allocation> PersistentAllocator::release(const std::string& network, std:
   return record;
 }
 
+Result<Allocation> PersistentAllocator::adopt(const Allocation& record) {
+  if (record.state == State::held) return make_error("a held VNI cannot be adopted");
+  const Allocation* live = allocator_.find_network(record.network);
+  if (live && *live == record) return *live;
+  if (const Allocation* other = allocator_.find_vni(record.vni);
+      other && other->state != State::held && other->network != record.network)
+    return make_error("VNI " + std::to_string(record.vni) + " is used by network '" + other->network +
+                      "' on this node; network '" + record.network + "' cannot take it");
+  if (live && live->vni != record.vni) {
+    if (auto ok = store_->erase(key_of(live->vni)); !ok)
+      return make_error("VNI " + std::to_string(live->vni) + " of network '" + record.network +
+                        "' could not be replaced: " + ok.error());
+    allocator_.erase_record(live->vni);
+  }
+  if (auto ok = persist(record); !ok)
+    return make_error("VNI " + std::to_string(record.vni) + " for network '" + record.network +
+                      "' could not be saved: " + ok.error());
+  allocator_.put_record(record);
+  return record;
+}
+
 Status PersistentAllocator::expire(std::uint64_t now_ms) {
   std::vector<Allocation> expired;
   for (const auto& r : allocator_.list())

@@ -26,6 +26,11 @@ class PersistentAllocator {
   Result<Allocation> allocate(const std::string& network, const Labels& labels, std::uint32_t pinned,
                               std::uint64_t now_ms);
   Result<Allocation> release(const std::string& network, std::uint64_t now_ms);
+  // Records a VNI decided elsewhere (the federation store, federation/): `record.network` has
+  // `record.vni`. Replaces a local record of that VNI that is held down (the federation's
+  // hold-down is the one that counts) and the network's own previous record; refuses a VNI a
+  // different live network has on this node.
+  Result<Allocation> adopt(const Allocation& record);
   Status expire(std::uint64_t now_ms);   // forget held records whose hold-down ended
 
   const Allocator& allocator() const { return allocator_; }

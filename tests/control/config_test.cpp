@@ -115,6 +115,15 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
       {"bpf relative pin root", std::string(kGood) + "bpf: {pin_root: vxfed}\n", "bpf.pin_root", "absolute"},
       {"bpf unknown key", std::string(kGood) + "bpf: {pinroot: /x}\n", "bpf.pinroot", "unknown key"},
       {"relative state dir", with("state_dir: /var/lib/vxfed}", "state_dir: var}"), "daemon.state_dir", "absolute"},
+      {"federation without endpoints", std::string(kGood) + "federation: {key_prefix: /x}\n", "federation.endpoints", "etcd members"},
+      {"federation bad endpoint", std::string(kGood) + "federation: {endpoints: [\"etcd:x\"]}\n", "federation.endpoints[0]", "port"},
+      {"federation bad prefix", std::string(kGood) + "federation: {endpoints: [\"e:2379\"], key_prefix: vxfed/}\n", "federation.key_prefix", "must start with '/'"},
+      {"federation missing CA", std::string(kGood) + "federation: {endpoints: [\"e:2379\"], tls: {ca_file: /nonexistent.pem}}\n", "federation.tls", "cannot be read"},
+      {"federation cert without key", std::string(kGood) + "federation: {endpoints: [\"https://e:2379\"], tls: {cert_file: /x.pem}}\n", "federation.tls", "both cert_file and key_file"},
+      {"federation unknown key", std::string(kGood) + "federation: {endpoints: [\"e:2379\"], ttl: 3}\n", "federation.ttl", "unknown key"},
+      {"static block with federation", with("mtu: 1500", "mtu: 1500, block: 10.244.2.0/25") + "federation: {endpoints: [\"e:2379\"]}\n", "networks[1].block", "without federation"},
+      {"block outside subnet", with("mtu: 1500", "mtu: 1500, block: 10.244.9.0/25"), "networks[1].block", "not inside subnet"},
+      {"block length too short", with("mtu: 1500", "mtu: 1500, block_prefix_len: 16"), "networks[1].block_prefix_len", "cannot be cut"},
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.yaml, "bad.yaml");
@@ -123,6 +132,21 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
     EXPECT_NE(r.error().find(c.field), std::string::npos) << c.what << ": " << r.error();
     EXPECT_NE(r.error().find(c.reason), std::string::npos) << c.what << ": " << r.error();
   }
+}
+
+TEST(Config, FederationSection) {
+  auto c = parse_config(std::string(kGood) + "federation:\n  endpoints: [\"10.0.0.1:2379\", \"http://10.0.0.2:2379\"]\n"
+                        "  key_prefix: /prod/vxfed\n  node_ttl_seconds: 9\n", "fed.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_TRUE(c->federation.enabled);
+  EXPECT_EQ(c->federation.endpoints.size(), 2u);
+  EXPECT_EQ(c->federation.key_prefix, "/prod/vxfed");
+  EXPECT_EQ(c->federation.node_ttl_seconds, 9u);
+  EXPECT_EQ(c->federation.request_timeout_ms, 2000u);
+  EXPECT_EQ(c->federation.block_release_after_seconds, 86400u);
+  auto alone = parse_config(kGood, "good.yaml");
+  ASSERT_TRUE(alone.ok());
+  EXPECT_FALSE(alone->federation.enabled);
 }
 
 TEST(Config, MissingFileIsNamed) {

@@ -266,3 +266,120 @@ TEST(NodeState, CorruptEndpointStoreRefusesToStart) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace vxfed::control;
+using namespace vxfed::control::testing;
+
+// ---------------------------------------------------------------- with the federation store
+
+// Plays the federation store: hands out VNIs from 7000 and /26 blocks, or refuses as UNAVAILABLE.
+class FakeAllocator : public NetworkAllocator {
+ public:
+  bool down = false;
+  std::map<std::string, NetworkGrant> granted;
+  std::vector<std::string> asked, left_networks;
+  vxfed::Result<NetworkGrant> join(const NetworkConfig& n, v1::ErrorCode* code) override {
+    asked.push_back(n.name);
+    if (down) {
+      *code = v1::UNAVAILABLE;
+      return vxfed::make_error("federation store fake etcd is unavailable");
+    }
+    *code = v1::OK;
+    auto it = granted.find(n.name);
+    if (it == granted.end()) {
+      const auto index = granted.size();
+      it = granted.emplace(n.name, NetworkGrant{static_cast<std::uint32_t>(7000 + index), "federation",
+                                                n.subnet.substr(0, n.subnet.rfind('.')) + ".64/26"}).first;
+    }
+    return it->second;
+  }
+  void left(const std::string& network) override { left_networks.push_back(network); }
+};
+
+std::unique_ptr<NodeState> open_federated(const Config& c, FakeAllocator& store, std::vector<std::string>* notes = nullptr) {
+  NodeState::Options o;
+  o.state_dir = c.daemon.state_dir;
+  o.allocator = &store;
+  auto s = NodeState::open(c, o, notes);
+  EXPECT_TRUE(s.ok()) << s.error();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST(NodeStateFederation, VnisAndBlocksComeFromTheStoreAndStayLocal) {
+  TempDir dir;
+  auto config = test_config(dir.path);
+  FakeAllocator store;
+  {
+    auto s = open_federated(config, store);
+    v1::ErrorCode code;
+    auto red = s->get_network("red", &code);
+    ASSERT_TRUE(red.ok());
+    EXPECT_EQ(red->vni(), 7000u);
+    EXPECT_EQ(red->node_block(), "10.244.1.64/26");
+    EXPECT_EQ(s->get_network("blue", &code)->vni(), 7001u);  // the store's word, even over a pin
+  }
+  // Restart with the store away: the known networks come back from the local copy, untouched.
+  store.down = true;
+  store.asked.clear();
+  auto s = open_federated(config, store);
+  EXPECT_TRUE(store.asked.empty());
+  v1::ErrorCode code;
+  EXPECT_EQ(s->get_network("red", &code)->vni(), 7000u);
+  EXPECT_EQ(s->get_network("red", &code)->node_block(), "10.244.1.64/26");
+  // Pods on a known network: fine without the store.
+  auto pod = s->attach(endpoint("c1", "red", "10.244.1.70"), &code);
+  ASSERT_TRUE(pod.ok()) << pod.error();
+  ASSERT_TRUE(s->detach("c1", "net1", &code).ok());
+  // Something new: UNAVAILABLE, naming the store.
+  v1::NetworkSpec spec;
+  spec.set_name("green");
+  spec.set_subnet("10.244.3.0/24");
+  auto green = s->add_network(network_config_from_spec(spec), false, &code);
+  ASSERT_FALSE(green.ok());
+  EXPECT_EQ(code, v1::UNAVAILABLE);
+  EXPECT_NE(green.error().find("fake etcd"), std::string::npos) << green.error();
+  store.down = false;
+  ASSERT_TRUE(s->add_network(network_config_from_spec(spec), false, &code).ok());
+  ASSERT_TRUE(s->remove_network("green", &code).ok());
+  EXPECT_EQ(store.left_networks, std::vector<std::string>{"green"});
+}
+
+TEST(NodeStateFederation, ConfigNetworksWaitForTheStoreInsteadOfFailingTheStart) {
+  TempDir dir;
+  FakeAllocator store;
+  {
+    auto s = open_federated(test_config(dir.path), store);  // red and blue known
+  }
+  store.down = true;
+  std::vector<std::string> notes;
+  auto config = test_config(dir.path, "  - {name: green, subnet: 10.244.3.0/24}\n");
+  auto s = open_federated(config, store, &notes);
+  ASSERT_TRUE(s);
+  v1::ErrorCode code;
+  EXPECT_TRUE(s->get_network("red", &code).ok());
+  EXPECT_FALSE(s->get_network("green", &code).ok());
+  EXPECT_EQ(s->pending_count(), 1u);
+  bool noted = false;
+  for (const auto& n : notes) noted = noted || n.find("'green' waits for the federation store") != std::string::npos;
+  EXPECT_TRUE(noted);
+  s->retry_pending();
+  EXPECT_EQ(s->pending_count(), 1u);
+  store.down = false;
+  s->retry_pending();
+  EXPECT_EQ(s->pending_count(), 0u);
+  EXPECT_EQ(s->get_network("green", &code)->node_block(), "10.244.3.64/26");
+  const auto local = s->local_networks();
+  EXPECT_EQ(local.size(), 3u);
+}
+
+TEST(NodeStateFederation, WithoutTheStoreTheConfigBlockIsTheNodes) {
+  TempDir dir;
+  auto s = open(test_config(dir.path, "  - {name: green, subnet: 10.244.3.0/24, block: 10.244.3.128/25}\n"));
+  v1::ErrorCode code;
+  EXPECT_EQ(s->get_network("green", &code)->node_block(), "10.244.3.128/25");
+  EXPECT_EQ(s->get_network("red", &code)->node_block(), "");
+}
+
+}  // namespace

@@ -379,4 +379,29 @@ TEST(VniStore, SameNameSameVniAfterRestartAndCorruptionRefused) {
   EXPECT_NE(s.error().find("corrupt"), std::string::npos) << s.error();
 }
 
+TEST(PersistentAllocator, AdoptRecordsAVniDecidedElsewhere) {
+  TempDir dir;
+  {
+    auto s = PersistentAllocator::open(dir.path, fresh_allocator(), {}, nullptr);
+    ASSERT_TRUE(s.ok()) << s.error();
+    ASSERT_TRUE((*s)->allocate("mine", {}, 0, 0));
+    ASSERT_TRUE((*s)->allocate("gone", {}, 0, 0));
+    const auto gone = (*s)->allocator().find_network("gone")->vni;
+    ASSERT_TRUE((*s)->release("gone", 0));
+    // The federation gives "fed" the VNI held down here, and moves "mine" elsewhere.
+    auto fed = (*s)->adopt(Allocation{gone, "federation", "fed", State::allocated, 0});
+    ASSERT_TRUE(fed.ok()) << fed.error();
+    ASSERT_TRUE((*s)->adopt(Allocation{1900, "federation", "mine", State::allocated, 0}).ok());
+    // A VNI a live network has here is refused.
+    auto clash = (*s)->adopt(Allocation{1900, "federation", "other", State::allocated, 0});
+    ASSERT_FALSE(clash.ok());
+    EXPECT_NE(clash.error().find("network 'mine'"), std::string::npos) << clash.error();
+  }
+  auto s = PersistentAllocator::open(dir.path, fresh_allocator(), {}, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ((*s)->allocator().find_network("mine")->vni, 1900u);
+  ASSERT_NE((*s)->allocator().find_network("fed"), nullptr);
+  EXPECT_EQ((*s)->allocator().list().size(), 2u);
+}
+
 }  // namespace

@@ -1,0 +1,40 @@
+// Where a new network's VNI and this node's block of it come from when they are not the
+// node's own decision: the federation store (control/federation_link.hpp). Without one,
+// NodeState allocates VNIs from its own pools and takes blocks from the config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.hpp"
+#include "control/daemon_config.hpp"
+#include "proto/control.pb.h"
+
+namespace vxfed::control {
+
+struct NetworkGrant {
+  std::uint32_t vni = 0;
+  std::string pool;    // "" when pinned
+  std::string block;   // this node's block of the network's subnet, "10.244.3.0/24"
+};
+
+// One network as this node holds it (its local copy, what it re-asserts to the store).
+struct LocalNetwork {
+  NetworkConfig config;
+  std::uint32_t vni = 0;
+  std::string pool;
+  std::string block;
+};
+
+class NetworkAllocator {
+ public:
+  virtual ~NetworkAllocator() = default;
+  // The network's VNI and this node's block. On failure `code` says what kind: UNAVAILABLE
+  // when the store cannot be reached (the message names it), EXHAUSTED, ALREADY_EXISTS, ...
+  virtual Result<NetworkGrant> join(const NetworkConfig& network, v1::ErrorCode* code) = 0;
+  // The node removed the network (it had no endpoints left). Best effort: what cannot be told
+  // now is settled at the next reconcile.
+  virtual void left(const std::string& network) = 0;
+};
+
+}  // namespace vxfed::control
