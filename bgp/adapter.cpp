@@ -1,5 +1,7 @@
 #include "bgp/adapter.hpp"
 
+#include "common/peer_credentials.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -72,7 +74,9 @@ Status Adapter::open_fpm() {
   h.on_route = [this](const fpm::RouteMessage& m) { table_.apply(m); };
   h.on_batch_end = [this] { on_batch_end(); };
   asio::ip::tcp::endpoint ep(asio::ip::address_v4(opts_.config.fpm.listen.value), opts_.config.fpm.port);
-  auto s = FpmServer::create(io_, ep, std::move(h));
+  auto zebra = uid_of_user(opts_.config.fpm.zebra_user);
+  if (!zebra) return make_error("bgp.fpm.zebra_user: " + zebra.error() + " (the user FRR's zebra runs as)");
+  auto s = FpmServer::create(io_, ep, std::move(h), FpmAcceptPolicy{*zebra});
   if (!s) return make_error("bgp: " + s.error());
   server_ = std::move(*s);
   return {};
@@ -240,6 +244,7 @@ AdapterStats Adapter::stats() const {
     s.messages = f.messages;
     s.malformed = f.malformed_frames + f.malformed_messages;
     s.stream_errors = f.stream_errors;
+    s.fpm_refused = f.refused_not_loopback + f.refused_wrong_user + f.refused_busy;
   }
   const auto t = table_.stats();
   s.non_bgp_ignored = t.non_bgp_ignored;

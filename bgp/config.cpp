@@ -201,12 +201,13 @@ BgpConfig parse(const YAML::Node& node) {
     if (cfg.frr.config_path.empty()) f["config_path"].fail("must not be empty");
   }
   if (const Field f = root["fpm"]; f.present()) {
-    f.allow({"listen", "port", "resync_settle_ms", "resync_min_ms"});
+    f.allow({"listen", "port", "resync_settle_ms", "resync_min_ms", "zebra_user"});
     if (f.has("listen")) cfg.fpm.listen = address(f["listen"]);
     cfg.fpm.port = static_cast<std::uint16_t>(f.integer("port", cfg.fpm.port, 1, 65535));
     cfg.fpm.resync_min_ms = static_cast<std::uint32_t>(f.integer("resync_min_ms", cfg.fpm.resync_min_ms, 0, 3600000));
     cfg.fpm.resync_settle_ms =
         static_cast<std::uint32_t>(f.integer("resync_settle_ms", cfg.fpm.resync_settle_ms, 0, 600000));
+    cfg.fpm.zebra_user = f.str("zebra_user", cfg.fpm.zebra_user);
   }
   return cfg;
 }

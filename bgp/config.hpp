@@ -86,6 +86,8 @@ struct FpmSettings {
   // a restarted zebra needs bgpd to re-learn its routes before its table is complete.
   std::uint32_t resync_settle_ms = 2000;
   std::uint32_t resync_min_ms = 10000;
+  // Only a socket owned by this user may feed us routes (zebra drops privileges to it).
+  std::string zebra_user = "frr";
   bool operator==(const FpmSettings&) const = default;
 };
 

@@ -1,20 +1,27 @@
 #include "bgp/fpm_server.hpp"
 
+#include <sys/socket.h>
+
 #include <spdlog/spdlog.h>
+
+#include "common/peer_credentials.hpp"
 
 namespace vxfed::bgp {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-FpmServer::FpmServer(asio::io_context& io, Handlers handlers)
-    : io_(io), acceptor_(io), handlers_(std::move(handlers)), chunk_(256 * 1024) {}
+FpmServer::FpmServer(asio::io_context& io, Handlers handlers, FpmAcceptPolicy policy)
+    : io_(io), acceptor_(io), handlers_(std::move(handlers)), policy_(policy), chunk_(256 * 1024) {}
 
 FpmServer::~FpmServer() { stop(); }
 
 Result<std::unique_ptr<FpmServer>> FpmServer::create(asio::io_context& io, const tcp::endpoint& listen,
-                                                     Handlers handlers) {
-  std::unique_ptr<FpmServer> s(new FpmServer(io, std::move(handlers)));
+                                                     Handlers handlers, FpmAcceptPolicy policy) {
+  if (!listen.address().is_loopback())
+    return make_error("FPM server: listen address " + listen.address().to_string() +
+                      " is not a loopback address: zebra runs on this node, and nobody else may feed it routes");
+  std::unique_ptr<FpmServer> s(new FpmServer(io, std::move(handlers), policy));
   boost::system::error_code ec;
   s->acceptor_.open(listen.protocol(), ec);
   if (!ec) s->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -44,9 +51,12 @@ void FpmServer::accept() {
     if (stopped_ || ec == asio::error::operation_aborted) return;
     if (ec) {
       spdlog::warn("fpm: accept failed: {}", ec.message());
+    } else if (auto why = refusal(*sock); !why.empty()) {
+      boost::system::error_code ignored;
+      sock->close(ignored);
     } else {
-      if (socket_) {
-        spdlog::info("fpm: new zebra connection replaces the current one");
+      if (socket_) {  // the old connection is dead (refusal() looked): zebra reconnected
+        spdlog::info("fpm: zebra reconnected; its old connection had closed");
         close_connection();
       }
       boost::system::error_code ignored;
@@ -62,6 +72,43 @@ void FpmServer::accept() {
     }
     accept();
   });
+}
+
+std::string FpmServer::refusal(tcp::socket& sock) {
+  boost::system::error_code ec;
+  const auto peer = sock.remote_endpoint(ec);
+  const auto local = sock.local_endpoint(ec);
+  const std::string who = ec ? std::string("(unknown peer)") : peer.address().to_string() + ":" + std::to_string(peer.port());
+  std::string why;
+  if (ec || !peer.address().is_v4() || !peer.address().is_loopback()) {
+    ++stats_.refused_not_loopback;
+    why = "not a loopback peer";
+  } else if (policy_.peer_uid) {
+    auto uid = tcp_peer_uid(peer.address().to_v4().to_uint(), peer.port(), local.address().to_v4().to_uint(),
+                            local.port());
+    if (!uid || *uid != *policy_.peer_uid) {
+      ++stats_.refused_wrong_user;
+      why = uid ? "its socket belongs to uid " + std::to_string(*uid) + ", not zebra's uid " +
+                      std::to_string(*policy_.peer_uid)
+                : "cannot tell who owns its socket: " + uid.error();
+    }
+  }
+  if (why.empty() && socket_ && current_alive()) {
+    ++stats_.refused_busy;
+    why = "zebra's connection is up; a second one may not replace it";
+  }
+  if (!why.empty()) spdlog::warn("fpm: refused a connection from {}: {}", who, why);
+  return why;
+}
+
+// Whether the current connection's peer is still there: a peek that returns 0 bytes means
+// it closed (EOF not yet read by our async read); EAGAIN or bytes waiting mean it is alive.
+bool FpmServer::current_alive() {
+  char byte;
+  const ssize_t n = ::recv(socket_->native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return true;
+  if (n == 0) return false;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
 void FpmServer::read() {

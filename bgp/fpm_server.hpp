@@ -1,6 +1,14 @@
 // The FPM server: a Boost.Asio TCP listener that zebra's dplane_fpm_nl connects to. It
 // splits the byte stream into FPM frames, checks the netlink framing and hands every IPv4
-// route message to its owner. One zebra at a time: a new connection replaces the old one.
+// route message to its owner.
+//
+// Who may connect: whatever this stream says becomes routes and allowed VTEPs, so only zebra
+// may. The listener binds to loopback only; an accepted peer must be on loopback and, when
+// the policy names a uid (the adapter: the user FRR runs as), its socket must belong to that
+// uid (the uid column of /proc/net/tcp for the peer's end: the kernel's word, not the
+// peer's). One zebra at a time: while the current connection is healthy a second one is
+// refused (zebra's own reconnect comes after its old socket closed, which we see first or
+// find by peeking at the old socket). Each refusal is counted by reason and logged.
 // A frame with a bad version or a length below 4 means the stream cannot be trusted: the
 // connection is closed (zebra reconnects and resends everything). Malformed netlink inside a
 // well-framed frame is dropped and counted; the stream goes on.
@@ -11,6 +19,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "bgp/fpm_parser.hpp"
@@ -29,6 +40,13 @@ struct FpmStats {
   std::uint64_t malformed_frames = 0;  // netlink framing broken: frame dropped
   std::uint64_t malformed_messages = 0;
   std::uint64_t stream_errors = 0;     // bad version/length: connection closed
+  std::uint64_t refused_not_loopback = 0;  // peer address not 127.0.0.0/8
+  std::uint64_t refused_wrong_user = 0;    // peer's socket owned by another uid (or unknown)
+  std::uint64_t refused_busy = 0;          // a healthy zebra connection already exists
+};
+
+struct FpmAcceptPolicy {
+  std::optional<uid_t> peer_uid;       // nullopt: any local process (tests, benchmarks)
 };
 
 class FpmServer {
@@ -42,7 +60,7 @@ class FpmServer {
 
   static Result<std::unique_ptr<FpmServer>> create(boost::asio::io_context& io,
                                                     const boost::asio::ip::tcp::endpoint& listen,
-                                                    Handlers handlers);
+                                                    Handlers handlers, FpmAcceptPolicy policy = {});
   ~FpmServer();
   void stop();
   const FpmStats& stats() const { return stats_; }
@@ -53,8 +71,11 @@ class FpmServer {
   bool feed(fpm::Bytes bytes);
 
  private:
-  FpmServer(boost::asio::io_context& io, Handlers handlers);
+  FpmServer(boost::asio::io_context& io, Handlers handlers, FpmAcceptPolicy policy);
   void accept();
+  // Empty when `sock` may become the zebra connection, else why not (after counting it).
+  std::string refusal(boost::asio::ip::tcp::socket& sock);
+  bool current_alive();
   void read();
   void close_connection();
 
@@ -62,6 +83,7 @@ class FpmServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::shared_ptr<boost::asio::ip::tcp::socket> socket_;
   Handlers handlers_;
+  FpmAcceptPolicy policy_;
   std::vector<std::uint8_t> buffer_;   // unconsumed bytes
   std::vector<std::uint8_t> chunk_;
   FpmStats stats_;

@@ -18,27 +18,6 @@ namespace vxfed::control {
 namespace asio = boost::asio;
 using stream = asio::local::stream_protocol;
 
-namespace {
-
-bool in_supplementary_groups(pid_t pid, gid_t group) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Groups:", 0) != 0) continue;
-    std::istringstream in(line.substr(7));
-    unsigned long g;
-    while (in >> g)
-      if (g == group) return true;
-  }
-  return false;
-}
-
-std::string describe(const PeerCredentials& p) {
-  return "pid " + std::to_string(p.pid) + " uid " + std::to_string(p.uid) + " gid " + std::to_string(p.gid);
-}
-
-}  // namespace
-
 Status prepare_socket_dir(const std::string& socket_path, std::optional<gid_t> group) {
   const auto slash = socket_path.rfind('/');
   if (slash == std::string::npos || slash == 0) return {};
@@ -245,11 +224,7 @@ void ApiServer::stop() {
   ::unlink(options_.path.c_str());
 }
 
-bool ApiServer::allowed(const PeerCredentials& peer) const {
-  if (peer.uid == 0 || peer.uid == ::geteuid()) return true;
-  if (!options_.group) return false;
-  return peer.gid == *options_.group || in_supplementary_groups(peer.pid, *options_.group);
-}
+bool ApiServer::allowed(const PeerCredentials& peer) const { return local_peer_allowed(peer, options_.group); }
 
 void ApiServer::accept() {
   acceptor_.async_accept([this, alive = alive_](const boost::system::error_code& ec, stream::socket socket) {
@@ -268,14 +243,9 @@ void ApiServer::accept() {
       return;
     }
     ++stats_->connections;
-    PeerCredentials peer;
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-      peer = PeerCredentials{cred.pid, cred.uid, cred.gid};
-    } else {
-      peer.uid = static_cast<uid_t>(-1);
-    }
+    // Unknown credentials (uid -1) are refused below like a wrong uid.
+    auto cred = unix_peer_credentials(socket.native_handle());
+    const PeerCredentials peer = cred ? *cred : PeerCredentials{};
     auto session = std::make_shared<Session>(*this, std::move(socket), peer);
     if (!allowed(peer)) {
       ++stats_->denied;

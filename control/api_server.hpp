@@ -19,15 +19,12 @@
 #include <spdlog/logger.h>
 
 #include "proto/control.pb.h"
+#include "common/peer_credentials.hpp"
 #include "common/result.hpp"
 
 namespace vxfed::control {
 
-struct PeerCredentials {
-  pid_t pid = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
+using vxfed::PeerCredentials;
 
 class ApiServer {
  public:

@@ -12,6 +12,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/peer_credentials.hpp"
+
 namespace vxfed::dataplane {
 
 Result<std::unique_ptr<ApiServer>> ApiServer::create(const std::string& path, Handler handler) {
@@ -76,6 +78,12 @@ void ApiServer::accept_clients() {
   for (;;) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
+    auto peer = unix_peer_credentials(fd);
+    if (!peer || !local_peer_allowed(*peer)) {
+      refuse(fd, peer ? "permission denied: " + describe(*peer) + " is neither root nor the dataplane's own uid"
+                      : "permission denied: " + peer.error());
+      continue;
+    }
     if (clients_.size() >= kMaxClients) {
       spdlog::warn("API: refusing a client: {} already connected", clients_.size());
       ::close(fd);
@@ -161,6 +169,19 @@ void ApiServer::update_interest(Client& c) {
   ev.events = c.out.empty() ? EPOLLIN : (EPOLLIN | EPOLLOUT);
   ev.data.fd = c.fd;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+}
+
+// One error reply, best effort (the socket is non-blocking and the reply small), then close.
+void ApiServer::refuse(int fd, const std::string& why) {
+  ++refused_;
+  spdlog::warn("API: refused a client: {}", why);
+  pb::DataplaneResponse response;
+  response.set_ok(false);
+  response.set_error(why);
+  std::string out;
+  append_delimited(response, out);
+  [[maybe_unused]] const ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::close(fd);
 }
 
 void ApiServer::close_client(int fd) {

@@ -2,6 +2,10 @@
 // by an epoll loop: several clients at once, each request answered in order by the handler.
 // A frame that breaks the framing (bad varint, length over the ceiling) closes that
 // connection only; a frame that is not a DataplaneRequest gets an error reply.
+// Who may connect: the socket is created 0600, and every connection is checked with
+// SO_PEERCRED besides (root or our own uid; common/peer_credentials.hpp), so a socket file
+// whose mode someone opened up still admits nobody else. A refused peer gets one error
+// reply and is disconnected; refused() counts them.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +41,7 @@ class ApiServer {
   void poll(int timeout_ms);
 
   std::size_t clients() const { return clients_.size(); }
+  std::uint64_t refused() const { return refused_; }
 
  private:
   struct Client {
@@ -53,6 +58,7 @@ class ApiServer {
   void read_from(Client& c);
   void write_to(Client& c);
   void close_client(int fd);
+  void refuse(int fd, const std::string& why);
   void update_interest(Client& c);
 
   std::string path_;
@@ -60,6 +66,7 @@ class ApiServer {
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   std::map<int, std::unique_ptr<Client>> clients_;
+  std::uint64_t refused_ = 0;
 };
 
 }  // namespace vxfed::dataplane

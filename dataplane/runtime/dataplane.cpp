@@ -360,6 +360,7 @@ void Dataplane::fill_status(v1::DataplaneStatus& s) const {
       std::chrono::steady_clock::now() - started_).count()));
   s.set_ports(static_cast<std::uint32_t>(1 + ports_->endpoint_ports().size()));
   s.set_version(VXFED_VERSION);
+  s.set_api_refused(api_ ? api_->refused() : 0);
 }
 
 void Dataplane::fill_counters(v1::Counters& out) const {
