@@ -24,6 +24,7 @@ namespace {
 namespace asio = boost::asio;
 using namespace vxfed;
 using namespace vxfed::bgp;
+using net::Ipv4Prefix;
 
 std::vector<std::uint8_t> route_frame(const char* prefix) {
   std::vector<std::uint8_t> nl, frame;

@@ -1,7 +1,8 @@
 // FpmServer (bgp/fpm_server.hpp) with a real TCP client on loopback playing zebra: frames
 // reassembled across reads, routes handed on in order, what is skipped or dropped and
-// counted, and the connection rules (a broken stream is closed, a new zebra replaces the old
-// one, stop() closes the listener). The io_context runs on the test thread between steps.
+// counted, and the connection rules (a broken stream is closed, a reconnecting zebra starts
+// clean, a second client never replaces a healthy one, stop() closes the listener). The
+// io_context runs on the test thread between steps.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -229,22 +230,34 @@ TEST_F(FpmServerTest, ABadFrameHeaderClosesTheStreamAndZebraMayReconnect) {
   EXPECT_EQ(server_->stats().connections, 3u);
 }
 
-TEST_F(FpmServerTest, ANewZebraReplacesTheOldOneAndItsHalfFrame) {
+TEST_F(FpmServerTest, AReconnectedZebraStartsCleanAfterItsOldHalfFrame) {
   Zebra first(server_->port());
   ASSERT_TRUE(pump([&] { return connects_ == 1; }));
   const Buf frame = route_frame(fpm::make_bgp_route(pfx("10.245.7.0/24"), {ip("198.18.0.8")}));
   first.send(Buf(frame.begin(), frame.begin() + 10));
   ASSERT_TRUE(pump_bytes(10));
+  first.close();  // zebra died mid-frame and reconnects at once
   Zebra second(server_->port());
   ASSERT_TRUE(pump([&] { return connects_ == 2; }));
   EXPECT_EQ(disconnects_, 1);
-  EXPECT_TRUE(first.closed_by_server());
   // The rest of the first zebra's frame would be garbage here: the second starts clean.
   second.send(frame);
   ASSERT_TRUE(pump([&] { return routes_.size() == 1; }));
   EXPECT_EQ(routes_[0], "+10.245.7.0/24 via 198.18.0.8");
   EXPECT_EQ(server_->stats().connections, 2u);
   EXPECT_EQ(server_->stats().stream_errors, 0u);
+}
+
+TEST_F(FpmServerTest, ASecondClientNeverReplacesAHealthyZebra) {
+  Zebra first(server_->port());
+  ASSERT_TRUE(pump([&] { return connects_ == 1; }));
+  Zebra second(server_->port());
+  ASSERT_TRUE(pump([&] { return server_->stats().refused_busy == 1; }));
+  EXPECT_TRUE(second.closed_by_server());
+  first.send(route_frame(fpm::make_bgp_route(pfx("10.245.7.0/24"), {ip("198.18.0.8")})));
+  ASSERT_TRUE(pump([&] { return routes_.size() == 1; }));
+  EXPECT_EQ(disconnects_, 0);
+  EXPECT_EQ(server_->stats().connections, 1u);
 }
 
 TEST_F(FpmServerTest, ZebraClosingIsADisconnect) {

@@ -41,10 +41,11 @@ std::string status_as(uid_t uid, const std::string& path) {
       rq.set_request_id(7);
       rq.mutable_get_status();
       pb::DataplaneResponse rs;
-      if (auto w = write_delimited(*fd, rq, 2000); !w) {
-        out = "no reply: " + w.error();
-      } else if (auto r = read_delimited(*fd, rs, 2000); !r) {
-        out = "no reply: " + r.error();
+      // The server may refuse (reply and close) before our request is written: the write
+      // then fails with EPIPE, but the reply is still there to read.
+      auto w = write_delimited(*fd, rq, 2000);
+      if (auto r = read_delimited(*fd, rs, 2000); !r) {
+        out = "no reply: " + r.error() + (w ? "" : " (write: " + w.error() + ")");
       } else {
         out = rs.ok() ? "" : rs.error();
       }
