@@ -206,29 +206,43 @@ EtcdClient::EtcdClient(std::unique_ptr<Members> members, EtcdOptions options)
 EtcdClient::~EtcdClient() = default;
 
 // Runs one RPC against the member that answered last, moving on through the others while the
-// failure says "this member cannot serve now". `rpc(member, context)` returns the status.
+// failure says "this member cannot serve now". A pass where every member is unreachable (its
+// channel cannot connect) fails at once: the store is down. A pass where some member answered
+// but could not serve (no leader, leader changed, no answer in time: an election after the
+// leader died, or a member cut off from the quorum) is tried again after a short pause, within
+// a budget of request_timeout_ms per member, so an election does not fail the call. Retrying
+// is safe: the model guards its transactions, and its unguarded writes are idempotent.
+// `rpc(member, context)` returns the status.
 template <typename Call>
 StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
   const std::size_t n = members_->list.size();
-  const std::size_t start = current_.load();
+  const auto budget_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms) * n;
+  std::size_t start = current_.load();
   std::string failures;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t index = (start + i) % n;
-    auto& member = members_->list[index];
-    const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms);
-    grpc::ClientContext context;
-    context.set_deadline(deadline);
-    const grpc::Status status = rpc(member, context);
-    if (status.ok()) {
-      current_.store(index);
-      return Done{};
+  for (;;) {
+    failures.clear();
+    bool answered = false;  // some member is reachable but could not serve
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t index = (start + i) % n;
+      auto& member = members_->list[index];
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms));
+      const grpc::Status status = rpc(member, context);
+      if (status.ok()) {
+        current_.store(index);
+        return Done{};
+      }
+      if (!retryable(status))
+        return store_error(code_of(status), "federation store " + description_ + ": " + what + " on " + member.address +
+                                                " failed: " + status_text(status));
+      answered = answered || member.channel->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE;
+      failures += (failures.empty() ? "" : "; ") + member.address + ": " + status_text(status);
     }
-    if (!retryable(status))
-      return store_error(code_of(status), "federation store " + description_ + ": " + what + " on " + member.address +
-                                              " failed: " + status_text(status));
-    failures += (failures.empty() ? "" : "; ") + member.address + ": " + status_text(status);
+    start = (start + 1) % n;
+    current_.store(start);
+    if (!answered || std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= budget_end) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  current_.store((start + 1) % n);
   return store_error(Code::unavailable, "federation store " + description_ + " is unavailable (" + what + "): " + failures);
 }
 

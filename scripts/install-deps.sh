@@ -19,7 +19,7 @@ PACKAGES=(
   libmnl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev valgrind
-  iproute2 iputils-ping tcpdump python3-scapy gnuplot-nox iperf3 sockperf
+  iproute2 iputils-ping tcpdump python3-scapy gnuplot-nox iperf3 sockperf openssl
   containernetworking-plugins procps psmisc kmod ethtool
   # BGP
   frr frr-pythontools

@@ -13,6 +13,9 @@ killed member or a restarted cluster settles in about a second.
     cluster.stop_all(); cluster.start_all()
     cluster.wipe()                       # lose everything: a new, empty cluster on the same ports
     cluster.get_prefix("/vxfed/v1/")     # {key: value} through etcdctl
+
+With `tls=make_pki(dir)` the members serve clients over TLS only and require a client
+certificate signed by the test CA (etcd's --client-cert-auth); `cluster.tls` has the files.
 """
 
 from __future__ import annotations
@@ -24,10 +27,32 @@ import shutil
 import signal
 import socket
 import subprocess
+from pathlib import Path
 
 from .env import require_program
 from .proc import run, wait_for
 from .topology import Topology
+
+
+def make_pki(directory: Path) -> dict[str, str]:
+    """A throw-away CA, a server certificate for 127.0.0.1 and a client certificate, made with
+    the openssl command; returns {"ca", "server_cert", "server_key", "client_cert", "client_key"}."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    ossl = require_program("openssl")
+    files = {k: str(d / f"{k}.pem") for k in ("ca", "ca_key", "server_cert", "server_key", "client_cert", "client_key")}
+    run([ossl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+         "-subj", "/CN=vxfed test CA", "-keyout", files["ca_key"], "-out", files["ca"]])
+    for who, subject, ext in (("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"),
+                              ("client", "/CN=vxfed-node", "extendedKeyUsage=clientAuth")):
+        csr = str(d / f"{who}.csr")
+        extfile = d / f"{who}.ext"
+        extfile.write_text(ext + "\n")
+        run([ossl, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", subject,
+             "-keyout", files[f"{who}_key"], "-out", csr])
+        run([ossl, "x509", "-req", "-in", csr, "-CA", files["ca"], "-CAkey", files["ca_key"], "-CAcreateserial",
+             "-days", "2", "-extfile", str(extfile), "-out", files[f"{who}_cert"]])
+    return files
 
 
 def free_port() -> int:
@@ -37,8 +62,10 @@ def free_port() -> int:
 
 
 class EtcdCluster:
-    def __init__(self, topo: Topology, members: int = 3, name: str = "etcd"):
+    def __init__(self, topo: Topology, members: int = 3, name: str = "etcd", tls: dict[str, str] | None = None):
         self.topo = topo
+        self.tls = tls
+        self.scheme = "https" if tls else "http"
         self.name = name
         self.etcd = require_program("etcd")
         self.etcdctl = require_program("etcdctl")
@@ -59,14 +86,25 @@ class EtcdCluster:
     def _args(self, i: int) -> list[str]:
         initial = ",".join(f"m{j}=http://127.0.0.1:{p}" for j, p in enumerate(self.peer_ports))
         return [self.etcd, "--name", f"m{i}", "--data-dir", str(self.dirs[i]),
-                "--listen-client-urls", f"http://127.0.0.1:{self.client_ports[i]}",
-                "--advertise-client-urls", f"http://127.0.0.1:{self.client_ports[i]}",
+                "--listen-client-urls", f"{self.scheme}://127.0.0.1:{self.client_ports[i]}",
+                "--advertise-client-urls", f"{self.scheme}://127.0.0.1:{self.client_ports[i]}",
                 "--listen-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
                 "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
                 "--initial-cluster", initial, "--initial-cluster-state", "new",
                 "--initial-cluster-token", f"vxfed-{self.topo.suffix}-{self.generation}",
                 "--heartbeat-interval", "50", "--election-timeout", "500",
-                "--logger", "zap", "--log-level", "warn"]
+                "--logger", "zap", "--log-level", "warn", *self._tls_args()]
+
+    def _tls_args(self) -> list[str]:
+        if not self.tls:
+            return []
+        return ["--cert-file", self.tls["server_cert"], "--key-file", self.tls["server_key"],
+                "--trusted-ca-file", self.tls["ca"], "--client-cert-auth"]
+
+    def _ctl_tls(self) -> list[str]:
+        if not self.tls:
+            return []
+        return ["--cacert", self.tls["ca"], "--cert", self.tls["client_cert"], "--key", self.tls["client_key"]]
 
     def start_member(self, i: int) -> None:
         self.procs[i] = self.topo.spawn(self._args(i), name=f"{self.name}-m{i}-g{self.generation}")
@@ -82,8 +120,8 @@ class EtcdCluster:
         proc = self.procs[i]
         if proc is None or proc.poll() is not None:
             return False
-        r = run([self.etcdctl, "--endpoints", self.endpoint(i), "--command-timeout", "1s",
-                   "endpoint", "health"], check=False, timeout=5, env=self._env())
+        r = run([self.etcdctl, "--endpoints", self.endpoint(i), "--command-timeout", "1s", *self._ctl_tls(),
+                 "endpoint", "health"], check=False, timeout=5, env=self._env())
         return r.returncode == 0
 
     def wait_healthy(self, members, timeout: float = 30) -> None:
@@ -121,7 +159,7 @@ class EtcdCluster:
         return env
 
     def ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return run([self.etcdctl, "--endpoints", self.endpoints, "--command-timeout", "5s", *args],
+        return run([self.etcdctl, "--endpoints", self.endpoints, "--command-timeout", "5s", *self._ctl_tls(), *args],
                      check=check, timeout=15, env=self._env())
 
     def get_prefix(self, prefix: str) -> dict[str, str]:

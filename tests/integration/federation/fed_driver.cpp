@@ -7,6 +7,7 @@
 //   watch    --prefix P --count N          prints N events under P (relative key, from now)
 //            as JSON lines, after a first line {"watching": true}
 // Common: --endpoints a:p,b:p,c:p [--key-prefix /vxfed] [--timeout-ms T] [--start-at MS]
+//         [--ca-file F [--cert-file F --key-file F]] (TLS, with a client certificate)
 // (--start-at: wait until that unix time in ms, so that processes act at one moment).
 // Errors: "CODE: sentence" on stderr; exit 3 for UNAVAILABLE, 1 for any other error.
 #include <chrono>
@@ -52,12 +53,15 @@ std::vector<std::string> split(const std::string& text) {
 
 int main(int argc, char** argv) {
   CLI::App app{"vxfed-fed-driver: a federation-store client for tests"};
-  std::string endpoints, key_prefix = "/vxfed", node, network, subnet, prefix, cluster = "cluster-a";
+  std::string endpoints, key_prefix = "/vxfed", ca_file, cert_file, key_file, node, network, subnet, prefix, cluster = "cluster-a";
   std::uint32_t timeout_ms = 2000, block_len = 24, pinned = 0, count = 1, hold_seconds = 0;
   std::uint64_t start_at = 0;
   std::vector<std::string> labels;
   app.add_option("--endpoints", endpoints, "etcd members, comma-separated")->required();
   app.add_option("--key-prefix", key_prefix);
+  app.add_option("--ca-file", ca_file);
+  app.add_option("--cert-file", cert_file);
+  app.add_option("--key-file", key_file);
   app.add_option("--timeout-ms", timeout_ms);
   app.add_option("--start-at", start_at, "unix ms to wait for before acting");
   auto* join = app.add_subcommand("join", "VNI and this node's block of a network");
@@ -83,6 +87,9 @@ int main(int argc, char** argv) {
   EtcdOptions options;
   options.endpoints = split(endpoints);
   options.key_prefix = key_prefix;
+  options.ca_file = ca_file;
+  options.cert_file = cert_file;
+  options.key_file = key_file;
   options.request_timeout_ms = timeout_ms;
   auto client = EtcdClient::create(options);
   if (!client) return fail(client.store_error());

@@ -9,7 +9,9 @@ Each vxfed-fed-driver process is one client (one "node"); many at once play a fe
      new networks and blocks still work;
   4. every member down: a call fails with UNAVAILABLE naming the store and its endpoints, within
      the timeouts;
-  5. the members back (same data): calls work again and nothing changed.
+  5. the members back (same data): calls work again and nothing changed;
+  6. TLS: a member that requires client certificates (etcd --client-cert-auth) serves a client
+     with the CA, certificate and key, and refuses one without a certificate.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import subprocess
 import time
 
 import vxfed_harness as t
-from vxfed_harness.etcd_cluster import EtcdCluster
+from vxfed_harness.etcd_cluster import EtcdCluster, make_pki
 
 PREFIX = "/vxfed"
 
@@ -29,8 +31,9 @@ class Driver:
         self.bin = str(t.require_binary("tests/integration/federation/vxfed-fed-driver"))
         self.cluster = cluster
 
-    def args(self, *rest: str, start_at: int | None = None) -> list[str]:
-        out = [self.bin, "--endpoints", self.cluster.endpoints, "--key-prefix", PREFIX, "--timeout-ms", "1000"]
+    def args(self, *rest: str, start_at: int | None = None, tls: list[str] | None = None) -> list[str]:
+        out = [self.bin, "--endpoints", self.cluster.endpoints, "--key-prefix", PREFIX, "--timeout-ms", "1000",
+               *(tls or [])]
         if start_at is not None:
             out += ["--start-at", str(start_at)]
         return out + list(rest)
@@ -122,6 +125,21 @@ def test_main() -> None:
         assert back["vni"] not in set(net_vnis) | {red_vni, extra["vni"]}, back
         assert json.loads(d.join("node-3", "red", "10.244.0.0/16").stdout) == answers[3]
         t.log(f"members back: working again {time.monotonic() - started:.2f} s after restart")
+
+        # 6. TLS with client certificates.
+        pki = make_pki(topo.workdir / "pki")
+        secure = EtcdCluster(topo, members=1, name="etcd-tls", tls=pki)
+        secure.start()
+        tls_driver = Driver(secure)
+        full = ["--ca-file", pki["ca"], "--cert-file", pki["client_cert"], "--key-file", pki["client_key"]]
+        r = t.run(tls_driver.args("join", "--node", "node-0", "--network", "red", "--subnet", "10.244.0.0/16",
+                                  tls=full), check=False, timeout=30)
+        assert r.returncode == 0, f"TLS join failed: {r.stderr}"
+        assert secure.get_prefix(f"{PREFIX}/v1/networks/"), "nothing written over TLS"
+        r = t.run(tls_driver.args("join", "--node", "node-1", "--network", "red", "--subnet", "10.244.0.0/16",
+                                  tls=["--ca-file", pki["ca"]]), check=False, timeout=30)
+        assert r.returncode != 0 and "etcd at" in r.stderr, f"no client certificate: {r.returncode} {r.stderr}"
+        t.log(f"TLS: served with a client certificate, refused without: {r.stderr.strip().splitlines()[-1][:200]}")
 
 
 if __name__ == "__main__":
