@@ -26,7 +26,11 @@ struct IdlePolicy {
   std::uint32_t deep_after_us = 50000;
   bool busy_poll = false;
   bool block = true;          // block on the ports' sockets when all of them have one
-  std::uint32_t spin_us = 0;  // keep spinning this long after the last packet (0: 256 polls)
+  std::uint32_t spin_us = 0;  // keep spinning this long after the last packet (0: spin_polls polls)
+  // Empty polls spun before sleeping or blocking. 256 costs ~25 us where a poll is a ring
+  // read; where every poll makes a system call (the pod sockets' recvmmsg, ~1-2.5 us on this
+  // VM) the runtime asks for fewer, or the spin takes the CPU the pods need (docs/pod-ports.md).
+  std::uint32_t spin_polls = 256;
 };
 
 class IdleBackoff {
@@ -34,7 +38,7 @@ class IdleBackoff {
   explicit IdleBackoff(const IdlePolicy& p)
       : short_max_ns_(p.short_sleep_us * 1000ull), deep_ns_(p.deep_sleep_us * 1000ull),
         deep_after_ns_(p.deep_after_us * 1000ull), busy_poll_(p.busy_poll), block_(p.block),
-        spin_cycles_(p.spin_us * rte_get_tsc_hz() / 1000000ull) {}
+        spin_cycles_(p.spin_us * rte_get_tsc_hz() / 1000000ull), spin_polls_(p.spin_polls) {}
 
   void work_done() {
     empty_polls_ = 0;
@@ -48,7 +52,7 @@ class IdleBackoff {
   // its sockets (then Step::block tells it to, and it calls woke() afterwards).
   Step idle(bool can_block) {
     if (busy_poll_) return Step::spun;
-    if (++empty_polls_ < kSpinPolls) {
+    if (++empty_polls_ < spin_polls_) {
       if (empty_polls_ == 1 && spin_cycles_ != 0) spin_until_ = rte_rdtsc() + spin_cycles_;
       rte_pause();
       return Step::spun;
@@ -77,13 +81,13 @@ class IdleBackoff {
   static constexpr int kBlockTimeoutMs = 100;
 
  private:
-  static constexpr std::uint32_t kSpinPolls = 256;
   static constexpr std::uint64_t kFirstSleepNs = 1000;
   std::uint64_t short_max_ns_, deep_ns_, deep_after_ns_;
   bool busy_poll_;
   bool block_;
   std::uint64_t spin_cycles_;
   std::uint64_t spin_until_ = 0;
+  std::uint32_t spin_polls_;
   std::uint32_t empty_polls_ = 0;
   std::uint64_t sleep_ns_ = kFirstSleepNs;
   std::uint64_t slept_ns_ = 0;
