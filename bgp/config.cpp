@@ -13,17 +13,15 @@ namespace {
 
 using yaml::Field;
 
-net::Ipv4Addr address(const Field& f) {
-  auto a = net::Ipv4Addr::parse(f.str());
-  if (!a) f.fail(a.error());
-  return *a;
+// A field holding an address (net::Ipv4Addr) or a CIDR (net::Ipv4Prefix), parsed by common/net.
+template <typename T>
+T parsed(const Field& f) {
+  auto v = T::parse(f.str());
+  if (!v) f.fail(v.error());
+  return *v;
 }
-
-net::Ipv4Prefix prefix(const Field& f) {
-  auto p = net::Ipv4Prefix::parse(f.str());
-  if (!p) f.fail(p.error());
-  return *p;
-}
+net::Ipv4Addr address(const Field& f) { return parsed<net::Ipv4Addr>(f); }
+net::Ipv4Prefix prefix(const Field& f) { return parsed<net::Ipv4Prefix>(f); }
 
 std::vector<net::Ipv4Prefix> prefix_list(const Field& f) {
   std::vector<net::Ipv4Prefix> out;

@@ -23,8 +23,7 @@
 #include "dataplane/core/tables.hpp"
 
 using namespace vxfed::bgp;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
+using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 using Clock = std::chrono::steady_clock;
 namespace asio = boost::asio;
 

@@ -8,8 +8,7 @@
 #include "bgp/route_table.hpp"
 
 using namespace vxfed::bgp;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
+using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 
 static std::vector<PeerConfig> fuzz_peers() {
   PeerConfig p;

@@ -11,8 +11,7 @@
 namespace {
 
 using namespace vxfed::bgp;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
+using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 using namespace vxfed::bgp::fpm;
 using Buf = std::vector<std::uint8_t>;
 

@@ -25,8 +25,7 @@ namespace {
 
 namespace asio = boost::asio;
 using Buf = std::vector<std::uint8_t>;
-using net::Ipv4Addr;
-using net::Ipv4Prefix;
+using net::Ipv4Addr, net::Ipv4Prefix;
 
 std::uint32_t ip(const char* s) { return Ipv4Addr::parse(s)->value; }
 Ipv4Prefix pfx(const char* s) { return *Ipv4Prefix::parse(s); }

@@ -16,8 +16,7 @@
 namespace {
 
 using namespace vxfed::bgp;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
+using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path);

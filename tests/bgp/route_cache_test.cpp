@@ -12,8 +12,7 @@
 namespace {
 
 using namespace vxfed::bgp;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
+using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 
 LearnedRoute route(const char* prefix, std::vector<const char*> vteps, std::uint32_t vni, std::string network,
                    std::string peer) {

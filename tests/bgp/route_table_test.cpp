@@ -10,8 +10,7 @@
 namespace {
 
 using namespace vxfed::bgp;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
+using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 
 std::uint32_t ip(const char* s) { return Ipv4Addr::parse(s)->value; }
 Ipv4Prefix pfx(const char* s) { return *Ipv4Prefix::parse(s); }

@@ -21,8 +21,7 @@
 
 using nlohmann::json;
 using namespace vxfed::bgp;
-using vxfed::net::Ipv4Addr;
-using vxfed::net::Ipv4Prefix;
+using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 
 namespace {
 
