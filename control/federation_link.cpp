@@ -178,6 +178,10 @@ void FederationLink::reconcile(const char* why) {
                report->restored, report->left);
   if (state_->pending_count() > 0)
     for (const auto& note : state_->retry_pending()) log_->info("federation: {}", note);
+  // Gone nodes and ended hold-downs: one node (the collector) scans for the federation.
+  auto collector = store_->collector();
+  saw(collector ? nullptr : &collector.store_error());
+  if (!collector || !*collector) return;
   auto released = store_->collect_gone_nodes(now);
   saw(released ? nullptr : &released.store_error());
   if (released && *released > 0) {

@@ -188,6 +188,16 @@ StoreStatus FederationStore::release_if_unused(const std::string& network, std::
   return Done{};
 }
 
+StoreResult<bool> FederationStore::collector() {
+  if (lease_ == 0) return false;  // not registered (yet): cannot hold a leased role
+  auto r = kv_.txn({Compare::absent(keys::collector())}, {Op::put(keys::collector(), options_.node, lease_)},
+                   {Op::get(keys::collector())});
+  if (!r) return r.store_error();
+  if (r->succeeded) return true;
+  return !r->gets.empty() && !r->gets[0].empty() && r->gets[0][0].value == options_.node &&
+         r->gets[0][0].lease == lease_;
+}
+
 StoreStatus FederationStore::expire_hold_downs(std::uint64_t now_ms) {
   auto vnis = kv_.get_prefix(keys::vnis());
   if (!vnis) return vnis.store_error();

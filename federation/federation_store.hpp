@@ -85,6 +85,12 @@ class FederationStore {
   // how many nodes were released. Any node may run it: every step is guarded.
   StoreResult<std::size_t> collect_gone_nodes(std::uint64_t now_ms);
 
+  // Whether this node is the federation's collector: the one node (holder of v1/collector, on
+  // its registration lease) that runs collect_gone_nodes and expire_hold_downs, so that their
+  // scans of every node are done once per interval, not once per node. Takes the role when
+  // nobody holds it; a collector that stops loses it with its lease.
+  StoreResult<bool> collector();
+
   // Forgets held VNI records whose hold-down ended.
   StoreStatus expire_hold_downs(std::uint64_t now_ms);
 

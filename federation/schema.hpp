@@ -9,6 +9,7 @@
 //   v1/members/<network>/<node>       the node uses the network (the last one out releases it)
 //   v1/node-networks/<node>/<network> the node's block of the network ("" until it has one)
 //   v1/blocks/<network>/<a.b.c.d_len> block -> the node that owns it
+//   v1/collector                      the node that releases gone nodes (on its lease)
 //
 // Values are JSON objects (plain text for members, node-networks and blocks), readable with
 // `etcdctl get --prefix /vxfed/v1/`. A change of layout gets a new version prefix (v2/...),
@@ -42,6 +43,7 @@ inline std::string node_network(const std::string& node, const std::string& netw
   return node_networks(node) + network;
 }
 inline std::string blocks(const std::string& network) { return std::string(kSchema) + "blocks/" + network + "/"; }
+inline std::string collector() { return std::string(kSchema) + "collector"; }
 
 // The last path element of a key ("v1/networks/red" -> "red").
 std::string leaf(const std::string& key);

@@ -52,3 +52,5 @@ echo "install-deps: $site/vxfed-harness.pth -> $root/harness"
 
 # FRR's Debian service must not fight our per-namespace instances in tests.
 if systemctl is-active --quiet frr 2>/dev/null; then systemctl stop frr || true; fi
+# Debian starts an etcd on 127.0.0.1:2379 at install; the tests run their own clusters.
+if systemctl is-active --quiet etcd 2>/dev/null; then systemctl stop etcd || true; fi

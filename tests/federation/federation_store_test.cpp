@@ -234,6 +234,23 @@ TEST(FederationStore, GoneNodesKeepTheirBlocksForTheReleaseTime) {
   EXPECT_EQ(jc->block, jb->block);
 }
 
+TEST(FederationStore, OneNodeAtATimeIsTheCollector) {
+  FakeKv kv;
+  FederationStore a(kv, node_options("node-a1")), b(kv, node_options("node-a2"));
+  auto unregistered = a.collector();
+  ASSERT_TRUE(unregistered);
+  EXPECT_FALSE(*unregistered);
+  ASSERT_TRUE(a.register_node(0));
+  ASSERT_TRUE(b.register_node(0));
+  EXPECT_TRUE(*a.collector());
+  EXPECT_FALSE(*b.collector());
+  EXPECT_TRUE(*a.collector());   // keeps it
+  kv.expire_lease(a.lease());    // a stops: the role goes with its lease
+  EXPECT_TRUE(*b.collector());
+  ASSERT_TRUE(a.keep_alive(1));  // a back (a new lease): b keeps the role
+  EXPECT_FALSE(*a.collector());
+}
+
 TEST(FederationStore, ANodeBackBeforeTheReleaseTimeKeepsEverything) {
   FakeKv kv;
   FederationStore a(kv, node_options("node-a1")), b(kv, node_options("node-a2"));
