@@ -18,6 +18,7 @@
 #include "cni/netlink.hpp"
 #include "cni/offloads.hpp"
 #include "cni/records.hpp"
+#include "cni/requested.hpp"
 #include "cni/rollback.hpp"
 #include "cni/state_store.hpp"
 #include "cni/vxfedd_client.hpp"
@@ -197,6 +198,8 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (conf.ipam_type.empty())
     return cni_error(kInvalidConfig, "the vxfed config has no \"ipam\" section; vxfed delegates addresses to an IPAM plugin such as host-local");
   if (auto v = bandwidth_validate(conf); !v) return v.error();
+  auto wanted = requested(conf, env);
+  if (!wanted) return wanted.error();
   auto store = StateStore::open(conf.state_dir);
   if (!store) return store.error();
   auto client = VxfeddClient::connect(conf.socket, static_cast<int>(conf.timeout_ms));
@@ -248,6 +251,11 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (!network->subnet.contains(address->addr))
     return cni_error(kInvalidConfig, "IPAM assigned " + address->str() + ", outside network \"" + conf.network +
                                          "\"'s subnet " + network->subnet.str() + "; fix the IPAM range");
+  if (!wanted->ips.empty() &&
+      std::find(wanted->ips.begin(), wanted->ips.end(), address->addr) == wanted->ips.end())
+    return cni_error(kUnsupportedField, "IPAM plugin \"" + conf.ipam_type + "\" assigned " + address->str() +
+                                            ", not the address requested in " + wanted->ips_source +
+                                            "; use an IPAM plugin that honours requested addresses (host-local, static)");
 
   // The veth pair: host end for the dataplane, pod end created directly in the pod's namespace.
   if (auto st = host_nl->create_veth(host, network->mtu + net::kVxlanOverhead, env.ifname, network->mtu, nsfd->fd()); !st)
@@ -261,9 +269,12 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (!pod_link || !pod_link->has_value())
     return iface_error("the new interface " + env.ifname + " is not in the pod's namespace", pod_link ? "" : pod_link.error());
   const int pod_index = (*pod_link)->index;
-  if (conf.runtime_mac) {
-    if (auto st = pod_nl->set_mac(pod_index, *net::parse_mac(*conf.runtime_mac)); !st)
-      return iface_error("cannot set the pod's MAC", st.error());
+  if (wanted->mac) {
+    // Before the interface is up and before vxfedd hears of it: the dataplane delivers to
+    // the MAC the pod will keep.
+    if (auto st = pod_nl->set_mac(pod_index, *wanted->mac); !st)
+      return iface_error("cannot set the pod's MAC " + net::format_mac(*wanted->mac) + " (" + wanted->mac_source + ")",
+                         st.error());
   }
   if (auto st = disable_offloads(nsfd->fd(), env.ifname); !st)
     return iface_error("cannot turn off offloads on the pod's interface", st.error());
@@ -462,6 +473,10 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
   if (!our_ip.empty() && ep.spec().ip() != our_ip)
     return fail("vxfedd has IP " + ep.spec().ip() + " for it, the pod has " + our_ip);
   if (ep.spec().host_iface() != host) return fail("vxfedd attaches host interface " + ep.spec().host_iface() + ", expected " + host);
+  if (auto mac = net::parse_mac(ep.spec().mac()); !mac || *mac != l.mac)
+    return fail(env.ifname + " has MAC " + net::format_mac(l.mac) + " but the dataplane delivers its traffic to " +
+                ep.spec().mac() + " (registered at ADD): a plugin after vxfed changed the MAC; request the MAC "
+                "from vxfed (CNI_ARGS MAC, runtimeConfig.mac or args.cni.mac) instead");
 
   if (auto r = bandwidth_check(conf, env.container_id, env.ifname, env.netns); !r) return r.error();
   IpamDelegate ipam(conf, env);

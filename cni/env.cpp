@@ -89,7 +89,7 @@ Expected<std::map<std::string, std::string>> parse_cni_args(const std::string& a
     for (const auto& [key, value] : out) {
       if (key == "IgnoreUnknown") continue;
       const auto& known = pod_arg_keys();
-      if (std::find(known.begin(), known.end(), key) == known.end())
+      if (std::find(known.begin(), known.end(), key) == known.end() && key != "MAC" && key != "IP")
         return cni_error(kInvalidEnv, "CNI_ARGS: unknown key '" + key +
                                           "' (add IgnoreUnknown=true to pass keys vxfed ignores)");
     }

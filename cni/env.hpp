@@ -38,7 +38,8 @@ std::optional<std::string> validate_container_id(const std::string& id);  // err
 std::optional<std::string> validate_ifname(const std::string& name);
 
 // "IgnoreUnknown=true;K8S_POD_NAMESPACE=ns" -> map. Keys we do not know are refused unless
-// IgnoreUnknown is true/1 (the reference plugins' rule).
+// IgnoreUnknown is true/1 (the reference plugins' rule). Known: the K8S_POD_* keys, MAC and
+// IP (cni/requested.hpp).
 Expected<std::map<std::string, std::string>> parse_cni_args(const std::string& args);
 
 // The K8S_POD_* keys we copy into vxfedd's EndpointSpec.pod.

@@ -23,8 +23,10 @@ PACKAGES=(
   containernetworking-plugins procps psmisc kmod ethtool
   # BGP
   frr frr-pythontools
-  # the container image (scripts/build-image.sh) and the tests that run it
-  mmdebstrap podman runc
+  # the container image (scripts/build-image.sh) and the tests that run it; podman's CNI
+  # backend as a real runtime for the CNI tests (harness/vxfed_harness/podman.py), whose
+  # image is a busybox-static root filesystem
+  mmdebstrap podman runc busybox-static
 )
 
 missing=()
