@@ -23,6 +23,19 @@ Result<std::uint32_t> NeighborCache::slot_for(std::uint32_t ip_be) {
   return slot;
 }
 
+Status NeighborCache::set_routers(const std::vector<std::uint32_t>& ips_be) {
+  if (ips_be.size() > kMaxRouters)
+    return make_error("at most " + std::to_string(kMaxRouters) + " underlay routers (--underlay-gateway and "
+                      "--underlay-route next hops), got " + std::to_string(ips_be.size()));
+  router_count_ = 0;
+  for (const std::uint32_t ip : ips_be) {
+    auto slot = slot_for(ip);
+    if (!slot) return make_error(slot.error());
+    routers_[router_count_++] = RouterSlot{ip, *slot};
+  }
+  return {};
+}
+
 std::optional<std::uint32_t> NeighborCache::find_slot(std::uint32_t ip_be) const {
   if (auto it = slot_of_.find(ip_be); it != slot_of_.end()) return it->second;
   return std::nullopt;

@@ -6,6 +6,7 @@
 // process) and collects 'wanted' slots to send ARP requests.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -45,6 +46,9 @@ class NeighborCache {
   // without a slot and for static entries. Returns whether the cache changed.
   bool learn(std::uint32_t ip_be, const wire::MacAddress& mac);
   std::optional<wire::MacAddress> lookup(std::uint32_t ip_be) const;
+  // Underlay routers (not VTEPs) whose ARP replies and announcements the workers learn like a
+  // VTEP's: gives each a slot. Call before the workers start; at most kMaxRouters.
+  Status set_routers(const std::vector<std::uint32_t>& ips_be);
   std::uint32_t size() const { return static_cast<std::uint32_t>(ips_.size()); }
   std::uint32_t capacity() const { return capacity_; }
 
@@ -62,12 +66,25 @@ class NeighborCache {
   }
   // Learns from an ARP packet a worker saw (sender of a reply or request on the uplink).
   void learn_slot(std::uint32_t slot, const wire::MacAddress& mac);
+  // The slot of a router given to set_routers (ARP path only: a short linear search).
+  const std::uint32_t* router_slot(std::uint32_t ip_be) const {
+    for (std::uint32_t i = 0; i < router_count_; ++i)
+      if (routers_[i].ip_be == ip_be) return &routers_[i].slot;
+    return nullptr;
+  }
+
+  static constexpr std::uint32_t kMaxRouters = 16;
 
  private:
   std::uint32_t capacity_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> words_;
   std::vector<std::uint32_t> ips_;                           // slot -> ip (network order)
   std::unordered_map<std::uint32_t, std::uint32_t> slot_of_; // ip -> slot
+  struct RouterSlot {
+    std::uint32_t ip_be = 0, slot = 0;
+  };
+  std::array<RouterSlot, kMaxRouters> routers_{};  // written before the workers start only
+  std::uint32_t router_count_ = 0;
 };
 
 }  // namespace vxfed::dataplane

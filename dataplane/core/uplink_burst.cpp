@@ -15,10 +15,14 @@ namespace {
 [[gnu::noinline]] void uplink_arp(const ForwardingTables& t, rte_mbuf* m, const ArpFields& arp,
                        TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
-  // Any ARP from a known VTEP tells us its MAC (replies to our requests, and its requests).
+  // Any ARP from a known VTEP or underlay router tells us its MAC (replies to our requests,
+  // and its requests and announcements).
   bool learned = false;
   if (const std::uint32_t* v = t.vtep_index(arp.sender_ip_be)) {
     t.neighbors().learn_slot(t.vtep(*v).neighbor_slot, arp.sender_mac);
+    learned = true;
+  } else if (const std::uint32_t* r = t.neighbors().router_slot(arp.sender_ip_be)) {
+    t.neighbors().learn_slot(*r, arp.sender_mac);
     learned = true;
   }
   if (arp.opcode == kArpOpRequest && arp.target_ip_be == t.local_vtep_ip_be()) {

@@ -20,10 +20,9 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   std::unique_ptr<Dataplane> d(new Dataplane());
   d->options_ = options;
   d->workers_ = options.queues;
-  // The options' text through common/net, held in network order as the packet path uses it.
-  const auto vtep = net::Ipv4Addr::parse(options.vtep_ip);
-  if (!vtep) return make_error("--vtep-ip: " + vtep.error());
-  d->vtep_ip_be_ = vtep->to_network();
+  // parse_options checked the option values (Options::parsed); the packet path keeps
+  // network order.
+  d->vtep_ip_be_ = options.parsed.vtep.to_network();
 
   // Lcores: the main one is the control thread, then one per worker.
   if (rte_lcore_count() < d->workers_ + 1)
@@ -31,33 +30,6 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
                       std::to_string(d->workers_ + 1) + " EAL lcores (control + workers), got " +
                       std::to_string(rte_lcore_count()) + ": give e.g. -l 0-" +
                       std::to_string(d->workers_));
-
-  ArpResolver::Underlay underlay;
-  if (!options.underlay_gateway.empty()) {
-    const auto gw = net::Ipv4Addr::parse(options.underlay_gateway);
-    if (!gw) return make_error("--underlay-gateway: " + gw.error());
-    underlay.gateway_be = gw->to_network();
-    bool static_gw = false;
-    for (const auto& n : options.static_neighbors)
-      if (n.substr(0, n.find('=')) == options.underlay_gateway) static_gw = true;
-    if (!static_gw)
-      return make_error("--underlay-gateway " + options.underlay_gateway +
-                        " needs its MAC as --static-neighbor " + options.underlay_gateway + "=MAC");
-  }
-  if (!options.underlay_subnet.empty()) {
-    const auto subnet = net::Ipv4Prefix::parse(options.underlay_subnet);
-    if (!subnet) return make_error("--underlay-subnet: " + subnet.error());
-    underlay.subnet_be = subnet->network().to_network();
-    underlay.mask_be = net::Ipv4Addr{subnet->mask()}.to_network();
-  }
-  for (const auto& n : options.static_neighbors) {
-    const auto eq = n.find('=');
-    if (eq == std::string::npos) return make_error("--static-neighbor '" + n + "': expected IP=MAC");
-    if (auto ip = net::Ipv4Addr::parse(n.substr(0, eq)); !ip)
-      return make_error("--static-neighbor '" + n + "': " + ip.error());
-    if (auto mac = net::parse_mac(n.substr(eq + 1)); !mac)
-      return make_error("--static-neighbor '" + n + "': " + mac.error());
-  }
 
   auto ports = Ports::create(options, d->workers_);
   if (!ports) return make_error(ports.error());
@@ -124,8 +96,10 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   }
 
   Dataplane* self = d.get();
-  d->arp_ = std::make_unique<ArpResolver>(d->neighbors_, underlay,
-                                          [self](std::uint32_t ip) { return self->send_arp_request(ip); });
+  auto arp = ArpResolver::create(d->neighbors_, options.parsed.underlay,
+                                 [self](std::uint32_t ip) { return self->send_arp_request(ip); });
+  if (!arp) return make_error(arp.error());
+  d->arp_ = std::move(*arp);
   if (!options.api_socket.empty()) {
     auto api = ApiServer::create(options.api_socket, [self](const v1::DataplaneRequest& rq, v1::DataplaneResponse& rs) {
       self->handle(rq, rs);

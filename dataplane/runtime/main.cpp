@@ -12,13 +12,48 @@
 #include <spdlog/spdlog.h>
 
 #include "dataplane/runtime/dataplane.hpp"
+#include "dataplane/runtime/eal_args.hpp"
 #include "dataplane/runtime/options.hpp"
+#include "dataplane/runtime/tables_json.hpp"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 
 void on_signal(int) { g_stop.store(true); }
+
+// --check: what a start would refuse of the command line, without EAL, ports or sockets.
+int check_only(const char* argv0, const std::vector<std::string>& eal_args,
+               const vxfed::dataplane::Options& options) {
+  using namespace vxfed::dataplane;
+  const auto fail = [&](const std::string& why) {
+    std::cerr << argv0 << " --check: " << why << "\n";
+    return 2;
+  };
+  auto eal = parse_eal_args(eal_args);
+  if (!eal) return fail(eal.error());
+  if (auto st = check_eal_for_options(*eal, options); !st) return fail(st.error());
+  std::size_t tables = 0;
+  if (!options.tables_file.empty()) {
+    auto snapshot = snapshot_from_file(options.tables_file);
+    if (!snapshot) return fail("--tables-file: " + snapshot.error());
+    tables = static_cast<std::size_t>(snapshot->tables().endpoints_size());
+  }
+  std::cout << argv0 << " --check: valid: uplink " << options.uplink << ", VTEP " << options.parsed.vtep.str()
+            << ", " << options.queues << " worker(s) + the control thread on "
+            << (eal->lcores ? std::to_string(*eal->lcores) + " lcores" : std::string("every CPU (no -l/--lcores)"))
+            << ", MTU " << options.mtu;
+  const auto& u = options.parsed.underlay;
+  if (u.routed()) {
+    std::cout << ", underlay routed:";
+    if (u.subnet()) std::cout << " on-link " << u.subnet()->str();
+    if (u.gateway()) std::cout << " gateway " << u.gateway()->str();
+    for (const auto& r : u.routes()) std::cout << " " << r.prefix.str() << "=" << (r.via ? r.via->str() : "direct");
+  }
+  if (!options.tables_file.empty()) std::cout << ", --tables-file with " << tables << " endpoint(s)";
+  std::cout << "\n";
+  return 0;
+}
 
 }  // namespace
 
@@ -44,6 +79,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const Options& options = parsed->options;
+  if (options.check) return check_only(argv[0], std::vector<std::string>(argv + 1, argv + split), options);
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [vxfed-dataplane] [%l] %v");
 

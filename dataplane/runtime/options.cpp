@@ -56,11 +56,16 @@ void add_options(CLI::App& app, Options& o) {
                  "({\"generation\":1,\"tables\":{...}}) or a bare Tables object, protobuf JSON "
                  "mapping of proto/dataplane.proto");
   app.add_option("--underlay-gateway", o.underlay_gateway,
-                 "underlay next hop (IPv4) for remote VTEPs outside --underlay-subnet; give its "
-                 "MAC with --static-neighbor GATEWAY=MAC (on-link VTEPs are resolved by ARP)");
+                 "underlay router (IPv4, on-link) for remote VTEPs outside --underlay-subnet: "
+                 "their frames go to its MAC, resolved by ARP (or given with --static-neighbor "
+                 "GATEWAY=MAC)");
   app.add_option("--underlay-subnet", o.underlay_subnet,
                  "CIDR of VTEPs reachable on-link (ARP for the VTEP itself); default: all "
                  "VTEPs are on-link unless --underlay-gateway is set");
+  app.add_option("--underlay-route", o.underlay_routes,
+                 "VTEP=NEXTHOP or PREFIX=NEXTHOP (repeatable): the VTEP, or the VTEPs in PREFIX, "
+                 "are reached through the on-link router NEXTHOP, or on-link with NEXTHOP "
+                 "'direct'; overrides --underlay-subnet/--underlay-gateway, longest prefix first");
   app.add_option("--static-neighbor", o.static_neighbors,
                  "IP=MAC static underlay neighbour (repeatable); merged with the tables' "
                  "neighbors, which win on conflict");
@@ -110,6 +115,37 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
+  app.add_flag("--check", o.check,
+               "dry run: check the EAL arguments and these options as a start would (lcores for "
+               "--queues, the uplink's device, addresses, next hops, --tables-file), print what "
+               "would run and exit: 0 valid, 2 not; touches nothing (no EAL, no ports, no socket)");
+}
+
+// The values behind the texts; every error names its option.
+Status parse_values(Options& o) {
+  auto vtep = net::Ipv4Addr::parse(o.vtep_ip);
+  if (!vtep) return make_error("--vtep-ip: " + vtep.error());
+  o.parsed.vtep = *vtep;
+  auto underlay = Underlay::parse(o.underlay_subnet, o.underlay_gateway, o.underlay_routes);
+  if (!underlay) return make_error(underlay.error());
+  o.parsed.underlay = std::move(*underlay);
+  for (const auto& n : o.static_neighbors) {
+    const auto eq = n.find('=');
+    if (eq == std::string::npos) return make_error("--static-neighbor '" + n + "': expected IP=MAC");
+    auto ip = net::Ipv4Addr::parse(n.substr(0, eq));
+    if (!ip) return make_error("--static-neighbor '" + n + "': " + ip.error());
+    auto mac = net::parse_mac(n.substr(eq + 1));
+    if (!mac) return make_error("--static-neighbor '" + n + "': " + mac.error());
+    if (!net::is_unicast(*mac)) return make_error("--static-neighbor '" + n + "': the MAC must be unicast");
+    o.parsed.static_neighbors.emplace_back(*ip, *mac);
+  }
+  for (const auto& a : o.endpoint_port_args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
+      return make_error("--endpoint-port '" + a + "': expected IFACE=PORTNAME");
+    o.endpoint_ports[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  return {};
 }
 
 }  // namespace
@@ -142,12 +178,7 @@ Result<ParseOutcome> parse_options(const std::string& argv0, const std::vector<s
   } catch (const CLI::ParseError& e) {
     return make_error(std::string(e.what()) + " (see --help)");
   }
-  for (const auto& a : outcome.options.endpoint_port_args) {
-    const auto eq = a.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
-      return make_error("--endpoint-port '" + a + "': expected IFACE=PORTNAME");
-    outcome.options.endpoint_ports[a.substr(0, eq)] = a.substr(eq + 1);
-  }
+  if (auto st = parse_values(outcome.options); !st) return make_error(st.error());
   return outcome;
 }
 

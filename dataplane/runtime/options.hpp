@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "common/net/ipv4.hpp"
+#include "common/net/mac.hpp"
 #include "common/result.hpp"
+#include "dataplane/runtime/underlay.hpp"
 
 namespace vxfed::dataplane {
 
@@ -20,6 +23,7 @@ struct Options {
   std::string tables_file;            // Snapshot/Tables JSON applied at start-up (empty: none)
   std::string underlay_gateway;       // next hop for VTEPs off the underlay subnet
   std::string underlay_subnet;        // CIDR of on-link VTEPs (ARP for the VTEP itself)
+  std::vector<std::string> underlay_routes;           // "VTEP=NEXTHOP", "PREFIX=NEXTHOP|direct"
   std::vector<std::string> static_neighbors;          // "IP=MAC"
   std::map<std::string, std::string> endpoint_ports;  // iface -> existing DPDK port name
   std::vector<std::string> endpoint_port_args;        // "IFACE=PORTNAME" as given
@@ -34,10 +38,20 @@ struct Options {
   std::string idle_wait = "auto";     // auto: block on af_packet sockets when possible; sleep: timed naps
   std::string log_level = "info";
   bool print_counters_on_exit = true;
+  bool check = false;                 // --check: validate everything, touch nothing, exit
+
+  // What parse_options read from the texts above (checked: a start never fails on these).
+  struct Parsed {
+    net::Ipv4Addr vtep;
+    Underlay underlay;
+    std::vector<std::pair<net::Ipv4Addr, net::Mac>> static_neighbors;
+  } parsed;
 };
 
-// Parses our options (argv after `--`). `argv0` is the program name for the usage text.
-// A parse error returns a message; --help returns ParseOutcome::help with the text.
+// Parses our options (argv after `--`) and checks their values (addresses, the underlay's
+// next hops, static neighbours, endpoint ports), filling Options::parsed. `argv0` is the
+// program name for the usage text. A parse error returns a message naming the option; --help
+// returns ParseOutcome::help with the text.
 struct ParseOutcome {
   Options options;
   bool help = false;

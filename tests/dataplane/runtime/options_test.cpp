@@ -147,5 +147,41 @@ TEST(DataplaneOptions, EndpointPortNeedsIfaceAndPortName) {
   }
 }
 
+// The values behind the texts are checked at parse time (Options::parsed), so a start and
+// `--check` refuse the same things.
+TEST(DataplaneOptions, ValuesAreCheckedAndKept) {
+  auto r = parse(required_plus({"--underlay-subnet", "198.18.0.0/24", "--underlay-gateway", "198.18.0.254",
+                                "--underlay-route", "198.18.7.0/24=198.18.0.253", "--underlay-route",
+                                "198.18.7.7=direct", "--static-neighbor", "198.18.0.254=02:00:00:00:00:fe",
+                                "--check"}));
+  ASSERT_TRUE(r.ok()) << r.error();
+  const Options& o = r->options;
+  EXPECT_TRUE(o.check);
+  EXPECT_EQ(o.underlay_routes, (std::vector<std::string>{"198.18.7.0/24=198.18.0.253", "198.18.7.7=direct"}));
+  EXPECT_EQ(o.parsed.vtep.str(), "198.18.0.1");
+  EXPECT_EQ(o.parsed.underlay.next_hop(*net::Ipv4Addr::parse("198.18.7.1")).str(), "198.18.0.253");
+  EXPECT_EQ(o.parsed.underlay.next_hop(*net::Ipv4Addr::parse("198.18.7.7")).str(), "198.18.7.7");
+  EXPECT_EQ(o.parsed.underlay.next_hop(*net::Ipv4Addr::parse("198.18.9.1")).str(), "198.18.0.254");
+  ASSERT_EQ(o.parsed.static_neighbors.size(), 1u);
+  EXPECT_EQ(net::format_mac(o.parsed.static_neighbors[0].second), "02:00:00:00:00:fe");
+  // A gateway no longer needs a static MAC: it is ARPed for.
+  EXPECT_TRUE(parse(required_plus({"--underlay-gateway", "198.18.0.254"})).ok());
+
+  const std::vector<std::pair<Args, const char*>> bad = {
+      {{"--uplink", "0", "--vtep-ip", "198.18.0.01"}, "--vtep-ip: "},
+      {required_plus({"--underlay-subnet", "198.18.0.0/24", "--underlay-gateway", "10.0.0.1"}), "is not on-link"},
+      {required_plus({"--underlay-route", "198.18.7.0/24"}), "expected VTEP=NEXTHOP"},
+      {required_plus({"--static-neighbor", "198.18.0.2"}), "expected IP=MAC"},
+      {required_plus({"--static-neighbor", "198.18.0.2=02:00:00:00:00"}), "--static-neighbor '198.18.0.2=02:00:00:00:00': "},
+      {required_plus({"--static-neighbor", "198.18.0.2=ff:ff:ff:ff:ff:ff"}), "must be unicast"},
+      {required_plus({"--endpoint-port", "veth-a"}), "expected IFACE=PORTNAME"},
+  };
+  for (const auto& [args, expect] : bad) {
+    auto e = parse(args);
+    ASSERT_FALSE(e.ok()) << expect;
+    EXPECT_NE(e.error().find(expect), std::string::npos) << e.error();
+  }
+}
+
 }  // namespace
 }  // namespace vxfed::dataplane
