@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "cni/bandwidth_hook.hpp"
 #include "cni/cni_result.hpp"
 #include "cni/commands.hpp"
+#include "cni/conf_check.hpp"
 #include "cni/env.hpp"
 #include "cni/netconf.hpp"
 #include "cni/version.hpp"
@@ -56,8 +58,33 @@ int main(int argc, char** argv) {
     CLI::App app{"vxfed CNI plugin (CNI 0.3.0-1.1.0). Run by a container runtime with CNI_* "
                  "environment variables and the network configuration on stdin; see docs/cni.md."};
     bool version = false;
+    std::string check;
     app.add_flag("--version", version, "print the supported CNI versions");
+    app.add_option("--check", check,
+                   "dry run: read FILE (- for stdin), a conflist or a vxfed network configuration, as a runtime "
+                   "would pass it; print a summary and exit 0, or the problem and exit 2");
     CLI11_PARSE(app, argc, argv);
+    if (!check.empty()) {
+      std::string text;
+      if (check == "-") {
+        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      } else {
+        std::ifstream in(check);
+        if (!in) {
+          std::cerr << "vxfed --check: cannot read " << check << "\n";
+          return 2;
+        }
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
+      auto summary = cni::check_network_file(text);
+      if (!summary) {
+        std::cerr << "vxfed --check: " << check << ": " << summary.error().msg
+                  << (summary.error().details.empty() ? "" : " (" + summary.error().details + ")") << "\n";
+        return 2;
+      }
+      std::cout << "vxfed --check: valid: " << *summary << "\n";
+      return 0;
+    }
     if (version) {
       auto info = cni::write_version_info(cni::kLatestVersion);
       info["bandwidthEnforcement"] = "ebpf";

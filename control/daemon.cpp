@@ -9,6 +9,7 @@
 
 #include "control/api_handler.hpp"
 #include "control/bpf_reconcile.hpp"
+#include "control/config_overrides.hpp"
 #include "control/api_server.hpp"
 #include "control/dataplane_client.hpp"
 #include "control/federation_link.hpp"
@@ -139,7 +140,7 @@ struct Daemon::Impl {
 
   void reload() {
     log->info("SIGHUP: reloading {}", options.config_path);
-    auto loaded = load_config(options.config_path);
+    auto loaded = load_config(options.config_path, NodeOverrides{options.node_name, options.vtep_ip});
     if (!loaded) {
       ++reload_failures;
       log->error("config reload refused, keeping the running config: {}", loaded.error());

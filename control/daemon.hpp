@@ -21,6 +21,8 @@ struct DaemonOptions {
   std::optional<std::string> socket;      // overrides daemon.socket
   std::optional<std::string> state_dir;   // overrides daemon.state_dir
   std::optional<std::string> log_level;   // overrides daemon.log_level
+  std::optional<std::string> node_name;   // overrides node.name (control/config_overrides.hpp)
+  std::optional<std::string> vtep_ip;     // overrides node.vtep_ip
 };
 
 // Applies command-line overrides to a loaded config.

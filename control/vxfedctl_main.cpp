@@ -31,7 +31,14 @@ struct Globals {
   std::string socket = "/run/vxfed/vxfedd.sock";
   bool json = false;
   int timeout_ms = 5000;
+  bool check = false;  // --check: parse the command line, call nothing
 };
+
+// --check (a dry run for manifests and probes): the command line parsed, nothing called.
+int check_only(const Globals& g, const std::string& command) {
+  std::cout << "vxfedctl --check: valid: " << command << " on " << g.socket << (g.json ? " (json)" : "") << "\n";
+  return 0;
+}
 
 json to_json(const google::protobuf::Message& message) {
   std::string text;
@@ -357,21 +364,22 @@ int main(int argc, char** argv) {
   app.add_option("-s,--socket", g.socket, "vxfedd API socket")->capture_default_str();
   app.add_flag("-j,--json", g.json, "machine-readable JSON output");
   app.add_option("--timeout-ms", g.timeout_ms, "per-call timeout")->capture_default_str();
+  app.add_flag("--check", g.check, "dry run: parse the command line and exit 0 without calling vxfedd (2: usage error)");
 
   int result = kOk;
   auto* status = app.add_subcommand("status", "daemon, dataplane and BGP state (exit 4 when the dataplane is not ready)");
-  status->callback([&] { result = cmd_status(g); });
+  status->callback([&] { result = g.check ? check_only(g, "status") : cmd_status(g); });
 
   std::string network_name;
   auto* networks = app.add_subcommand("networks", "networks with their VNI, subnet, gateway, endpoints, remote CIDRs");
   networks->add_option("name", network_name, "show only this network");
-  networks->callback([&] { result = cmd_networks(g, network_name); });
+  networks->callback([&] { result = g.check ? check_only(g, "networks") : cmd_networks(g, network_name); });
 
-  app.add_subcommand("vnis", "VNI allocations: allocated, pinned, held down")->callback([&] { result = cmd_vnis(g); });
-  app.add_subcommand("endpoints", "pod attachments and whether the dataplane has them")->callback([&] { result = cmd_endpoints(g); });
-  app.add_subcommand("routes", "remote routes in effect (static and BGP)")->callback([&] { result = cmd_routes(g); });
-  app.add_subcommand("peers", "BGP peers and their sessions")->callback([&] { result = cmd_peers(g); });
-  app.add_subcommand("stats", "dataplane counters: per port, per VNI, drops by reason")->callback([&] { result = cmd_stats(g); });
+  app.add_subcommand("vnis", "VNI allocations: allocated, pinned, held down")->callback([&] { result = g.check ? check_only(g, "vnis") : cmd_vnis(g); });
+  app.add_subcommand("endpoints", "pod attachments and whether the dataplane has them")->callback([&] { result = g.check ? check_only(g, "endpoints") : cmd_endpoints(g); });
+  app.add_subcommand("routes", "remote routes in effect (static and BGP)")->callback([&] { result = g.check ? check_only(g, "routes") : cmd_routes(g); });
+  app.add_subcommand("peers", "BGP peers and their sessions")->callback([&] { result = g.check ? check_only(g, "peers") : cmd_peers(g); });
+  app.add_subcommand("stats", "dataplane counters: per port, per VNI, drops by reason")->callback([&] { result = g.check ? check_only(g, "stats") : cmd_stats(g); });
 
   v1::NetworkSpec spec;
   std::string name, subnet, gateway;
@@ -397,13 +405,13 @@ int main(int argc, char** argv) {
       if (eq == std::string::npos) throw CLI::ValidationError("--label", "'" + l + "' must be KEY=VALUE");
       (*spec.mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
     }
-    result = cmd_add_network(g, spec);
+    result = g.check ? check_only(g, "add-network") : cmd_add_network(g, spec);
   });
 
   std::string remove_name;
   auto* remove = app.add_subcommand("remove-network", "remove a network added at run time (it must have no endpoints)");
   remove->add_option("name", remove_name, "network name")->required();
-  remove->callback([&] { result = cmd_remove_network(g, remove_name); });
+  remove->callback([&] { result = g.check ? check_only(g, "remove-network") : cmd_remove_network(g, remove_name); });
 
   v1::EndpointSpec ep;
   std::string ep_cid, ep_ifname = "net1", ep_network, ep_ip, ep_mac, ep_iface;
@@ -421,21 +429,27 @@ int main(int argc, char** argv) {
     ep.set_ip(ep_ip);
     ep.set_mac(ep_mac);
     ep.set_host_iface(ep_iface);
-    result = cmd_attach(g, ep);
+    result = g.check ? check_only(g, "attach") : cmd_attach(g, ep);
   });
   std::string det_cid, det_ifname = "net1";
   auto* detach = app.add_subcommand("detach", "detach an endpoint (what the CNI plugin does on DEL; unknown is fine)");
   detach->add_option("container_id", det_cid, "container id")->required();
   detach->add_option("--ifname", det_ifname, "interface name inside the pod")->capture_default_str();
-  detach->callback([&] { result = cmd_detach(g, det_cid, det_ifname); });
+  detach->callback([&] { result = g.check ? check_only(g, "detach") : cmd_detach(g, det_cid, det_ifname); });
 
   std::string dp_socket = "/run/vxfed/dataplane.sock";
   auto* dump = app.add_subcommand("dump-dataplane", "ask vxfed-dataplane for the tables it runs (DumpTables)");
   dump->add_option("--dataplane-socket", dp_socket, "vxfed-dataplane --api-socket")->capture_default_str();
-  dump->callback([&] { result = cmd_dump_dataplane(g, dp_socket); });
+  dump->callback([&] { result = g.check ? check_only(g, "dump-dataplane") : cmd_dump_dataplane(g, dp_socket); });
 
+  // --check is taken out before parsing: the subcommands' callbacks run while CLI11 parses.
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) {
+    if (std::string(argv[i]) == "--check") g.check = true;
+    else args.emplace_back(argv[i]);
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(args);  // CLI11 takes the arguments reversed
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kUsage;

@@ -12,6 +12,7 @@
 #include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "control/config_overrides.hpp"
 #include "control/daemon.hpp"
 #include "control/daemon_config.hpp"
 
@@ -58,19 +59,24 @@ void report_ready(int& fd, char status) {
 int main(int argc, char** argv) {
   CLI::App app{"vxfedd: the vxfed node control daemon (networks, VNIs, endpoints, routes -> vxfed-dataplane)"};
   vxfed::control::DaemonOptions options;
-  std::string check_config, socket, state_dir, log_level;
-  bool foreground = false;
+  std::string check_config, socket, state_dir, log_level, node_name, vtep_ip;
+  bool foreground = false, check = false;
   app.add_option("-c,--config", options.config_path, "YAML config file (see docs/vxfedd.example.yaml)");
   app.add_option("--check-config", check_config, "validate FILE and exit: 0 valid, 2 invalid");
   app.add_option("--state-dir", state_dir, "persistent state (VNIs, networks, endpoints); default daemon.state_dir, /var/lib/vxfed");
   app.add_option("--socket", socket, "API socket; default daemon.socket, /run/vxfed/vxfedd.sock");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error; default daemon.log_level");
+  app.add_option("--node-name", node_name, "this node's name; overrides node.name of the config (which may then be left out)");
+  app.add_option("--vtep-ip", vtep_ip, "this node's VTEP address; overrides node.vtep_ip of the config (which may then be left out)");
   app.add_flag("-f,--foreground", foreground, "stay in the foreground and log to stderr (default: daemonize, log to syslog)");
+  app.add_flag("--check", check,
+               "dry run: read the command line and the config as a start would, print what would run and exit: 0 "
+               "valid, 2 not; touches nothing (no state dir, socket, dataplane, FRR or eBPF)");
   app.set_version_flag("--version", vxfed::control::kVersion);
   CLI11_PARSE(app, argc, argv);
 
   if (!check_config.empty()) {
-    auto config = vxfed::control::load_config(check_config);
+    auto config = vxfed::control::load_config(check_config, vxfed::control::NodeOverrides{});
     if (!config) {
       std::cerr << "vxfedd: invalid config: " << config.error() << "\n";
       return 2;
@@ -93,12 +99,23 @@ int main(int argc, char** argv) {
     options.log_level = log_level;
   }
 
-  auto config = vxfed::control::load_config(options.config_path);
+  if (!node_name.empty()) options.node_name = node_name;
+  if (!vtep_ip.empty()) options.vtep_ip = vtep_ip;
+
+  auto config = vxfed::control::load_config(options.config_path, {options.node_name, options.vtep_ip});
   if (!config) {
     std::cerr << "vxfedd: invalid config, not starting: " << config.error() << "\n";
     return 2;
   }
   vxfed::control::apply_overrides(*config, options);
+  if (check) {
+    std::cout << "vxfedd --check: valid: node " << config->node.name << " (VTEP " << config->node.vtep_ip
+              << "), cluster " << config->cluster.name << ", " << config->networks.size() << " network(s), "
+              << config->pools.size() << " VNI pool(s), state dir " << config->daemon.state_dir << ", socket "
+              << config->daemon.socket << ", dataplane " << config->dataplane.socket
+              << (config->bgp && !config->bgp.IsNull() ? ", bgp section present" : "") << "\n";
+    return 0;
+  }
 
   int ready_fd = -1;
   std::shared_ptr<spdlog::logger> log;

@@ -1,0 +1,61 @@
+#include "cni/conf_check.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "cni/netconf.hpp"
+
+namespace vxfed::cni {
+
+namespace {
+
+Expected<std::string> check_vxfed(const nlohmann::json& conf, const std::string& where) {
+  auto parsed = parse_netconf(conf.dump());
+  if (!parsed) return cni_error(parsed.error().code, where + ": " + parsed.error().msg, parsed.error().details);
+  std::string s = "vxfed network " + parsed->network;
+  s += parsed->ipam_type.empty() ? ", no IPAM" : ", " + parsed->ipam_type + " IPAM";
+  return s;
+}
+
+}  // namespace
+
+Expected<std::string> check_network_file(const std::string& text) {
+  const auto json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) return cni_error(kDecodeFailure, "not a JSON object");
+  if (!json.contains("plugins")) {
+    if (json.value("type", "") != "vxfed")
+      return cni_error(kInvalidConfig, "a single network configuration whose type is not vxfed");
+    return check_vxfed(json, "the configuration");
+  }
+  const auto& plugins = json["plugins"];
+  if (!plugins.is_array() || plugins.empty()) return cni_error(kInvalidConfig, "plugins: must be a non-empty array");
+  if (!json.contains("name") || !json["name"].is_string() || json["name"].get<std::string>().empty())
+    return cni_error(kInvalidConfig, "name: a conflist needs a name");
+  if (!json.contains("cniVersion") || !json["cniVersion"].is_string())
+    return cni_error(kInvalidConfig, "cniVersion: a conflist needs a cniVersion");
+  std::string summary = "conflist " + json["name"].get<std::string>() + " (" + json["cniVersion"].get<std::string>() + "):";
+  bool any_vxfed = false;
+  for (std::size_t i = 0; i < plugins.size(); ++i) {
+    const std::string where = "plugins[" + std::to_string(i) + "]";
+    const auto& p = plugins[i];
+    if (!p.is_object() || !p.contains("type") || !p["type"].is_string() || p["type"].get<std::string>().empty())
+      return cni_error(kInvalidConfig, where + ": a plugin needs a type");
+    const std::string type = p["type"].get<std::string>();
+    summary += (i ? "; " : " ");
+    if (type != "vxfed") {
+      summary += type;
+      continue;
+    }
+    if (i != 0) return cni_error(kInvalidConfig, where + ": vxfed must be the first plugin of a conflist (it creates the interface)");
+    nlohmann::json conf = p;
+    conf["name"] = json["name"];
+    conf["cniVersion"] = json["cniVersion"];
+    auto one = check_vxfed(conf, where);
+    if (!one) return one.error();
+    summary += *one;
+    any_vxfed = true;
+  }
+  if (!any_vxfed) return cni_error(kInvalidConfig, "no vxfed plugin in the conflist");
+  return summary;
+}
+
+}  // namespace vxfed::cni
