@@ -4,7 +4,13 @@
 # over the old one, so a container runtime never executes a half-written binary nor reads half
 # a config. Run by the DaemonSet's init container (deploy/vxfed-daemonset.yaml); idempotent.
 #
-#   install-cni.sh [--bin-src F] [--bin-dir D] [--conf-src F] [--conf-dir D] [--conf-name N]
+#   install-cni.sh [--check] [--bin-src F] [--bin-dir D] [--conf-src F] [--conf-dir D] [--conf-name N]
+#
+# --conf-src "" installs the binary alone (Multus networks come from NADs instead).
+# The conflist's @RANGE_START@/@RANGE_END@ become $VXFED_IPAM_RANGE_START/_END (host-local
+# needs a range per node). --check: check the arguments, that the binary runs and that the
+# rendered conflist is one the plugin accepts (`vxfed --check`), print what would be installed
+# and exit 0 (2 when something is wrong); nothing is written.
 set -eu
 
 BIN_SRC=/opt/vxfed/bin/vxfed
@@ -12,22 +18,57 @@ BIN_DIR=/host/opt/cni/bin
 CONF_SRC=/etc/vxfed/cni/10-vxfed.conflist
 CONF_DIR=/host/etc/cni/net.d
 CONF_NAME=10-vxfed.conflist
+CHECK=0
 
+usage_error() { echo "install-cni.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --bin-src) BIN_SRC=$2; shift 2 ;;
-    --bin-dir) BIN_DIR=$2; shift 2 ;;
-    --conf-src) CONF_SRC=$2; shift 2 ;;
-    --conf-dir) CONF_DIR=$2; shift 2 ;;
-    --conf-name) CONF_NAME=$2; shift 2 ;;
-    *) echo "install-cni.sh: unknown option $1" >&2; exit 2 ;;
+    --check) CHECK=1; shift; continue ;;
+    --bin-src|--bin-dir|--conf-src|--conf-dir|--conf-name)
+      [ $# -ge 2 ] || usage_error "$1 needs a value" ;;
+    *) usage_error "unknown option $1" ;;
   esac
+  case "$1" in
+    --bin-src) BIN_SRC=$2 ;;
+    --bin-dir) BIN_DIR=$2 ;;
+    --conf-src) CONF_SRC=$2 ;;
+    --conf-dir) CONF_DIR=$2 ;;
+    --conf-name) CONF_NAME=$2 ;;
+  esac
+  shift 2
 done
+case "$CONF_NAME" in
+  */*|"") usage_error "--conf-name '$CONF_NAME' must be a file name" ;;
+  *.conflist|*.conf|*.json) ;;
+  *) usage_error "--conf-name '$CONF_NAME': runtimes read only *.conflist, *.conf and *.json" ;;
+esac
+for d in "$BIN_DIR" "$CONF_DIR"; do
+  case "$d" in /*) ;; *) usage_error "'$d' must be an absolute directory" ;; esac
+done
+
+# The binary must answer VERSION before it is put where runtimes look.
+[ -f "$BIN_SRC" ] || { echo "install-cni.sh: $BIN_SRC does not exist" >&2; exit 2; }
+CNI_COMMAND=VERSION "$BIN_SRC" </dev/null >/dev/null || { echo "install-cni.sh: $BIN_SRC does not run" >&2; exit 2; }
+
+# host-local hands out addresses per node: the range comes from the node (the DaemonSet sets
+# these from a per-node source); whereabouts needs no substitution (docs/cni.md).
+render() {
+  sed -e "s|@RANGE_START@|${VXFED_IPAM_RANGE_START:-10.244.1.2}|g" \
+      -e "s|@RANGE_END@|${VXFED_IPAM_RANGE_END:-10.244.1.254}|g" "$CONF_SRC"
+}
+if [ -n "$CONF_SRC" ]; then
+  [ -f "$CONF_SRC" ] || { echo "install-cni.sh: --conf-src $CONF_SRC does not exist" >&2; exit 2; }
+  render | "$BIN_SRC" --check - >/dev/null || { echo "install-cni.sh: $CONF_SRC is not a configuration vxfed accepts (above)" >&2; exit 2; }
+fi
+
+if [ "$CHECK" = 1 ]; then
+  echo "install-cni.sh --check: valid: $BIN_SRC -> $BIN_DIR/vxfed${CONF_SRC:+, $CONF_SRC -> $CONF_DIR/$CONF_NAME}"
+  exit 0
+fi
 
 # install_atomic SRC DIR NAME MODE
 install_atomic() {
   src=$1 dir=$2 name=$3 mode=$4
-  [ -f "$src" ] || { echo "install-cni.sh: $src does not exist" >&2; exit 1; }
   mkdir -p "$dir"
   tmp="$dir/.$name.tmp.$$"
   trap 'rm -f "$tmp"' EXIT INT TERM
@@ -39,15 +80,10 @@ install_atomic() {
   echo "install-cni.sh: installed $dir/$name"
 }
 
-# The binary must answer VERSION before it is put where runtimes look.
-CNI_COMMAND=VERSION "$BIN_SRC" </dev/null >/dev/null || { echo "install-cni.sh: $BIN_SRC does not run" >&2; exit 1; }
 install_atomic "$BIN_SRC" "$BIN_DIR" vxfed 0755
-if [ -n "$CONF_SRC" ] && [ -f "$CONF_SRC" ]; then
-  # host-local hands out addresses per node: the range comes from the node (the DaemonSet sets
-  # these from a per-node source); whereabouts needs no substitution (docs/cni.md).
+if [ -n "$CONF_SRC" ]; then
   rendered=$(mktemp)
-  sed -e "s|@RANGE_START@|${VXFED_IPAM_RANGE_START:-10.244.1.2}|g" \
-      -e "s|@RANGE_END@|${VXFED_IPAM_RANGE_END:-10.244.1.254}|g" "$CONF_SRC" > "$rendered"
+  render > "$rendered"
   install_atomic "$rendered" "$CONF_DIR" "$CONF_NAME" 0644
   rm -f "$rendered"
 fi

@@ -27,6 +27,8 @@ PACKAGES=(
   # backend as a real runtime for the CNI tests (harness/vxfed_harness/podman.py), whose
   # image is a busybox-static root filesystem
   mmdebstrap podman runc busybox-static
+  # the manifests' validation against the Kubernetes API types (tests/deploy)
+  python3-yaml python3-kubernetes
 )
 
 missing=()

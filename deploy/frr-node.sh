@@ -1,0 +1,107 @@
+#!/bin/bash
+# The FRR container's entrypoint (deploy/vxfed-daemonset.yaml): zebra with the FPM module
+# (dplane_fpm_nl: it streams the selected routes to vxfedd), bgpd and the other daemons asked
+# for, in the foreground as children of this script, so that the container ends (and the
+# kubelet restarts it) when any of them dies. vxfedd renders frr.conf into the shared config
+# directory and applies it with frr-reload.py through the vty sockets in the run directory;
+# a frr.conf already there (a container restart) is loaded once the daemons are up.
+#
+#   frr-node.sh [--check] [--conf-dir DIR] [--run-dir DIR] [--daemons zebra,bgpd[,bfdd][,staticd]]
+#
+# Defaults: --conf-dir /etc/frr, --run-dir /run/frr, --daemons zebra,bgpd,bfdd.
+# --check: check the arguments and that FRR (the daemons, the FPM module, vtysh, the frr
+# user) is there, print what would run and exit 0 (2 when something is wrong); nothing is
+# written or started. SIGTERM/SIGINT stop the daemons and exit 0.
+set -euo pipefail
+
+conf_dir=/etc/frr
+run_dir=/run/frr
+daemons=zebra,bgpd,bfdd
+check=0
+FRR_LIB=${FRR_LIB:-/usr/lib/frr}
+FRR_MODULES=${FRR_MODULES:-/usr/lib/x86_64-linux-gnu/frr/modules}
+
+usage_error() { echo "frr-node.sh: $*" >&2; exit 2; }
+while (($#)); do
+  case "$1" in
+    --check) check=1; shift ;;
+    --conf-dir|--run-dir|--daemons)
+      (($# >= 2)) || usage_error "$1 needs a value"
+      case "$1" in --conf-dir) conf_dir=$2 ;; --run-dir) run_dir=$2 ;; --daemons) daemons=$2 ;; esac
+      shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) usage_error "unknown argument $1" ;;
+  esac
+done
+for d in "$conf_dir" "$run_dir"; do
+  [[ $d == /* ]] || usage_error "'$d' must be an absolute directory"
+done
+IFS=, read -r -a list <<<"$daemons"
+[[ ${list[0]:-} == zebra ]] || usage_error "--daemons '$daemons': zebra must come first (the others connect to it)"
+declare -A seen=()
+for d in "${list[@]}"; do
+  case "$d" in zebra|bgpd|bfdd|staticd) ;; *) usage_error "--daemons: unknown daemon '$d' (zebra, bgpd, bfdd, staticd)" ;; esac
+  [[ -z ${seen[$d]:-} ]] || usage_error "--daemons: $d is listed twice"
+  seen[$d]=1
+done
+
+missing() { echo "frr-node.sh: $* (is FRR installed? the image has Debian's frr)" >&2; exit 2; }
+for d in "${list[@]}"; do [[ -x $FRR_LIB/$d ]] || missing "$FRR_LIB/$d not found"; done
+[[ -f $FRR_MODULES/dplane_fpm_nl.so ]] || missing "zebra's FPM module $FRR_MODULES/dplane_fpm_nl.so not found"
+command -v vtysh >/dev/null || missing "vtysh not found"
+getent passwd frr >/dev/null || missing "there is no user frr"
+
+if ((check)); then
+  echo "frr-node.sh --check: valid: ${list[*]} with config $conf_dir/frr.conf, sockets in $run_dir"
+  exit 0
+fi
+
+# The daemons drop privileges to frr:frr and then create their sockets and pid files in the run
+# directory; vxfedd writes frr.conf into the config directory (root, mode 0640: it may hold
+# BGP passwords), which the daemons read through vtysh.
+mkdir -p "$run_dir" "$conf_dir"
+chown frr:frr "$run_dir"
+chmod 0755 "$run_dir"
+# vtysh and frr-reload.py expect the integrated config (one frr.conf).
+[[ -f $conf_dir/vtysh.conf ]] || echo "service integrated-vtysh-config" > "$conf_dir/vtysh.conf"
+
+pids=()
+stop() {  # stop STATUS
+  trap - TERM INT
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait || true
+  exit "$1"
+}
+trap 'stop 0' TERM INT
+
+for d in "${list[@]}"; do
+  # Each daemon's own config file is empty: the configuration is frr.conf, applied via vtysh.
+  : > "$run_dir/$d.conf"
+  chown frr:frr "$run_dir/$d.conf"
+  extra=()
+  case "$d" in
+    zebra) extra=(-M dplane_fpm_nl -s 90000000) ;;   # FPM; a netlink buffer for full tables
+    bfdd) extra=(--bfdctl "$run_dir/bfdd.sock") ;;
+  esac
+  # -P 0: no TCP vty; --log stdout: the container's log.
+  "$FRR_LIB/$d" -u frr -g frr -P 0 -f "$run_dir/$d.conf" -i "$run_dir/$d.pid" -z "$run_dir/zserv.api" \
+    --vty_socket "$run_dir" --log stdout "${extra[@]}" &
+  pids+=($!)
+  # The next daemon connects to zebra: wait for its vty socket (at most 10 s).
+  for _ in $(seq 200); do [[ -S $run_dir/$d.vty ]] && break; kill -0 $! 2>/dev/null || break; sleep 0.05; done
+  [[ -S $run_dir/$d.vty ]] || { echo "frr-node.sh: $d did not come up" >&2; stop 1; }
+done
+echo "frr-node.sh: ${list[*]} up (sockets in $run_dir)"
+if [[ -s $conf_dir/frr.conf ]]; then
+  vtysh --vty_socket "$run_dir" --config_dir "$conf_dir" -b >/dev/null &&
+    echo "frr-node.sh: loaded $conf_dir/frr.conf" || echo "frr-node.sh: loading $conf_dir/frr.conf failed; vxfedd applies it again" >&2
+fi
+
+# Any daemon ending ends the container: the kubelet restarts it whole.
+set +e
+wait -n "${pids[@]}"
+rc=$?
+echo "frr-node.sh: a daemon exited (status $rc); stopping the others" >&2
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+wait
+exit 1
