@@ -16,6 +16,7 @@
 #include "cni/cni_result.hpp"
 #include "cni/delegate.hpp"
 #include "cni/netlink.hpp"
+#include "cni/node_block.hpp"
 #include "cni/offloads.hpp"
 #include "cni/records.hpp"
 #include "cni/requested.hpp"
@@ -131,7 +132,28 @@ struct Network {
   net::Ipv4Addr gateway;
   std::uint32_t mtu = 0;
   std::vector<net::Ipv4Prefix> remote;
+  std::optional<net::Ipv4Prefix> block;  // this node's block of the subnet; none: the whole subnet
 };
+
+// The config the IPAM plugin sees for ADD: this node's range filled in when it takes one.
+NetConf ipam_conf_for_add(const NetConf& conf, const Network& n) {
+  NetConf out = conf;
+  if (ipam_takes_node_range(conf.raw))
+    out.raw = with_node_range(conf.raw, n.subnet, n.block.value_or(n.subnet), n.gateway);
+  return out;
+}
+
+// The same for DEL, CHECK and GC: host-local wants valid ranges for them too, but then finds
+// the attachment's address by container id and ifname alone, so the attachment's own subnet
+// serves, or (nothing known about it) any subnet.
+NetConf ipam_conf_for_release(const NetConf& conf, const std::string& address) {
+  NetConf out = conf;
+  if (!ipam_takes_node_range(conf.raw)) return out;
+  const auto a = net::Ipv4Interface::parse(address);
+  const auto subnet = a ? a->prefix() : net::Ipv4Prefix::make(0, 0);
+  out.raw["ipam"]["ranges"] = nlohmann::json::array({nlohmann::json::array({{{"subnet", subnet.str()}}})});
+  return out;
+}
 
 // A route destination another plugin (IPAM) wrote: taken as the prefix it lies in, host bits
 // dropped, as the reference plugins do (Go's net.ParseCIDR masks them).
@@ -174,6 +196,13 @@ Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
     }
     n.remote.push_back(*p);
   }
+  if (!n.info.node_block().empty()) {
+    auto block = net::Ipv4Prefix::parse(n.info.node_block());
+    if (!block || !n.subnet.contains(*block))
+      return cni_error(kVxfeddRefused, "vxfedd gives network \"" + conf.network + "\" an invalid block for this node",
+                       "node_block \"" + n.info.node_block() + "\", subnet " + n.subnet.str());
+    n.block = *block;
+  }
   const std::uint32_t net_mtu = n.info.mtu() ? n.info.mtu() : kDefaultPodMtu;
   if (conf.mtu > net_mtu)
     return cni_error(kInvalidConfig, "\"mtu\": " + std::to_string(conf.mtu) + " exceeds network \"" + conf.network +
@@ -208,6 +237,9 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
 
   auto network = get_network(*client, conf);
   if (!network) return network.error();
+  if (network->block)
+    if (auto r = check_requested_in_block(*wanted, static_addresses(conf.raw), *network->block, conf.network); !r)
+      return r.error();
   auto nsfd = NetnsFd::open(env.netns);
   if (!nsfd) return nsfd.error();
   auto host_nl = Netlink::open();
@@ -229,7 +261,8 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
                              "; choose another CNI_IFNAME", "");
   }
 
-  IpamDelegate ipam(conf, env);
+  const NetConf ipam_conf = ipam_conf_for_add(conf, *network);
+  IpamDelegate ipam(ipam_conf, env);
   Rollback rollback;  // declared after everything its steps use, so it runs before they go
   auto ip_result = ipam.add();
   if (!ip_result) return ip_result.error();
@@ -256,6 +289,11 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
     return cni_error(kUnsupportedField, "IPAM plugin \"" + conf.ipam_type + "\" assigned " + address->str() +
                                             ", not the address requested in " + wanted->ips_source +
                                             "; use an IPAM plugin that honours requested addresses (host-local, static)");
+  if (network->block && !network->block->contains(address->addr))
+    return cni_error(kInvalidConfig, "IPAM assigned " + address->str() + ", outside this node's block " +
+                                         network->block->str() + " of network \"" + conf.network + "\"",
+                     "other nodes route only the block to this node; leave \"ranges\" out of a host-local "
+                     "\"ipam\" section (vxfed fills in the node's block) or give ranges inside the block");
 
   // The veth pair: host end for the dataplane, pod end created directly in the pod's namespace.
   if (auto st = host_nl->create_veth(host, network->mtu + net::kVxlanOverhead, env.ifname, network->mtu, nsfd->fd()); !st)
@@ -380,7 +418,8 @@ Expected<nlohmann::json> cmd_del(const NetConf& conf, const CniEnv& env) {
   if (!deleted) return iface_error("cannot delete the host interface " + host, deleted.error());
 
   if (!conf.ipam_type.empty()) {
-    IpamDelegate ipam(conf, env);
+    const NetConf ipam_conf = ipam_conf_for_release(conf, record ? record->address : std::string{});
+    IpamDelegate ipam(ipam_conf, env);
     if (auto r = ipam.del(); !r) return r.error();
   }
   if (auto r = store->remove_record(host); !r) return r.error();
@@ -479,7 +518,8 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
                 "from vxfed (CNI_ARGS MAC, runtimeConfig.mac or args.cni.mac) instead");
 
   if (auto r = bandwidth_check(conf, env.container_id, env.ifname, env.netns); !r) return r.error();
-  IpamDelegate ipam(conf, env);
+  const NetConf ipam_conf = ipam_conf_for_release(conf, prev.ips.empty() ? std::string{} : prev.ips.front().address);
+  IpamDelegate ipam(ipam_conf, env);
   if (auto r = ipam.check(); !r) return r.error();
   return nlohmann::json();
 }
@@ -515,7 +555,8 @@ Expected<nlohmann::json> cmd_gc(const NetConf& conf, const CniEnv& env) {
       continue;
     }
     if (!conf.ipam_type.empty()) {
-      IpamDelegate ipam(conf, env);
+      const NetConf ipam_conf = ipam_conf_for_release(conf, rec.address);
+      IpamDelegate ipam(ipam_conf, env);
       if (auto r = ipam.del(rec.container_id, rec.ifname, rec.netns); !r) {
         if (!first_error) first_error = r.error();
         continue;

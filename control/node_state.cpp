@@ -515,6 +515,12 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
   if (!subnet.contains(*ip) || *ip == subnet.network() || *ip == subnet.last())
     return make_error("ip " + spec.ip() + " is not a host address of network '" + spec.network() + "' (" + subnet.str() + ")");
   if (spec.ip() == network->second.config.gateway) return make_error("ip " + spec.ip() + " is the network's gateway");
+  // Other nodes route this node's block to it and nothing else: an address outside it would
+  // be unreachable from them (and may be another node's pod's).
+  const auto block = net::Ipv4Prefix::parse(network->second.block);  // "" (the whole subnet) does not parse
+  if (const auto& b = network->second.block; block && !block->contains(*ip))
+    return make_error("ip " + spec.ip() + " is outside this node's block " + b + " of network '" + spec.network() +
+                      "'; its IPAM must hand out addresses of the block (GetNetwork node_block)");
   const auto mac = net::parse_mac(spec.mac());
   if (!mac) return make_error("mac: " + mac.error());
   if (net::is_multicast(*mac)) return make_error("mac " + spec.mac() + " is multicast");

@@ -63,7 +63,9 @@ class FakeVxfedd {
     const std::string config = dir + "/networks.json";
     std::ofstream(config) << json{{"networks",
                                    {{{"name", "fed-a"}, {"subnet", "10.244.0.0/16"}, {"gateway", "10.244.0.1"},
-                                     {"mtu", 8950}, {"vni", 1001}, {"remote_cidrs", {"10.245.0.0/16"}}}}}}
+                                     {"mtu", 8950}, {"vni", 1001}, {"remote_cidrs", {"10.245.0.0/16"}}},
+                                    {{"name", "fed-blk"}, {"subnet", "10.246.0.0/16"}, {"gateway", "10.246.0.1"},
+                                     {"mtu", 8950}, {"vni", 1002}, {"node_block", "10.246.3.0/24"}}}}}
                                  .dump();
     const char* binary = std::getenv("FAKE_VXFEDD");
     if (!binary) {
@@ -228,6 +230,32 @@ TEST_F(Commands, AddReplaysQueuedDetachesFirst) {
   (void)cmd_add(conf(), env(Command::kAdd));  // fails later, at the namespace
   EXPECT_EQ(fake.endpoints(), (std::set<std::pair<std::string, std::string>>{{"keep", "net1"}}));
   EXPECT_FALSE(fs::exists(tmp_ / "state/pending-detach.json"));
+}
+
+TEST_F(Commands, AnAddressRequestedOutsideTheNodesBlockIsRefusedBeforeIpam) {
+  FakeVxfedd fake(tmp_.path);
+  const json blk = {{"network", "fed-blk"}};
+  json rc = blk;
+  rc["runtimeConfig"] = {{"ips", {"10.246.4.7/16"}}};
+  expect_error(cmd_add(conf("1.1.0", rc), env(Command::kAdd)), kInvalidConfig,
+               "10.246.4.7 requested in runtimeConfig.ips is outside this node's block 10.246.3.0/24 of vxfed network \"fed-blk\"");
+  json args = blk;
+  args["args"] = {{"cni", {{"ips", {"10.246.9.9"}}}}};
+  expect_error(cmd_add(conf("1.1.0", args), env(Command::kAdd)), kInvalidConfig, "10.246.9.9 requested in args.cni.ips is outside");
+  json stat = blk;
+  stat["ipam"] = {{"type", "fake-ipam"}, {"addresses", {{{"address", "10.246.0.9/16"}}}}};
+  expect_error(cmd_add(conf("1.1.0", stat), env(Command::kAdd)), kInvalidConfig, "10.246.0.9 requested in ipam.addresses is outside");
+  auto e = env(Command::kAdd);
+  e.arg_map["IP"] = "10.246.3.8,10.246.200.1";
+  expect_error(cmd_add(conf("1.1.0", blk), e), kInvalidConfig, "10.246.200.1 requested in CNI_ARGS IP is outside");
+  EXPECT_TRUE(ipam_calls().empty());
+  // Inside the block the request passes (and the ADD goes on, to fail at the missing namespace).
+  json inside = blk;
+  inside["runtimeConfig"] = {{"ips", {"10.246.3.7/16"}}};
+  expect_error(cmd_add(conf("1.1.0", inside), env(Command::kAdd)), kContainerUnknown, "does not exist");
+  // A network without a block (the whole subnet is the node's) takes any address of it.
+  json whole = {{"runtimeConfig", {{"ips", {"10.244.200.7/16"}}}}};
+  expect_error(cmd_add(conf("1.1.0", whole), env(Command::kAdd)), kContainerUnknown, "does not exist");
 }
 
 // ---------------------------------------------------------------------------------------- DEL

@@ -7,7 +7,7 @@
 //   fake_vxfedd --socket S --config networks.json [--state endpoints.json] [--not-ready]
 //               [--refuse-attach-prefix P] [--refuse-detach-prefix P] [--bgp-down]
 //   networks.json: {"networks":[{"name":"fed-a","subnet":"10.244.0.0/16","gateway":"10.244.0.1",
-//                   "mtu":8950,"vni":1001,"remote_cidrs":["10.245.0.0/16"]}]}
+//                   "mtu":8950,"vni":1001,"remote_cidrs":["10.245.0.0/16"],"node_block":"10.244.3.0/24"}]}
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
     info.set_mtu(n.value("mtu", 8950));
     info.set_vni(n.value("vni", 1000));
     info.set_gateway_mac("0a:58:00:00:00:01");
+    info.set_node_block(n.value("node_block", ""));
     for (const auto& r : n.value("remote_cidrs", nlohmann::json::array())) info.add_remote_cidrs(r.get<std::string>());
     s.networks[info.spec().name()] = info;
   }

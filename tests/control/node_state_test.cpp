@@ -380,6 +380,13 @@ TEST(NodeStateFederation, WithoutTheStoreTheConfigBlockIsTheNodes) {
   v1::ErrorCode code;
   EXPECT_EQ(s->get_network("green", &code)->node_block(), "10.244.3.128/25");
   EXPECT_EQ(s->get_network("red", &code)->node_block(), "");
+  // Pods of the node get addresses of its block only; without a block the whole subnet.
+  EXPECT_TRUE(s->attach(endpoint("c1", "green", "10.244.3.130"), &code).ok());
+  auto outside = s->attach(endpoint("c2", "green", "10.244.3.5"), &code);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(code, v1::INVALID_ARGUMENT);
+  EXPECT_NE(outside.error().find("outside this node's block 10.244.3.128/25"), std::string::npos) << outside.error();
+  EXPECT_TRUE(s->attach(endpoint("c3", "red", "10.244.1.5"), &code).ok());
 }
 
 }  // namespace

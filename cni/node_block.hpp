@@ -1,0 +1,44 @@
+// This node's block of a network's subnet (vxfedd's GetNetwork `node_block`): the only
+// addresses the node's pods may have, because the other nodes route the block, and nothing
+// else of the subnet, to this node. Pure functions, no I/O:
+//  - the delegated IPAM is handed the block: a host-local section without ranges gets one
+//    range, the block inside the network's subnet, so one conflist serves every node;
+//  - an address requested by the runtime or the config (runtimeConfig.ips, args.cni.ips,
+//    CNI_ARGS IP=: cni/requested.hpp; static IPAM's addresses) outside the block is refused
+//    before IPAM runs,
+//    and an address IPAM returns outside it is refused after (code 7 both: the network
+//    configuration does not fit this node).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cni/errors.hpp"
+#include "cni/requested.hpp"
+#include "common/net/ipv4.hpp"
+
+namespace vxfed::cni {
+
+// The addresses static IPAM's section assigns (ipam.addresses[].address), as addresses;
+// entries that are not IPv4 interface addresses are skipped (static itself refuses them).
+std::vector<net::Ipv4Addr> static_addresses(const nlohmann::json& netconf);
+
+// Code 7 when an address the runtime asked for (cni/requested.hpp) or static IPAM assigns is
+// not inside `block`.
+Done check_requested_in_block(const Requested& wanted, const std::vector<net::Ipv4Addr>& static_ips,
+                              const net::Ipv4Prefix& block, const std::string& network);
+
+// Whether vxfed fills in the IPAM's ranges: host-local with no ranges (nor the legacy
+// single-range `subnet`) of its own.
+bool ipam_takes_node_range(const nlohmann::json& netconf);
+
+// The netconf with ipam.ranges = [[{subnet, rangeStart, rangeEnd, gateway}]]: the pod's
+// address is in `subnet` (its prefix length is the subnet's), taken from `block` without the
+// block's first and last address; host-local skips the gateway itself.
+nlohmann::json with_node_range(const nlohmann::json& netconf, const net::Ipv4Prefix& subnet,
+                               const net::Ipv4Prefix& block, net::Ipv4Addr gateway);
+
+}  // namespace vxfed::cni
