@@ -1,8 +1,8 @@
-// The BGP adapter facade that vxfedd owns (docs/bgp.md).
+// The BGP adapter facade that the BGP route source owns (bgp/route_source.hpp, docs/bgp.md).
 //
 // Lifecycle: create() validates; start() renders the FRR config, applies it through FRR's
 // tools (blocking, ~1-2 s with frr-reload) and opens the FPM server; zebra connects and
-// streams its selected routes; the adapter turns them into LearnedRoutes and calls on_routes
+// streams its selected routes; the adapter turns them into RemoteRoutes and calls on_routes
 // with deltas, and with a full table after every resync. Peer status is polled from vtysh
 // in a helper thread every frr.status_interval_ms.
 //
@@ -20,6 +20,7 @@
 #include <utility>  // before asio: Boost 1.74 awaitable.hpp needs std::exchange
 #include <boost/asio.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -29,7 +30,7 @@
 #include "bgp/fpm_server.hpp"
 #include "bgp/peer_status.hpp"
 #include "bgp/route_table.hpp"
-#include "bgp/routes.hpp"
+#include "common/routes.hpp"
 
 namespace vxfed::bgp {
 
@@ -64,19 +65,35 @@ struct AdapterOptions {
   std::function<void(const std::vector<PeerStatus>&)> on_peers;
 };
 
-class Adapter {
+// What the route source needs of an adapter: the seam that lets its unit tests replace FRR
+// and FPM with a fake (tests/bgp/fake_adapter.hpp). Adapter below is the real one.
+class AdapterInterface {
+ public:
+  virtual ~AdapterInterface() = default;
+  virtual Status start() = 0;
+  virtual void stop() = 0;
+  virtual Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) = 0;
+  // Re-resolves every route's VNI through AdapterOptions::vni_of; changes go to on_routes.
+  virtual void networks_changed() = 0;
+  virtual std::vector<RemoteRoute> routes() const = 0;  // every route given out, in force
+  virtual std::vector<PeerStatus> peers() const = 0;
+  virtual AdapterStats stats() const = 0;
+};
+using AdapterFactory = std::function<Result<std::unique_ptr<AdapterInterface>>(AdapterOptions options)>;
+
+class Adapter : public AdapterInterface {
  public:
   static Result<std::unique_ptr<Adapter>> create(boost::asio::io_context& io, AdapterOptions opts);
-  ~Adapter();
+  ~Adapter() override;
 
-  Status start();
-  void stop();
-  Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise);
-  void networks_changed();
+  Status start() override;
+  void stop() override;
+  Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) override;
+  void networks_changed() override;
 
-  std::vector<LearnedRoute> routes() const { return table_.snapshot(); }
-  std::vector<PeerStatus> peers() const;
-  AdapterStats stats() const;
+  std::vector<RemoteRoute> routes() const override { return table_.snapshot(); }
+  std::vector<PeerStatus> peers() const override;
+  AdapterStats stats() const override;
   const BgpConfig& config() const { return opts_.config; }
   // The config text last applied, passwords redacted (safe to log or show).
   std::string rendered_config_redacted() const;

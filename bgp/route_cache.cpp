@@ -18,9 +18,9 @@ namespace {
 constexpr int kVersion = 1;
 using json = nlohmann::json;
 
-Result<LearnedRoute> decode_route(const json& j, const std::string& where) {
+Result<RemoteRoute> decode_route(const json& j, const std::string& where) {
   if (!j.is_object()) return make_error(where + ": must be an object");
-  LearnedRoute r;
+  RemoteRoute r;
   auto str = [&](const char* key, std::string& out) -> Status {
     auto it = j.find(key);
     if (it == j.end()) return {};
@@ -45,26 +45,32 @@ Result<LearnedRoute> decode_route(const json& j, const std::string& where) {
   if (vni == j.end() || !vni->is_number_unsigned() || vni->get<std::uint64_t>() > 0xffffffu)
     return make_error(where + ".vni: must be 0..16777215");
   r.vni = static_cast<std::uint32_t>(vni->get<std::uint64_t>());
-  if (auto ok = str("network", r.network); !ok) return make_error(ok.error());
-  if (auto ok = str("peer", r.peer); !ok) return make_error(ok.error());
-  if (r.vni == 0 && r.network.empty()) return make_error(where + ": needs a vni or a network");
+  std::string network, peer;
+  if (auto ok = str("network", network); !ok) return make_error(ok.error());  // older files; unused
+  if (auto ok = str("peer", peer); !ok) return make_error(ok.error());
+  if (!peer.empty()) {
+    auto a = net::Ipv4Addr::parse(peer);
+    if (!a) return make_error(where + ".peer: " + a.error());
+    r.peer = *a;
+  }
+  if (r.vni == 0 && network.empty()) return make_error(where + ": needs a vni or a network");
   return r;
 }
 
 }  // namespace
 
-std::string encode_route_cache(const std::vector<LearnedRoute>& routes) {
+std::string encode_route_cache(const std::vector<RemoteRoute>& routes) {
   json list = json::array();
   for (const auto& r : routes) {
     json vteps = json::array();
     for (const auto& v : r.vteps) vteps.push_back(v.str());
-    list.push_back({{"prefix", r.prefix.str()}, {"vteps", vteps}, {"vni", r.vni}, {"network", r.network},
-                    {"peer", r.peer}});
+    list.push_back({{"prefix", r.prefix.str()}, {"vteps", vteps}, {"vni", r.vni},
+                    {"peer", r.peer.value != 0 ? r.peer.str() : ""}});
   }
   return json{{"version", kVersion}, {"routes", list}}.dump() + "\n";
 }
 
-Result<std::vector<LearnedRoute>> decode_route_cache(std::string_view text) {
+Result<std::vector<RemoteRoute>> decode_route_cache(std::string_view text) {
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return make_error("not a JSON object");
   auto version = doc.find("version");
@@ -72,7 +78,7 @@ Result<std::vector<LearnedRoute>> decode_route_cache(std::string_view text) {
     return make_error("version: must be " + std::to_string(kVersion));
   auto routes = doc.find("routes");
   if (routes == doc.end() || !routes->is_array()) return make_error("routes: must be a list");
-  std::vector<LearnedRoute> out;
+  std::vector<RemoteRoute> out;
   out.reserve(routes->size());
   for (std::size_t i = 0; i < routes->size(); ++i) {
     auto r = decode_route((*routes)[i], "routes[" + std::to_string(i) + "]");
@@ -82,7 +88,7 @@ Result<std::vector<LearnedRoute>> decode_route_cache(std::string_view text) {
   return out;
 }
 
-Status save_route_cache(const std::string& path, const std::vector<LearnedRoute>& routes) {
+Status save_route_cache(const std::string& path, const std::vector<RemoteRoute>& routes) {
   const std::string tmp = path + ".tmp";
   const std::string text = encode_route_cache(routes);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
@@ -108,9 +114,9 @@ Status save_route_cache(const std::string& path, const std::vector<LearnedRoute>
   return {};
 }
 
-Result<std::vector<LearnedRoute>> load_route_cache(const std::string& path) {
+Result<std::vector<RemoteRoute>> load_route_cache(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec) && !ec) return std::vector<LearnedRoute>{};
+  if (!std::filesystem::exists(path, ec) && !ec) return std::vector<RemoteRoute>{};
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream text;

@@ -5,7 +5,9 @@
 //
 // A cache, not a store: it is rewritten whole (temp file + rename, mode 0640) at most once
 // per interval, so the last changes before a crash may be missing from it; the resync after
-// the restart corrects them. Text format: {"version":1,"routes":[{prefix,vteps,vni,network,peer}]}.
+// the restart corrects them. Text format: {"version":1,"routes":[{prefix,vteps,vni,peer}]}
+// (files written before routes lost their network name also carry "network": ignored, the
+// route source re-resolves every replayed route's peer and VNI from the current config).
 #pragma once
 
 #include <string>
@@ -13,17 +15,17 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "bgp/routes.hpp"
+#include "common/routes.hpp"
 
 namespace vxfed::bgp {
 
-std::string encode_route_cache(const std::vector<LearnedRoute>& routes);
+std::string encode_route_cache(const std::vector<RemoteRoute>& routes);
 // Errors name the entry and field ("routes[3].prefix: ..."); nothing partial is returned.
-Result<std::vector<LearnedRoute>> decode_route_cache(std::string_view text);
+Result<std::vector<RemoteRoute>> decode_route_cache(std::string_view text);
 
 // Writes `path` atomically (path.tmp, then rename).
-Status save_route_cache(const std::string& path, const std::vector<LearnedRoute>& routes);
+Status save_route_cache(const std::string& path, const std::vector<RemoteRoute>& routes);
 // An absent file is an empty cache; an unreadable or damaged one is an error.
-Result<std::vector<LearnedRoute>> load_route_cache(const std::string& path);
+Result<std::vector<RemoteRoute>> load_route_cache(const std::string& path);
 
 }  // namespace vxfed::bgp

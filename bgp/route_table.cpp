@@ -17,19 +17,25 @@ void RouteTable::set_peers(std::vector<PeerConfig> peers) {
   reresolve();
 }
 
-void RouteTable::resolve(Entry& e) const {
-  e.peer = -1;
-  e.vni = 0;
-  for (std::size_t i = 0; i < peers_.size(); ++i) {
-    if (!peers_[i].accepts(e.prefix)) continue;
-    e.peer = static_cast<int>(i);
-    if (peers_[i].vni != 0) {
-      e.vni = peers_[i].vni;
-    } else if (vni_of_) {
-      e.vni = vni_of_(peers_[i].network).value_or(0);
+Attribution attribute(const std::vector<PeerConfig>& peers, const VniLookup& vni_of, const net::Ipv4Prefix& prefix) {
+  Attribution a;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    if (!peers[i].accepts(prefix)) continue;
+    a.peer = static_cast<int>(i);
+    if (peers[i].vni != 0) {
+      a.vni = peers[i].vni;
+    } else if (vni_of) {
+      a.vni = vni_of(peers[i].network).value_or(0);
     }
-    return;
+    break;
   }
+  return a;
+}
+
+void RouteTable::resolve(Entry& e) const {
+  const Attribution a = attribute(peers_, vni_of_, e.prefix);
+  e.peer = a.peer;
+  e.vni = a.vni;
 }
 
 std::uint32_t RouteTable::desired_vni(const Entry& e) const {
@@ -37,15 +43,12 @@ std::uint32_t RouteTable::desired_vni(const Entry& e) const {
   return e.vni;
 }
 
-LearnedRoute RouteTable::to_route(const Entry& e) const {
-  LearnedRoute r;
+RemoteRoute RouteTable::to_route(const Entry& e) const {
+  RemoteRoute r;
   r.prefix = e.prefix;
   r.vteps = e.vteps;
   r.vni = e.vni;
-  if (e.peer >= 0) {
-    r.network = peers_[static_cast<std::size_t>(e.peer)].network;
-    r.peer = peers_[static_cast<std::size_t>(e.peer)].address.str();
-  }
+  if (e.peer >= 0) r.peer = peers_[static_cast<std::size_t>(e.peer)].address;
   return r;
 }
 
@@ -54,7 +57,7 @@ void RouteTable::withdraw(Entry& e) {
   auto [it, fresh] = pending_.try_emplace(pending_key(e.emitted_vni, e.prefix));
   if (fresh) it->second.consumer_had_it = true;
   it->second.removed = true;
-  it->second.route = LearnedRoute{};
+  it->second.route = RemoteRoute{};
   it->second.route.vni = e.emitted_vni;
   it->second.route.prefix = e.prefix;
   ++stats_.removals;
@@ -237,13 +240,13 @@ RouteUpdate RouteTable::take_full() {
   return out;
 }
 
-std::vector<LearnedRoute> RouteTable::snapshot() const {
-  std::vector<LearnedRoute> out;
+std::vector<RemoteRoute> RouteTable::snapshot() const {
+  std::vector<RemoteRoute> out;
   out.reserve(entries_.size());
   for (const auto& [k, e] : entries_) {
     if (e.emitted_vni != 0) out.push_back(to_route(e));
   }
-  std::sort(out.begin(), out.end(), [](const LearnedRoute& a, const LearnedRoute& b) {
+  std::sort(out.begin(), out.end(), [](const RemoteRoute& a, const RemoteRoute& b) {
     return std::tie(a.vni, a.prefix) < std::tie(b.vni, b.prefix);
   });
   return out;

@@ -13,19 +13,33 @@
 //   none of that peer's routes is given to the consumer until the count is back under.
 // - Resync (mark and sweep): when zebra (re)connects it resends its whole table; begin_resync()
 //   marks every route stale, each resent route is unmarked, end_resync() removes the rest.
-// Changes accumulate and are taken as one RouteUpdate with take_pending().
+// Changes accumulate and are taken as one RouteUpdate (common/routes.hpp) with
+// take_pending(); every route given out carries its VNI and its peer's address.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "bgp/config.hpp"
 #include "bgp/fpm_parser.hpp"
-#include "bgp/routes.hpp"
+#include "common/routes.hpp"
 
 namespace vxfed::bgp {
+
+// network name -> VNI; nullopt while the network is unknown to the daemon.
+using VniLookup = std::function<std::optional<std::uint32_t>(const std::string& network)>;
+
+// Whose route a prefix is and which VNI it gets: the first peer (config order) whose accept
+// list matches; its fixed `vni`, or its `network` resolved through `vni_of`.
+struct Attribution {
+  int peer = -1;          // index into the peers; -1: no accept list matches
+  std::uint32_t vni = 0;  // 0: the peer's network has no VNI (yet)
+};
+Attribution attribute(const std::vector<PeerConfig>& peers, const VniLookup& vni_of, const net::Ipv4Prefix& prefix);
 
 struct RouteTableStats {
   std::uint64_t route_messages = 0;  // IPv4 route messages applied
@@ -61,7 +75,7 @@ class RouteTable {
   // The complete table as one full update (clears pending changes: the full table supersedes them).
   RouteUpdate take_full();
   // Every route the consumer should hold.
-  std::vector<LearnedRoute> snapshot() const;
+  std::vector<RemoteRoute> snapshot() const;
   std::size_t size() const { return entries_.size(); }
   // Peers (by address) currently over their max_prefix.
   std::vector<std::string> peers_over_limit() const;
@@ -82,7 +96,7 @@ class RouteTable {
   }
   void resolve(Entry& e) const;
   std::uint32_t desired_vni(const Entry& e) const;
-  LearnedRoute to_route(const Entry& e) const;
+  RemoteRoute to_route(const Entry& e) const;
   // Brings what the consumer holds for `e` in line with what it should hold. `changed`: the
   // route's content (VTEPs, peer) changed, so an upsert is due even under the same key.
   void sync(Entry& e, bool changed);
@@ -102,7 +116,7 @@ class RouteTable {
   struct PendingOp {
     bool consumer_had_it = false;
     bool removed = false;
-    LearnedRoute route;
+    RemoteRoute route;
   };
   std::unordered_map<std::uint64_t, PendingOp> pending_;
   bool resyncing_ = false;

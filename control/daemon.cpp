@@ -8,15 +8,15 @@
 #include <spdlog/spdlog.h>
 
 #include "control/api_handler.hpp"
+#include "control/api_server.hpp"
+#include "control/bgp_from_config.hpp"
 #include "control/bpf_reconcile.hpp"
 #include "control/config_overrides.hpp"
-#include "control/api_server.hpp"
 #include "control/dataplane_client.hpp"
 #include "control/federation_link.hpp"
 #include "control/metrics_server.hpp"
 #include "control/metrics_text.hpp"
 #include "control/node_state.hpp"
-#include "control/route_source_factory.hpp"
 
 namespace vxfed::control {
 
@@ -39,7 +39,7 @@ struct Daemon::Impl {
   std::unique_ptr<ApiHandler> handler;
   std::unique_ptr<ApiServer> api;
   std::unique_ptr<MetricsServer> metrics;
-  std::vector<std::unique_ptr<RouteSource>> route_sources;
+  std::unique_ptr<bgp::RouteSource> bgp;     // null: BGP off
   asio::signal_set stop_signals{io, SIGTERM, SIGINT};
   asio::signal_set reload_signals{io, SIGHUP};
   asio::steady_timer housekeeping{io};
@@ -59,15 +59,8 @@ struct Daemon::Impl {
     s.set_dataplane_connected(dataplane->connected());
     s.set_dataplane_ready(dataplane->ready());
     s.set_dataplane_generation(dataplane->acked_generation());
-    bool bgp = false, fpm = false;
-    for (const auto& source : route_sources) {
-      if (source->name() == "bgp") {
-        bgp = true;
-        fpm = fpm || source->connected();
-      }
-    }
-    s.set_bgp_enabled(bgp);
-    s.set_fpm_connected(fpm);
+    s.set_bgp_enabled(bgp != nullptr);
+    s.set_fpm_connected(bgp && bgp->connected());
     s.set_uptime_s(uptime_s());
     s.set_version(kVersion);
     if (federation) {
@@ -79,8 +72,8 @@ struct Daemon::Impl {
 
   std::vector<v1::PeerInfo> peers() const {
     std::vector<v1::PeerInfo> out;
-    for (const auto& source : route_sources)
-      for (auto& p : source->peers()) out.push_back(std::move(p));
+    if (bgp)
+      for (const auto& p : bgp->peers()) out.push_back(peer_info(p));
     return out;
   }
 
@@ -162,10 +155,9 @@ struct Daemon::Impl {
       return;
     }
     log_notes(notes);
-    for (auto& source : route_sources) {
-      if (auto ok = source->reconfigure(next); !ok) log->error("route source {}: reload: {}", source->name(), ok.error());
-      source->networks_changed();
-    }
+    // (NodeState told the BGP source about its networks already, through the observer.)
+    if (bgp)
+      if (auto ok = reconfigure_bgp_route_source(*bgp, next); !ok) log->error("bgp: reload: {}", ok.error());
     spdlog::level::level_enum level = spdlog::level::from_str(next.daemon.log_level);
     log->set_level(level);
     const auto keep_socket = config.daemon;
@@ -187,7 +179,7 @@ struct Daemon::Impl {
       log->info("signal {}: stopping", signo);
       housekeeping.cancel();
       reload_signals.cancel();
-      for (auto& source : route_sources) source->stop();
+      if (bgp) bgp->stop();
       if (federation) federation->stop();
       if (dataplane) dataplane->stop();
       if (api) api->stop();
@@ -282,9 +274,13 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     d.metrics = std::move(*metrics);
   }
 
-  auto sources = make_route_sources(d.io, d.config, *d.state, d.log);
-  if (!sources) return make_error(sources.error());
-  d.route_sources = std::move(*sources);
+  auto bgp = make_bgp_route_source(d.io, d.config, *d.state, d.log);
+  if (!bgp) return make_error(bgp.error());
+  d.bgp = std::move(*bgp);
+  // Networks added, removed or renumbered (API, reload) reach the source at once.
+  d.state->set_networks_observer([&d] {
+    if (d.bgp) d.bgp->networks_changed();
+  });
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
 
@@ -293,15 +289,9 @@ int Daemon::run() {
   d.wait_stop();
   d.wait_reload();
   d.tick_housekeeping();
-  for (auto& source : d.route_sources) {
+  if (d.bgp) {
     auto* state = d.state.get();
-    auto ok = source->start([state](const std::string& name, const RouteUpdate& update) {
-      state->apply_routes(name, update);
-    });
-    if (!ok) {
-      d.log->error("route source {} failed to start: {}", source->name(), ok.error());
-      return 1;
-    }
+    d.bgp->start([state](const RouteUpdate& update) { state->apply_routes(RouteOrigin::bgp, update); });
   }
   if (d.config.bpf.reconcile) {
     // Before the API serves: no CNI DEL can race it; a CNI ADD in flight is covered by the grace.

@@ -115,7 +115,7 @@ void DataplaneClient::send_snapshot(bool with_endpoints) {
   send(request, with_endpoints ? Kind::snapshot : Kind::base_snapshot, generation_);
 }
 
-std::uint64_t DataplaneClient::publish(const dp::Delta& delta) {
+std::uint64_t DataplaneClient::publish(const TablesDelta& delta) {
   if (!conn_) return 0;  // the snapshot at the next connect carries it
   if (merger_.empty()) merged_generation_ = ++generation_;
   const std::uint64_t generation = merged_generation_;

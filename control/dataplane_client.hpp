@@ -58,7 +58,7 @@ class DataplaneClient : public TablesSink {
   void stop();
 
   // TablesSink
-  std::uint64_t publish(const dp::Delta& delta) override;
+  std::uint64_t publish(const TablesDelta& delta) override;
   bool ready() const override { return ready_; }
   std::uint64_t acked_generation() const override { return acked_generation_; }
 

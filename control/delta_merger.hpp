@@ -3,15 +3,15 @@
 // queue one rebuild each). Merging keeps the meaning of applying the deltas in order; the
 // one case a single Delta cannot express (a network removed and then re-created within the
 // batch: Delta applies upserts before removals) is reported so the caller resyncs instead.
+// Routes are held as RemoteRoutes and become protobuf only in build().
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
-#include <utility>
 
-#include "proto/dataplane.pb.h"
+#include "control/tables_delta.hpp"
 
 namespace vxfed::control {
 
@@ -19,17 +19,16 @@ class DeltaMerger {
  public:
   // Adds `delta` after what is pending. False when the result cannot be one Delta: the caller
   // must send a full snapshot instead (and clear()).
-  bool add(const ::vxfed::dataplane::v1::Delta& delta);
+  bool add(const TablesDelta& delta);
   bool empty() const;
   void clear();
-  ::vxfed::dataplane::v1::Delta build() const;
+  dp::Delta build() const;
   std::size_t changes() const { return changes_; }
 
  private:
-  using RouteKey = std::pair<std::uint32_t, std::string>;
-  std::map<std::uint32_t, ::vxfed::dataplane::v1::Network> networks_;
-  std::map<std::string, ::vxfed::dataplane::v1::Endpoint> endpoints_;
-  std::map<RouteKey, ::vxfed::dataplane::v1::Route> routes_;
+  std::map<std::uint32_t, dp::Network> networks_;
+  std::map<std::string, dp::Endpoint> endpoints_;
+  std::map<RouteKey, RemoteRoute> routes_;
   std::set<std::uint32_t> remove_networks_;
   std::set<std::string> remove_endpoints_;
   std::set<RouteKey> remove_routes_;

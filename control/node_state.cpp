@@ -1,5 +1,6 @@
 #include "control/node_state.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/net/ipv4.hpp"
@@ -7,6 +8,20 @@
 #include "common/net/vxlan.hpp"
 
 namespace vxfed::control {
+
+const char* route_origin_name(RouteOrigin origin) {
+  switch (origin) {
+    case RouteOrigin::static_config: return "static";
+    case RouteOrigin::bgp: return "bgp";
+  }
+  return "unknown";
+}
+
+NodeState::NetworkChangeScope::~NetworkChangeScope() {
+  if (--state_.operation_depth_ > 0 || !state_.networks_changed_) return;
+  state_.networks_changed_ = false;
+  if (state_.networks_observer_) state_.networks_observer_();
+}
 
 NetworkConfig network_config_from_spec(const v1::NetworkSpec& spec) {
   NetworkConfig n;
@@ -86,6 +101,7 @@ Result<std::unique_ptr<NodeState>> NodeState::open(const Config& config, Options
   if (!blocks) return make_error(blocks.error());
   state->block_store_ = std::move(*blocks);
   if (auto ok = state->restore(config, notes); !ok) return make_error(ok.error());
+  state->networks_changed_ = false;  // the observer learns the restored networks at its start
   return state;
 }
 
@@ -193,14 +209,15 @@ v1::NetworkInfo NodeState::info_of(const Network& n) const {
   info.set_gateway_mac(net::format_mac(net::gateway_mac(n.vni)));
   info.set_mtu(n.config.mtu);
   info.set_node_block(n.block);
-  for (auto it = routes_.lower_bound({n.vni, ""}); it != routes_.end() && it->first.first == n.vni; ++it)
-    if (effective_route(it->first)) info.add_remote_cidrs(it->first.second);
+  for (auto it = routes_.lower_bound(RouteKey{n.vni, {}}); it != routes_.end() && it->first.vni == n.vni; ++it)
+    if (effective_route(it->first)) info.add_remote_cidrs(it->first.prefix.str());
   auto count = endpoints_per_network_.find(n.config.name);
   info.set_endpoints(count == endpoints_per_network_.end() ? 0 : static_cast<std::uint32_t>(count->second));
   return info;
 }
 
 Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_config, v1::ErrorCode* code) {
+  NetworkChangeScope scope(*this);
   set_code(code, v1::OK);
   if (auto ok = normalize_network(network, config_.node.underlay_mtu); !ok) {
     set_code(code, v1::INVALID_ARGUMENT);
@@ -240,8 +257,8 @@ Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_
         set_code(code, v1::INTERNAL);
         return make_error(ok.error());
       }
-      dp::Delta delta;
-      *delta.mutable_upsert()->add_networks() = dp_network(have);
+      TablesDelta delta;
+      delta.networks.push_back(dp_network(have));
       set_static_routes(have, &delta);
       publish(delta);
     }
@@ -260,18 +277,15 @@ Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_
   pending_.erase(network.name);
   auto [it, inserted] = networks_.emplace(network.name, std::move(n));
   network_of_vni_[it->second.vni] = network.name;
-  dp::Delta delta;
-  *delta.mutable_upsert()->add_networks() = dp_network(it->second);
+  networks_changed_ = true;
+  TablesDelta delta;
+  delta.networks.push_back(dp_network(it->second));
   set_static_routes(it->second, &delta);
   // Routes other sources learned for this VNI before the network existed.
-  for (auto r = routes_.lower_bound({it->second.vni, ""}); r != routes_.end() && r->first.first == it->second.vni; ++r) {
-    if (r->second.count("static")) continue;  // set_static_routes sent it
-    if (const auto* e = effective_route(r->first)) {
-      auto* route = delta.mutable_upsert()->add_routes();
-      route->set_vni(e->vni);
-      route->set_prefix(e->prefix);
-      for (const auto& v : e->vteps) route->add_next_hops()->set_vtep(v);
-    }
+  const std::uint32_t vni = it->second.vni;
+  for (auto r = routes_.lower_bound(RouteKey{vni, {}}); r != routes_.end() && r->first.vni == vni; ++r) {
+    if (r->second.count(RouteOrigin::static_config)) continue;  // set_static_routes sent it
+    if (const auto* e = effective_route(r->first)) delta.routes.push_back(*e);
   }
   publish(delta);
   return info_of(it->second);
@@ -321,6 +335,7 @@ void NodeState::network_left(const std::string& name) {
 }
 
 std::vector<std::string> NodeState::retry_pending() {
+  NetworkChangeScope scope(*this);  // route sources hear of the networks created once
   std::vector<std::string> notes;
   const auto waiting = pending_;
   for (const auto& [name, network] : waiting) {
@@ -343,20 +358,23 @@ void NodeState::remove_network_now(const std::string& name) {
   auto it = networks_.find(name);
   if (it == networks_.end()) return;
   const std::uint32_t vni = it->second.vni;
-  // Static routes of this network go; learned routes stay (their source still has them).
-  for (auto r = routes_.lower_bound({vni, ""}); r != routes_.end() && r->first.first == vni;) {
-    r->second.erase("static");
+  // Static routes of this network go; learned routes stay until their source withdraws them
+  // (it re-resolves when the observer tells it) and are out of the dataplane meanwhile.
+  for (auto r = routes_.lower_bound(RouteKey{vni, {}}); r != routes_.end() && r->first.vni == vni;) {
+    r->second.erase(RouteOrigin::static_config);
     r = r->second.empty() ? routes_.erase(r) : std::next(r);
   }
   network_of_vni_.erase(vni);
+  networks_changed_ = true;
   endpoints_per_network_.erase(name);
   networks_.erase(it);
-  dp::Delta delta;
-  delta.add_remove_networks(vni);
+  TablesDelta delta;
+  delta.removed_networks.push_back(vni);
   publish(delta);
 }
 
 Status NodeState::remove_network(const std::string& name, v1::ErrorCode* code) {
+  NetworkChangeScope scope(*this);
   set_code(code, v1::OK);
   auto it = networks_.find(name);
   if (it == networks_.end()) {
@@ -423,6 +441,7 @@ std::optional<std::uint32_t> NodeState::vni_of(const std::string& network) const
 }
 
 Status NodeState::reconfigure(const Config& config, std::vector<std::string>* notes) {
+  NetworkChangeScope scope(*this);
   auto note = [&](std::string text) {
     if (notes) notes->push_back(std::move(text));
   };
@@ -556,8 +575,8 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
     set_code(code, v1::INTERNAL);
     return make_error("endpoint " + id + " could not be saved: " + ok.error());
   }
-  dp::Delta delta;
-  *delta.mutable_upsert()->add_endpoints() = dp_endpoint(e.info);
+  TablesDelta delta;
+  delta.endpoints.push_back(dp_endpoint(e.info));
   ip_owner_[{spec.network(), spec.ip()}] = id;
   ++endpoints_per_network_[spec.network()];
   auto& stored = endpoints_[id] = std::move(e);
@@ -573,8 +592,8 @@ Status NodeState::remove_endpoint(const std::string& id) {
   const std::string network = it->second.info.spec().network();
   ip_owner_.erase({network, it->second.info.spec().ip()});
   endpoints_.erase(it);
-  dp::Delta delta;
-  delta.add_remove_endpoints(id);
+  TablesDelta delta;
+  delta.removed_endpoints.push_back(id);
   publish(delta);
   auto count = endpoints_per_network_.find(network);
   if (count != endpoints_per_network_.end() && count->second > 0) --count->second;
@@ -586,6 +605,7 @@ Status NodeState::remove_endpoint(const std::string& id) {
 }
 
 Status NodeState::detach(const std::string& container_id, const std::string& ifname, v1::ErrorCode* code) {
+  NetworkChangeScope scope(*this);  // the last endpoint of an orphaned network removes it
   set_code(code, v1::OK);
   if (container_id.empty() || ifname.empty()) {
     set_code(code, v1::INVALID_ARGUMENT);
@@ -617,6 +637,7 @@ std::vector<v1::EndpointInfo> NodeState::list_endpoints() const {
 }
 
 Result<std::vector<v1::EndpointSpec>> NodeState::garbage_collect(const v1::GarbageCollect& request, v1::ErrorCode* code) {
+  NetworkChangeScope scope(*this);
   set_code(code, v1::OK);
   std::set<std::string> valid;
   for (const auto& a : request.valid()) valid.insert(endpoint_id(a.container_id(), a.ifname()));
@@ -644,107 +665,110 @@ void NodeState::mark_refused(const std::set<std::string>& ids) {
 
 // ---------------------------------------------------------------- routes
 
-const NodeState::RouteEntry* NodeState::effective_route(const RouteKey& key) const {
-  auto it = routes_.find(key);
-  if (it == routes_.end() || it->second.empty()) return nullptr;
-  // Static routes are the operator's word: they win over learned ones.
-  if (auto s = it->second.find("static"); s != it->second.end()) return &s->second;
-  return &it->second.begin()->second;
+namespace {
+
+// A network's static routes as RemoteRoutes. The config was validated when it was loaded
+// (daemon_config.cpp), so nothing here fails; VTEPs are sorted like every source's.
+std::vector<RemoteRoute> static_routes_of(const NetworkConfig& config, std::uint32_t vni) {
+  std::vector<RemoteRoute> out;
+  for (const auto& s : config.static_routes) {
+    auto prefix = net::Ipv4Prefix::parse(s.prefix);
+    if (!prefix) continue;
+    RemoteRoute r{*prefix, vni, {}, {}};
+    for (const auto& v : s.vteps)
+      if (auto a = net::Ipv4Addr::parse(v)) r.vteps.push_back(*a);
+    std::sort(r.vteps.begin(), r.vteps.end());
+    r.vteps.erase(std::unique(r.vteps.begin(), r.vteps.end()), r.vteps.end());
+    if (!r.vteps.empty()) out.push_back(std::move(r));
+  }
+  return out;
 }
 
-void NodeState::collect_route_change(const RouteKey& key, const RouteEntry* before, dp::Delta& delta) const {
-  if (!network_of_vni_.count(key.first)) return;  // no network: not in the dataplane
-  const RouteEntry* after = effective_route(key);
+}  // namespace
+
+const RemoteRoute* NodeState::effective_route(const RouteKey& key) const {
+  auto it = routes_.find(key);
+  if (it == routes_.end() || it->second.empty()) return nullptr;
+  return &it->second.begin()->second;  // the lowest origin: static first
+}
+
+void NodeState::collect_route_change(const RouteKey& key, const RemoteRoute* before, TablesDelta& delta) const {
+  if (!network_of_vni_.count(key.vni)) return;  // no network: not in the dataplane
+  const RemoteRoute* after = effective_route(key);
   if (after == nullptr) {
-    if (before != nullptr) {
-      auto* r = delta.add_remove_routes();
-      r->set_vni(key.first);
-      r->set_prefix(key.second);
-    }
+    if (before != nullptr) delta.removed_routes.push_back(key);
     return;
   }
   if (before != nullptr && before->vteps == after->vteps) return;
-  auto* route = delta.mutable_upsert()->add_routes();
-  route->set_vni(key.first);
-  route->set_prefix(key.second);
-  for (const auto& v : after->vteps) route->add_next_hops()->set_vtep(v);
+  delta.routes.push_back(*after);
 }
 
-void NodeState::set_static_routes(const Network& network, dp::Delta* delta) {
-  std::map<RouteKey, RouteEntry> wanted;
-  for (const auto& s : network.config.static_routes)
-    wanted[{network.vni, s.prefix}] = RouteEntry{network.config.name, network.vni, s.prefix, s.vteps, "static", ""};
+void NodeState::set_static_routes(const Network& network, TablesDelta* delta) {
+  std::map<RouteKey, RemoteRoute> wanted;
+  for (auto& r : static_routes_of(network.config, network.vni)) wanted[r.key()] = std::move(r);
   std::vector<RouteKey> keys;
-  for (auto it = routes_.lower_bound({network.vni, ""}); it != routes_.end() && it->first.first == network.vni; ++it)
-    if (it->second.count("static")) keys.push_back(it->first);
-  for (const auto& [key, entry] : wanted) keys.push_back(key);
+  for (auto it = routes_.lower_bound(RouteKey{network.vni, {}}); it != routes_.end() && it->first.vni == network.vni; ++it)
+    if (it->second.count(RouteOrigin::static_config)) keys.push_back(it->first);
+  for (const auto& [key, route] : wanted) keys.push_back(key);
   for (const auto& key : keys) {
-    std::optional<RouteEntry> before;
+    std::optional<RemoteRoute> before;
     if (const auto* e = effective_route(key)) before = *e;
     auto w = wanted.find(key);
     if (w == wanted.end()) {
-      auto& sources = routes_[key];
-      sources.erase("static");
-      if (sources.empty()) routes_.erase(key);
+      auto& versions = routes_[key];
+      versions.erase(RouteOrigin::static_config);
+      if (versions.empty()) routes_.erase(key);
     } else {
-      routes_[key]["static"] = w->second;
+      routes_[key][RouteOrigin::static_config] = w->second;
     }
     if (delta) collect_route_change(key, before ? &*before : nullptr, *delta);
   }
 }
 
-void NodeState::apply_routes(const std::string& source, const RouteUpdate& update) {
-  dp::Delta delta;
-  std::map<RouteKey, std::optional<RouteEntry>> before;  // effective route before the update
+void NodeState::apply_routes(RouteOrigin origin, const RouteUpdate& update) {
+  TablesDelta delta;
+  std::map<RouteKey, std::optional<RemoteRoute>> before;  // effective route before the update
   auto remember = [&](const RouteKey& key) {
     if (before.count(key)) return;
     const auto* e = effective_route(key);
-    before[key] = e ? std::optional<RouteEntry>(*e) : std::nullopt;
+    before[key] = e ? std::optional<RemoteRoute>(*e) : std::nullopt;
   };
   auto erase = [&](const RouteKey& key) {
     auto it = routes_.find(key);
     if (it == routes_.end()) return;
     remember(key);
-    it->second.erase(source);
+    it->second.erase(origin);
     if (it->second.empty()) routes_.erase(it);
   };
   if (update.full) {
     std::vector<RouteKey> mine;
-    for (const auto& [key, sources] : routes_)
-      if (sources.count(source)) mine.push_back(key);
+    for (const auto& [key, versions] : routes_)
+      if (versions.count(origin)) mine.push_back(key);
     for (const auto& key : mine) erase(key);
   }
-  for (const auto& r : update.removals) erase({r.vni, r.prefix});
+  for (const auto& k : update.removals) erase(k);
   for (const auto& r : update.upserts) {
-    std::uint32_t vni = r.vni;
-    if (vni == 0) {
-      auto v = vni_of(r.network);
-      if (!v) continue;  // the source re-sends once networks_changed() tells it
-      vni = *v;
-    }
-    const RouteKey key{vni, r.prefix};
-    remember(key);
-    std::string network = r.network;
-    if (auto n = network_of_vni_.find(vni); network.empty() && n != network_of_vni_.end()) network = n->second;
-    routes_[key][source] = RouteEntry{network, vni, r.prefix, r.vteps, source, r.peer};
+    if (r.vni == 0 || r.vteps.empty()) continue;  // a source's bug: never a route without VNI or VTEP
+    remember(r.key());
+    routes_[r.key()][origin] = r;
   }
   for (const auto& [key, was] : before) collect_route_change(key, was ? &*was : nullptr, delta);
-  if (delta.upsert().routes_size() > 0 || delta.remove_routes_size() > 0) publish(delta);
+  if (!delta.routes.empty() || !delta.removed_routes.empty()) publish(delta);
 }
 
 std::vector<v1::RouteInfo> NodeState::list_routes() const {
   std::vector<v1::RouteInfo> out;
-  for (const auto& [key, sources] : routes_) {
-    const auto* e = effective_route(key);
-    if (!e) continue;
+  for (const auto& [key, versions] : routes_) {
+    if (versions.empty()) continue;
+    const auto& [origin, route] = *versions.begin();
     v1::RouteInfo info;
-    auto n = network_of_vni_.find(key.first);
-    info.set_network(n != network_of_vni_.end() ? n->second : e->network);
-    info.set_vni(key.first);
-    info.set_prefix(key.second);
-    for (const auto& v : e->vteps) info.add_vteps(v);
-    info.set_source(e->source);
-    info.set_peer(e->peer);
+    auto n = network_of_vni_.find(key.vni);
+    info.set_network(n != network_of_vni_.end() ? n->second : "");
+    info.set_vni(key.vni);
+    info.set_prefix(key.prefix.str());
+    for (const auto& v : route.vteps) info.add_vteps(v.str());
+    info.set_source(route_origin_name(origin));
+    info.set_peer(route.peer.value != 0 ? route.peer.str() : "");
     out.push_back(std::move(info));
   }
   return out;
@@ -752,27 +776,22 @@ std::vector<v1::RouteInfo> NodeState::list_routes() const {
 
 std::size_t NodeState::route_count() const {
   std::size_t n = 0;
-  for (const auto& [key, sources] : routes_)
-    if (network_of_vni_.count(key.first) && !sources.empty()) ++n;
+  for (const auto& [key, versions] : routes_)
+    if (network_of_vni_.count(key.vni) && !versions.empty()) ++n;
   return n;
 }
 
 // ---------------------------------------------------------------- dataplane
 
-std::uint64_t NodeState::publish(const dp::Delta& delta) { return sink_ ? sink_->publish(delta) : 0; }
+std::uint64_t NodeState::publish(const TablesDelta& delta) { return sink_ ? sink_->publish(delta) : 0; }
 
 dp::Tables NodeState::tables() const {
   dp::Tables t;
   for (const auto& [name, n] : networks_) *t.add_networks() = dp_network(n);
   for (const auto& [id, e] : endpoints_) *t.add_endpoints() = dp_endpoint(e.info);
-  for (const auto& [key, sources] : routes_) {
-    if (!network_of_vni_.count(key.first)) continue;
-    const auto* e = effective_route(key);
-    if (!e) continue;
-    auto* r = t.add_routes();
-    r->set_vni(key.first);
-    r->set_prefix(key.second);
-    for (const auto& v : e->vteps) r->add_next_hops()->set_vtep(v);
+  for (const auto& [key, versions] : routes_) {
+    if (!network_of_vni_.count(key.vni) || versions.empty()) continue;
+    to_wire(versions.begin()->second, t.add_routes());
   }
   return t;
 }

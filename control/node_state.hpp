@@ -12,31 +12,35 @@
 #include <string>
 #include <vector>
 
-#include "vni/allocation_store.hpp"
-#include "proto/control.pb.h"
-#include "control/daemon_config.hpp"
-#include "proto/dataplane.pb.h"
-#include "vni/durable_store.hpp"
 #include "common/result.hpp"
+#include "common/routes.hpp"
+#include "control/daemon_config.hpp"
 #include "control/network_allocator.hpp"
-#include "control/route_source.hpp"
+#include "control/tables_delta.hpp"
+#include "proto/control.pb.h"
+#include "proto/dataplane.pb.h"
+#include "vni/allocation_store.hpp"
+#include "vni/durable_store.hpp"
 
 namespace vxfed::control {
-
-namespace dp = ::vxfed::dataplane::v1;
 
 // Where changes go: the dataplane client. publish() returns the generation the delta was sent
 // with, or 0 when it was not sent (the next snapshot carries it).
 class TablesSink {
  public:
   virtual ~TablesSink() = default;
-  virtual std::uint64_t publish(const dp::Delta& delta) = 0;
+  virtual std::uint64_t publish(const TablesDelta& delta) = 0;
   virtual bool ready() const = 0;
   virtual std::uint64_t acked_generation() const = 0;
 };
 
 using Clock = std::function<std::uint64_t()>;  // unix milliseconds
 std::uint64_t system_unix_ms();
+
+// Where a route came from. Per (VNI, prefix) the lowest origin wins: static routes are the
+// operator's word and override learned ones.
+enum class RouteOrigin : std::uint8_t { static_config, bgp };
+const char* route_origin_name(RouteOrigin origin);  // "static", "bgp" (vxfedctl routes)
 
 // The daemon's network config from its API form (AddNetwork, and the persisted store).
 NetworkConfig network_config_from_spec(const v1::NetworkSpec& spec);
@@ -59,6 +63,10 @@ class NodeState {
                                                  std::vector<std::string>* notes);
 
   void set_sink(TablesSink* sink) { sink_ = sink; }
+  // Called once at the end of every operation that added or removed a network or changed a
+  // network's VNI (API, config reload, the last endpoint of a network that left the config):
+  // route sources resolve network names to VNIs and re-resolve on it. Not called by open().
+  void set_networks_observer(std::function<void()> observer) { networks_observer_ = std::move(observer); }
 
   // ---- networks ----
   Result<v1::NetworkInfo> add_network(NetworkConfig network, bool from_config, v1::ErrorCode* code);
@@ -88,7 +96,9 @@ class NodeState {
   void mark_refused(const std::set<std::string>& endpoint_ids);
 
   // ---- routes ----
-  void apply_routes(const std::string& source, const RouteUpdate& update);
+  // Every upsert carries its VNI (a source resolves it before; upserts with VNI 0 are ignored).
+  // Routes of a VNI without a network are kept and reach the dataplane when the network exists.
+  void apply_routes(RouteOrigin origin, const RouteUpdate& update);
   std::vector<v1::RouteInfo> list_routes() const;
   std::optional<std::uint32_t> vni_of(const std::string& network) const;
 
@@ -119,15 +129,19 @@ class NodeState {
     std::uint64_t generation = 0;   // delta that carried it (0: only in snapshots)
     bool refused = false;
   };
-  struct RouteEntry {
-    std::string network;
-    std::uint32_t vni = 0;
-    std::string prefix;
-    std::vector<std::string> vteps;
-    std::string source;
-    std::string peer;
+  // What each origin says about one (VNI, prefix); begin() is the effective route.
+  using RouteVersions = std::map<RouteOrigin, RemoteRoute>;
+  // Marks an operation that may change networks; the outermost one tells the observer.
+  class NetworkChangeScope {
+   public:
+    explicit NetworkChangeScope(NodeState& state) : state_(state) { ++state_.operation_depth_; }
+    ~NetworkChangeScope();
+    NetworkChangeScope(const NetworkChangeScope&) = delete;
+    NetworkChangeScope& operator=(const NetworkChangeScope&) = delete;
+
+   private:
+    NodeState& state_;
   };
-  using RouteKey = std::pair<std::uint32_t, std::string>;
 
   NodeState(Options options) : options_(std::move(options)) {}
   Status restore(const Config& config, std::vector<std::string>* notes);
@@ -135,10 +149,10 @@ class NodeState {
   v1::NetworkInfo info_of(const Network& network) const;
   dp::Network dp_network(const Network& network) const;
   static dp::Endpoint dp_endpoint(const v1::EndpointInfo& info);
-  const RouteEntry* effective_route(const RouteKey& key) const;
-  void collect_route_change(const RouteKey& key, const RouteEntry* before, dp::Delta& delta) const;
-  void set_static_routes(const Network& network, dp::Delta* delta);
-  std::uint64_t publish(const dp::Delta& delta);
+  const RemoteRoute* effective_route(const RouteKey& key) const;
+  void collect_route_change(const RouteKey& key, const RemoteRoute* before, TablesDelta& delta) const;
+  void set_static_routes(const Network& network, TablesDelta* delta);
+  std::uint64_t publish(const TablesDelta& delta);
   bool in_dataplane(const Endpoint& endpoint) const;
   v1::EndpointInfo with_status(const Endpoint& endpoint) const;
   Status remove_endpoint(const std::string& id);
@@ -157,10 +171,13 @@ class NodeState {
   std::map<std::string, Network> networks_;
   std::map<std::string, Endpoint> endpoints_;               // by endpoint id
   std::map<std::pair<std::string, std::string>, std::string> ip_owner_;  // (network, ip) -> id
-  std::map<RouteKey, std::map<std::string, RouteEntry>> routes_;          // by source
-  std::map<std::uint32_t, std::string> network_of_vni_;
+  std::map<RouteKey, RouteVersions> routes_;
+  std::map<std::uint32_t, std::string> network_of_vni_;   // changes set networks_changed_
   std::map<std::string, std::size_t> endpoints_per_network_;
   std::uint64_t snapshot_generation_ = 0;
+  std::function<void()> networks_observer_;
+  int operation_depth_ = 0;
+  bool networks_changed_ = false;
 };
 
 }  // namespace vxfed::control

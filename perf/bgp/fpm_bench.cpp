@@ -24,6 +24,7 @@
 
 using namespace vxfed::bgp;
 using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
+using vxfed::RemoteRoute, vxfed::RouteUpdate;
 using Clock = std::chrono::steady_clock;
 namespace asio = boost::asio;
 
@@ -66,9 +67,9 @@ std::vector<PeerConfig> bench_peers() {
   return {p};
 }
 
-double g_proto_s = 0;  // last run: LearnedRoutes -> v1::Tables (vxfedd's side of the handoff)
+double g_proto_s = 0;  // last run: RemoteRoutes -> v1::Tables (vxfedd's side of the handoff)
 
-double build_dataplane(const std::vector<LearnedRoute>& routes) {
+double build_dataplane(const std::vector<RemoteRoute>& routes) {
   namespace dp = vxfed::dataplane;
   auto t0 = Clock::now();
   vxfed::dataplane::v1::Tables t;

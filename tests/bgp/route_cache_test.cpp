@@ -8,27 +8,28 @@
 #include <unistd.h>
 
 #include "bgp/route_cache.hpp"
+#include "tests/bgp/test_support.hpp"
 
 namespace {
 
 using namespace vxfed::bgp;
+using vxfed::bgp::testing::TempDir;
 using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
+using vxfed::RemoteRoute;
 
-LearnedRoute route(const char* prefix, std::vector<const char*> vteps, std::uint32_t vni, std::string network,
-                   std::string peer) {
-  LearnedRoute r;
+RemoteRoute route(const char* prefix, std::vector<const char*> vteps, std::uint32_t vni, const char* peer) {
+  RemoteRoute r;
   r.prefix = *Ipv4Prefix::parse(prefix);
   for (auto* v : vteps) r.vteps.push_back(*Ipv4Addr::parse(v));
   r.vni = vni;
-  r.network = std::move(network);
-  r.peer = std::move(peer);
+  if (*peer) r.peer = *Ipv4Addr::parse(peer);
   return r;
 }
 
-std::vector<LearnedRoute> sample() {
-  return {route("10.245.0.0/16", {"198.18.0.2"}, 1000, "fed", "198.18.0.2"),
-          route("10.246.8.0/24", {"198.18.0.3", "198.18.0.4"}, 2000, "", "198.18.0.3"),
-          route("0.0.0.0/0", {"198.18.0.9"}, 16777215, "", "")};
+std::vector<RemoteRoute> sample() {
+  return {route("10.245.0.0/16", {"198.18.0.2"}, 1000, "198.18.0.2"),
+          route("10.246.8.0/24", {"198.18.0.3", "198.18.0.4"}, 2000, "198.18.0.3"),
+          route("0.0.0.0/0", {"198.18.0.9"}, 16777215, "")};
 }
 
 TEST(RouteCache, RoundTrip) {
@@ -63,6 +64,7 @@ TEST(RouteCache, MalformedIsRefusedNamingTheField) {
       {R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":1,"network":7}]})", "routes[0].network"},
       {R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":1},)"
        R"({"prefix":"10.1.0.0/16","vteps":["198.18.0.2"],"vni":1,"peer":false}]})", "routes[1].peer"},
+      {R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":1,"peer":"peer-b"}]})", "routes[0].peer"},
       {R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":1})", "not a JSON object"},
   };
   for (const auto& [text, want] : cases) {
@@ -70,20 +72,14 @@ TEST(RouteCache, MalformedIsRefusedNamingTheField) {
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.error().find(want), std::string::npos) << text << " -> " << r.error();
   }
-  // A network without a VNI is fine: vxfedd looks the VNI up when it replays the route.
-  auto ok = decode_route_cache(R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":0,"network":"fed"}]})");
+  // Files written while routes carried their network's name still load: the name is not kept
+  // (the route source gives a replayed route the VNI its peer's network has now).
+  auto ok = decode_route_cache(
+      R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":0,"network":"fed","peer":"198.18.0.2"}]})");
   ASSERT_TRUE(ok.ok()) << ok.error();
-  EXPECT_EQ(ok->at(0).network, "fed");
+  EXPECT_EQ(ok->at(0).vni, 0u);
+  EXPECT_EQ(ok->at(0).peer.str(), "198.18.0.2");
 }
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/vxfed-route-cache-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 TEST(RouteCache, SaveAndLoad) {
   TempDir dir;
@@ -105,7 +101,7 @@ TEST(RouteCache, SaveAndLoad) {
   ASSERT_TRUE(save_route_cache(file, {sample()[1]}).ok());
   loaded = load_route_cache(file);
   ASSERT_TRUE(loaded.ok());
-  EXPECT_EQ(*loaded, std::vector<LearnedRoute>{sample()[1]});
+  EXPECT_EQ(*loaded, std::vector<RemoteRoute>{sample()[1]});
 }
 
 TEST(RouteCache, DamagedFileIsAnErrorNamingIt) {

@@ -6,11 +6,13 @@
 
 #include "bgp/route_table.hpp"
 #include "bgp/fpm_encoder.hpp"
+#include "tests/bgp/test_support.hpp"
 
 namespace {
 
 using namespace vxfed::bgp;
 using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
+using vxfed::RouteUpdate;
 
 std::uint32_t ip(const char* s) { return Ipv4Addr::parse(s)->value; }
 Ipv4Prefix pfx(const char* s) { return *Ipv4Prefix::parse(s); }
@@ -38,19 +40,7 @@ struct Fixture : ::testing::Test {
   void apply(const char* prefix, std::initializer_list<std::uint32_t> gws, bool del = false) {
     table.apply(fpm::make_bgp_route(pfx(prefix), gws, del));
   }
-  static std::string str(const RouteUpdate& u) {
-    std::string s = u.full ? "full" : "delta";
-    std::vector<std::string> parts;
-    for (const auto& r : u.upserts) {
-      std::string v = " +" + r.prefix.str() + "@" + std::to_string(r.vni) + "[";
-      for (std::size_t i = 0; i < r.vteps.size(); ++i) v += (i ? "," : "") + r.vteps[i].str();
-      parts.push_back(v + "]" + r.peer);
-    }
-    for (const auto& k : u.removals) parts.push_back(" -" + k.prefix.str() + "@" + std::to_string(k.vni));
-    std::sort(parts.begin(), parts.end());
-    for (auto& p : parts) s += p;
-    return s;
-  }
+  static std::string str(const RouteUpdate& u) { return vxfed::bgp::testing::update_text(u); }
 };
 
 TEST_F(Fixture, LearnsVtepsAndVniFromThePeerWhoseAcceptListMatches) {
@@ -61,8 +51,8 @@ TEST_F(Fixture, LearnsVtepsAndVniFromThePeerWhoseAcceptListMatches) {
   EXPECT_EQ(table.size(), 2u);
   auto snap = table.snapshot();
   ASSERT_EQ(snap.size(), 2u);
-  EXPECT_EQ(snap[0].network, "fed");
-  EXPECT_EQ(snap[1].network, "");
+  EXPECT_EQ(snap[0].peer.str(), "198.18.0.2");
+  EXPECT_EQ(snap[1].peer.str(), "198.18.0.3");
 }
 
 TEST_F(Fixture, WithdrawalRemoves) {

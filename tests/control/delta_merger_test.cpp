@@ -6,20 +6,26 @@
 namespace {
 
 using vxfed::control::DeltaMerger;
+using vxfed::control::TablesDelta;
 namespace dp = vxfed::dataplane::v1;
+namespace net = vxfed::net;
 
-dp::Delta upsert_endpoint(const std::string& id, std::uint32_t vni) {
-  dp::Delta d;
-  auto* e = d.mutable_upsert()->add_endpoints();
-  e->set_id(id);
-  e->set_vni(vni);
+TablesDelta upsert_endpoint(const std::string& id, std::uint32_t vni) {
+  TablesDelta d;
+  d.endpoints.emplace_back();
+  d.endpoints.back().set_id(id);
+  d.endpoints.back().set_vni(vni);
   return d;
 }
 
-dp::Delta remove_endpoint(const std::string& id) {
-  dp::Delta d;
-  d.add_remove_endpoints(id);
+TablesDelta remove_endpoint(const std::string& id) {
+  TablesDelta d;
+  d.removed_endpoints.push_back(id);
   return d;
+}
+
+vxfed::RemoteRoute route(std::uint32_t vni, const char* prefix, const char* vtep) {
+  return {*net::Ipv4Prefix::parse(prefix), vni, {*net::Ipv4Addr::parse(vtep)}, {}};
 }
 
 TEST(DeltaMerger, LaterChangesWinPerKey) {
@@ -41,20 +47,21 @@ TEST(DeltaMerger, LaterChangesWinPerKey) {
 
 TEST(DeltaMerger, NetworkRemovalDropsItsPendingEntries) {
   DeltaMerger m;
-  dp::Delta net;
-  net.mutable_upsert()->add_networks()->set_vni(7);
-  auto* r = net.mutable_upsert()->add_routes();
-  r->set_vni(7);
-  r->set_prefix("10.245.0.0/16");
-  ASSERT_TRUE(m.add(net));
+  TablesDelta network;
+  network.networks.emplace_back();
+  network.networks.back().set_vni(7);
+  network.routes.push_back(route(7, "10.245.0.0/16", "198.18.0.2"));
+  network.routes.push_back(route(8, "10.245.0.0/16", "198.18.0.2"));
+  ASSERT_TRUE(m.add(network));
   ASSERT_TRUE(m.add(upsert_endpoint("x", 7)));
   ASSERT_TRUE(m.add(upsert_endpoint("y", 8)));
-  dp::Delta gone;
-  gone.add_remove_networks(7);
+  TablesDelta gone;
+  gone.removed_networks.push_back(7);
   ASSERT_TRUE(m.add(gone));
   auto d = m.build();
   EXPECT_EQ(d.upsert().networks_size(), 0);
-  EXPECT_EQ(d.upsert().routes_size(), 0);
+  ASSERT_EQ(d.upsert().routes_size(), 1);
+  EXPECT_EQ(d.upsert().routes(0).vni(), 8u);
   ASSERT_EQ(d.upsert().endpoints_size(), 1);
   EXPECT_EQ(d.upsert().endpoints(0).id(), "y");
   ASSERT_EQ(d.remove_networks_size(), 1);
@@ -62,14 +69,36 @@ TEST(DeltaMerger, NetworkRemovalDropsItsPendingEntries) {
 
 TEST(DeltaMerger, RecreatingARemovedNetworkNeedsASnapshot) {
   DeltaMerger m;
-  dp::Delta gone;
-  gone.add_remove_networks(7);
+  TablesDelta gone;
+  gone.removed_networks.push_back(7);
   ASSERT_TRUE(m.add(gone));
-  dp::Delta back;
-  back.mutable_upsert()->add_networks()->set_vni(7);
+  TablesDelta back;
+  back.networks.emplace_back();
+  back.networks.back().set_vni(7);
   EXPECT_FALSE(m.add(back));
   m.clear();
   EXPECT_TRUE(m.empty());
+}
+
+// Routes stay RemoteRoutes until build() writes the wire's form, once per key.
+TEST(DeltaMerger, RoutesMergePerKeyAndBecomeProtobufInBuild) {
+  DeltaMerger m;
+  TablesDelta first;
+  first.routes.push_back(route(7, "10.245.0.0/16", "198.18.0.2"));
+  first.routes.push_back(route(7, "10.246.0.0/16", "198.18.0.2"));
+  ASSERT_TRUE(m.add(first));
+  TablesDelta second;
+  second.routes.push_back(route(7, "10.245.0.0/16", "198.18.0.3"));  // replaces
+  second.removed_routes.push_back({7, *net::Ipv4Prefix::parse("10.246.0.0/16")});
+  ASSERT_TRUE(m.add(second));
+  auto d = m.build();
+  ASSERT_EQ(d.upsert().routes_size(), 1);
+  EXPECT_EQ(d.upsert().routes(0).prefix(), "10.245.0.0/16");
+  ASSERT_EQ(d.upsert().routes(0).next_hops_size(), 1);
+  EXPECT_EQ(d.upsert().routes(0).next_hops(0).vtep(), "198.18.0.3");
+  ASSERT_EQ(d.remove_routes_size(), 1);
+  EXPECT_EQ(d.remove_routes(0).vni(), 7u);
+  EXPECT_EQ(d.remove_routes(0).prefix(), "10.246.0.0/16");
 }
 
 }  // namespace

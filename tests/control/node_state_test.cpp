@@ -9,13 +9,24 @@ namespace {
 
 using namespace vxfed::control;
 using namespace vxfed::control::testing;
+using vxfed::RemoteRoute;
+using vxfed::RouteUpdate;
+
+RemoteRoute route(std::uint32_t vni, const char* prefix, std::vector<const char*> vteps, const char* peer) {
+  RemoteRoute r;
+  r.vni = vni;
+  r.prefix = *vxfed::net::Ipv4Prefix::parse(prefix);
+  for (auto* v : vteps) r.vteps.push_back(*vxfed::net::Ipv4Addr::parse(v));
+  r.peer = *vxfed::net::Ipv4Addr::parse(peer);
+  return r;
+}
 
 // Records deltas and applies them to a Tables the way the dataplane does, so the result can
 // be compared with NodeState::tables().
 class RecordingSink : public TablesSink {
  public:
-  std::uint64_t publish(const dp::Delta& delta) override {
-    deltas.push_back(delta);
+  std::uint64_t publish(const TablesDelta& delta) override {
+    deltas.push_back(to_wire(delta));
     return ++generation;
   }
   bool ready() const override { return true; }
@@ -209,21 +220,36 @@ TEST(NodeState, RoutesMergeStaticFirstAndDeltasMatchTheSnapshot) {
   const auto red = *s->vni_of("red");
   RouteUpdate full;
   full.full = true;
-  full.upserts.push_back({red, "", "10.245.1.0/24", {"198.18.0.9"}, "198.18.0.9"});   // static wins
-  full.upserts.push_back({0, "red", "10.245.2.0/24", {"198.18.0.3", "198.18.0.4"}, "198.18.0.3"});
-  full.upserts.push_back({0, "unknown", "10.245.3.0/24", {"198.18.0.3"}, "198.18.0.3"});
-  s->apply_routes("bgp", full);
+  full.upserts.push_back(route(red, "10.245.1.0/24", {"198.18.0.9"}, "198.18.0.9"));  // static wins
+  full.upserts.push_back(route(red, "10.245.2.0/24", {"198.18.0.3", "198.18.0.4"}, "198.18.0.3"));
+  full.upserts.push_back(route(0, "10.245.3.0/24", {"198.18.0.3"}, "198.18.0.3"));  // no VNI: ignored
+  full.upserts.push_back(route(7777, "10.245.4.0/24", {"198.18.0.3"}, "198.18.0.3"));  // no network yet
+  s->apply_routes(RouteOrigin::bgp, full);
   auto routes = s->list_routes();
-  ASSERT_EQ(routes.size(), 2u);
+  ASSERT_EQ(routes.size(), 3u);
   EXPECT_EQ(routes[0].prefix(), "10.245.1.0/24");
   EXPECT_EQ(routes[0].source(), "static");
+  EXPECT_EQ(routes[0].peer(), "");
+  EXPECT_EQ(routes[0].network(), "red");
   EXPECT_EQ(routes[1].vteps_size(), 2);
+  EXPECT_EQ(routes[1].source(), "bgp");
+  EXPECT_EQ(routes[1].peer(), "198.18.0.3");
+  EXPECT_EQ(routes[2].vni(), 7777u);
+  EXPECT_EQ(routes[2].network(), "");
+  EXPECT_EQ(s->route_count(), 2u) << "the route of VNI 7777 waits for its network";
   auto info = s->get_network("red", &code);
   ASSERT_EQ(info->remote_cidrs_size(), 2);
   RouteUpdate delta;
-  delta.removals.push_back({red, "10.245.2.0/24"});
-  s->apply_routes("bgp", delta);
-  EXPECT_EQ(s->list_routes().size(), 1u);
+  delta.removals.push_back({red, *vxfed::net::Ipv4Prefix::parse("10.245.2.0/24")});
+  s->apply_routes(RouteOrigin::bgp, delta);
+  EXPECT_EQ(s->list_routes().size(), 2u);
+  // The network of VNI 7777 appears: its waiting route goes to the dataplane with it.
+  NetworkConfig green;
+  green.name = "green";
+  green.subnet = "10.244.7.0/24";
+  green.pinned_vni = 7777;
+  ASSERT_TRUE(s->add_network(green, false, &code).ok());
+  EXPECT_EQ(s->route_count(), 2u);
   ASSERT_FALSE(sink.deltas.empty());
   // Replaying the deltas over the first snapshot gives the current snapshot's routes.
   std::map<std::pair<std::uint32_t, std::string>, std::string> table;
@@ -239,6 +265,47 @@ TEST(NodeState, RoutesMergeStaticFirstAndDeltasMatchTheSnapshot) {
   for (const auto& r : current.routes()) now[{r.vni(), r.prefix()}] = r.SerializeAsString();
   EXPECT_EQ(table, now);
   s->set_sink(nullptr);
+}
+
+// Route sources resolve network names to VNIs; NodeState tells them when that answer may have
+// changed, once per operation, and only then.
+TEST(NodeState, TellsTheObserverOncePerOperationThatChangesNetworks) {
+  TempDir dir;
+  auto config = test_config(dir.path);
+  auto s = open(config);
+  int calls = 0;
+  std::optional<std::uint32_t> seen;
+  s->set_networks_observer([&] {
+    ++calls;
+    seen = s->vni_of("green");  // the change is visible when the observer runs
+  });
+  v1::ErrorCode code;
+  NetworkConfig green;
+  green.name = "green";
+  green.subnet = "10.244.7.0/24";
+  ASSERT_TRUE(s->add_network(green, false, &code).ok());
+  EXPECT_EQ(calls, 1);
+  ASSERT_TRUE(seen.has_value());
+  ASSERT_TRUE(s->add_network(green, false, &code).ok());  // idempotent: nothing changed
+  EXPECT_EQ(calls, 1);
+  ASSERT_TRUE(s->attach(endpoint("c1", "red", "10.244.1.5"), &code).ok());
+  ASSERT_TRUE(s->detach("c1", "net1", &code).ok());
+  EXPECT_EQ(calls, 1) << "endpoints alone do not change networks";
+  ASSERT_TRUE(s->remove_network("green", &code).ok());
+  EXPECT_EQ(calls, 2);
+  EXPECT_FALSE(seen.has_value());
+  // A reload that adds two networks and removes one: one call.
+  auto next = test_config(dir.path, R"(
+  - {name: n1, subnet: 10.244.8.0/24}
+  - {name: n2, subnet: 10.244.9.0/24}
+)");
+  next.networks.erase(next.networks.begin() + 1);  // blue leaves the config
+  std::vector<std::string> notes;
+  ASSERT_TRUE(s->reconfigure(next, &notes).ok());
+  EXPECT_EQ(calls, 3);
+  EXPECT_TRUE(s->vni_of("n1") && s->vni_of("n2") && !s->vni_of("blue"));
+  ASSERT_TRUE(s->reconfigure(next, &notes).ok());  // the same config again
+  EXPECT_EQ(calls, 3);
 }
 
 TEST(NodeState, CorruptEndpointStoreRefusesToStart) {

@@ -22,6 +22,7 @@
 using nlohmann::json;
 using namespace vxfed::bgp;
 using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
+using vxfed::RemoteRoute, vxfed::RouteUpdate;
 
 namespace {
 
@@ -29,10 +30,14 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-json route_json(const LearnedRoute& r) {
+// "network": the vxfed network of the peer the route is attributed to ("" for a fixed VNI).
+json route_json(const RemoteRoute& r, const BgpConfig& config) {
   json v = json::array();
   for (const auto& a : r.vteps) v.push_back(a.str());
-  return {{"prefix", r.prefix.str()}, {"vteps", v}, {"vni", r.vni}, {"network", r.network}, {"peer", r.peer}};
+  std::string network;
+  for (const auto& p : config.peers)
+    if (p.address == r.peer) network = p.network;
+  return {{"prefix", r.prefix.str()}, {"vteps", v}, {"vni", r.vni}, {"network", network}, {"peer", r.peer.str()}};
 }
 
 vxfed::Result<BgpConfig> load(const std::string& path) {
@@ -99,7 +104,7 @@ int main(int argc, char** argv) {
   auto write_state = [&] {
     if (state_path.empty() || !adapter) return;
     json routes = json::array();
-    for (const auto& r : adapter->routes()) routes.push_back(route_json(r));
+    for (const auto& r : adapter->routes()) routes.push_back(route_json(r, adapter->config()));
     json peers = json::array();
     for (const auto& p : adapter->peers()) {
       peers.push_back({{"address", p.address}, {"remote_asn", p.remote_asn}, {"cluster", p.cluster},
@@ -140,7 +145,7 @@ int main(int argc, char** argv) {
   opts.on_routes = [&](const RouteUpdate& u) {
     ++updates;
     json up = json::array(), rm = json::array();
-    for (const auto& r : u.upserts) up.push_back(route_json(r));
+    for (const auto& r : u.upserts) up.push_back(route_json(r, adapter->config()));
     for (const auto& k : u.removals) rm.push_back({{"prefix", k.prefix.str()}, {"vni", k.vni}});
     json line = {{"t_ms", now_ms()}, {"full", u.full}, {"upserts", up}, {"removals", rm}};
     const std::string text = line.dump();

@@ -1,0 +1,175 @@
+#include "bgp/route_source.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "bgp/route_cache.hpp"
+#include "bgp/route_table.hpp"
+
+namespace vxfed::bgp {
+
+namespace asio = boost::asio;
+
+RouteSource::RouteSource(asio::io_context& io, RouteSourceOptions options, std::shared_ptr<spdlog::logger> log)
+    : options_(std::move(options)),
+      log_(log ? std::move(log) : spdlog::default_logger()),
+      save_timer_(io),
+      preserve_timer_(io),
+      start_timer_(io) {}
+
+Result<std::unique_ptr<RouteSource>> RouteSource::create(asio::io_context& io, RouteSourceOptions options,
+                                                         std::shared_ptr<spdlog::logger> log) {
+  return create(
+      io, std::move(options),
+      [&io](AdapterOptions adapter_options) -> Result<std::unique_ptr<AdapterInterface>> {
+        auto adapter = Adapter::create(io, std::move(adapter_options));
+        if (!adapter) return make_error(adapter.error());
+        return std::unique_ptr<AdapterInterface>(std::move(*adapter));
+      },
+      std::move(log));
+}
+
+Result<std::unique_ptr<RouteSource>> RouteSource::create(asio::io_context& io, RouteSourceOptions options,
+                                                         const AdapterFactory& make_adapter,
+                                                         std::shared_ptr<spdlog::logger> log) {
+  std::unique_ptr<RouteSource> source(new RouteSource(io, std::move(options), std::move(log)));
+  AdapterOptions adapter_options;
+  adapter_options.config = source->options_.config;
+  adapter_options.vtep = source->options_.vtep;
+  adapter_options.advertise = source->options_.advertise;
+  adapter_options.vni_of = source->options_.vni_of;
+  auto* self = source.get();
+  adapter_options.on_routes = [self](const RouteUpdate& update) { self->deliver(update); };
+  auto adapter = make_adapter(std::move(adapter_options));
+  if (!adapter) return make_error("bgp: " + adapter.error());
+  source->adapter_ = std::move(*adapter);
+  source->network_vnis_ = source->peer_network_vnis();
+  return source;
+}
+
+RouteSource::~RouteSource() { stop(); }
+
+void RouteSource::start(Sink sink) {
+  sink_ = std::move(sink);
+  replay_cache();
+  try_start();
+}
+
+void RouteSource::stop() {
+  start_timer_.cancel();
+  save_timer_.cancel();
+  preserve_timer_.cancel();
+  if (!sink_) return;  // never started
+  if (!preserving_) save_cache();
+  adapter_->stop();
+  sink_ = nullptr;
+}
+
+void RouteSource::networks_changed() {
+  auto now = peer_network_vnis();
+  if (now == network_vnis_) return;  // no peer's network changed: nothing to re-resolve
+  network_vnis_ = std::move(now);
+  log_->info("bgp: a peer's network was added, removed or renumbered; re-resolving learned routes");
+  adapter_->networks_changed();
+}
+
+Status RouteSource::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) {
+  BgpConfig kept = config;
+  if (auto ok = adapter_->reconfigure(std::move(config), advertise); !ok) return ok;
+  options_.config = std::move(kept);
+  options_.advertise = std::move(advertise);
+  network_vnis_ = peer_network_vnis();  // the adapter re-resolved under the new peers
+  return {};
+}
+
+std::vector<std::optional<std::uint32_t>> RouteSource::peer_network_vnis() const {
+  std::vector<std::optional<std::uint32_t>> out;
+  for (const auto& p : options_.config.peers)
+    if (p.vni == 0 && options_.vni_of) out.push_back(options_.vni_of(p.network));
+  return out;
+}
+
+void RouteSource::replay_cache() {
+  if (options_.cache_path.empty()) return;
+  auto cached = load_route_cache(options_.cache_path);
+  if (!cached) {
+    log_->warn("bgp: ignoring the route cache: {}", cached.error());
+    return;
+  }
+  if (cached->empty()) return;
+  // Each route gets the peer and VNI it would get if zebra sent it now: peers or networks
+  // may have changed while vxfedd was down.
+  RouteUpdate out;
+  std::size_t unresolved = 0;
+  for (auto& route : *cached) {
+    const Attribution a = attribute(options_.config.peers, options_.vni_of, route.prefix);
+    if (a.vni == 0) {
+      ++unresolved;
+      continue;
+    }
+    route.vni = a.vni;
+    route.peer = options_.config.peers[static_cast<std::size_t>(a.peer)].address;
+    out.upserts.push_back(std::move(route));
+  }
+  if (unresolved > 0)
+    log_->info("bgp: {} cached routes have no peer or network now; not replayed", unresolved);
+  if (out.upserts.empty()) return;
+  preserving_ = true;
+  sink_(out);
+  const std::chrono::seconds preserve_for(options_.config.restart_time_s);
+  log_->info("bgp: forwarding on {} routes of the previous run until the first FPM resync (at most {} s)",
+             out.upserts.size(), preserve_for.count());
+  preserve_timer_.expires_after(preserve_for);
+  preserve_timer_.async_wait([this, preserve_for](const boost::system::error_code& ec) {
+    if (ec || !preserving_) return;
+    log_->warn("bgp: no full table from zebra within {} s; dropping the routes kept from the previous run",
+               preserve_for.count());
+    RouteUpdate full;
+    full.full = true;
+    full.upserts = adapter_->routes();
+    deliver(full);
+  });
+}
+
+// (Failing here made vxfedd exit, taking the CNI API down with it, whenever FRR was down.)
+void RouteSource::try_start() {
+  auto ok = adapter_->start();
+  if (ok) {
+    if (start_failures_ > 0) log_->info("bgp: adapter started after {} failed attempts", start_failures_);
+    return;
+  }
+  if (start_failures_++ % 12 == 0)
+    log_->error("{} (retrying every {} ms; BGP routes wait for it)", ok.error(), options_.start_retry.count());
+  start_timer_.expires_after(options_.start_retry);
+  start_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) try_start();
+  });
+}
+
+void RouteSource::save_cache() {
+  if (options_.cache_path.empty()) return;
+  if (auto ok = save_route_cache(options_.cache_path, adapter_->routes()); !ok)
+    log_->warn("bgp: route cache not written: {}", ok.error());
+}
+
+// The cache only has to be recent, not exact: the resync after a restart corrects it.
+void RouteSource::schedule_save() {
+  if (save_pending_ || options_.cache_path.empty()) return;
+  save_pending_ = true;
+  save_timer_.expires_after(options_.save_interval);
+  save_timer_.async_wait([this](const boost::system::error_code& ec) {
+    save_pending_ = false;
+    if (!ec && !preserving_) save_cache();
+  });
+}
+
+void RouteSource::deliver(const RouteUpdate& update) {
+  if (update.full && preserving_) {
+    preserving_ = false;
+    preserve_timer_.cancel();
+  }
+  // While replayed routes are in force the cache keeps them (a second restart needs them too).
+  if (!preserving_) schedule_save();
+  if (sink_) sink_(update);
+}
+
+}  // namespace vxfed::bgp

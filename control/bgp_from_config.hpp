@@ -1,0 +1,35 @@
+// vxfedd's BGP route source (bgp/route_source.hpp) from its config: VTEP = node.vtep_ip,
+// advertised = cluster.pod_cidrs (else the networks' subnets), VNIs from NodeState's networks,
+// the route cache in the state directory. Construction only: the source itself lives in bgp/.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <utility>  // before asio: boost 1.74 awaitable.hpp needs std::exchange
+#include <boost/asio.hpp>
+#include <spdlog/logger.h>
+
+#include "bgp/route_source.hpp"
+#include "control/daemon_config.hpp"
+#include "control/node_state.hpp"
+#include "proto/control.pb.h"
+
+namespace vxfed::control {
+
+// nullptr when the config has no enabled `bgp:` section. `state` must outlive the source.
+// `make_adapter`: empty for FRR's (bgp::Adapter); tests pass a fake.
+Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_context& io, const Config& config,
+                                                                 const NodeState& state,
+                                                                 std::shared_ptr<spdlog::logger> log,
+                                                                 const bgp::AdapterFactory& make_adapter = {});
+// A reloaded config (SIGHUP) applied to a running source.
+Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config);
+
+// What vxfedd advertises: cluster.pod_cidrs, else its networks' subnets.
+std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config);
+
+// `vxfedctl peers`.
+v1::PeerInfo peer_info(const bgp::PeerStatus& status);
+
+}  // namespace vxfed::control

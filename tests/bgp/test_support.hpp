@@ -1,0 +1,42 @@
+// Helpers shared by the bgp unit tests: a temporary directory, route updates as one line.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/routes.hpp"
+
+namespace vxfed::bgp::testing {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/vxfed-bgp-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// "delta +10.245.0.0/16@1500[198.18.0.12]198.18.0.2 -10.246.0.0/16@2000": "full" or "delta",
+// then the upserts (prefix@vni[vteps]peer) and removals (prefix@vni) in sorted order.
+inline std::string update_text(const RouteUpdate& u) {
+  std::vector<std::string> parts;
+  for (const auto& r : u.upserts) {
+    std::string v = "+" + r.prefix.str() + "@" + std::to_string(r.vni) + "[";
+    for (std::size_t i = 0; i < r.vteps.size(); ++i) v += (i ? "," : "") + r.vteps[i].str();
+    parts.push_back(v + "]" + r.peer.str());
+  }
+  for (const auto& k : u.removals) parts.push_back("-" + k.prefix.str() + "@" + std::to_string(k.vni));
+  std::sort(parts.begin(), parts.end());
+  std::string s = u.full ? "full" : "delta";
+  for (const auto& p : parts) s += " " + p;
+  return s;
+}
+
+}  // namespace vxfed::bgp::testing

@@ -1,0 +1,120 @@
+// vxfedd's BGP wiring without FRR: NodeState + the BGP route source built from the config
+// (control/bgp_from_config.hpp) over a fake adapter, connected the way the daemon connects
+// them (sink -> apply_routes, NodeState's networks observer -> networks_changed). A network
+// added or removed over the API or by a reload changes the routes at once, without a poll.
+#include <gtest/gtest.h>
+
+#include "control/bgp_from_config.hpp"
+#include "control/node_state.hpp"
+#include "tests/bgp/fake_adapter.hpp"
+#include "tests/control/test_support.hpp"
+
+namespace {
+
+using namespace vxfed::control;
+using namespace vxfed::control::testing;
+using vxfed::RouteUpdate;
+using vxfed::bgp::testing::FakeAdapter;
+using vxfed::bgp::testing::fake_factory;
+
+constexpr const char* kBgp = R"(
+enabled: true
+asn: 65001
+router_id: 198.18.0.1
+clusters: {b: [10.245.0.0/16]}
+peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: green, accept: ["10.245.0.0/16 le 24"]}]
+)";
+
+class CountingSink : public TablesSink {
+ public:
+  std::uint64_t publish(const TablesDelta& delta) override {
+    for (const auto& r : delta.routes) upserted.push_back(r.prefix.str() + "@" + std::to_string(r.vni));
+    for (const auto& k : delta.removed_routes) removed.push_back(k.prefix.str() + "@" + std::to_string(k.vni));
+    return ++generation;
+  }
+  bool ready() const override { return true; }
+  std::uint64_t acked_generation() const override { return generation; }
+  std::vector<std::string> upserted, removed;
+  std::uint64_t generation = 0;
+};
+
+struct BgpRoutesTest : ::testing::Test {
+  TempDir dir;
+  boost::asio::io_context io;
+  Config config = test_config(dir.path);
+  std::unique_ptr<NodeState> state;
+  std::unique_ptr<vxfed::bgp::RouteSource> source;
+  FakeAdapter* fake = nullptr;
+  CountingSink sink;
+
+  void SetUp() override {
+    config.bgp = YAML::Load(kBgp);
+    NodeState::Options o;
+    o.state_dir = dir.path;
+    auto s = NodeState::open(config, o, nullptr);
+    ASSERT_TRUE(s.ok()) << s.error();
+    state = std::move(*s);
+    state->set_sink(&sink);
+    auto made = make_bgp_route_source(io, config, *state, nullptr, fake_factory(fake));
+    ASSERT_TRUE(made.ok()) << made.error();
+    ASSERT_NE(*made, nullptr);
+    source = std::move(*made);
+    state->set_networks_observer([this] { source->networks_changed(); });
+    auto* st = state.get();
+    source->start([st](const RouteUpdate& u) { st->apply_routes(RouteOrigin::bgp, u); });
+  }
+  void TearDown() override {
+    if (source) source->stop();
+    if (state) state->set_sink(nullptr);
+  }
+  // The BGP routes vxfedd holds: "network prefix via vtep source peer".
+  std::vector<std::string> routes() const {
+    std::vector<std::string> out;
+    for (const auto& r : state->list_routes())
+      if (r.source() == "bgp")  // (the test config's network red has a static route)
+        out.push_back(r.network() + " " + r.prefix() + " via " + r.vteps(0) + " " + r.source() + " " + r.peer());
+    return out;
+  }
+};
+
+TEST_F(BgpRoutesTest, BuiltFromTheConfig) {
+  EXPECT_EQ(fake->options().vtep.str(), "198.18.0.1");
+  ASSERT_EQ(fake->options().advertise.size(), 1u);
+  EXPECT_EQ(fake->options().advertise[0].str(), "10.244.0.0/16") << "cluster.pod_cidrs";
+  EXPECT_TRUE(fake->started);
+}
+
+TEST_F(BgpRoutesTest, ApiNetworkAddedInstallsRoutesLearnedBeforeAndRemovedWithdrawsThem) {
+  const std::size_t static_routes = state->route_count();
+  fake->learn("10.245.9.0/24", {"198.18.0.12"});
+  EXPECT_TRUE(routes().empty()) << "network 'green' does not exist yet";
+  v1::ErrorCode code;
+  NetworkConfig green;
+  green.name = "green";
+  green.subnet = "10.244.7.0/24";
+  auto added = state->add_network(green, /*from_config=*/false, &code);
+  ASSERT_TRUE(added.ok()) << added.error();
+  const std::string vni = std::to_string(added->vni());
+  // No io_context turn, no timer: the route is there when add_network returns.
+  EXPECT_EQ(routes(), std::vector<std::string>{"green 10.245.9.0/24 via 198.18.0.12 bgp 198.18.0.2"});
+  EXPECT_EQ(sink.upserted, std::vector<std::string>{"10.245.9.0/24@" + vni});
+  EXPECT_EQ(state->route_count(), static_routes + 1);
+
+  ASSERT_TRUE(state->remove_network("green", &code).ok());
+  EXPECT_TRUE(routes().empty()) << "the source withdrew the route of the removed network";
+  EXPECT_EQ(state->route_count(), static_routes);
+}
+
+TEST_F(BgpRoutesTest, NetworkAddedByAReloadInstallsTheRoutesToo) {
+  fake->learn("10.245.9.0/24", {"198.18.0.12"});
+  auto next = test_config(dir.path, "  - {name: green, subnet: 10.244.7.0/24}\n");
+  next.bgp = YAML::Load(kBgp);
+  std::vector<std::string> notes;
+  ASSERT_TRUE(state->reconfigure(next, &notes).ok());
+  EXPECT_EQ(routes(), std::vector<std::string>{"green 10.245.9.0/24 via 198.18.0.12 bgp 198.18.0.2"});
+  ASSERT_TRUE(reconfigure_bgp_route_source(*source, next).ok());
+  EXPECT_EQ(fake->reconfigures, 1);
+  EXPECT_EQ(routes().size(), 1u) << "the same peers: nothing moves";
+}
+
+}  // namespace
