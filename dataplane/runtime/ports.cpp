@@ -299,7 +299,7 @@ Status Ports::update_pod_filter() {
   return pod_sockets_->set_interfaces(ifs);
 }
 
-void Ports::detach(const std::string& iface) {
+void Ports::detach(std::string iface) {
   auto it = endpoints_.find(iface);
   if (it == endpoints_.end()) return;
   const PortInfo info = it->second;

@@ -58,7 +58,8 @@ class Ports {
   Result<std::uint16_t> attach(const std::string& iface);
   // Stops, closes and (if hot-plugged) removes the port of `iface`. Callers first make sure
   // no worker polls it any more (RCU grace period).
-  void detach(const std::string& iface);
+  // By value: callers may name the port by its key in endpoints_, which detach erases.
+  void detach(std::string iface);
   // Interface -> port id of every attached endpoint port.
   const std::map<std::string, PortInfo>& endpoint_ports() const { return endpoints_; }
   // Frames the kernel dropped on a full af_packet RX ring of this port's queue, since start
