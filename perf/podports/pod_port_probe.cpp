@@ -72,6 +72,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/net/ipv4.hpp"
+#include "common/net/mac.hpp"
+#include "common/netns.hpp"
+
 // linux/virtio_net.h names a member `class` (not C++): the 10-byte header and its values
 // from the kernel's uapi, as the packet socket and the tap read and write it.
 struct virtio_net_hdr {
@@ -138,6 +142,12 @@ void die(const std::string& what) {
   std::exit(2);
 }
 
+// For errors that carry their own explanation (no errno behind them).
+void fail(const std::string& what) {
+  std::fprintf(stderr, "pod_port_probe: %s\n", what.c_str());
+  std::exit(2);
+}
+
 void sh(const std::string& cmd) {
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "pod_port_probe: command failed: %s\n", cmd.c_str());
@@ -153,17 +163,14 @@ void cleanup() {
     std::system(("ip netns del " + g_prefix + s + " 2>/dev/null").c_str());
 }
 
-int open_ns(const std::string& name) {
-  const int fd = ::open(("/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) die("open netns " + name);
-  return fd;
-}
-
-// Moves the calling thread into namespace `name` (network namespaces are per thread).
-void enter_ns(const std::string& name) {
-  const int fd = open_ns(name);
-  if (::setns(fd, CLONE_NEWNET) != 0) die("setns " + name);
-  ::close(fd);
+// Runs `work` inside namespace `name` (common/netns.hpp: on a thread of its own, so the
+// caller never changes namespace); threads `work` starts are born in that namespace too.
+void in_netns(const std::string& name, const std::function<void()>& work) {
+  const vxfed::Status st = vxfed::run_in_netns("/run/netns/" + name, [&]() -> vxfed::Status {
+    work();
+    return {};
+  });
+  if (!st) fail(st.error());
 }
 
 unsigned ifindex_of(const std::string& name) {
@@ -198,18 +205,25 @@ std::uint16_t ip_checksum(const void* data, std::size_t len) {
   return htons(static_cast<std::uint16_t>(~sum));
 }
 
-void parse_mac(const char* text, std::uint8_t* out) {
-  unsigned v[6];
-  std::sscanf(text, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
-  for (int i = 0; i < 6; ++i) out[i] = static_cast<std::uint8_t>(v[i]);
+void put_mac(const char* text, std::uint8_t* out) {
+  const auto mac = vxfed::net::parse_mac(text);
+  if (!mac) fail(std::string(text) + ": " + mac.error());
+  std::memcpy(out, mac->data(), mac->size());
+}
+
+// A constant of this file as the network-order word a header or sockaddr holds.
+std::uint32_t addr_be(const char* text) {
+  const auto a = vxfed::net::Ipv4Addr::parse(text);
+  if (!a) fail(std::string(text) + ": " + a.error());
+  return a->to_network();
 }
 
 // Ethernet/IPv4/UDP from the gateway to the pod with `payload` bytes; for GSO the UDP
 // checksum field holds the pseudo-header sum (CHECKSUM_PARTIAL), else 0 (none).
 std::vector<std::uint8_t> udp_frame(unsigned payload, bool partial_csum) {
   std::vector<std::uint8_t> f(14 + 20 + 8 + payload, 0);
-  parse_mac(kPodMac, f.data());
-  parse_mac(kGatewayMac, f.data() + 6);
+  put_mac(kPodMac, f.data());
+  put_mac(kGatewayMac, f.data() + 6);
   f[12] = 0x08;
   auto* ip = reinterpret_cast<iphdr*>(f.data() + 14);
   ip->version = 4;
@@ -218,8 +232,8 @@ std::vector<std::uint8_t> udp_frame(unsigned payload, bool partial_csum) {
   ip->frag_off = htons(0x4000);
   ip->ttl = 64;
   ip->protocol = IPPROTO_UDP;
-  inet_pton(AF_INET, kGatewayIp, &ip->saddr);
-  inet_pton(AF_INET, kPodIp, &ip->daddr);
+  ip->saddr = addr_be(kGatewayIp);
+  ip->daddr = addr_be(kPodIp);
   ip->check = ip_checksum(ip, 20);
   auto* udp = reinterpret_cast<udphdr*>(f.data() + 34);
   udp->source = htons(kProbePort);
@@ -741,29 +755,30 @@ void configure_pod(const std::string& pod_ns) {
 // datagrams, or one timestamped datagram per `gap_us` (wake-up latency), until stop.
 void pod_sender(const std::string& pod_ns, unsigned payload, bool gso, unsigned gap_us, unsigned count,
                 const std::atomic<bool>& stop, std::atomic<std::uint64_t>& sent) {
-  enter_ns(pod_ns);
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (gso) {
-    const int seg = kGsoSize;
-    if (::setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) != 0) die("UDP_SEGMENT");
-  }
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(kProbePort);
-  inet_pton(AF_INET, "10.245.0.10", &to.sin_addr);  // off-pod: routed to the gateway
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) die("connect");
-  std::vector<std::uint8_t> buf(payload, 0x5a);
-  std::uint64_t n = 0;
-  while (!stop.load(std::memory_order_relaxed) && (count == 0 || n < count)) {
-    if (gap_us != 0) {
-      const std::uint64_t t = now_ns();
-      std::memcpy(buf.data(), &t, sizeof t);
+  in_netns(pod_ns, [&] {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (gso) {
+      const int seg = kGsoSize;
+      if (::setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) != 0) die("UDP_SEGMENT");
     }
-    if (::send(fd, buf.data(), buf.size(), 0) > 0) ++n;
-    if (gap_us != 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
-  }
-  sent.store(n);
-  ::close(fd);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(kProbePort);
+    to.sin_addr.s_addr = addr_be("10.245.0.10");  // off-pod: routed to the gateway
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) die("connect");
+    std::vector<std::uint8_t> buf(payload, 0x5a);
+    std::uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed) && (count == 0 || n < count)) {
+      if (gap_us != 0) {
+        const std::uint64_t t = now_ns();
+        std::memcpy(buf.data(), &t, sizeof t);
+      }
+      if (::send(fd, buf.data(), buf.size(), 0) > 0) ++n;
+      if (gap_us != 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+    }
+    sent.store(n);
+    ::close(fd);
+  });
 }
 
 struct PodReceiver {
@@ -771,27 +786,28 @@ struct PodReceiver {
 };
 
 void pod_receiver(const std::string& pod_ns, const std::atomic<bool>& stop, PodReceiver& r) {
-  enter_ns(pod_ns);
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  const int one = 1, rcvbuf = 32 << 20;
-  ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
-  timeval tv{0, 100'000};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(kProbePort);
-  inet_pton(AF_INET, kPodIp, &a.sin_addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("bind pod receiver");
-  std::vector<std::uint8_t> buf(kBufSize);
-  while (!stop.load(std::memory_order_relaxed)) {
-    const ssize_t got = ::recv(fd, buf.data(), buf.size(), 0);
-    if (got > 0) {
-      r.bytes.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
-      r.datagrams.fetch_add(1, std::memory_order_relaxed);
+  in_netns(pod_ns, [&] {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    const int one = 1, rcvbuf = 32 << 20;
+    ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+    timeval tv{0, 100'000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(kProbePort);
+    a.sin_addr.s_addr = addr_be(kPodIp);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("bind pod receiver");
+    std::vector<std::uint8_t> buf(kBufSize);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const ssize_t got = ::recv(fd, buf.data(), buf.size(), 0);
+      if (got > 0) {
+        r.bytes.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
+        r.datagrams.fetch_add(1, std::memory_order_relaxed);
+      }
     }
-  }
-  ::close(fd);
+    ::close(fd);
+  });
 }
 
 bool ours(const RxFrame& f) {
@@ -1068,112 +1084,114 @@ int main(int argc, char** argv) {
   sh("ip -n " + n + " link add h0 mtu " + std::to_string(kPodMtu) + " type veth peer name eth0 netns " + pod);
   sh("ip -n " + n + " link set h0 up");
   configure_pod(pod);
-  enter_ns(n);
+  // The rest runs in the node's namespace, where the mechanisms attach to h0.
+  in_netns(n, [&] {
 
-  json results = json::object();
-  results["kernel"] = [] {
-    utsname u{};
-    ::uname(&u);
-    return std::string(u.release);
-  }();
-  results["config"] = {{"seconds", seconds}, {"rounds", rounds}, {"pods", pods}, {"pod_mtu", kPodMtu},
-                       {"gso_size", kGsoSize}, {"super_payload", kSuperPayload}};
-  json& per = results["mechanisms"];
-  // Rounds alternate the order of the mechanisms so that the machine's load, which swings
-  // by 2x within minutes here, falls on all of them alike; the summary is the median.
-  for (unsigned round = 0; round < rounds; ++round) {
-  std::vector<std::string> order = mechs;
-  if (round % 2 == 1) std::reverse(order.begin(), order.end());
-  for (const auto& mech : order) {
-    json j;
-    std::printf("== round %u: %s\n", round + 1, mech.c_str());
-    std::fflush(stdout);
-    try {
-      const bool tap = mech == "tap";
-      std::string pod_ns = pod;
-      std::unique_ptr<Mechanism> m = make(mech);
-      if (tap) {
-        // The tap's netdev becomes the pod's eth0; we keep the fd.
-        m->attach({"tp0"});
-        sh("ip -n " + n + " link set tp0 netns " + tpod + " name eth0");
-        configure_pod(tpod);
-        pod_ns = tpod;
-      } else {
-        m->attach({"h0"});
+    json results = json::object();
+    results["kernel"] = [] {
+      utsname u{};
+      ::uname(&u);
+      return std::string(u.release);
+    }();
+    results["config"] = {{"seconds", seconds}, {"rounds", rounds}, {"pods", pods}, {"pod_mtu", kPodMtu},
+                         {"gso_size", kGsoSize}, {"super_payload", kSuperPayload}};
+    json& per = results["mechanisms"];
+    // Rounds alternate the order of the mechanisms so that the machine's load, which swings
+    // by 2x within minutes here, falls on all of them alike; the summary is the median.
+    for (unsigned round = 0; round < rounds; ++round) {
+    std::vector<std::string> order = mechs;
+    if (round % 2 == 1) std::reverse(order.begin(), order.end());
+    for (const auto& mech : order) {
+      json j;
+      std::printf("== round %u: %s\n", round + 1, mech.c_str());
+      std::fflush(stdout);
+      try {
+        const bool tap = mech == "tap";
+        std::string pod_ns = pod;
+        std::unique_ptr<Mechanism> m = make(mech);
+        if (tap) {
+          // The tap's netdev becomes the pod's eth0; we keep the fd.
+          m->attach({"tp0"});
+          sh("ip -n " + n + " link set tp0 netns " + tpod + " name eth0");
+          configure_pod(tpod);
+          pod_ns = tpod;
+        } else {
+          m->attach({"h0"});
+        }
+        const RxResult big = measure_rx(*m, pod_ns, kSuperPayload, true, seconds);
+        const RxResult small = measure_rx(*m, pod_ns, 22, false, seconds);
+        j["rx_super"] = {{"gbps", big.gbps}, {"frames_per_s", big.frames_per_s}, {"frames", big.frames},
+                         {"gso_frames", big.gso_frames}, {"max_frame", big.max_len}, {"sent", big.sent},
+                         {"cpu_ns_per_frame", big.cpu_ns_per_frame}, {"busy_ns_per_frame", big.busy_ns_per_frame}};
+        j["rx_64"] = {{"frames_per_s", small.frames_per_s}, {"frames", small.frames}, {"sent", small.sent},
+                      {"cpu_ns_per_frame", small.cpu_ns_per_frame}, {"busy_ns_per_frame", small.busy_ns_per_frame}};
+        std::printf("  rx super-packets: %.2f Gbit/s, %.0f frames/s, %llu of %llu GSO, largest %llu B, %.0f ns per frame in non-empty calls\n",
+                    big.gbps, big.frames_per_s, static_cast<unsigned long long>(big.gso_frames),
+                    static_cast<unsigned long long>(big.frames), static_cast<unsigned long long>(big.max_len), big.busy_ns_per_frame);
+        std::printf("  rx 64 B: %.0f frames/s (pod sent %llu), %.0f ns per frame in non-empty calls\n", small.frames_per_s,
+                    static_cast<unsigned long long>(small.sent), small.busy_ns_per_frame);
+        if (m->carries_gso()) {
+          const TxResult tx = measure_tx(*m, pod_ns, seconds);
+          j["tx_super"] = {{"gbps", tx.gbps}, {"frames", tx.frames}, {"delivered_bytes", tx.delivered_bytes},
+                           {"delivered_datagrams", tx.delivered_datagrams}, {"cpu_ns_per_frame", tx.cpu_ns_per_frame}};
+          std::printf("  tx super-packets: %.2f Gbit/s delivered to the pod's socket (%llu sent, %llu datagrams), %.0f ns CPU/frame\n",
+                      tx.gbps, static_cast<unsigned long long>(tx.frames),
+                      static_cast<unsigned long long>(tx.delivered_datagrams), tx.cpu_ns_per_frame);
+        }
+        const WakeResult w = measure_wake(*m, pod_ns, wake_samples, wake_gap_us);
+        j["wake_us"] = {{"p50", w.p50_us}, {"p99", w.p99_us}, {"p999", w.p999_us}, {"max", w.max_us}, {"samples", w.samples}};
+        std::printf("  wake-up: p50 %.1f us, p99 %.1f us, p99.9 %.1f us (%zu samples)\n", w.p50_us, w.p99_us, w.p999_us, w.samples);
+        if (auto* x = dynamic_cast<AfXdp*>(m.get())) j["af_xdp_chunks"] = x->chunks();
+        m.reset();
+        if (tap) {
+          sh("ip netns del " + tpod);
+          sh("ip netns add " + tpod);
+        }
+        if (round == 0 && pods != 0 && mech != "af-xdp") {
+          const CapacityResult c = measure_capacity(mech, pods);
+          j["capacity"] = {{"pods", c.pods}, {"received", c.received}, {"misrouted", c.misrouted},
+                           {"attach_ms", c.attach_ms}, {"rss_kib", c.rss_kib}, {"locked_kib", c.locked_kib},
+                           {"prealloc_bytes", c.prealloc}, {"empty_poll_ns", c.empty_poll_ns},
+                           {"idle_cpu_pct", c.idle_cpu_pct}};
+          std::printf("  %u pods: %u/%u frames demultiplexed right (%u wrong), attach %.1f ms, RSS +%lld KiB, locked +%lld KiB, "
+                      "preallocated %.1f MiB, empty poll of all %.0f ns, idle CPU %.3f %%\n",
+                      c.pods, c.received, c.pods, c.misrouted, c.attach_ms, static_cast<long long>(c.rss_kib),
+                      static_cast<long long>(c.locked_kib), static_cast<double>(c.prealloc) / 1048576.0, c.empty_poll_ns,
+                      c.idle_cpu_pct);
+        }
+      } catch (const std::exception& e) {
+        j["error"] = e.what();
+        std::printf("  unavailable: %s\n", e.what());
       }
-      const RxResult big = measure_rx(*m, pod_ns, kSuperPayload, true, seconds);
-      const RxResult small = measure_rx(*m, pod_ns, 22, false, seconds);
-      j["rx_super"] = {{"gbps", big.gbps}, {"frames_per_s", big.frames_per_s}, {"frames", big.frames},
-                       {"gso_frames", big.gso_frames}, {"max_frame", big.max_len}, {"sent", big.sent},
-                       {"cpu_ns_per_frame", big.cpu_ns_per_frame}, {"busy_ns_per_frame", big.busy_ns_per_frame}};
-      j["rx_64"] = {{"frames_per_s", small.frames_per_s}, {"frames", small.frames}, {"sent", small.sent},
-                    {"cpu_ns_per_frame", small.cpu_ns_per_frame}, {"busy_ns_per_frame", small.busy_ns_per_frame}};
-      std::printf("  rx super-packets: %.2f Gbit/s, %.0f frames/s, %llu of %llu GSO, largest %llu B, %.0f ns per frame in non-empty calls\n",
-                  big.gbps, big.frames_per_s, static_cast<unsigned long long>(big.gso_frames),
-                  static_cast<unsigned long long>(big.frames), static_cast<unsigned long long>(big.max_len), big.busy_ns_per_frame);
-      std::printf("  rx 64 B: %.0f frames/s (pod sent %llu), %.0f ns per frame in non-empty calls\n", small.frames_per_s,
-                  static_cast<unsigned long long>(small.sent), small.busy_ns_per_frame);
-      if (m->carries_gso()) {
-        const TxResult tx = measure_tx(*m, pod_ns, seconds);
-        j["tx_super"] = {{"gbps", tx.gbps}, {"frames", tx.frames}, {"delivered_bytes", tx.delivered_bytes},
-                         {"delivered_datagrams", tx.delivered_datagrams}, {"cpu_ns_per_frame", tx.cpu_ns_per_frame}};
-        std::printf("  tx super-packets: %.2f Gbit/s delivered to the pod's socket (%llu sent, %llu datagrams), %.0f ns CPU/frame\n",
-                    tx.gbps, static_cast<unsigned long long>(tx.frames),
-                    static_cast<unsigned long long>(tx.delivered_datagrams), tx.cpu_ns_per_frame);
-      }
-      const WakeResult w = measure_wake(*m, pod_ns, wake_samples, wake_gap_us);
-      j["wake_us"] = {{"p50", w.p50_us}, {"p99", w.p99_us}, {"p999", w.p999_us}, {"max", w.max_us}, {"samples", w.samples}};
-      std::printf("  wake-up: p50 %.1f us, p99 %.1f us, p99.9 %.1f us (%zu samples)\n", w.p50_us, w.p99_us, w.p999_us, w.samples);
-      if (auto* x = dynamic_cast<AfXdp*>(m.get())) j["af_xdp_chunks"] = x->chunks();
-      m.reset();
-      if (tap) {
-        sh("ip netns del " + tpod);
-        sh("ip netns add " + tpod);
-      }
-      if (round == 0 && pods != 0 && mech != "af-xdp") {
-        const CapacityResult c = measure_capacity(mech, pods);
-        j["capacity"] = {{"pods", c.pods}, {"received", c.received}, {"misrouted", c.misrouted},
-                         {"attach_ms", c.attach_ms}, {"rss_kib", c.rss_kib}, {"locked_kib", c.locked_kib},
-                         {"prealloc_bytes", c.prealloc}, {"empty_poll_ns", c.empty_poll_ns},
-                         {"idle_cpu_pct", c.idle_cpu_pct}};
-        std::printf("  %u pods: %u/%u frames demultiplexed right (%u wrong), attach %.1f ms, RSS +%lld KiB, locked +%lld KiB, "
-                    "preallocated %.1f MiB, empty poll of all %.0f ns, idle CPU %.3f %%\n",
-                    c.pods, c.received, c.pods, c.misrouted, c.attach_ms, static_cast<long long>(c.rss_kib),
-                    static_cast<long long>(c.locked_kib), static_cast<double>(c.prealloc) / 1048576.0, c.empty_poll_ns,
-                    c.idle_cpu_pct);
-      }
-    } catch (const std::exception& e) {
-      j["error"] = e.what();
-      std::printf("  unavailable: %s\n", e.what());
+      std::fflush(stdout);
+      if (j.contains("capacity")) per[mech]["capacity"] = j["capacity"];
+      j.erase("capacity");
+      per[mech]["rounds"].push_back(j);
     }
-    std::fflush(stdout);
-    if (j.contains("capacity")) per[mech]["capacity"] = j["capacity"];
-    j.erase("capacity");
-    per[mech]["rounds"].push_back(j);
-  }
-  }
-  // Summary: median [min-max] over the rounds.
-  const std::vector<std::pair<std::string, std::string>> keys{
-      {"rx_super", "gbps"}, {"rx_super", "busy_ns_per_frame"}, {"rx_64", "busy_ns_per_frame"},
-      {"tx_super", "gbps"}, {"tx_super", "cpu_ns_per_frame"}, {"wake_us", "p50"}, {"wake_us", "p99"},
-      {"wake_us", "p999"}};
-  std::printf("\nsummary over %u rounds: median [min-max]\n", rounds);
-  for (const auto& mech : mechs) {
-    json& m = per[mech];
-    std::printf("%-14s", mech.c_str());
-    for (const auto& [group, key] : keys) {
-      std::vector<double> v;
-      for (const auto& r : m["rounds"])
-        if (r.contains(group) && r[group].contains(key)) v.push_back(r[group][key].get<double>());
-      if (v.empty()) continue;
-      std::sort(v.begin(), v.end());
-      const double med = v[v.size() / 2];
-      m["summary"][group + "." + key] = {{"median", med}, {"min", v.front()}, {"max", v.back()}};
-      std::printf("  %s.%s %.4g [%.4g-%.4g]", group.c_str(), key.c_str(), med, v.front(), v.back());
     }
-    std::printf("\n");
-  }
-  std::ofstream(out) << results.dump(2) << "\n";
-  std::printf("results: %s\n", out.c_str());
+    // Summary: median [min-max] over the rounds.
+    const std::vector<std::pair<std::string, std::string>> keys{
+        {"rx_super", "gbps"}, {"rx_super", "busy_ns_per_frame"}, {"rx_64", "busy_ns_per_frame"},
+        {"tx_super", "gbps"}, {"tx_super", "cpu_ns_per_frame"}, {"wake_us", "p50"}, {"wake_us", "p99"},
+        {"wake_us", "p999"}};
+    std::printf("\nsummary over %u rounds: median [min-max]\n", rounds);
+    for (const auto& mech : mechs) {
+      json& m = per[mech];
+      std::printf("%-14s", mech.c_str());
+      for (const auto& [group, key] : keys) {
+        std::vector<double> v;
+        for (const auto& r : m["rounds"])
+          if (r.contains(group) && r[group].contains(key)) v.push_back(r[group][key].get<double>());
+        if (v.empty()) continue;
+        std::sort(v.begin(), v.end());
+        const double med = v[v.size() / 2];
+        m["summary"][group + "." + key] = {{"median", med}, {"min", v.front()}, {"max", v.back()}};
+        std::printf("  %s.%s %.4g [%.4g-%.4g]", group.c_str(), key.c_str(), med, v.front(), v.back());
+      }
+      std::printf("\n");
+    }
+    std::ofstream(out) << results.dump(2) << "\n";
+    std::printf("results: %s\n", out.c_str());
+  });
   return 0;
 }
