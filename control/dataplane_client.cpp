@@ -43,6 +43,7 @@ void DataplaneClient::stop() {
     conn_.reset();
   }
   ready_ = false;
+  hello_in_flight_ = false;
   state_.set_sink(nullptr);
 }
 
@@ -83,13 +84,15 @@ void DataplaneClient::on_connected() {
   ++stats_.connects;
   connected_at_ = SteadyClock::now();
   first_connect_logged_ = false;
-  log_->info("connected to dataplane {}; sending the full snapshot", options_.socket);
+  log_->info("connected to dataplane {}; asking its generation, then sending the full snapshot", options_.socket);
   refused_.clear();
   state_.mark_refused({});
-  send_snapshot(/*with_endpoints=*/true);
+  // Generations only go forward: a dataplane that outlived a vxfedd restart runs a generation
+  // this process has not counted to yet. Its status comes first; the snapshot continues from it.
+  hello_in_flight_ = true;
   dp::DataplaneRequest status;
   status.mutable_get_status();
-  send(status, Kind::status, 0);
+  send(status, Kind::hello, 0);
 }
 
 void DataplaneClient::send_snapshot(bool with_endpoints) {
@@ -116,7 +119,7 @@ void DataplaneClient::send_snapshot(bool with_endpoints) {
 }
 
 std::uint64_t DataplaneClient::publish(const TablesDelta& delta) {
-  if (!conn_) return 0;  // the snapshot at the next connect carries it
+  if (!conn_ || hello_in_flight_) return 0;  // the snapshot at the next connect carries it
   if (merger_.empty()) merged_generation_ = ++generation_;
   const std::uint64_t generation = merged_generation_;
   if (!merger_.add(delta)) {
@@ -210,6 +213,20 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
   const Pending p = pending_.front();
   pending_.pop_front();
   switch (p.kind) {
+    case Kind::hello:
+      hello_in_flight_ = false;
+      if (response.ok() && response.has_status()) {
+        status_ = response.status();
+        if (status_.generation() > generation_) {
+          log_->info("dataplane runs generation {}; continuing from there (this vxfedd was at {})",
+                     status_.generation(), generation_);
+          generation_ = status_.generation();
+        }
+      } else {
+        log_->warn("dataplane did not report its status ({}); sending the snapshot anyway", response.error());
+      }
+      send_snapshot(/*with_endpoints=*/true);
+      return;
     case Kind::snapshot:
     case Kind::base_snapshot:
       resync_in_flight_ = false;
@@ -292,6 +309,7 @@ void DataplaneClient::drop_connection(const std::string& why) {
   conn_.reset();
   pending_.clear();
   ready_ = false;
+  hello_in_flight_ = false;
   resync_in_flight_ = false;
   resync_again_ = false;
   delta_in_flight_ = false;

@@ -1,5 +1,7 @@
-// Keeps vxfed-dataplane in step with the node state: connects to its --api-socket, sends a
-// complete Snapshot on every (re)connect, then a Delta per change, pipelined (the dataplane
+// Keeps vxfed-dataplane in step with the node state: connects to its --api-socket, asks its
+// status (the snapshot's generation continues from the dataplane's when that is higher, so
+// generations only go forward across a vxfedd restart), sends a complete Snapshot on every
+// (re)connect, then a Delta per change, pipelined (the dataplane
 // answers in order). The dataplane forwards only after the snapshot is applied, so ready()
 // means "the node's tables are in force".
 //
@@ -71,7 +73,7 @@ class DataplaneClient : public TablesSink {
   const dp::DataplaneStatus& status() const { return status_; }
 
  private:
-  enum class Kind { snapshot, base_snapshot, delta, endpoint_probe, counters, status };
+  enum class Kind { hello, snapshot, base_snapshot, delta, endpoint_probe, counters, status };
   struct Pending {
     std::uint64_t request_id;
     Kind kind;
@@ -111,6 +113,7 @@ class DataplaneClient : public TablesSink {
   std::uint32_t backoff_ms_;
   bool stopped_ = true;
   bool ready_ = false;
+  bool hello_in_flight_ = false;      // the connection's first GetStatus (its generation) is out
   bool resync_in_flight_ = false;
   bool resync_again_ = false;        // another resync was asked for while one was in flight
   DeltaMerger merger_;               // changes waiting for the in-flight delta's answer

@@ -133,6 +133,8 @@ class Dataplane:
         """Starts it and waits for its API socket; PartUnavailable if it exits or times out."""
         if not self.program.exists():
             raise PartUnavailable("vxfed-dataplane", f"{self.program} is not built")
+        # A socket left by a killed run must not be taken for the new one's.
+        self.socket.unlink(missing_ok=True)
         self.starts += 1
         self.stopped = False
         name = self.name if self.starts == 1 else f"{self.name}-run{self.starts}"
@@ -171,6 +173,17 @@ class Dataplane:
         self.socket.unlink(missing_ok=True)
         shutil.rmtree(self.launch.runtime_dir(), ignore_errors=True)
         return rc
+
+    def kill(self) -> Optional[int]:
+        """SIGKILL, as a crash: the socket and DPDK's run directory stay behind (start()
+        replaces them). Returns the exit status (None if it was not running)."""
+        proc = self.proc
+        if proc is None or self.stopped:
+            return None
+        self.stopped = True
+        if proc.poll() is None:
+            proc.kill()
+        return proc.wait(timeout=10)
 
     # -- the table API, through vxfed-dpctl --
     def dpctl(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:

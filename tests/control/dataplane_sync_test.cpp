@@ -65,6 +65,18 @@ class FakeDataplane {
     std::lock_guard lock(mu_);
     tables_.Clear();
     ready_ = false;
+    generation_ = 0;
+  }
+
+  // A dataplane that outlived an earlier vxfedd: it runs that vxfedd's generation.
+  void set_generation(std::uint64_t g) {
+    std::lock_guard lock(mu_);
+    generation_ = g;
+  }
+  // The generation of every snapshot and delta applied, in order.
+  std::vector<std::uint64_t> generations() {
+    std::lock_guard lock(mu_);
+    return generations_;
   }
 
   std::map<std::string, std::string> tables() {
@@ -142,6 +154,8 @@ class FakeDataplane {
             } else {
               tables_ = request.snapshot().tables();
               ready_ = true;
+              generation_ = request.snapshot().generation();
+              generations_.push_back(generation_);
             }
           } else if (request.has_delta()) {
             log_.push_back("delta");
@@ -150,9 +164,12 @@ class FakeDataplane {
               response.set_error("iface \"gone\" does not exist");
             } else {
               apply(request.delta());
+              generation_ = request.delta().generation();
+              generations_.push_back(generation_);
             }
           } else if (request.has_get_status()) {
             response.mutable_status()->set_ready(ready_);
+            response.mutable_status()->set_generation(generation_);
           } else if (request.has_get_counters()) {
             auto* drop = response.mutable_counters()->add_drops();
             drop->set_reason("unknown_vni");
@@ -174,6 +191,8 @@ class FakeDataplane {
   std::mutex mu_;
   dp::Tables tables_;
   bool ready_ = false;
+  std::uint64_t generation_ = 0;
+  std::vector<std::uint64_t> generations_;
   std::vector<std::string> log_;
 };
 
@@ -193,9 +212,13 @@ class SyncTest : public ::testing::Test {
     fake_ = std::make_unique<FakeDataplane>(socket_);
     auto log = std::getenv("VXFED_TEST_LOG") ? spdlog::stderr_color_mt("sync")
                                               : std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
-    client_ = std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 20, 200, 100, 2000}, *state_, log);
+    log_ = log;
+    client_ = make_client();
     work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });
+  }
+  std::unique_ptr<DataplaneClient> make_client() {
+    return std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 20, 200, 100, 2000}, *state_, log_);
   }
   template <typename F>
   auto on_io(F fn) {
@@ -228,6 +251,7 @@ class SyncTest : public ::testing::Test {
   std::string socket_;
   asio::io_context io_;
   std::unique_ptr<NodeState> state_;
+  std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<DataplaneClient> client_;
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread thread_;
@@ -305,6 +329,40 @@ TEST_F(SyncTest, CountersArePolledOnceReady) {
   auto counters = on_io([this] { return client_->counters(); });
   ASSERT_EQ(counters.drops_size(), 1);
   EXPECT_EQ(counters.drops(0).packets(), 3u);
+  fake_->stop();
+}
+
+TEST_F(SyncTest, GenerationsOnlyGoForwardAcrossRestartsOfEitherSide) {
+  // The dataplane outlived an earlier vxfedd that had reached generation 41.
+  fake_->start();
+  fake_->set_generation(41);
+  on_io([this] {
+    client_->start();
+    return 0;
+  });
+  ASSERT_TRUE(converged());
+  v1::ErrorCode code;
+  on_io([&] { return state_->attach(endpoint("c3", "red", "10.244.1.6", "vxf3"), &code).ok(); });
+  ASSERT_TRUE(converged());
+  // vxfedd restarts (a new client, as after kill -9); the dataplane keeps its tables.
+  on_io([this] {
+    client_->stop();
+    client_ = make_client();
+    client_->start();
+    return 0;
+  });
+  for (int i = 0; i < 500 && fake_->log().size() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(converged());
+  on_io([&] { return state_->detach("c3", "net1", &code).ok(); });
+  ASSERT_TRUE(converged());
+  // The dataplane restarts: it starts from 0, vxfedd goes on counting.
+  fake_->stop();
+  fake_->start();
+  ASSERT_TRUE(converged());
+  const auto g = fake_->generations();
+  ASSERT_GE(g.size(), 5u);
+  EXPECT_GT(g.front(), 41u);
+  for (std::size_t i = 1; i < g.size(); ++i) EXPECT_GT(g[i], g[i - 1]) << "generation " << i << " went back";
   fake_->stop();
 }
 

@@ -12,7 +12,10 @@ Steps:
   2. kill -9 vxfedd and restart it: same VNIs, same endpoints, and the dataplane's tables
      (DumpTables) identical to before;
   3. restart vxfed-dataplane: vxfedd replays the snapshot; tables identical again. The time
-     from the new dataplane's API socket appearing to the replayed tables is printed.
+     from the new dataplane's API socket appearing to the replayed tables is printed;
+  4. kill -9 vxfed-dataplane and restart it: replayed again.
+Generations only go forward: after every restart of either side the dataplane's generation is
+higher than before it (a restarted vxfedd continues from the dataplane's).
 """
 
 from __future__ import annotations
@@ -114,6 +117,12 @@ def state_of(c: Control) -> dict:
     return {"vnis": vnis, "endpoints": eps}
 
 
+def assert_went_forward(before: int, after: int, what: str) -> int:
+    assert after > before, f"generation went from {before} to {after} across {what}: generations only go forward"
+    t.log(f"{what}: generation {before} -> {after}")
+    return after
+
+
 def main() -> None:
     t.require_root()
     for prog in ("ip",):
@@ -156,6 +165,7 @@ def main() -> None:
         assert conflict.returncode == 1 and "ALREADY_EXISTS" in conflict.stderr, conflict
 
         # --- kill -9 vxfedd and restart it ---
+        generation = int(dump_before["generation"])
         c.daemon.kill()
         # The dataplane keeps forwarding on its tables while vxfedd is gone.
         assert canonical_tables(c.dump()) == tables_before, "dataplane tables changed while vxfedd was down"
@@ -164,9 +174,11 @@ def main() -> None:
         c.wait_all_in_dataplane()
         after = state_of(c)
         assert after == before, f"state changed across kill -9:\nbefore {before}\nafter  {after}"
-        tables_after = canonical_tables(c.dump())
+        dump_after = c.dump()
+        tables_after = canonical_tables(dump_after)
         assert tables_after == tables_before, \
             f"dataplane tables differ after vxfedd restart:\nbefore {tables_before}\nafter  {tables_after}"
+        generation = assert_went_forward(generation, int(dump_after["generation"]), "vxfedd kill -9")
         t.log("kill -9 vxfedd + restart: same VNIs, same endpoints, identical dataplane tables")
 
         # --- restart the dataplane: vxfedd replays everything ---
@@ -186,11 +198,21 @@ def main() -> None:
         assert replayed_at is not None, "tables were not replayed to the restarted dataplane"
         c.wait_ready()
         c.wait_all_in_dataplane()
+        generation = assert_went_forward(generation, int(c.dump()["generation"]), "dataplane restart")
         log = c.daemon.log()
         sync_lines = [line for line in log.splitlines() if "applied snapshot" in line]
         t.log(f"dataplane restart: tables replayed {1000 * (replayed_at - socket_up):.0f} ms after its API socket "
               f"appeared (vxfedd: '{sync_lines[-1].split('] ')[-1] if sync_lines else '?'}')")
         print(f"REPLAY_MS {1000 * (replayed_at - socket_up):.1f}")
+        # --- kill -9 the dataplane and restart it ---
+        c.dataplane.kill()
+        t.wait_for(lambda: c.ctl("status", check=False).returncode == 4, 30, "vxfedd to notice the dataplane died")
+        c.start_dataplane()
+        c.wait_ready()
+        c.wait_all_in_dataplane()
+        dump_after = c.dump()
+        assert canonical_tables(dump_after) == tables_before, "tables not replayed after kill -9 of the dataplane"
+        generation = assert_went_forward(generation, int(dump_after["generation"]), "dataplane kill -9")
         # Detach is idempotent; unknown endpoints are fine.
         c.ctl("detach", ENDPOINTS[0][0])
         c.ctl("detach", ENDPOINTS[0][0])
