@@ -252,6 +252,7 @@ Status Dataplane::install(const v1::Tables& requested, std::uint64_t generation)
     if (info.pod_socket) {
       next->pod_ifindex[info.port_id - kFirstPodPort] = info.ifindex;
       next->pod_port_of_ifindex.insert(info.ifindex, info.port_id);
+      ++next->socket_pods;
       continue;  // the worker's pod socket wakes it
     }
     if (info.wake_fds.empty()) next->pods_wakeable = false;

@@ -19,6 +19,9 @@ struct ForwardingState {
   // port index - kFirstPodPort -> ifindex (0: none).
   FlatMap64<std::uint16_t> pod_port_of_ifindex;
   std::vector<unsigned> pod_ifindex;
+  // How many pods the pod sockets serve. With none the workers skip reading them: a read is a
+  // system call (recvmmsg) per loop, which cost the uplink path a third of its rate.
+  unsigned socket_pods = 0;
   // socket_wakeup.hpp: the af_packet sockets of pod_ports, and whether every pod port has
   // them (otherwise an idle worker naps instead of blocking).
   std::vector<int> pod_wake_fds;

@@ -185,8 +185,8 @@ int worker_main(void* arg) {
       }
     }
 
-    // Pods served by the pod socket.
-    if (w.pod_fd >= 0) {
+    // Pods served by the pod socket (none attached: nothing to read, and no system call).
+    if (w.pod_fd >= 0 && s != nullptr && s->socket_pods != 0) {
       const unsigned n = pod_receive(w.pod_fd, w.pool, pod_spare, pkts, pod_ifs, kMaxBurst);
       if (n) {
         work += n;
