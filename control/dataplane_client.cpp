@@ -1,5 +1,7 @@
 #include "control/dataplane_client.hpp"
 
+#include <sys/stat.h>
+
 #include <spdlog/spdlog.h>
 
 namespace vxfed::control {
@@ -21,6 +23,7 @@ DataplaneClient::DataplaneClient(asio::io_context& io, Options options, NodeStat
       log_(std::move(log)),
       reconnect_timer_(io),
       tick_timer_(io),
+      watch_timer_(io),
       backoff_ms_(options_.reconnect_min_ms) {}
 
 DataplaneClient::~DataplaneClient() { stop(); }
@@ -37,6 +40,7 @@ void DataplaneClient::stop() {
   stopped_ = true;
   reconnect_timer_.cancel();
   tick_timer_.cancel();
+  watch_timer_.cancel();
   if (conn_) {
     boost::system::error_code ignored;
     conn_->socket.close(ignored);
@@ -48,10 +52,12 @@ void DataplaneClient::stop() {
 }
 
 void DataplaneClient::connect() {
-  if (stopped_) return;
+  if (stopped_ || connecting_) return;
+  connecting_ = true;
   auto conn = std::make_shared<Connection>(io_);
   conn->socket.async_connect(asio::local::stream_protocol::endpoint(options_.socket),
                              [this, conn](const boost::system::error_code& ec) {
+                               connecting_ = false;
                                if (stopped_) return;
                                if (ec) {
                                  // The first failure, then one line a minute: a dataplane that
@@ -77,6 +83,33 @@ void DataplaneClient::schedule_reconnect() {
   backoff_ms_ = std::min(options_.reconnect_max_ms, backoff_ms_ * 2);
   reconnect_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) connect();
+  });
+  watched_socket_ = socket_file();
+  watch_socket();
+}
+
+DataplaneClient::SocketFile DataplaneClient::socket_file() const {
+  struct stat st {};
+  if (::stat(options_.socket.c_str(), &st) != 0) return {};
+  return SocketFile{true, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
+
+// While the backoff runs, a (re)created socket file means a dataplane that just started
+// listening: connect at once instead of waiting out the backoff (a restarted dataplane would
+// otherwise forward nothing for up to reconnect_max_ms after it is up). One stat() per
+// interval, only while disconnected.
+void DataplaneClient::watch_socket() {
+  watch_timer_.expires_after(std::chrono::milliseconds(kSocketWatchMs));
+  watch_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_ || conn_ || connecting_) return;
+    const SocketFile now = socket_file();
+    if (now.exists && !(now == watched_socket_)) {
+      reconnect_timer_.cancel();
+      connect();
+      return;
+    }
+    if (!now.exists) watched_socket_ = now;
+    watch_socket();
   });
 }
 

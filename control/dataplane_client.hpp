@@ -9,7 +9,8 @@
 // whose interface vanished while vxfedd was down), the client falls back: a snapshot with
 // networks and routes only, then every endpoint as its own delta; those refused are marked
 // (not in_dataplane) and retried at the next resync. A refused delta triggers a resync.
-// Lost connection: reconnect with exponential backoff (reconnect_min_ms .. reconnect_max_ms).
+// Lost connection: reconnect with exponential backoff (reconnect_min_ms .. reconnect_max_ms),
+// or at once when the socket file is created anew (a dataplane that restarted).
 // At most one Delta is in flight: changes made meanwhile are merged into the next one
 // (DeltaMerger), because each Delta costs the dataplane a table rebuild.
 #pragma once
@@ -92,6 +93,15 @@ class DataplaneClient : public TablesSink {
 
   void connect();
   void schedule_reconnect();
+  struct SocketFile {
+    bool exists = false;
+    std::uint64_t ino = 0;
+    std::int64_t ctime_s = 0, ctime_ns = 0;
+    bool operator==(const SocketFile&) const = default;
+  };
+  SocketFile socket_file() const;
+  void watch_socket();
+  static constexpr int kSocketWatchMs = 20;
   void on_connected();
   void read(std::shared_ptr<Connection> conn);
   void on_response(const dp::DataplaneResponse& response);
@@ -110,6 +120,9 @@ class DataplaneClient : public TablesSink {
   std::shared_ptr<Connection> conn_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer tick_timer_;
+  boost::asio::steady_timer watch_timer_;   // the socket file, while disconnected
+  SocketFile watched_socket_;                // as it was when the last connect failed
+  bool connecting_ = false;
   std::uint32_t backoff_ms_;
   bool stopped_ = true;
   bool ready_ = false;

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""The fault suite: what pods see while parts of a node die and restart.
+
+    sudo perf/faults/run.py --build-dir build                       # every fault, ~4-6 min
+    sudo perf/faults/run.py --build-dir build --faults vxfedd_sigkill,dataplane_sigkill
+    sudo perf/faults/run.py --list
+
+Brings up the two-cluster demo topology (vxfed, two pods per cluster), runs four fixed-rate
+UDP probe streams between the clusters' pods, and injects the faults one at a time with
+recovery between (harness/vxfed_harness/faults/). Writes JSON (one object per fault under
+`faults`) to --out (default perf/results/faults-<UTC time>.json) and prints a table.
+
+Exit status: 0 every goal met; 1 a goal not met (or anything misdelivered); 3 the topology
+could not come up (the part is named); 130 interrupted (after teardown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import vxfed_harness as tl
+from vxfed_harness.faults.faults import BY_NAME, FAULTS
+from vxfed_harness.faults.suite import FaultSuite, Options, table
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--build-dir", type=Path, default=tl.BUILD_DIR)
+    p.add_argument("--out", type=Path)
+    p.add_argument("--faults", default="all", help="comma list of fault names (--list), or all")
+    p.add_argument("--rate", type=float, default=500.0, help="datagrams per second per stream (4 streams)")
+    p.add_argument("--churn-pods", type=int, default=20, help="pods added and removed per node by pod_churn")
+    p.add_argument("--recovery-timeout", type=float, default=90.0)
+    p.add_argument("--list", action="store_true", help="print the faults and exit")
+    args = p.parse_args(argv)
+    if args.list:
+        for f in FAULTS:
+            print(f"{f.name:26} {f.what}")
+        return 0
+    names = [f.name for f in FAULTS] if args.faults == "all" else [n.strip() for n in args.faults.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        p.error(f"unknown fault(s) {', '.join(unknown)}; --list shows them")
+    if os.geteuid() != 0:
+        sys.exit("faults: must run as root (network namespaces)")
+    out = args.out or tl.SOURCE_DIR / "perf" / "results" / f"faults-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def on_term(_signum, _frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    suite = FaultSuite(Options(build_dir=args.build_dir.resolve(), rate=args.rate, churn_pods=args.churn_pods,
+                               recovery_timeout=args.recovery_timeout, progress=tl.log))
+    started = time.time()
+    status = 0
+    try:
+        suite.up()
+        suite.baseline()
+        for n in names:
+            suite.run_fault(BY_NAME[n])
+        suite.stop_probes()
+        results = suite.analyse()
+    except tl.PartUnavailable as exc:
+        tl.log(f"faults: NOT AVAILABLE: {exc}")
+        return 3
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        tl.log("faults: tearing down")
+        suite.close()
+    doc = {"faults": {k: v for k, v in results.items() if k != "baseline"}, "baseline": results.get("baseline"),
+           "config": {"rate_per_stream": args.rate, "streams": [pr.name for pr in suite.probes],
+                      "churn_pods": args.churn_pods, "faults": names, "build_dir": str(args.build_dir)},
+           "started_unix": started, "duration_s": round(time.time() - started, 1)}
+    out.write_text(json.dumps(doc, indent=1, sort_keys=True))
+    print(table(results))
+    for name, r in results.items():
+        for note in r.get("notes") or []:
+            print(f"  {name}: {note}")
+        if r.get("error"):
+            print(f"  {name}: error: {r['error']}")
+        if not r.get("state_equal", True):
+            print(f"  {name}: state differs: {json.dumps(r.get('state_diff'))[:600]}")
+    print(f"JSON: {out}")
+    if any(r["misdelivered"] for r in results.values()) or not all(
+            r["goal_met"] for k, r in results.items() if k != "baseline"):
+        status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The fault suite's figures (harness/vxfed_harness/faults/analysis.py, stream.py's wire
+format) on made-up streams: loss and the longest gap, duplicates, reordering, misdelivery,
+when traffic flowed again. No root, no network."""
+
+from __future__ import annotations
+
+import struct
+
+from vxfed_harness.faults import analysis, stream
+
+A, B, C = 0x0AF4000A, 0x0AF5000A, 0x0AF5000B   # 10.244.0.10, 10.245.0.10, 10.245.0.11
+
+
+def rec(sid: int, seq: int, sent: list[float], at: int, dst: int = B, ip_dst: int | None = None) -> analysis.Reception:
+    return analysis.Reception(sid, seq, sent[seq], sent[seq] + 0.0005, ip_dst if ip_dst is not None else dst, dst, at)
+
+
+def test_wire_format() -> None:
+    payload = stream.encode(3, 77, 1234.5, B)
+    udp = struct.pack("!HHHH", 40000, stream.PORT, 8 + len(payload), 0)
+    ip = bytes([0x45, 0]) + struct.pack("!H", 20 + len(udp) + len(payload)) + bytes(5) + bytes([17]) + bytes(2) \
+        + struct.pack("!II", A, B)
+    assert stream.decode_ipv4_udp(ip + udp + payload) == (3, 77, 1234.5, B, B)
+    assert stream.decode_ipv4_udp(ip + udp[:2] + b"\x00\x01" + udp[4:] + payload) is None, "other port"
+    assert stream.decode_ipv4_udp(ip + udp + b"XXXX" + payload[4:]) is None, "other magic"
+    assert stream.ip_u32("10.245.0.11") == C
+
+
+def test_window_figures() -> None:
+    sent = [100.0 + i * 0.002 for i in range(1000)]        # 500/s for 2 s
+    s = analysis.Stream(0, "A0->B0", B, sent)
+    got = [q for q in range(1000) if not 400 <= q < 450]   # 50 lost: a 100 ms hole
+    recs = [rec(0, q, sent, B) for q in got]
+    recs.insert(10, rec(0, 5, sent, B))                    # a duplicate
+    recs[20], recs[21] = recs[21], recs[20]                # one pair swapped
+    recs.append(rec(0, 600, sent, C))                      # arrived at the wrong pod
+    recs.append(rec(0, 601, sent, B, ip_dst=C))            # carried another pod's address
+    streams = {0: s}
+    wrong = analysis.assign(streams, recs)
+    assert len(wrong) == 2
+    w = analysis.window(streams, wrong, 100.0, 102.0)
+    assert w.sent == 1000 and w.lost == 50, w
+    assert w.duplicates == 1 and w.reordered == 1 and w.misdelivered == 2, w
+    assert abs(w.longest_gap_ms - 102.0) < 0.01, w.longest_gap_ms          # seq 399 -> 450: 51 intervals
+    assert w.flowing_at == sent[450]
+    # A window around the hole only, and one before it: no loss, the sender's spacing.
+    assert analysis.window(streams, wrong, sent[420], sent[430]).lost == 10
+    quiet = analysis.window(streams, wrong, 100.0, sent[300])
+    assert quiet.lost == 0 and quiet.flowing_at is None and abs(quiet.longest_gap_ms - 2.0) < 0.01, quiet
+
+
+def test_loss_until_the_end() -> None:
+    sent = [200.0 + i * 0.01 for i in range(100)]
+    s = analysis.Stream(1, "B0->A0", A, sent)
+    streams = {1: s}
+    analysis.assign(streams, [rec(1, q, sent, A, dst=A) for q in range(60)])
+    w = analysis.window(streams, [], 200.0, 201.0)
+    assert w.lost == 40 and w.flowing_at is None, w
+    assert w.longest_gap_ms >= 390, w.longest_gap_ms
+
+
+if __name__ == "__main__":
+    test_wire_format()
+    test_window_figures()
+    test_loss_until_the_end()
+    print("PASS")
