@@ -80,10 +80,13 @@ namespace {
 // Prepends the outer headers to a packet to encapsulate: copy_constant(o) writes the VTEP's
 // constant headers, then the per-packet fields follow. False when there is no headroom (the
 // packet dropped and counted); true: the caller stages it on the uplink.
+// The underlay tag (underlay_tag.hpp) goes into the mbuf: tag_flags and tci_of_tos are the
+// tables' UnderlayTag, passed as values so that the packet stores do not make them reload.
 template <typename CopyConstant>
 [[gnu::always_inline]] inline bool prepend_outer(rte_mbuf* m, std::uint32_t checksum_base, std::uint32_t hash,
                                                  std::uint16_t rx_port, WorkerCounters& c,
-                                                 std::uint32_t* frame_len_out, CopyConstant&& copy_constant) {
+                                                 std::uint32_t* frame_len_out, std::uint64_t tag_flags,
+                                                 const std::uint16_t* tci_of_tos, CopyConstant&& copy_constant) {
   const std::uint32_t frame_len = rte_pktmbuf_pkt_len(m);
   const std::uint8_t tos = rte_pktmbuf_mtod(m, const std::uint8_t*)[15];
   auto* o = reinterpret_cast<VxlanOuterHeaders*>(rte_pktmbuf_prepend(m, sizeof(VxlanOuterHeaders)));
@@ -93,7 +96,8 @@ template <typename CopyConstant>
   }
   copy_constant(o);
   write_outer_fields(o, frame_len, tos, checksum_base, hash);
-  m->ol_flags = 0;
+  m->ol_flags = tag_flags;
+  m->vlan_tci = tci_of_tos[tos];
   *frame_len_out = frame_len;
   return true;
 }
@@ -118,7 +122,8 @@ template <typename CopyConstant>
   const std::uint64_t nb = t.neighbors().read(v.neighbor_slot);
   if (!(nb & NeighborCache::kValid)) [[unlikely]] return drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
   std::uint32_t frame_len;
-  if (!prepend_outer(m, v.checksum_base, hash, rx_port, c, &frame_len,
+  const UnderlayTag& tag = t.underlay_tag();
+  if (!prepend_outer(m, v.checksum_base, hash, rx_port, c, &frame_len, tag.tx_flags, tag.tci_of_tos.data(),
                      [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, nb, net.vni_field_be); }))
     return;
   VniCounters& vc = c.vnis[net.counter_slot];
@@ -182,6 +187,8 @@ struct PodBurstFacts {
   const std::uint32_t* group_slots;
   const std::atomic<std::uint64_t>* neighbor_words;
   wire::MacAddress gateway_mac;
+  std::uint64_t tag_flags;           // the tables' UnderlayTag
+  const std::uint16_t* tci_of_tos;
 };
 
 // The outer headers toward one VTEP, with the burst's VNI and the VTEP's underlay MAC filled in:
@@ -215,7 +222,7 @@ struct OuterTemplate {
     drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
     return false;
   }
-  return prepend_outer(m, v.checksum_base, hash, rx_port, c, frame_len_out,
+  return prepend_outer(m, v.checksum_base, hash, rx_port, c, frame_len_out, k.tag_flags, k.tci_of_tos,
                        [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, nb, k.vni_field_be); });
 }
 
@@ -287,7 +294,7 @@ struct PodBurstTotals {
       }
     }
     std::uint32_t len;
-    if (prepend_outer(m, tmpl.checksum_base, hash, rx_port, c, &len, [&](VxlanOuterHeaders* o) {
+    if (prepend_outer(m, tmpl.checksum_base, hash, rx_port, c, &len, k.tag_flags, k.tci_of_tos, [&](VxlanOuterHeaders* o) {
           std::memcpy(o, &tmpl.headers, sizeof(VxlanOuterHeaders));
         })) [[likely]] {
       batch.up[n_up++] = m;
@@ -419,7 +426,8 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   const NetworkEntry& net = tables.network(pod->network);
   const PodBurstFacts k{pod->network, pod->ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
                         tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
-                        tables.neighbors().words(), net.gateway_mac};
+                        tables.neighbors().words(), net.gateway_mac, tables.underlay_tag().tx_flags,
+                        tables.underlay_tag().tci_of_tos.data()};
   EncapBatch batch;
   PodBurstTotals totals;
   std::uint16_t done = 0;

@@ -89,6 +89,7 @@ class TablesBuilder {
     t_->uplink_port_ = ctx_.uplink_port;
     t_->underlay_mtu_ = ctx_.underlay_mtu;
     t_->neighbors_ = ctx_.neighbors;
+    t_->underlay_tag_ = ctx_.underlay_tag;
     networks();
     endpoints();
     routes();

@@ -31,6 +31,7 @@
 #include "dataplane/core/flat_map.hpp"
 #include "dataplane/core/lpm_table.hpp"
 #include "dataplane/core/neighbor_cache.hpp"
+#include "dataplane/core/underlay_tag.hpp"
 #include "dataplane/core/wire/ethernet.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
 #include "proto/dataplane.pb.h"
@@ -44,6 +45,7 @@ struct BuildContext {
   wire::MacAddress uplink_mac{};          // source MAC of everything sent on the uplink
   std::uint32_t underlay_mtu = 9000;      // outer IPv4 MTU; network MTU defaults to this - 50
   std::uint16_t uplink_port = 0;          // DPDK port id of the uplink
+  UnderlayTag underlay_tag;               // 802.1Q tag of encapsulated frames (default: none)
   // DPDK port id of an endpoint's host-side interface (the runtime attaches it first);
   // nullopt: unknown interface (the endpoint is refused).
   std::function<std::optional<std::uint16_t>(const std::string& iface)> port_for_iface;
@@ -124,6 +126,7 @@ class ForwardingTables {
   std::uint16_t uplink_port() const { return uplink_port_; }
   std::uint32_t underlay_mtu() const { return underlay_mtu_; }
   NeighborCache& neighbors() const { return *neighbors_; }
+  const UnderlayTag& underlay_tag() const { return underlay_tag_; }
 
   // ---- hot-path lookups (inline, no allocation) ----
   const NetworkEntry* network_by_vni(std::uint32_t vni) const {
@@ -225,6 +228,7 @@ class ForwardingTables {
   std::uint16_t uplink_port_ = 0;
   std::uint32_t underlay_mtu_ = 0;
   NeighborCache* neighbors_ = nullptr;
+  UnderlayTag underlay_tag_;
 
   std::vector<NetworkEntry> networks_;
   FlatMap64<std::uint16_t> network_index_;

@@ -27,6 +27,8 @@ namespace {
   }
   if (arp.opcode == kArpOpRequest && arp.target_ip_be == t.local_vtep_ip_be()) {
     arp_reply_in_place(m, arp, t.uplink_mac(), t.local_vtep_ip_be());
+    m->ol_flags = t.underlay_tag().tx_flags;  // on a tagged underlay, in its VLAN
+    m->vlan_tci = t.underlay_tag().control_tci();
     tx.stage(port, m, c);
     return;
   }

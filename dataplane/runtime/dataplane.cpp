@@ -176,6 +176,8 @@ bool Dataplane::send_arp_request(std::uint32_t target_ip_be) {
     rte_pktmbuf_free(m);
     return false;
   }
+  m->ol_flags = options_.parsed.underlay_tag.tx_flags;  // on a tagged underlay, in its VLAN
+  m->vlan_tci = options_.parsed.underlay_tag.control_tci();
   bool sent;
   if (ports_->control_tx_queue() >= 0) {
     sent = rte_eth_tx_burst(ports_->uplink(), static_cast<std::uint16_t>(ports_->control_tx_queue()), &m, 1) == 1;
@@ -225,6 +227,7 @@ Status Dataplane::install(const v1::Tables& requested, std::uint64_t generation)
   ctx.uplink_mac = uplink_mac_;
   ctx.underlay_mtu = options_.mtu;
   ctx.uplink_port = ports_->uplink();
+  ctx.underlay_tag = options_.parsed.underlay_tag;
   ctx.neighbors = &neighbors_;
   ctx.vni_slots = &vni_slots_;
   const auto& eps = ports_->endpoint_ports();

@@ -2,7 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 namespace vxfed::dataplane {
 
@@ -66,6 +70,14 @@ void add_options(CLI::App& app, Options& o) {
                  "VTEP=NEXTHOP or PREFIX=NEXTHOP (repeatable): the VTEP, or the VTEPs in PREFIX, "
                  "are reached through the on-link router NEXTHOP, or on-link with NEXTHOP "
                  "'direct'; overrides --underlay-subnet/--underlay-gateway, longest prefix first");
+  app.add_option("--underlay-vlan", o.underlay_vlan,
+                 "802.1Q VLAN ID (0..4094; 0: a priority tag only) of every frame sent on the uplink, "
+                 "with the priority bits (PCP) from the inner packet's DSCP, so a PFC fabric sees the "
+                 "pod's traffic class (default: untagged)")
+      ->check(CLI::Range(0, 4094));
+  app.add_option("--dscp-pcp", o.dscp_pcp,
+                 "DSCP=PCP (repeatable): the PCP for inner packets of this DSCP, instead of its class "
+                 "selector (DSCP / 8; RoCEv2's DSCP 26 -> PCP 3)");
   app.add_option("--static-neighbor", o.static_neighbors,
                  "IP=MAC static underlay neighbour (repeatable); merged with the tables' "
                  "neighbors, which win on conflict");
@@ -121,6 +133,23 @@ void add_options(CLI::App& app, Options& o) {
                "would run and exit: 0 valid, 2 not; touches nothing (no EAL, no ports, no socket)");
 }
 
+// "DSCP=PCP" of --dscp-pcp, both plain decimal; nullopt when malformed or out of range.
+std::optional<std::pair<unsigned, std::uint8_t>> parse_dscp_pcp(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos) return std::nullopt;
+  auto number = [](std::string_view v, unsigned max) -> std::optional<unsigned> {
+    unsigned n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n > max) return std::nullopt;
+    return n;
+  };
+  const std::string_view all(text);
+  const auto dscp = number(all.substr(0, eq), 63);
+  const auto pcp = number(all.substr(eq + 1), 7);
+  if (!dscp || !pcp) return std::nullopt;
+  return std::pair{*dscp, static_cast<std::uint8_t>(*pcp)};
+}
+
 // The values behind the texts; every error names its option.
 Status parse_values(Options& o) {
   auto vtep = net::Ipv4Addr::parse(o.vtep_ip);
@@ -139,6 +168,18 @@ Status parse_values(Options& o) {
     if (!net::is_unicast(*mac)) return make_error("--static-neighbor '" + n + "': the MAC must be unicast");
     o.parsed.static_neighbors.emplace_back(*ip, *mac);
   }
+  auto pcp = UnderlayTag::class_selector_pcp();
+  for (const auto& m : o.dscp_pcp) {
+    auto entry = parse_dscp_pcp(m);
+    if (!entry) return make_error("--dscp-pcp '" + m + "': expected DSCP=PCP, DSCP 0..63, PCP 0..7");
+    pcp[entry->first] = entry->second;
+  }
+  if (!o.dscp_pcp.empty() && o.underlay_vlan < 0)
+    return make_error("--dscp-pcp needs --underlay-vlan (untagged frames carry no PCP)");
+  o.parsed.underlay_tag =
+      UnderlayTag::make(o.underlay_vlan < 0 ? std::nullopt
+                                            : std::optional<std::uint16_t>(static_cast<std::uint16_t>(o.underlay_vlan)),
+                        pcp);
   for (const auto& a : o.endpoint_port_args) {
     const auto eq = a.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())

@@ -10,6 +10,7 @@
 #include "common/net/ipv4.hpp"
 #include "common/net/mac.hpp"
 #include "common/result.hpp"
+#include "dataplane/core/underlay_tag.hpp"
 #include "dataplane/runtime/underlay.hpp"
 
 namespace vxfed::dataplane {
@@ -24,6 +25,8 @@ struct Options {
   std::string underlay_gateway;       // next hop for VTEPs off the underlay subnet
   std::string underlay_subnet;        // CIDR of on-link VTEPs (ARP for the VTEP itself)
   std::vector<std::string> underlay_routes;           // "VTEP=NEXTHOP", "PREFIX=NEXTHOP|direct"
+  int underlay_vlan = -1;                             // 802.1Q VID of the uplink's frames; -1: untagged
+  std::vector<std::string> dscp_pcp;                  // "DSCP=PCP" overrides of the class selector
   std::vector<std::string> static_neighbors;          // "IP=MAC"
   std::map<std::string, std::string> endpoint_ports;  // iface -> existing DPDK port name
   std::vector<std::string> endpoint_port_args;        // "IFACE=PORTNAME" as given
@@ -45,6 +48,7 @@ struct Options {
     net::Ipv4Addr vtep;
     Underlay underlay;
     std::vector<std::pair<net::Ipv4Addr, net::Mac>> static_neighbors;
+    UnderlayTag underlay_tag;  // from --underlay-vlan and --dscp-pcp
   } parsed;
 };
 

@@ -208,6 +208,18 @@ Status Ports::start_port(std::uint16_t port, unsigned rx_queues, unsigned tx_que
     conf.rxmode.mtu = options_.mtu;
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  if (port == uplink_) {
+    // 802.1Q on the underlay: received tags are taken off (the pipeline parses untagged
+    // frames; af_packet would otherwise put the kernel's stripped tag back into the data), and
+    // with --underlay-vlan every frame sent gets one (underlay_tag.hpp).
+    if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_VLAN_STRIP) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_VLAN_STRIP;
+    if (options_.parsed.underlay_tag.tx_flags != 0) {
+      if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_VLAN_INSERT))
+        return make_error(std::string("--underlay-vlan: the uplink's driver (") +
+                          (info.driver_name ? info.driver_name : "?") + ") cannot insert VLAN tags");
+      conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_VLAN_INSERT;
+    }
+  }
   if (int rc = rte_eth_dev_configure(port, static_cast<std::uint16_t>(rx_queues),
                                      static_cast<std::uint16_t>(tx_queues), &conf);
       rc != 0)

@@ -80,7 +80,8 @@ struct Setup {
   std::uint32_t vteps = 0;
 };
 
-bool build_tables(Setup& s, std::uint32_t routes) {
+// underlay_vlan >= 0: every encapsulated frame asks the port for that 802.1Q tag (--underlay-vlan).
+bool build_tables(Setup& s, std::uint32_t routes, int underlay_vlan) {
   vxfed::dataplane::v1::Tables t;
   auto* n = t.add_networks();
   n->set_vni(kVni);
@@ -117,6 +118,7 @@ bool build_tables(Setup& s, std::uint32_t routes) {
   };
   ctx.neighbors = &s.neighbors;
   ctx.vni_slots = &s.slots;
+  if (underlay_vlan >= 0) ctx.underlay_tag = dp::UnderlayTag::make(static_cast<std::uint16_t>(underlay_vlan));
   auto built = dp::ForwardingTables::create(t, ctx);
   if (!built) {
     std::fprintf(stderr, "tables: %s\n", built.error().c_str());
@@ -214,6 +216,7 @@ int main(int argc, char** argv) {
   std::uint64_t warmup = kFlows * 4;
   int runs = 5;
   bool no_json = false;
+  int underlay_vlan = -1;
   app.add_option("--out", out_dir, "directory for the JSON files (one per case)");
   app.add_option("--direction", directions, "encap and/or decap")->check(CLI::IsMember({"encap", "decap"}));
   app.add_option("--frame-bytes", frame_sizes, "pod-side frame sizes (decap input is 50 bytes more)");
@@ -222,6 +225,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "runs per case (median, min, max reported)");
   app.add_option("--warmup", warmup, "packets before the timed runs (0 under callgrind)");
   app.add_flag("--no-json", no_json, "print only (used under callgrind)");
+  app.add_option("--underlay-vlan", underlay_vlan, "tag encapsulated frames with this VLAN ID (-1: untagged)")
+      ->check(CLI::Range(-1, 4094));
   CLI11_PARSE(app, argc, argv);
 
   const std::string prefix = "vxfedbench" + std::to_string(getpid());
@@ -247,7 +252,7 @@ int main(int argc, char** argv) {
   int status = 0;
   for (std::uint32_t routes : route_counts) {
     Setup s;
-    if (!build_tables(s, routes)) return 1;
+    if (!build_tables(s, routes, underlay_vlan)) return 1;
     for (const auto& dir : directions) {
       const bool encap = dir == "encap";
       for (std::uint32_t frame : frame_sizes) {
@@ -276,6 +281,7 @@ int main(int argc, char** argv) {
             {"direction", dir},
             {"frame_bytes", frame},
             {"routes", routes},
+            {"underlay_vlan", underlay_vlan},
             {"burst", kBurst},
             {"flows", kFlows},
             {"packets_per_run", packets},

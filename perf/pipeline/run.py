@@ -2,7 +2,7 @@
 """Pipeline benchmark driver: cycles per packet (rdtsc, several runs) and instructions per
 packet (callgrind) for encap and decap, 64 and 8950-byte frames, 10 and 130,000 routes.
 
-  perf/pipeline/run.py [--build-dir build] [--runs 5] [--packets 4000000]
+  perf/pipeline/run.py [--build-dir build] [--runs 5] [--packets 4000000] [--underlay-vlan VID]
 
 Needs the targets perf/pipeline/vxfed-pipeline-bench and vxfed-pipeline-bench-callgrind built
 (`ninja -C build perf/pipeline/vxfed-pipeline-bench perf/pipeline/vxfed-pipeline-bench-callgrind`).
@@ -26,14 +26,14 @@ SOURCE = Path(__file__).resolve().parents[2]
 FUNCTION = {"encap": "process_pod_burst", "decap": "process_uplink_burst"}
 
 
-def instructions_per_packet(binary, direction, frame, routes, packets):
+def instructions_per_packet(binary, direction, frame, routes, packets, extra=()):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                f"--toggle-collect=vxfed::dataplane::{FUNCTION[direction]}*",
                str(binary), "--direction", direction, "--frame-bytes", str(frame),
                "--routes", str(routes), "--packets", str(packets), "--runs", "1",
-               "--warmup", "0", "--no-json"]
+               "--warmup", "0", "--no-json", *extra]
         res = subprocess.run(cmd, capture_output=True, text=True)
         m = re.search(r"Collected : ([\d,]+)", res.stderr)
         if res.returncode != 0 or not m:
@@ -49,6 +49,8 @@ def main():
     ap.add_argument("--packets", type=int, default=4_000_000, help="packets per timed run")
     ap.add_argument("--callgrind-packets", type=int, default=128_000)
     ap.add_argument("--skip-callgrind", action="store_true")
+    ap.add_argument("--underlay-vlan", type=int, default=-1,
+                    help="tag encapsulated frames with this VLAN ID (the --underlay-vlan cost); -1: untagged")
     args = ap.parse_args()
     build = Path(args.build_dir)
     bench = build / "perf/pipeline/vxfed-pipeline-bench"
@@ -58,14 +60,15 @@ def main():
             sys.exit(f"{b} is not built")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([str(bench), "--out", str(out), "--runs", str(args.runs), "--packets", str(args.packets)],
+    extra = ["--underlay-vlan", str(args.underlay_vlan)]
+    subprocess.run([str(bench), "--out", str(out), "--runs", str(args.runs), "--packets", str(args.packets), *extra],
                    check=True)
     cases = []
     for f in sorted(out.glob("*-*-*.json")):
         case = json.loads(f.read_text())
         if not args.skip_callgrind:
             case["instructions_per_packet"] = round(instructions_per_packet(
-                cg_bench, case["direction"], case["frame_bytes"], case["routes"], args.callgrind_packets), 1)
+                cg_bench, case["direction"], case["frame_bytes"], case["routes"], args.callgrind_packets, extra), 1)
             f.write_text(json.dumps(case, indent=2) + "\n")
         cases.append(case)
     by = {(c["direction"], c["frame_bytes"], c["routes"]): c for c in cases}

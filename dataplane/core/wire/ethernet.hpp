@@ -1,4 +1,4 @@
-// Ethernet II header (no VLAN tag: the underlay and pod ports are untagged).
+// Ethernet II header. No VLAN tag in the frame: the uplink port inserts and strips the underlay tag (underlay_tag.hpp); pod ports are untagged.
 #pragma once
 
 #include <array>

@@ -43,6 +43,8 @@ TEST(DataplaneOptions, Defaults) {
   EXPECT_EQ(o.log_level, "info");
   EXPECT_TRUE(o.static_neighbors.empty());
   EXPECT_TRUE(o.endpoint_ports.empty());
+  EXPECT_EQ(o.underlay_vlan, -1);
+  EXPECT_EQ(o.parsed.underlay_tag.tx_flags, 0u) << "untagged by default";
 }
 
 TEST(DataplaneOptions, EveryOptionReachesItsField) {
@@ -94,7 +96,7 @@ TEST(DataplaneOptions, HelpNeedsNothingElseAndDocumentsEveryOption) {
                             "--underlay-gateway", "--underlay-subnet", "--static-neighbor", "--endpoint-port",
                             "--endpoint-frames", "--qdisc-bypass", "--mbufs", "--idle-sleep-us",
                             "--deep-idle-sleep-us", "--deep-idle-after-ms", "--idle-spin-us", "--idle-wait",
-                            "--busy-poll", "--log-level", "--no-huge", "SIGTERM"})
+                            "--busy-poll", "--log-level", "--no-huge", "--underlay-vlan", "--dscp-pcp", "SIGTERM"})
       EXPECT_NE(r->help_text.find(opt), std::string::npos) << opt << " missing from --help";
   }
   EXPECT_EQ(parse({"--help"})->help_text, usage_text("vxfed-dataplane"));
@@ -175,6 +177,36 @@ TEST(DataplaneOptions, ValuesAreCheckedAndKept) {
       {required_plus({"--static-neighbor", "198.18.0.2=02:00:00:00:00"}), "--static-neighbor '198.18.0.2=02:00:00:00:00': "},
       {required_plus({"--static-neighbor", "198.18.0.2=ff:ff:ff:ff:ff:ff"}), "must be unicast"},
       {required_plus({"--endpoint-port", "veth-a"}), "expected IFACE=PORTNAME"},
+  };
+  for (const auto& [args, expect] : bad) {
+    auto e = parse(args);
+    ASSERT_FALSE(e.ok()) << expect;
+    EXPECT_NE(e.error().find(expect), std::string::npos) << e.error();
+  }
+}
+
+TEST(DataplaneOptions, UnderlayVlanAndDscpPcp) {
+  auto r = parse(required_plus({"--underlay-vlan", "100", "--dscp-pcp", "10=5", "--dscp-pcp", "46=6"}));
+  ASSERT_TRUE(r.ok()) << r.error();
+  const UnderlayTag& t = r->options.parsed.underlay_tag;
+  EXPECT_NE(t.tx_flags, 0u);
+  EXPECT_EQ(t.tci_of_tos[10 << 2], 5u << 13 | 100u);
+  EXPECT_EQ(t.tci_of_tos[46 << 2], 6u << 13 | 100u);
+  EXPECT_EQ(t.tci_of_tos[26 << 2], 3u << 13 | 100u) << "others keep their class selector";
+  auto prio = parse(required_plus({"--underlay-vlan", "0"}));
+  ASSERT_TRUE(prio.ok()) << prio.error();
+  EXPECT_NE(prio->options.parsed.underlay_tag.tx_flags, 0u) << "VID 0: priority tags";
+
+  const std::vector<std::pair<Args, const char*>> bad = {
+      {required_plus({"--underlay-vlan", "4095"}), "--underlay-vlan"},
+      {required_plus({"--underlay-vlan", "-2"}), "--underlay-vlan"},
+      {required_plus({"--dscp-pcp", "10=5"}), "--dscp-pcp needs --underlay-vlan"},
+      {required_plus({"--underlay-vlan", "0", "--dscp-pcp", "64=1"}), "--dscp-pcp '64=1': expected DSCP=PCP"},
+      {required_plus({"--underlay-vlan", "0", "--dscp-pcp", "10=8"}), "--dscp-pcp '10=8'"},
+      {required_plus({"--underlay-vlan", "0", "--dscp-pcp", "10"}), "--dscp-pcp '10'"},
+      {required_plus({"--underlay-vlan", "0", "--dscp-pcp", " 1=1"}), "--dscp-pcp ' 1=1'"},
+      {required_plus({"--underlay-vlan", "0", "--dscp-pcp", "1=+1"}), "--dscp-pcp '1=+1'"},
+      {required_plus({"--underlay-vlan", "0", "--dscp-pcp", "=1"}), "--dscp-pcp '=1'"},
   };
   for (const auto& [args, expect] : bad) {
     auto e = parse(args);
