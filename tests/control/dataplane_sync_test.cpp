@@ -366,4 +366,31 @@ TEST_F(SyncTest, GenerationsOnlyGoForwardAcrossRestartsOfEitherSide) {
   fake_->stop();
 }
 
+TEST_F(SyncTest, ReconnectsAsSoonAsTheDataplaneSocketIsCreatedAgain) {
+  // A backoff of 10 s: without watching the socket file the client would wait it out.
+  on_io([this] {
+    client_->stop();
+    client_ = std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 10000, 10000, 100, 2000},
+                                                *state_, log_);
+    client_->start();
+    return 0;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the first connect failed: backoff 10 s
+  EXPECT_FALSE(on_io([this] { return client_->ready(); }));
+  const auto t0 = std::chrono::steady_clock::now();
+  fake_->start();
+  ASSERT_TRUE(converged({}, 3000)) << "the client waited for its backoff instead of the new socket";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  // The dataplane goes away (its socket file with it) and comes back: a new socket file again.
+  fake_->stop();
+  for (int i = 0; i < 300 && on_io([this] { return client_->connected(); }); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto t1 = std::chrono::steady_clock::now();
+  fake_->start();
+  ASSERT_TRUE(converged({}, 3000)) << "no reconnect after the dataplane restarted";
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::seconds(3));
+  EXPECT_EQ(on_io([this] { return client_->stats().connects; }), 2u);
+  fake_->stop();
+}
+
 }  // namespace
