@@ -8,7 +8,8 @@
 Brings up the two-cluster demo topology (vxfed, two pods per cluster), runs four fixed-rate
 UDP probe streams between the clusters' pods, and injects the faults one at a time with
 recovery between (harness/vxfed_harness/faults/). Writes JSON (one object per fault under
-`faults`) to --out (default perf/results/faults-<UTC time>.json) and prints a table.
+`faults`) to --out (default perf/results/faults-<UTC time>.json), a timeline PNG per fault
+beside it (<name>-<fault>.png), and prints a table.
 
 Exit status: 0 every goal met; 1 a goal not met (or anything misdelivered); 3 the topology
 could not come up (the part is named); 130 interrupted (after teardown).
@@ -20,11 +21,13 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import vxfed_harness as tl
+from vxfed_harness.faults import plots
 from vxfed_harness.faults.faults import BY_NAME, FAULTS
 from vxfed_harness.faults.suite import FaultSuite, Options, table
 
@@ -38,6 +41,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rate", type=float, default=500.0, help="datagrams per second per stream (4 streams)")
     p.add_argument("--churn-pods", type=int, default=20, help="pods added and removed per node by pod_churn")
     p.add_argument("--recovery-timeout", type=float, default=90.0)
+    p.add_argument("--no-plots", action="store_true", help="no timeline PNGs (gnuplot)")
     p.add_argument("--list", action="store_true", help="print the faults and exit")
     args = p.parse_args(argv)
     if args.list:
@@ -81,6 +85,12 @@ def main(argv: list[str]) -> int:
            "config": {"rate_per_stream": args.rate, "streams": [pr.name for pr in suite.probes],
                       "churn_pods": args.churn_pods, "faults": names, "build_dir": str(args.build_dir)},
            "started_unix": started, "duration_s": round(time.time() - started, 1)}
+    if not args.no_plots:
+        try:
+            doc["plots"] = [str(pth) for pth in plots.render(suite.timelines, out.with_suffix(""), args.rate)]
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            doc["plots"] = []
+            tl.log(f"faults: no timeline plots: {exc}")
     out.write_text(json.dumps(doc, indent=1, sort_keys=True))
     print(table(results))
     for name, r in results.items():

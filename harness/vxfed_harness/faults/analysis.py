@@ -17,6 +17,7 @@ times [t0, t1):
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -122,4 +123,21 @@ def window(streams: dict[int, Stream], misdelivered: list[Reception], t0: float,
         if f["flowing_at"] is not None:
             out.flowing_at = max(out.flowing_at or 0.0, f["flowing_at"])
     out.misdelivered = sum(1 for r in misdelivered if t0 <= r.sent < t1)
+    return out
+
+
+def timeline(streams: dict[int, Stream], t0: float, t1: float, bucket_s: float = 0.05) -> dict[str, list[int]]:
+    """Per stream, how many of the datagrams sent in each bucket of send time [t0, t1) arrived
+    (first receptions only): the shape of an outage."""
+    n = max(1, int(math.ceil((t1 - t0) / bucket_s)))
+    out = {}
+    for s in streams.values():
+        counts = [0] * n
+        seen = set()
+        for r in s.receptions:
+            if r.seq in seen or not t0 <= r.sent < t1:
+                continue
+            seen.add(r.seq)
+            counts[min(n - 1, int((r.sent - t0) / bucket_s))] += 1
+        out[s.name] = counts
     return out

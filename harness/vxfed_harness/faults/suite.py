@@ -91,6 +91,7 @@ class FaultSuite:
         self.probes: list[Probe] = []
         self.windows: list[tuple[str, float, float]] = []
         self.results: dict = {}
+        self.timelines: dict = {}         # fault -> analysis.timeline(), filled by analyse()
 
     # ------------------------------------------------------------ bring-up
     def up(self) -> None:
@@ -230,8 +231,10 @@ class FaultSuite:
         receptions.sort(key=lambda r: r.received)
         wrong = analysis.assign(streams, receptions)
         out = {}
+        self.timelines = {}
         for name, t0, t1 in self.windows:
             w = analysis.window(streams, wrong, t0, t1)
+            self.timelines[name] = {"bucket_s": 0.05, "streams": analysis.timeline(streams, t0, t1, 0.05)}
             r = dict(self.results[name])
             recovered_at = r.pop("recovered_at", t0)
             t_start = r.pop("t0", t0)
