@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The fault suite: what pods see while parts of a node die and restart.
 
-    sudo perf/faults/run.py --build-dir build                       # every fault, ~4-6 min
+    sudo perf/faults/run.py --build-dir build                       # every fault, ~2 min
     sudo perf/faults/run.py --build-dir build --faults vxfedd_sigkill,dataplane_sigkill
     sudo perf/faults/run.py --list
 
