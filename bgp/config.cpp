@@ -86,6 +86,19 @@ bool overlap(const PrefixMatch& a, const PrefixMatch& b) {
   return lo <= hi;
 }
 
+std::string password(const Field& f) {
+  const std::string pw = f.str();
+  // FRR stores it on one config line; TCP MD5 keys are at most 80 bytes (TCP_MD5SIG_MAXKEYLEN).
+  if (pw.empty() || pw.size() > 80) f.fail("must be 1..80 characters");
+  if (pw.find_first_of(" \t\r\n!#") != std::string::npos) f.fail("must not contain whitespace, '!' or '#' (FRR config syntax)");
+  return pw;
+}
+
+void check_timers(std::uint32_t keepalive, std::uint32_t hold, const Field& f) {
+  if (hold != 0 && hold < 3) f["hold"].fail("must be 0 or 3..65535 (got " + std::to_string(hold) + ")");
+  if (hold != 0 && keepalive >= hold) f["keepalive"].fail("must be less than hold");
+}
+
 PeerConfig parse_peer(const Field& f, const BgpConfig& cfg) {
   f.expect_map();
   f.allow({"address", "remote_asn", "cluster", "network", "vni", "password", "keepalive", "hold",
@@ -94,40 +107,56 @@ PeerConfig parse_peer(const Field& f, const BgpConfig& cfg) {
   PeerConfig p;
   p.address = address(f["address"]);
   p.remote_asn = static_cast<std::uint32_t>(f.required_integer("remote_asn", 1, 4294967295u));
-  if (p.remote_asn == cfg.asn) f["remote_asn"].fail("equals the local asn: vxfed peers between clusters over eBGP");
-  p.cluster = f.required_str("cluster");
+  p.reflector = p.remote_asn == cfg.asn;
+  if (p.reflector && cfg.role == Role::kRouteReflector)
+    f["remote_asn"].fail("equals the local asn: a route reflector's peers are the other clusters' reflectors "
+                         "(eBGP); its own nodes are bgp.nodes");
+  p.cluster = p.reflector ? f.str("cluster", "") : f.required_str("cluster");
   auto cluster = cfg.clusters.find(p.cluster);
-  if (cluster == cfg.clusters.end()) f["cluster"].fail("'" + p.cluster + "' is not declared under bgp.clusters");
+  if (!p.cluster.empty() && cluster == cfg.clusters.end())
+    f["cluster"].fail("'" + p.cluster + "' is not declared under bgp.clusters");
   p.network = f.str("network", "");
   p.vni = static_cast<std::uint32_t>(f.integer("vni", 0, 1, 16777214));
-  if (p.network.empty() == (p.vni == 0))
+  if (cfg.role == Role::kRouteReflector) {
+    if (!p.network.empty() || p.vni != 0)
+      f.fail("'network' and 'vni' are for nodes: a route reflector passes routes on and installs none");
+  } else if (p.network.empty() == (p.vni == 0)) {
     f.fail("exactly one of 'network' (the vxfed network of its routes) or 'vni' is required");
-  if (f.has("password")) {
-    const std::string pw = f["password"].str();
-    // FRR stores it on one config line; TCP MD5 keys are at most 80 bytes (TCP_MD5SIG_MAXKEYLEN).
-    if (pw.empty() || pw.size() > 80) f["password"].fail("must be 1..80 characters");
-    if (pw.find_first_of(" \t\r\n!#") != std::string::npos)
-      f["password"].fail("must not contain whitespace, '!' or '#' (FRR config syntax)");
-    p.password = Secret(pw);
   }
+  if (f.has("password")) p.password = Secret(password(f["password"]));
   p.keepalive_s = static_cast<std::uint32_t>(f.integer("keepalive", p.keepalive_s, 0, 65535));
   p.hold_s = static_cast<std::uint32_t>(f.integer("hold", p.hold_s, 0, 65535));
-  if (p.hold_s != 0 && p.hold_s < 3) f["hold"].fail("must be 0 or 3..65535 (got " + std::to_string(p.hold_s) + ")");
-  if (p.hold_s != 0 && p.keepalive_s >= p.hold_s) f["keepalive"].fail("must be less than hold");
+  check_timers(p.keepalive_s, p.hold_s, f);
   p.connect_retry_s = static_cast<std::uint32_t>(f.integer("connect_retry", p.connect_retry_s, 1, 65535));
   p.bfd = f.boolean("bfd", p.bfd);
-  p.graceful_restart = f.boolean("graceful_restart", cfg.graceful_restart);
+  p.graceful_restart = f.boolean("graceful_restart", cfg.graceful_restart && !p.reflector);
+  if (p.reflector && p.graceful_restart)
+    f["graceful_restart"].fail("must be false for a route reflector: the reflector must withdraw this node's blocks "
+                               "the moment its FRR goes away (the session is graceful-restart helper only, so this "
+                               "node keeps the reflector's routes while the reflector restarts)");
   p.ebgp_multihop = static_cast<std::uint32_t>(f.integer("ebgp_multihop", 0, 0, 255));
   if (f.has("update_source")) {
     p.update_source = f["update_source"].str();
     if (p.update_source.empty() || p.update_source.find_first_of(" \t!#") != std::string::npos)
       f["update_source"].fail("must be an IPv4 address or an interface name");
   }
-  p.max_prefix = static_cast<std::uint32_t>(f.integer("max_prefix", p.max_prefix, 1, 4294967295u));
+  // Through reflectors come every node's blocks (65,000 per cluster at the scale vxfed is for).
+  const std::uint32_t max_prefix = p.reflector || cfg.role == Role::kRouteReflector ? 1000000 : p.max_prefix;
+  p.max_prefix = static_cast<std::uint32_t>(f.integer("max_prefix", max_prefix, 1, 4294967295u));
   if (f.has("accept")) {
     const auto accept = f["accept"].items();
     if (accept.empty()) f["accept"].fail("must be a non-empty list");
     for (const auto& item : accept) p.accept.push_back(prefix_match(item));
+  } else if (p.reflector || cfg.role == Role::kRouteReflector) {
+    // Node blocks, any length: of every declared cluster through our reflector, of the peer's
+    // cluster from another cluster's reflector.
+    std::vector<net::Ipv4Prefix> cidrs;
+    if (!p.cluster.empty()) cidrs = cluster->second;
+    else
+      for (const auto& [name, list] : cfg.clusters) cidrs.insert(cidrs.end(), list.begin(), list.end());
+    if (cidrs.empty()) f["accept"].fail("is required: bgp.clusters declares no CIDRs for it");
+    for (const auto& c : cidrs) p.accept.push_back(PrefixMatch{c, 0, c.len < 32 ? std::uint8_t{32} : std::uint8_t{0}});
+    p.accept_defaulted = true;
   } else {
     if (cluster->second.empty()) f["accept"].fail("is required: cluster '" + p.cluster + "' declares no CIDRs");
     for (const auto& c : cluster->second) p.accept.push_back(PrefixMatch{c, 0, 0});
@@ -140,10 +169,16 @@ BgpConfig parse(const YAML::Node& node) {
   BgpConfig cfg;
   const Field root(node, "bgp");
   if (!root.present()) return cfg;
-  root.allow({"enabled", "asn", "router_id", "graceful_restart", "restart_time", "advertise",
-              "clusters", "peers", "frr", "fpm"});
+  root.allow({"enabled", "role", "asn", "router_id", "graceful_restart", "restart_time", "advertise",
+              "clusters", "peers", "nodes", "frr", "fpm"});
   cfg.enabled = root.boolean("enabled", true);
   if (!cfg.enabled) return cfg;
+  if (root.has("role")) {
+    const std::string role = root["role"].str();
+    if (role == "node") cfg.role = Role::kNode;
+    else if (role == "route-reflector") cfg.role = Role::kRouteReflector;
+    else root["role"].fail("must be node or route-reflector (got '" + role + "')");
+  }
   cfg.asn = static_cast<std::uint32_t>(root.required_integer("asn", 1, 4294967295u));
   cfg.router_id = address(root["router_id"]);
   cfg.graceful_restart = root.boolean("graceful_restart", cfg.graceful_restart);
@@ -156,6 +191,23 @@ BgpConfig parse(const YAML::Node& node) {
       if (name.empty()) cl.fail("cluster names must not be empty");
       cfg.clusters[name] = prefix_list(cidrs);
     }
+  }
+  if (const Field n = root["nodes"]; cfg.role == Role::kRouteReflector) {
+    n.allow({"listen_range", "cidrs", "listen_limit", "password", "keepalive", "hold", "bfd", "max_prefix"});
+    if (!n.present()) n.fail("is required for role route-reflector (the nodes' listen range and pod CIDRs)");
+    auto& nodes = cfg.nodes;
+    nodes.listen_range = prefix(n["listen_range"]);
+    nodes.cidrs = prefix_list(n["cidrs"]);
+    if (nodes.cidrs.empty()) n["cidrs"].fail("is required: the cluster's pod CIDRs, inside which nodes announce blocks");
+    nodes.listen_limit = static_cast<std::uint32_t>(n.integer("listen_limit", nodes.listen_limit, 1, 65535));
+    if (n.has("password")) nodes.password = Secret(password(n["password"]));
+    nodes.keepalive_s = static_cast<std::uint32_t>(n.integer("keepalive", nodes.keepalive_s, 0, 65535));
+    nodes.hold_s = static_cast<std::uint32_t>(n.integer("hold", nodes.hold_s, 0, 65535));
+    check_timers(nodes.keepalive_s, nodes.hold_s, n);
+    nodes.bfd = n.boolean("bfd", nodes.bfd);
+    nodes.max_prefix = static_cast<std::uint32_t>(n.integer("max_prefix", nodes.max_prefix, 1, 4294967295u));
+  } else if (n.present()) {
+    n.fail("is for role route-reflector only");
   }
   std::set<std::uint32_t> seen;
   for (const auto& peer : root["peers"].items()) {
@@ -233,6 +285,8 @@ Result<BgpConfig> parse_config(const YAML::Node& bgp) {
   // No file name here: vxfedd's config reader puts it in front ("FILE: bgp.field: reason").
   return yaml::read("", [&] { return parse(bgp); });
 }
+
+const char* to_string(Role role) { return role == Role::kNode ? "node" : "route-reflector"; }
 
 const char* to_string(ApplyMode mode) {
   switch (mode) {

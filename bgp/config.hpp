@@ -47,7 +47,12 @@ struct PrefixMatch {
 struct PeerConfig {
   net::Ipv4Addr address;
   std::uint32_t remote_asn = 0;
-  std::string cluster;                 // key of BgpConfig::clusters
+  // iBGP (remote_asn == asn): a route reflector of this node's own cluster, which carries every
+  // node's blocks, of this cluster and (reflected from the other clusters' reflectors) of the
+  // others. Only in role node. Its session is graceful-restart helper only: when this node's
+  // FRR goes away its blocks must be withdrawn at once (docs/bgp.md, "Route reflection").
+  bool reflector = false;
+  std::string cluster;                 // key of BgpConfig::clusters; "" for a reflector: every cluster
   std::string network;                 // vxfed network of this peer's routes (or vni below)
   std::uint32_t vni = 0;               // fixed VNI instead of network; 0: use network
   Secret password;                     // TCP MD5; empty: none
@@ -67,6 +72,25 @@ struct PeerConfig {
 };
 
 enum class ApplyMode { kReload, kVtysh, kNone };
+
+// What the FRR instance is: a vxfed node (vxfedd renders its config: its blocks out, routes in
+// over FPM), or a cluster's route reflector (plain FRR, config from vxfed-reflector; no FPM).
+enum class Role { kNode, kRouteReflector };
+
+// role route-reflector: the iBGP sessions of this cluster's nodes. One peer group fed by a
+// `bgp listen range`, so the reflector's config does not name nodes and nodes come and go
+// without a change to it.
+struct ReflectorNodes {
+  net::Ipv4Prefix listen_range;        // nodes connect from here (their underlay addresses)
+  std::vector<net::Ipv4Prefix> cidrs;  // this cluster's pod CIDRs: nodes announce blocks inside them
+  std::uint32_t listen_limit = 5000;   // most nodes at once (FRR's bgp listen limit, 1..65535)
+  Secret password;
+  std::uint32_t keepalive_s = 3;
+  std::uint32_t hold_s = 9;
+  bool bfd = true;                     // node <-> reflector, FRR's default 300 ms x 3
+  std::uint32_t max_prefix = 1000;     // blocks per node
+  bool operator==(const ReflectorNodes&) const = default;
+};
 
 struct FrrSettings {
   ApplyMode apply = ApplyMode::kReload;
@@ -93,6 +117,7 @@ struct FpmSettings {
 
 struct BgpConfig {
   bool enabled = false;
+  Role role = Role::kNode;
   std::uint32_t asn = 0;
   net::Ipv4Addr router_id;
   bool graceful_restart = true;
@@ -100,6 +125,7 @@ struct BgpConfig {
   std::vector<net::Ipv4Prefix> advertise;                       // extra CIDRs to advertise
   std::map<std::string, std::vector<net::Ipv4Prefix>> clusters; // remote cluster -> its CIDRs
   std::vector<PeerConfig> peers;
+  ReflectorNodes nodes;                                         // role route-reflector only
   FrrSettings frr;
   FpmSettings fpm;
   bool operator==(const BgpConfig&) const = default;
@@ -110,5 +136,6 @@ struct BgpConfig {
 Result<BgpConfig> parse_config(const YAML::Node& bgp);
 
 const char* to_string(ApplyMode mode);
+const char* to_string(Role role);
 
 }  // namespace vxfed::bgp

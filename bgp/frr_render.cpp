@@ -81,15 +81,20 @@ std::string render_frr_config(const RenderInput& in) {
   }
   for (const auto& peer : c.peers) {
     const std::string n = " neighbor " + peer.address.str();
-    o << n << " remote-as " << peer.remote_asn << "\n"
-      << n << " description vxfed cluster " << peer.cluster << "\n";
+    o << n << " remote-as " << peer.remote_asn << "\n";
+    if (peer.reflector)
+      o << n << " description vxfed route reflector" << (peer.cluster.empty() ? "" : " of cluster " + peer.cluster) << "\n";
+    else
+      o << n << " description vxfed cluster " << peer.cluster << "\n";
     if (!peer.password.empty()) o << n << " password " << peer.password.reveal() << "\n";
     if (peer.ebgp_multihop) o << n << " ebgp-multihop " << peer.ebgp_multihop << "\n";
     if (!peer.update_source.empty()) o << n << " update-source " << peer.update_source << "\n";
     if (peer.bfd) o << n << " bfd\n";
-    // Per-neighbour mode only where it differs from the global one.
-    if (peer.graceful_restart && !c.graceful_restart) o << n << " graceful-restart\n";
-    if (!peer.graceful_restart && c.graceful_restart) o << n << " graceful-restart-disable\n";
+    // Per-neighbour mode only where it differs from the global one. A reflector: helper only
+    // (we keep its routes while it restarts; it must not keep ours when we go away).
+    if (peer.reflector) o << n << " graceful-restart-helper\n";
+    else if (peer.graceful_restart && !c.graceful_restart) o << n << " graceful-restart\n";
+    else if (!peer.graceful_restart && c.graceful_restart) o << n << " graceful-restart-disable\n";
     o << n << " timers " << peer.keepalive_s << " " << peer.hold_s << "\n"
       << n << " timers connect " << peer.connect_retry_s << "\n";
   }

@@ -134,8 +134,26 @@ TEST(BgpConfig, ErrorsNameTheFieldAndReason) {
        "bgp.advertise[0]: '10.244.1.0/16' has host bits set (did you mean 10.244.0.0/16?)"},
       {"hold too small", with_peer("    hold: 2\n"), "bgp.peers[0].hold: must be 0 or 3..65535"},
       {"keepalive >= hold", with_peer("    keepalive: 9\n"), "bgp.peers[0].keepalive: must be less than hold"},
-      {"same asn", std::string(kBase).replace(std::string(kBase).find("65002"), 5, "65001"),
-       "bgp.peers[0].remote_asn: equals the local asn"},
+      {"reflector with gr", std::string(kBase).replace(std::string(kBase).find("65002"), 5, "65001") +
+                                "    graceful_restart: true\n",
+       "bgp.peers[0].graceful_restart: must be false for a route reflector"},
+      {"role", "asn: 1\nrouter_id: 1.2.3.4\nrole: spine", "bgp.role: must be node or route-reflector (got 'spine')"},
+      {"reflector without nodes", "asn: 1\nrouter_id: 1.2.3.4\nrole: route-reflector", "bgp.nodes: is required"},
+      {"reflector without cidrs", "asn: 1\nrouter_id: 1.2.3.4\nrole: route-reflector\nnodes: {listen_range: 10.0.0.0/24}",
+       "bgp.nodes.cidrs: is required"},
+      {"nodes on a node", "asn: 1\nrouter_id: 1.2.3.4\nnodes: {listen_range: 10.0.0.0/24}",
+       "bgp.nodes: is for role route-reflector only"},
+      {"reflector ibgp peer",
+       "asn: 1\nrouter_id: 1.2.3.4\nrole: route-reflector\nnodes: {listen_range: 10.0.0.0/24, cidrs: [10.244.0.0/16]}\n"
+       "clusters: {b: [10.245.0.0/16]}\npeers: [{address: 10.0.0.9, remote_asn: 1, cluster: b}]",
+       "bgp.peers[0].remote_asn: equals the local asn: a route reflector's peers are the other clusters' reflectors"},
+      {"reflector peer network",
+       "asn: 1\nrouter_id: 1.2.3.4\nrole: route-reflector\nnodes: {listen_range: 10.0.0.0/24, cidrs: [10.244.0.0/16]}\n"
+       "clusters: {b: [10.245.0.0/16]}\npeers: [{address: 10.0.0.9, remote_asn: 2, cluster: b, network: fed}]",
+       "'network' and 'vni' are for nodes"},
+      {"nodes hold", "asn: 1\nrouter_id: 1.2.3.4\nrole: route-reflector\n"
+                     "nodes: {listen_range: 10.0.0.0/24, cidrs: [10.244.0.0/16], hold: 2}",
+       "bgp.nodes.hold: must be 0 or 3..65535"},
       {"unknown cluster", std::string(kBase).replace(std::string(kBase).find("cluster: cluster-b"), 18, "cluster: nope"),
        "bgp.peers[0].cluster: 'nope' is not declared under bgp.clusters"},
       {"network and vni", with_peer("    vni: 7\n"), "exactly one of 'network'"},
@@ -165,6 +183,53 @@ TEST(BgpConfig, ErrorsNameTheFieldAndReason) {
     EXPECT_NE(c.error().find(tc.expected), std::string::npos)
         << tc.name << ": got '" << c.error() << "', expected it to contain '" << tc.expected << "'";
   }
+}
+
+// A node of a cluster peers iBGP with its cluster's reflector: no cluster needed, every
+// cluster's blocks accepted at any length, graceful restart helper only, a large max-prefix.
+TEST(BgpConfig, AReflectorPeerOfANode) {
+  auto c = parse(R"(
+asn: 65001
+router_id: 198.18.0.11
+clusters: {cluster-a: [10.244.0.0/16], cluster-b: [10.245.0.0/16]}
+peers: [{address: 198.18.0.10, remote_asn: 65001, network: fed, bfd: true}]
+)");
+  ASSERT_TRUE(c.ok()) << c.error();
+  const auto& p = c->peers[0];
+  EXPECT_TRUE(p.reflector);
+  EXPECT_EQ(p.cluster, "");
+  EXPECT_FALSE(p.graceful_restart);
+  EXPECT_TRUE(c->graceful_restart);
+  EXPECT_EQ(p.max_prefix, 1000000u);
+  ASSERT_EQ(p.accept.size(), 2u);
+  EXPECT_EQ(p.accept[0].str(), "10.244.0.0/16 le 32");
+  EXPECT_EQ(p.accept[1].str(), "10.245.0.0/16 le 32");
+  using vxfed::net::Ipv4Prefix;
+  EXPECT_TRUE(p.accepts(*Ipv4Prefix::parse("10.245.7.0/24")));
+  EXPECT_FALSE(p.accepts(*Ipv4Prefix::parse("10.246.0.0/24")));
+}
+
+TEST(BgpConfig, ARouteReflector) {
+  auto c = parse(R"(
+role: route-reflector
+asn: 65001
+router_id: 198.18.0.10
+clusters: {cluster-b: [10.245.0.0/16]}
+nodes: {listen_range: 198.18.0.0/28, cidrs: [10.244.0.0/16], bfd: false, max_prefix: 4}
+peers: [{address: 198.18.0.20, remote_asn: 65002, cluster: cluster-b}]
+)");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->role, vxfed::bgp::Role::kRouteReflector);
+  EXPECT_EQ(c->nodes.listen_range.str(), "198.18.0.0/28");
+  EXPECT_EQ(c->nodes.listen_limit, 5000u);
+  EXPECT_FALSE(c->nodes.bfd);
+  EXPECT_EQ(c->nodes.max_prefix, 4u);
+  EXPECT_EQ(c->nodes.keepalive_s, 3u);
+  EXPECT_EQ(c->nodes.hold_s, 9u);
+  ASSERT_EQ(c->peers.size(), 1u);
+  EXPECT_EQ(c->peers[0].accept[0].str(), "10.245.0.0/16 le 32");
+  EXPECT_EQ(c->peers[0].max_prefix, 1000000u);
+  EXPECT_TRUE(c->peers[0].graceful_restart);
 }
 
 TEST(BgpConfig, SameNetworkPeersMayOverlap) {

@@ -8,6 +8,7 @@
 
 #include "bgp/config.hpp"
 #include "bgp/frr_render.hpp"
+#include "bgp/reflector_render.hpp"
 
 #ifndef BGP_GOLDEN_DIR
 #error "BGP_GOLDEN_DIR must point at tests/bgp/golden"
@@ -83,6 +84,40 @@ graceful_restart: false
 clusters: {b: [10.245.0.0/16]}
 peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: fed, graceful_restart: true}]
 )", "198.18.0.11", {});
+}
+
+// A node of a cluster: iBGP to its cluster's reflector (helper-only graceful restart, BFD),
+// its blocks out with its VTEP as next hop, every cluster's blocks in.
+TEST(FrrRender, NodeOfAClusterPeersWithItsReflector) {
+  check_golden("node_reflector", R"(
+asn: 65001
+router_id: 198.18.0.11
+clusters: {cluster-a: [10.244.0.0/16], cluster-b: [10.245.0.0/16]}
+peers:
+  - {address: 198.18.0.10, remote_asn: 65001, network: fed, bfd: true}
+)", "198.18.0.11", {"10.244.3.0/24", "10.246.1.0/26"});
+}
+
+TEST(ReflectorRender, ClusterReflector) {
+  auto c = parse_config(YAML::Load(R"(
+role: route-reflector
+asn: 65001
+router_id: 198.18.0.10
+restart_time: 30
+clusters: {cluster-b: [10.245.0.0/16], cluster-c: [10.246.0.0/16, 10.247.0.0/16]}
+nodes: {listen_range: 198.18.0.0/28, cidrs: [10.244.0.0/16, 10.248.0.0/16], password: nodesecret, listen_limit: 100}
+peers:
+  - {address: 198.18.0.20, remote_asn: 65002, cluster: cluster-b, bfd: true, password: rrsecret}
+  - {address: 198.18.1.30, remote_asn: 65003, cluster: cluster-c, ebgp_multihop: 4, update_source: 198.18.0.10,
+     graceful_restart: false, max_prefix: 300000, accept: ["10.246.0.0/16 le 26"]}
+)"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  const std::string text = render_reflector_config(*c);
+  const std::string path = std::string(BGP_GOLDEN_DIR) + "/reflector.conf";
+  if (const char* u = std::getenv("VXFED_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << text;
+  EXPECT_EQ(text, read_file(path)) << "golden file " << path << " differs";
+  EXPECT_EQ(render_reflector_config(*c), text);
+  EXPECT_EQ(redact_frr_text(text).find("secret"), std::string::npos);
 }
 
 TEST(FrrRender, RedactionHidesPasswords) {
