@@ -108,7 +108,8 @@ Status Adapter::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> adver
   auto old_adv = opts_.advertise;
   opts_.config = std::move(config);
   opts_.advertise = std::move(advertise);
-  if (auto st = apply(); !st) {
+  // Not started (FRR not up yet): start() applies whatever is current then.
+  if (auto st = started_ ? apply() : Status{}; !st) {
     opts_.config = std::move(old);
     opts_.advertise = std::move(old_adv);
     return st;

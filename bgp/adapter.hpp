@@ -58,7 +58,7 @@ struct AdapterStats {
 struct AdapterOptions {
   BgpConfig config;
   net::Ipv4Addr vtep;                       // our VTEP: next hop of everything we advertise
-  std::vector<net::Ipv4Prefix> advertise;   // our cluster's CIDRs
+  std::vector<net::Ipv4Prefix> advertise;   // this node's blocks
   VniLookup vni_of;                    // network name -> VNI
   std::function<void(const RouteUpdate&)> on_routes;
   // Optional: called on the io thread after each peer status poll.

@@ -65,11 +65,26 @@ void RouteSource::stop() {
 }
 
 void RouteSource::networks_changed() {
+  refresh_advertised();
   auto now = peer_network_vnis();
   if (now == network_vnis_) return;  // no peer's network changed: nothing to re-resolve
   network_vnis_ = std::move(now);
   log_->info("bgp: a peer's network was added, removed or renumbered; re-resolving learned routes");
   adapter_->networks_changed();
+}
+
+void RouteSource::refresh_advertised() {
+  if (!options_.advertise_of) return;
+  auto now = options_.advertise_of();
+  if (now == options_.advertise) return;
+  log_->info("bgp: this node's blocks changed: advertising {} prefixes (was {})", now.size(), options_.advertise.size());
+  if (auto ok = adapter_->reconfigure(options_.config, now); !ok) {
+    log_->warn("bgp: the new blocks are not advertised yet: {} (retried at the next network change or reload)",
+               ok.error());
+    return;
+  }
+  options_.advertise = std::move(now);
+  network_vnis_ = peer_network_vnis();  // reconfigure re-resolved the routes too
 }
 
 Status RouteSource::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) {

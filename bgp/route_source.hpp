@@ -7,6 +7,9 @@
 //   keeps forwarding while zebra re-sends its table over FPM; the adapter's first full table
 //   (after its resync) replaces them. If none comes within bgp.restart_time (FRR down), the
 //   replayed routes are dropped. Replayed routes get the VNI their peer's network has now.
+// - Advertised: this node's blocks (RouteSourceOptions::advertise_of), re-asked whenever the
+//   networks change; FRR's config is re-applied when they differ (a blocking frr-reload,
+//   ~1-2 s on the io thread; a failure is logged and the next change tries again).
 // - Networks: a peer's routes get the VNI of its `network`, looked up through VniLookup. The
 //   host calls networks_changed() whenever its networks change (vxfedd: NodeState's
 //   observer, on every add/remove/renumber from the API or a reload); when a peer's network
@@ -38,7 +41,10 @@ namespace vxfed::bgp {
 struct RouteSourceOptions {
   BgpConfig config;                        // bgp.enabled
   net::Ipv4Addr vtep;                      // our VTEP: next hop of what we advertise
-  std::vector<net::Ipv4Prefix> advertise;  // our cluster's CIDRs
+  std::vector<net::Ipv4Prefix> advertise;  // what we advertise at start: this node's blocks
+  // What we advertise now, asked at every networks_changed() (a new network brings a new
+  // block); a change re-applies FRR's config. Empty: `advertise` stays as given.
+  std::function<std::vector<net::Ipv4Prefix>()> advertise_of;
   VniLookup vni_of;                        // the host's networks: name -> VNI
   std::string cache_path;                  // "": no route cache
   std::chrono::milliseconds start_retry{5000};
@@ -62,8 +68,10 @@ class RouteSource {
   void start(Sink sink);
   // Writes the cache (unless replayed routes are still in force) and stops the adapter.
   void stop();
-  // The host's networks changed: re-resolve if a peer's network got, lost or changed its VNI.
+  // The host's networks changed: re-resolve if a peer's network got, lost or changed its VNI;
+  // re-advertise if this node's blocks changed.
   void networks_changed();
+  const std::vector<net::Ipv4Prefix>& advertised() const { return options_.advertise; }
   // A reloaded config (SIGHUP): re-applies FRR's config, re-resolves under the new peers.
   Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise);
 
@@ -76,6 +84,7 @@ class RouteSource {
  private:
   RouteSource(boost::asio::io_context& io, RouteSourceOptions options, std::shared_ptr<spdlog::logger> log);
   void replay_cache();
+  void refresh_advertised();
   void try_start();
   std::vector<std::optional<std::uint32_t>> peer_network_vnis() const;
   void save_cache();

@@ -1,15 +1,36 @@
 #include "control/bgp_from_config.hpp"
 
+#include <algorithm>
+
 namespace vxfed::control {
 
-std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config) {
+namespace {
+
+std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidrs, const NodeState& state) {
   std::vector<net::Ipv4Prefix> out;
-  for (const auto& cidr : config.cluster.pod_cidrs)
-    if (auto p = net::Ipv4Prefix::parse(cidr)) out.push_back(*p);
-  if (out.empty())
-    for (const auto& n : config.networks)
-      if (auto p = net::Ipv4Prefix::parse(n.subnet)) out.push_back(*p);
+  std::vector<net::Ipv4Prefix> cluster;
+  for (const auto& cidr : pod_cidrs)
+    if (auto p = net::Ipv4Prefix::parse(cidr)) cluster.push_back(*p);
+  bool whole_cluster = false;
+  for (const auto& n : state.list_networks()) {
+    if (auto block = net::Ipv4Prefix::parse(n.node_block())) {
+      out.push_back(*block);  // other nodes of the cluster hold the rest of the subnet
+    } else if (!cluster.empty()) {
+      whole_cluster = true;
+    } else if (auto subnet = net::Ipv4Prefix::parse(n.spec().subnet())) {
+      out.push_back(*subnet);
+    }
+  }
+  if (whole_cluster) out.insert(out.end(), cluster.begin(), cluster.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+}  // namespace
+
+std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config, const NodeState& state) {
+  return advertised(config.cluster.pod_cidrs, state);
 }
 
 Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_context& io, const Config& config,
@@ -25,17 +46,19 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
   bgp::RouteSourceOptions options;
   options.config = std::move(*parsed);
   options.vtep = *vtep;
-  options.advertise = advertised_prefixes(config);
+  options.advertise = advertised_prefixes(config, state);
+  // The blocks change with the networks (a new network gets a block): the source asks again.
+  options.advertise_of = [&state, pod_cidrs = config.cluster.pod_cidrs] { return advertised(pod_cidrs, state); };
   options.vni_of = [&state](const std::string& network) { return state.vni_of(network); };
   options.cache_path = config.daemon.state_dir + "/bgp-routes.json";
   if (make_adapter) return bgp::RouteSource::create(io, std::move(options), make_adapter, std::move(log));
   return bgp::RouteSource::create(io, std::move(options), std::move(log));
 }
 
-Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config) {
+Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config, const NodeState& state) {
   auto parsed = bgp::parse_config(config.bgp);
   if (!parsed) return make_error(parsed.error());
-  return source.reconfigure(std::move(*parsed), advertised_prefixes(config));
+  return source.reconfigure(std::move(*parsed), advertised_prefixes(config, state));
 }
 
 v1::PeerInfo peer_info(const bgp::PeerStatus& p) {

@@ -1,5 +1,6 @@
 // vxfedd's BGP route source (bgp/route_source.hpp) from its config: VTEP = node.vtep_ip,
-// advertised = cluster.pod_cidrs (else the networks' subnets), VNIs from NodeState's networks,
+// advertised = this node's blocks (for a network without one: cluster.pod_cidrs, else its
+// subnet), asked again whenever the networks change; VNIs from NodeState's networks,
 // the route cache in the state directory. Construction only: the source itself lives in bgp/.
 #pragma once
 
@@ -24,10 +25,13 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
                                                                  std::shared_ptr<spdlog::logger> log,
                                                                  const bgp::AdapterFactory& make_adapter = {});
 // A reloaded config (SIGHUP) applied to a running source.
-Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config);
+Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config, const NodeState& state);
 
-// What vxfedd advertises: cluster.pod_cidrs, else its networks' subnets.
-std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config);
+// What vxfedd advertises, with its VTEP as next hop: each network's block of this node (the
+// other nodes of the cluster own the rest of the subnet and advertise their own blocks). A
+// network without a block (one node per cluster, no federation store) is the whole cluster:
+// cluster.pod_cidrs, else the network's subnet. Sorted, without duplicates.
+std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config, const NodeState& state);
 
 // `vxfedctl peers`.
 v1::PeerInfo peer_info(const bgp::PeerStatus& status);

@@ -157,7 +157,7 @@ struct Daemon::Impl {
     log_notes(notes);
     // (NodeState told the BGP source about its networks already, through the observer.)
     if (bgp)
-      if (auto ok = reconfigure_bgp_route_source(*bgp, next); !ok) log->error("bgp: reload: {}", ok.error());
+      if (auto ok = reconfigure_bgp_route_source(*bgp, next, *state); !ok) log->error("bgp: reload: {}", ok.error());
     spdlog::level::level_enum level = spdlog::level::from_str(next.daemon.log_level);
     log->set_level(level);
     const auto keep_socket = config.daemon;

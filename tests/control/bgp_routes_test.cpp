@@ -112,9 +112,63 @@ TEST_F(BgpRoutesTest, NetworkAddedByAReloadInstallsTheRoutesToo) {
   std::vector<std::string> notes;
   ASSERT_TRUE(state->reconfigure(next, &notes).ok());
   EXPECT_EQ(routes(), std::vector<std::string>{"green 10.245.9.0/24 via 198.18.0.12 bgp 198.18.0.2"});
-  ASSERT_TRUE(reconfigure_bgp_route_source(*source, next).ok());
+  ASSERT_TRUE(reconfigure_bgp_route_source(*source, next, *state).ok());
   EXPECT_EQ(fake->reconfigures, 1);
   EXPECT_EQ(routes().size(), 1u) << "the same peers: nothing moves";
+}
+
+// Many nodes per cluster: a node advertises its blocks, not the cluster's CIDRs (the other
+// nodes own the rest of the subnet), and a network added with a block adds it at once.
+TEST_F(BgpRoutesTest, AdvertisesTheNodesBlocksAndFollowsNetworkChanges) {
+  auto prefixes = [this] {
+    std::vector<std::string> out;
+    for (const auto& p : fake->options().advertise) out.push_back(p.str());
+    return out;
+  };
+  EXPECT_EQ(prefixes(), std::vector<std::string>{"10.244.0.0/16"}) << "red and blue have no block: the cluster";
+  v1::ErrorCode code;
+  NetworkConfig green;
+  green.name = "green";
+  green.subnet = "10.246.0.0/16";
+  green.block = "10.246.3.0/24";
+  ASSERT_TRUE(state->add_network(green, /*from_config=*/false, &code).ok());
+  EXPECT_EQ(prefixes(), (std::vector<std::string>{"10.244.0.0/16", "10.246.3.0/24"}));
+  EXPECT_EQ(fake->reconfigures, 1) << "FRR's config re-applied once, inside add_network";
+  EXPECT_EQ(source->advertised().size(), 2u);
+
+  NetworkConfig other = green;  // a second network without a block adds nothing new
+  other.name = "other";
+  other.subnet = "10.244.9.0/24";
+  other.block.clear();
+  ASSERT_TRUE(state->add_network(other, false, &code).ok());
+  EXPECT_EQ(fake->reconfigures, 1);
+
+  ASSERT_TRUE(state->remove_network("green", &code).ok());
+  EXPECT_EQ(prefixes(), std::vector<std::string>{"10.244.0.0/16"});
+  EXPECT_EQ(fake->reconfigures, 2);
+}
+
+TEST(AdvertisedPrefixes, OnlyBlocksWhenEveryNetworkHasOne) {
+  TempDir dir;
+  Config config = test_config(dir.path);
+  config.networks[0].block = "10.244.1.0/26";
+  config.networks[1].block = "10.244.2.64/26";
+  NodeState::Options o;
+  o.state_dir = dir.path;
+  auto s = NodeState::open(config, o, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error();
+  std::vector<std::string> out;
+  for (const auto& p : advertised_prefixes(config, **s)) out.push_back(p.str());
+  EXPECT_EQ(out, (std::vector<std::string>{"10.244.1.0/26", "10.244.2.64/26"})) << "not the cluster's 10.244.0.0/16";
+  TempDir other;
+  config.daemon.state_dir = o.state_dir = other.path;
+  config.cluster.pod_cidrs.clear();
+  config.networks[1].block.clear();
+  auto t = NodeState::open(config, o, nullptr);
+  ASSERT_TRUE(t.ok()) << t.error();
+  out.clear();
+  for (const auto& p : advertised_prefixes(config, **t)) out.push_back(p.str());
+  EXPECT_EQ(out, (std::vector<std::string>{"10.244.1.0/26", "10.244.2.0/24"})) << "no pod_cidrs: blue's subnet";
 }
 
 }  // namespace
