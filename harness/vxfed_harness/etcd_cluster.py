@@ -1,4 +1,5 @@
-"""A real etcd cluster for tests: N members on loopback ports of this host.
+"""A real etcd cluster for tests: N members on loopback ports of this host (or, with ns= and
+host=, on that address of a namespace of the topology, for nodes in their own namespaces).
 
 Members are Debian's etcd (etcd-server) processes started through a `Topology` (so they are
 killed when the test ends) with their data under the topology's work directory. Ports are
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from .env import require_program
 from .proc import run, wait_for
-from .topology import Topology
+from .topology import Namespace, Topology
 
 
 def make_pki(directory: Path) -> dict[str, str]:
@@ -62,8 +63,14 @@ def free_port() -> int:
 
 
 class EtcdCluster:
-    def __init__(self, topo: Topology, members: int = 3, name: str = "etcd", tls: dict[str, str] | None = None):
+    def __init__(self, topo: Topology, members: int = 3, name: str = "etcd", tls: dict[str, str] | None = None,
+                 ns: Namespace | None = None, host: str = "127.0.0.1"):
+        """ns/host: the members run in that namespace and listen on host (an address it has);
+        TLS needs the default (the test certificate names 127.0.0.1)."""
+        assert tls is None or host == "127.0.0.1", "the test PKI's server certificate is for 127.0.0.1"
         self.topo = topo
+        self.ns = ns or topo.host
+        self.host = host
         self.tls = tls
         self.scheme = "https" if tls else "http"
         self.name = name
@@ -78,18 +85,19 @@ class EtcdCluster:
 
     @property
     def endpoints(self) -> str:
-        return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
+        return ",".join(f"{self.host}:{p}" for p in self.client_ports)
 
     def endpoint(self, i: int) -> str:
-        return f"127.0.0.1:{self.client_ports[i]}"
+        return f"{self.host}:{self.client_ports[i]}"
 
     def _args(self, i: int) -> list[str]:
-        initial = ",".join(f"m{j}=http://127.0.0.1:{p}" for j, p in enumerate(self.peer_ports))
+        h = self.host
+        initial = ",".join(f"m{j}=http://{h}:{p}" for j, p in enumerate(self.peer_ports))
         return [self.etcd, "--name", f"m{i}", "--data-dir", str(self.dirs[i]),
-                "--listen-client-urls", f"{self.scheme}://127.0.0.1:{self.client_ports[i]}",
-                "--advertise-client-urls", f"{self.scheme}://127.0.0.1:{self.client_ports[i]}",
-                "--listen-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
-                "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
+                "--listen-client-urls", f"{self.scheme}://{h}:{self.client_ports[i]}",
+                "--advertise-client-urls", f"{self.scheme}://{h}:{self.client_ports[i]}",
+                "--listen-peer-urls", f"http://{h}:{self.peer_ports[i]}",
+                "--initial-advertise-peer-urls", f"http://{h}:{self.peer_ports[i]}",
                 "--initial-cluster", initial, "--initial-cluster-state", "new",
                 "--initial-cluster-token", f"vxfed-{self.topo.suffix}-{self.generation}",
                 "--heartbeat-interval", "50", "--election-timeout", "500",
@@ -107,7 +115,7 @@ class EtcdCluster:
         return ["--cacert", self.tls["ca"], "--cert", self.tls["client_cert"], "--key", self.tls["client_key"]]
 
     def start_member(self, i: int) -> None:
-        self.procs[i] = self.topo.spawn(self._args(i), name=f"{self.name}-m{i}-g{self.generation}")
+        self.procs[i] = self.ns.spawn(self._args(i), name=f"{self.name}-m{i}-g{self.generation}")
 
     def start(self, timeout: float = 30) -> None:
         for i in range(self.size):
@@ -120,7 +128,7 @@ class EtcdCluster:
         proc = self.procs[i]
         if proc is None or proc.poll() is not None:
             return False
-        r = run([self.etcdctl, "--endpoints", self.endpoint(i), "--command-timeout", "1s", *self._ctl_tls(),
+        r = run([*self.ns.prefix(), self.etcdctl, "--endpoints", self.endpoint(i), "--command-timeout", "1s", *self._ctl_tls(),
                  "endpoint", "health"], check=False, timeout=5, env=self._env())
         return r.returncode == 0
 
@@ -159,7 +167,7 @@ class EtcdCluster:
         return env
 
     def ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return run([self.etcdctl, "--endpoints", self.endpoints, "--command-timeout", "5s", *self._ctl_tls(), *args],
+        return run([*self.ns.prefix(), self.etcdctl, "--endpoints", self.endpoints, "--command-timeout", "5s", *self._ctl_tls(), *args],
                      check=check, timeout=15, env=self._env())
 
     def get_prefix(self, prefix: str) -> dict[str, str]:

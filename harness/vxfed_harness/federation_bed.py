@@ -1,0 +1,217 @@
+"""Clusters of many nodes, federated: per cluster N vxfed nodes (vxfed_harness.node.Node: FRR
+with bfdd, vxfed-dataplane, vxfedd) and a route reflector (plain FRR whose frr.conf is
+vxfed-reflector's), a three-member etcd for the federation store, all on one underlay switch.
+Nothing on the overlay is written by hand: the store gives VNIs and node blocks, each node's
+FRR announces its blocks to its reflector, the reflectors exchange them over eBGP with the
+next hops unchanged, zebra streams every node's blocks to vxfedd over FPM.
+
+    bed = FederationBed(topo, clusters=2, nodes_per_cluster=3)
+    bed.up()                         # etcd, reflectors, nodes; every node learns every block
+    bed.nodes["a1"].vxfedctl("networks")
+    pod = bed.add_pod(bed.nodes["b2"], "p0")
+
+Underlay 198.18.0.0/24: cluster c (0-based) has its reflector at .(10c+10) and nodes at
+.(10c+11) ...; etcd listens on .250 in a namespace of its own. Cluster c's pods are in
+10.(244+c).0.0/16, one /24 block per node and network from the store.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .cni_runtime import Runtime
+from .env import binary
+from .etcd_cluster import EtcdCluster
+from .frr import Frr
+from .node import Node, prepare_node_namespace
+from .proc import PartUnavailable, run, wait_until
+from .topology import Namespace, Topology
+
+NETWORK = "fed"
+ETCD_IP = "198.18.0.250"
+UNDERLAY = "198.18.0.0/24"
+KEY_PREFIX = "/vxfed"
+
+
+def cluster_name(c: int) -> str:
+    return f"cluster-{chr(ord('a') + c)}"
+
+
+@dataclass
+class Pod:
+    name: str
+    node: Node
+    ns: Namespace
+    ip: str
+    container_id: str
+
+
+@dataclass
+class Cluster:
+    index: int
+    name: str
+    asn: int
+    pod_cidr: str
+    reflector_ip: str
+    nodes: list[Node] = field(default_factory=list)
+    reflector: Optional[Frr] = None
+    reflector_ns: Optional[Namespace] = None
+
+    @property
+    def listen_range(self) -> str:
+        """The /28 its nodes connect from (its reflector's address is in it too, the other's not)."""
+        return f"198.18.0.{16 * self.index}/28"
+
+
+class FederationBed:
+    def __init__(self, topo: Topology, clusters: int = 2, nodes_per_cluster: int = 3, build_dir: Optional[Path] = None,
+                 mtu: int = 9000):
+        assert clusters == 2, "the address plan has room for two clusters"
+        assert 1 <= nodes_per_cluster <= 5
+        self.topo = topo
+        self.mtu = mtu
+        self.build_dir = build_dir
+        self.clusters: list[Cluster] = []
+        self.nodes: dict[str, Node] = {}
+        self.pods: list[Pod] = []
+        self.runtimes: dict[str, Runtime] = {}
+        for c in range(clusters):
+            cl = Cluster(c, cluster_name(c), 65001 + c, f"10.{244 + c}.0.0/16", f"198.18.0.{10 * c + 10}")
+            self.clusters.append(cl)
+            for i in range(nodes_per_cluster):
+                short = f"{chr(ord('a') + c)}{i + 1}"
+                n = Node(topo, short, f"198.18.0.{10 * c + 11 + i}", cl.pod_cidr, asn=cl.asn, node_name=f"node-{short}",
+                         cluster=cl.name, mtu=mtu, bfdd=True, build_dir=build_dir)
+                (n.dir / "cni").mkdir()
+                cl.nodes.append(n)
+                self.nodes[short] = n
+                self.runtimes[short] = Runtime([str(binary("cni", build_dir)), "/usr/lib/cni"], n.dir / "cni-cache",
+                                               prefix=n.ns.prefix())
+            cl.reflector_ns = topo.netns(f"rr{c}")
+            prepare_node_namespace(cl.reflector_ns, forwarding=False)
+            cl.reflector = Frr(cl.reflector_ns, topo.workdir / f"rr{c}" / "frr", bfdd=True)
+        self.etcd_ns = topo.netns("etcd")
+        ports = [(f"p{n.short}", n.ns, n.uplink, [f"{n.ip}/24"]) for n in self.nodes.values()]
+        ports += [(f"prr{c.index}", c.reflector_ns, "ul0", [f"{c.reflector_ip}/24"]) for c in self.clusters]
+        ports.append(("petcd", self.etcd_ns, "ul0", [f"{ETCD_IP}/24"]))
+        self.switch = topo.switch("sw", ports, mtu=mtu)
+        self.etcd = EtcdCluster(topo, members=3, ns=self.etcd_ns, host=ETCD_IP)
+        for cl in self.clusters:
+            topo.on_failure(f"reflector of {cl.name}", lambda cl=cl: cl.reflector.dump(f"reflector {cl.name}"))
+
+    # ------------------------------------------------------------------ configs
+    def cluster_cidrs(self) -> dict[str, list[str]]:
+        return {c.name: [c.pod_cidr] for c in self.clusters}
+
+    def reflector_yaml(self, cl: Cluster) -> dict:
+        """docs/bgp.md, "Route reflection": role route-reflector, its nodes on a listen range,
+        the other clusters' reflectors over eBGP."""
+        others = [c for c in self.clusters if c is not cl]
+        return {"bgp": {
+            "role": "route-reflector", "asn": cl.asn, "router_id": cl.reflector_ip, "graceful_restart": False,
+            "clusters": {c.name: [c.pod_cidr] for c in others},
+            "nodes": {"listen_range": cl.listen_range, "cidrs": [cl.pod_cidr], "bfd": True,
+                      "keepalive": 1, "hold": 3},
+            "peers": [{"address": c.reflector_ip, "remote_asn": c.asn, "cluster": c.name, "keepalive": 1, "hold": 3,
+                       "connect_retry": 1, "bfd": True} for c in others],
+            "frr": {"config_path": str(cl.reflector.dir / "frr.conf"), "vty_socket_dir": str(cl.reflector.dir)},
+        }}
+
+    def vxfedd_config(self, n: Node, cl: Cluster) -> dict:
+        bgp = n.bgp_config(
+            peers=[{"address": cl.reflector_ip, "remote_asn": cl.asn, "network": NETWORK, "bfd": True,
+                    "keepalive": 1, "hold": 3, "connect_retry": 1}],
+            clusters=self.cluster_cidrs(), graceful_restart=False,
+            fpm={"resync_settle_ms": 1000, "resync_min_ms": 2000})
+        return n.vxfedd_config(
+            networks=[{"name": NETWORK, "subnet": cl.pod_cidr}], bgp=bgp,
+            federation={"endpoints": self.etcd.endpoints.split(","), "key_prefix": KEY_PREFIX,
+                        "request_timeout_ms": 2000, "node_ttl_seconds": 10, "reconcile_interval_seconds": 5},
+            vni={"pools": [{"name": "federation", "ranges": ["1000-1999"]}]})
+
+    # ------------------------------------------------------------------ bring-up
+    def start_reflector(self, cl: Cluster) -> None:
+        path = cl.reflector.dir.parent / "reflector.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.reflector_yaml(cl), indent=1) + "\n")
+        tool = str(binary("bgp/vxfed-reflector", self.build_dir))
+        run([tool, "--config", str(path), "--check"])
+        cl.reflector.write_conf(run([tool, "--config", str(path), "--print"]).stdout)
+        cl.reflector.start()
+
+    def up(self, timeout: float = 120) -> None:
+        self.etcd.start()
+        for cl in self.clusters:
+            self.start_reflector(cl)
+        for n in self.nodes.values():
+            n.start_frr()
+        for n in self.nodes.values():
+            n.start_dataplane(timeout=60)
+        for cl in self.clusters:
+            for n in cl.nodes:
+                n.start_vxfedd(self.vxfedd_config(n, cl), wait=True, timeout=60)
+        for n in self.nodes.values():
+            n.vxfedd.wait_ready(timeout)
+        self.wait_converged(timeout)
+
+    def check_alive(self, except_node: Optional[Node] = None) -> None:
+        """Raises (naming the part) if a daemon of a node has died (except_node: one being killed)."""
+        for n in self.nodes.values():
+            if n is not except_node:
+                n.check_alive()
+
+    def block_of(self, n: Node, network: str = NETWORK) -> str:
+        for net in n.vxfedctl("networks").get("networks", []):
+            if net["spec"]["name"] == network:
+                return net.get("node_block", "")
+        raise KeyError(f"{n.short}: no network {network}")
+
+    def blocks(self) -> dict[str, str]:
+        return {s: self.block_of(n) for s, n in self.nodes.items()}
+
+    def learned(self, n: Node) -> dict[str, list[str]]:
+        """prefix -> VTEPs of the BGP routes n's dataplane holds."""
+        out = {}
+        for r in n.dataplane.dump().get("tables", {}).get("routes", []):
+            out[r["prefix"]] = sorted(h["vtep"] for h in r.get("next_hops", []))
+        return out
+
+    def wait_converged(self, timeout: float, nodes: Optional[list[Node]] = None) -> float:
+        """Until every node's dataplane routes every other node's block to that node's VTEP."""
+        blocks = self.blocks()
+        assert len(set(blocks.values())) == len(blocks) and all(blocks.values()), f"blocks not distinct: {blocks}"
+        nodes = nodes or list(self.nodes.values())
+
+        def converged() -> bool:
+            for n in nodes:
+                have = self.learned(n)
+                for s, b in blocks.items():
+                    if s != n.short and have.get(b) != [self.nodes[s].ip]:
+                        return False
+            return True
+        return wait_until(converged, timeout, "every node to route every other node's block to it", self.check_alive)
+
+    # ------------------------------------------------------------------ pods
+    def cni_config(self, n: Node) -> dict:
+        """No ranges: the plugin hands host-local this node's block (docs/cni.md)."""
+        return {"cniVersion": "1.0.0", "name": NETWORK, "type": "vxfed", "socket": str(n.vxfedd.socket),
+                "stateDir": str(n.dir / "cni"),
+                "ipam": {"type": "host-local", "dataDir": str(n.dir / "ipam"), "routes": [{"dst": "0.0.0.0/0"}]}}
+
+    def add_pod(self, n: Node, name: str) -> Pod:
+        ns = self.topo.netns(f"{n.short}{name}")
+        cid = f"fedbed-{self.topo.suffix}-{n.short}-{name}"
+        try:
+            res = self.runtimes[n.short].add(self.cni_config(n), cid, ns.path, "eth0",
+                                             args={"IgnoreUnknown": 1, "K8S_POD_NAMESPACE": "fed",
+                                                   "K8S_POD_NAME": f"{n.short}-{name}"})
+        except subprocess.TimeoutExpired:
+            raise PartUnavailable("vxfed CNI plugin", f"ADD {cid} did not return in time") from None
+        ip = res["ips"][0]["address"].split("/")[0]
+        pod = Pod(f"{n.short}-{name}", n, ns, ip, cid)
+        self.pods.append(pod)
+        return pod
