@@ -47,9 +47,15 @@ Result<std::unique_ptr<Adapter>> Adapter::create(asio::io_context& io, AdapterOp
 Adapter::~Adapter() {
   stop();
   if (poll_thread_.joinable()) poll_thread_.join();
+  join_apply();
+}
+
+void Adapter::join_apply() {
+  if (apply_thread_.joinable()) apply_thread_.join();
 }
 
 Status Adapter::apply() {
+  join_apply();  // never two frr-reloads at once
   RenderInput in{&opts_.config, opts_.vtep, opts_.advertise};
   std::string text = render_frr_config(in);
   auto r = apply_frr_config(opts_.config.frr, text);
@@ -96,6 +102,7 @@ void Adapter::stop() {
   started_ = false;
   alive_->store(false);
   alive_ = std::make_shared<std::atomic<bool>>(true);
+  applying_ = reapply_ = false;
   resync_timer_.cancel();
   poll_timer_.cancel();
   if (server_) server_->stop();
@@ -138,6 +145,45 @@ Status Adapter::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> adver
     if (auto st = open_fpm(); !st) return st;
   }
   return {};
+}
+
+void Adapter::set_advertised(std::vector<net::Ipv4Prefix> advertise) {
+  opts_.advertise = std::move(advertise);
+  if (!started_) return;  // start() applies what is current
+  if (applying_) {
+    reapply_ = true;      // the running apply has an older list: once more when it is done
+    return;
+  }
+  apply_in_background();
+}
+
+void Adapter::apply_in_background() {
+  join_apply();
+  applying_ = true;
+  RenderInput in{&opts_.config, opts_.vtep, opts_.advertise};
+  std::string text = render_frr_config(in);
+  const std::size_t count = opts_.advertise.size();
+  auto alive = alive_;
+  apply_thread_ = std::thread([this, alive, frr = opts_.config.frr, text = std::move(text), count]() mutable {
+    auto r = apply_frr_config(frr, text);
+    asio::post(io_, [this, alive, r = std::move(r), text = std::move(text), count]() mutable {
+      if (!alive->load()) return;  // stopped meanwhile (stop() cleared applying_)
+      applying_ = false;
+      if (r) {
+        rendered_ = std::move(text);
+        ++applies_;
+        last_apply_seconds_ = r->seconds;
+        spdlog::info("bgp: FRR config applied with {} advertised CIDRs in {:.2f} s (in the background)", count,
+                     r->seconds);
+      } else {
+        spdlog::warn("bgp: the new advertised CIDRs are not applied: {} (tried again at the next change)", r.error());
+      }
+      if (reapply_) {
+        reapply_ = false;
+        apply_in_background();
+      }
+    });
+  });
 }
 
 void Adapter::networks_changed() {

@@ -75,6 +75,10 @@ class AdapterInterface {
   virtual Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) = 0;
   // Re-resolves every route's VNI through AdapterOptions::vni_of; changes go to on_routes.
   virtual void networks_changed() = 0;
+  // What we advertise changed (this node's blocks): FRR's config is re-applied without
+  // blocking the caller (frr-reload takes seconds); failures are logged. Before start():
+  // only stored.
+  virtual void set_advertised(std::vector<net::Ipv4Prefix> advertise) = 0;
   virtual std::vector<RemoteRoute> routes() const = 0;  // every route given out, in force
   virtual std::vector<PeerStatus> peers() const = 0;
   virtual AdapterStats stats() const = 0;
@@ -90,6 +94,7 @@ class Adapter : public AdapterInterface {
   void stop() override;
   Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) override;
   void networks_changed() override;
+  void set_advertised(std::vector<net::Ipv4Prefix> advertise) override;
 
   std::vector<RemoteRoute> routes() const override { return table_.snapshot(); }
   std::vector<PeerStatus> peers() const override;
@@ -102,6 +107,8 @@ class Adapter : public AdapterInterface {
  private:
   Adapter(boost::asio::io_context& io, AdapterOptions opts);
   Status apply();
+  void apply_in_background();
+  void join_apply();
   Status open_fpm();
   void on_fpm_connect();
   void on_batch_end();
@@ -123,6 +130,9 @@ class Adapter : public AdapterInterface {
   std::vector<PeerStatus> peers_;
   std::vector<std::string> over_limit_;
   std::thread poll_thread_;
+  std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
+  bool applying_ = false;      // apply_thread_ runs; its result is posted back
+  bool reapply_ = false;       // the advertised list changed again meanwhile
   std::shared_ptr<std::atomic<bool>> alive_;
   bool polling_ = false;
   bool started_ = false;

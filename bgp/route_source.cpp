@@ -78,13 +78,8 @@ void RouteSource::refresh_advertised() {
   auto now = options_.advertise_of();
   if (now == options_.advertise) return;
   log_->info("bgp: this node's blocks changed: advertising {} prefixes (was {})", now.size(), options_.advertise.size());
-  if (auto ok = adapter_->reconfigure(options_.config, now); !ok) {
-    log_->warn("bgp: the new blocks are not advertised yet: {} (retried at the next network change or reload)",
-               ok.error());
-    return;
-  }
-  options_.advertise = std::move(now);
-  network_vnis_ = peer_network_vnis();  // reconfigure re-resolved the routes too
+  options_.advertise = now;
+  adapter_->set_advertised(std::move(now));
 }
 
 Status RouteSource::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) {

@@ -8,8 +8,8 @@
 //   (after its resync) replaces them. If none comes within bgp.restart_time (FRR down), the
 //   replayed routes are dropped. Replayed routes get the VNI their peer's network has now.
 // - Advertised: this node's blocks (RouteSourceOptions::advertise_of), re-asked whenever the
-//   networks change; FRR's config is re-applied when they differ (a blocking frr-reload,
-//   ~1-2 s on the io thread; a failure is logged and the next change tries again).
+//   networks change; when they differ the adapter re-applies FRR's config in a helper thread
+//   (frr-reload takes 1-10 s: the API call that added the network does not wait for it).
 // - Networks: a peer's routes get the VNI of its `network`, looked up through VniLookup. The
 //   host calls networks_changed() whenever its networks change (vxfedd: NodeState's
 //   observer, on every add/remove/renumber from the API or a reload); when a peer's network

@@ -6,12 +6,15 @@ namespace vxfed::control {
 
 namespace {
 
-std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidrs, const NodeState& state) {
+// federated: blocks come from the store, so a node without networks has nothing to announce
+// (the cluster's CIDRs are the other nodes' blocks too).
+std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidrs, bool federated,
+                                        const NodeState& state) {
   std::vector<net::Ipv4Prefix> out;
   std::vector<net::Ipv4Prefix> cluster;
   for (const auto& cidr : pod_cidrs)
     if (auto p = net::Ipv4Prefix::parse(cidr)) cluster.push_back(*p);
-  bool whole_cluster = false;
+  bool whole_cluster = state.network_count() == 0 && !federated;  // a lone node announces its cluster
   for (const auto& n : state.list_networks()) {
     if (auto block = net::Ipv4Prefix::parse(n.node_block())) {
       out.push_back(*block);  // other nodes of the cluster hold the rest of the subnet
@@ -30,7 +33,7 @@ std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidr
 }  // namespace
 
 std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config, const NodeState& state) {
-  return advertised(config.cluster.pod_cidrs, state);
+  return advertised(config.cluster.pod_cidrs, config.federation.enabled, state);
 }
 
 Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_context& io, const Config& config,
@@ -48,7 +51,9 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
   options.vtep = *vtep;
   options.advertise = advertised_prefixes(config, state);
   // The blocks change with the networks (a new network gets a block): the source asks again.
-  options.advertise_of = [&state, pod_cidrs = config.cluster.pod_cidrs] { return advertised(pod_cidrs, state); };
+  options.advertise_of = [&state, pod_cidrs = config.cluster.pod_cidrs, federated = config.federation.enabled] {
+    return advertised(pod_cidrs, federated, state);
+  };
   options.vni_of = [&state](const std::string& network) { return state.vni_of(network); };
   options.cache_path = config.daemon.state_dir + "/bgp-routes.json";
   if (make_adapter) return bgp::RouteSource::create(io, std::move(options), make_adapter, std::move(log));

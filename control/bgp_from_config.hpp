@@ -30,7 +30,8 @@ Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& conf
 // What vxfedd advertises, with its VTEP as next hop: each network's block of this node (the
 // other nodes of the cluster own the rest of the subnet and advertise their own blocks). A
 // network without a block (one node per cluster, no federation store) is the whole cluster:
-// cluster.pod_cidrs, else the network's subnet. Sorted, without duplicates.
+// cluster.pod_cidrs, else the network's subnet; so is a node without networks, unless it is
+// federated (its blocks come from the store). Sorted, without duplicates.
 std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config, const NodeState& state);
 
 // `vxfedctl peers`.

@@ -40,6 +40,10 @@ class FakeAdapter : public AdapterInterface {
     flush();
     return {};
   }
+  void set_advertised(std::vector<net::Ipv4Prefix> advertise) override {
+    ++readvertises;
+    options_.advertise = std::move(advertise);
+  }
   void networks_changed() override {
     ++reresolves;
     table_.reresolve();
@@ -82,7 +86,7 @@ class FakeAdapter : public AdapterInterface {
 
   const AdapterOptions& options() const { return options_; }
 
-  int starts = 0, stops = 0, reconfigures = 0, reresolves = 0;
+  int starts = 0, stops = 0, reconfigures = 0, reresolves = 0, readvertises = 0;
   int failures_before_start = 0;
   bool started = false;
 

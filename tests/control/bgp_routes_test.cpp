@@ -133,7 +133,7 @@ TEST_F(BgpRoutesTest, AdvertisesTheNodesBlocksAndFollowsNetworkChanges) {
   green.block = "10.246.3.0/24";
   ASSERT_TRUE(state->add_network(green, /*from_config=*/false, &code).ok());
   EXPECT_EQ(prefixes(), (std::vector<std::string>{"10.244.0.0/16", "10.246.3.0/24"}));
-  EXPECT_EQ(fake->reconfigures, 1) << "FRR's config re-applied once, inside add_network";
+  EXPECT_EQ(fake->readvertises, 1) << "FRR's config re-applied once, from add_network";
   EXPECT_EQ(source->advertised().size(), 2u);
 
   NetworkConfig other = green;  // a second network without a block adds nothing new
@@ -141,11 +141,12 @@ TEST_F(BgpRoutesTest, AdvertisesTheNodesBlocksAndFollowsNetworkChanges) {
   other.subnet = "10.244.9.0/24";
   other.block.clear();
   ASSERT_TRUE(state->add_network(other, false, &code).ok());
-  EXPECT_EQ(fake->reconfigures, 1);
+  EXPECT_EQ(fake->readvertises, 1);
 
   ASSERT_TRUE(state->remove_network("green", &code).ok());
   EXPECT_EQ(prefixes(), std::vector<std::string>{"10.244.0.0/16"});
-  EXPECT_EQ(fake->reconfigures, 2);
+  EXPECT_EQ(fake->readvertises, 2);
+  EXPECT_EQ(fake->reconfigures, 0);
 }
 
 TEST(AdvertisedPrefixes, OnlyBlocksWhenEveryNetworkHasOne) {
@@ -169,6 +170,17 @@ TEST(AdvertisedPrefixes, OnlyBlocksWhenEveryNetworkHasOne) {
   out.clear();
   for (const auto& p : advertised_prefixes(config, **t)) out.push_back(p.str());
   EXPECT_EQ(out, (std::vector<std::string>{"10.244.1.0/26", "10.244.2.0/24"})) << "no pod_cidrs: blue's subnet";
+
+  TempDir empty;
+  Config lone = test_config(empty.path);
+  lone.networks.clear();
+  o.state_dir = empty.path;
+  auto u = NodeState::open(lone, o, nullptr);
+  ASSERT_TRUE(u.ok()) << u.error();
+  ASSERT_EQ(advertised_prefixes(lone, **u).size(), 1u);
+  EXPECT_EQ(advertised_prefixes(lone, **u)[0].str(), "10.244.0.0/16") << "a lone node without networks: its cluster";
+  lone.federation.enabled = true;
+  EXPECT_TRUE(advertised_prefixes(lone, **u).empty()) << "federated: only blocks from the store";
 }
 
 }  // namespace
