@@ -16,7 +16,10 @@ Asserts:
      peers but BFD; then its dataplane, FRR and vxfedd are killed): its block leaves every
      other node's dataplane within BFD detection (300 ms x 3, node <-> reflector) + 0.5 s
      (asserted with slack for a loaded machine, the figures printed); the others keep forwarding;
-  5. the node restarted: the same block and VNIs, its pods reachable again.
+  5. the node restarted: the same block and VNIs, its pods reachable again;
+  6. one etcd member killed: nothing changes; every member down: forwarding and a pod ADD on
+     an existing network go on, a new network is refused with UNAVAILABLE and created once
+     etcd is back, no VNI changed.
 
 Prints `RESULTS {json}`.
 """
@@ -240,6 +243,28 @@ def main() -> None:
         assert not back, f"a3's pods not reachable after its restart: {back}"
         results["node_back_s"] = round(time.monotonic() - restarted, 1)
         t.log(f"a3 restarted: same block {block}, same VNIs, reachable after {results['node_back_s']} s")
+        # ---- 6. the store: one member killed, then all of them ----
+        bed.etcd.kill(0)
+        assert vnis(bed, NETWORK) == fed and ping(pod["a1-p0"], pod["b2-p0"].ip), "one etcd member down changed things"
+        bed.etcd.stop_all()
+        late = bed.add_pod(bed.nodes["a2"], "p2")   # pod ADD on an existing network, store down
+        assert late.ip.startswith(blocks["a2"].rsplit(".", 1)[0] + "."), f"{late.name}: {late.ip}"
+        failures = [f"{s.name} -> {d.name}" for s, d in ((pod["b1-p0"], late), (late, pod["b3-p1"]),
+                                                        (pod["a1-p1"], pod["a3-p1"]))
+                    if not (ping(s, d.ip) or ping(s, d.ip))]
+        assert not failures, f"forwarding with the store down: {failures}"
+        r = a1.vxfedd.ctl("add-network", "green", "--subnet", "10.248.0.0/16")
+        assert r.returncode != 0 and "UNAVAILABLE" in r.stderr, \
+            f"a new network with the store down: exit {r.returncode}: {r.stderr}"
+        t.log(f"store down: forwarding and pod ADD go on ({late.name} {late.ip}); a new network is refused: "
+              f"{r.stderr.strip()[:120]}")
+        bed.etcd.start_all()
+        t.wait_until(lambda: a1.vxfedd.ctl("add-network", "green", "--subnet", "10.248.0.0/16").returncode == 0, 60,
+                     "add-network green to succeed once etcd is back", bed.check_alive)
+        green = vnis(bed, "green")["a1"]
+        assert green not in (fed_vni, blue["a1"]), f"green got VNI {green}"
+        assert vnis(bed, NETWORK) == fed and vnis(bed, "blue") == blue, "VNIs changed across the store's outage"
+        results["green_vni_after_store_back"] = green
         results["total_s"] = round(time.monotonic() - t0, 1)
     print("RESULTS " + json.dumps(results))
 
