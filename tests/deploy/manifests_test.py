@@ -106,6 +106,24 @@ def check_nads(docs, plugin):
             t.log(f"{d.where}: {r.stdout.strip()}")
 
 
+def check_reflectors(docs, w: Path):
+    """Every reflector config in a ConfigMap passes `vxfed-reflector --check`."""
+    tool = t.require_binary("bgp/vxfed-reflector")
+    for d in docs:
+        if d.body.get("kind") != "ConfigMap":
+            continue
+        for key, text in (d.body.get("data") or {}).items():
+            if not key.endswith("reflector.yaml"):
+                continue
+            path = w / key
+            path.write_text(text)
+            r = subprocess.run([str(tool), "--config", str(path), "--check"], capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"{d.where}: {key}: {r.stderr.strip()}")
+            else:
+                t.log(f"{d.where}: {r.stdout.strip()}")
+
+
 def check_raw_text(docs):
     """Rules about the files as written: comments on capabilities, no privileged."""
     for path in sorted({d.path for d in docs}):
@@ -286,6 +304,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="vxfed-manifests-") as w:
         check_commands(docs, Path(w))
         check_nads(docs, plugin)
+        check_reflectors(docs, Path(w))
         controls(docs, Path(w))
     if failures:
         print(f"{len(failures)} problem(s) in deploy/", file=sys.stderr)
