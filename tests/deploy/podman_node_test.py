@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""A node of the DaemonSet under podman: its vxfed-dataplane and vxfedd containers from the
+built image (VXFED_IMAGE: scripts/test.sh builds it and sets it; a stale image is refused),
+run as the kubelet would (harness/vxfed_harness/daemonset_podman.py: the manifest's
+commands, env, capabilities, host network and PID, the volumes as host directories; only the
+uplink, lcores and memory substituted in the dataplane's), on node A of the forwarder
+topology (harness/vxfed_harness/forwarder.py; pod B behind the kernel's vxlan on node B). vxfedd's configuration is the ConfigMap's with this node's facts: uplink
+up0, the network fed-a on VNI 100 with a static route to node B's pods (no FRR container
+here: BGP off; no federation store: no etcd), eBPF reconcile off (the host's bpffs is shared
+with other tests).
+
+Pod A is attached with `vxfedctl attach` (what the CNI plugin does on ADD). Checked: pod A
+reaches pod B (the time from the containers' start printed); a restart of each container keeps or restores forwarding; a simulated rolling
+update of the node (both containers stopped, new ones from the next image reference started
+on the same volumes) keeps the VNI and the endpoint and restores forwarding. Printed: each
+outage (longest gap between echo replies of a 100 Hz ping)."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import yaml
+
+import vxfed_harness as t
+from vxfed_harness import forwarder as d
+from vxfed_harness import daemonset_podman as ds
+from vxfed_harness import manifests as m
+from vxfed_harness.podman import Podman, require_podman
+
+REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from", re.M)
+GATEWAY_MAC_100 = "02:76:78:00:00:64"   # vxfedd's gateway MAC of VNI 100 (common/net/vxlan.hpp)
+
+
+def main() -> None:
+    t.require_root()
+    require_podman()
+    image = os.environ.get("VXFED_IMAGE")
+    if not image:
+        t.skip("VXFED_IMAGE is not set (scripts/test.sh builds the image and sets it)")
+    vxfedctl = t.require_binary("control/vxfedctl")
+    containers, cms = ds.containers()
+    labels = json.loads(t.run(["podman", "image", "inspect", image]).stdout)[0].get("Labels") or {}
+    assert labels.get("io.vxfed.content-id") == ds.image_content_id(), (
+        f"{image} was built from other files than this build's: run scripts/build-image.sh")
+    with t.Topology("nodepm") as topo:
+        w = topo.workdir
+        pm = Podman(topo)
+        archive = w / "image.tar"
+        t.run(["podman", "save", "--format", "docker-archive", "-o", str(archive), image], timeout=300)
+        pm.cmd("load", "-q", "-i", str(archive), timeout=300)
+        archive.unlink()
+
+        f = d.ForwarderTopology(topo)
+        f.build()
+        # vxfedd gives each network the gateway MAC of its VNI; node B's vxlan device answers to it.
+        f.node_b.run(f"ip link set vxlan0 address {GATEWAY_MAC_100}")
+        f.node_b.run(f"ip neigh replace {d.GATEWAY_A} lladdr {GATEWAY_MAC_100} dev vxlan0 nud permanent")
+
+        host = {name: w / name for name in ("run-vxfed", "state", "config", "frr-conf", "run-frr")}
+        for p in host.values():
+            p.mkdir()
+        host = {k: str(v) for k, v in host.items()}
+        host.update({"bpffs": "/sys/fs/bpf", "netns": "/run/netns"})
+        cfg = yaml.safe_load(cms[("vxfed-system", "vxfed-config")]["vxfedd.yaml"])
+        cfg["node"]["uplink"] = "up0"
+        cfg["cluster"]["pod_cidrs"] = ["10.244.0.0/16"]
+        cfg["daemon"]["metrics_listen"] = ""
+        cfg["networks"] = [{"name": "fed-a", "vni": d.VNI, "subnet": "10.244.0.0/16", "gateway": d.GATEWAY_A,
+                            "static_routes": [{"prefix": "10.245.0.0/16", "vteps": [d.VTEP_B]}]}]
+        cfg["bgp"] = {"enabled": False}
+        cfg.pop("federation", None)   # no etcd here: the VNI is given, no blocks
+        cfg["bpf"] = {"reconcile": False}
+        (w / "config" / "vxfedd.yaml").write_text(yaml.safe_dump(cfg))
+
+        fields = dict(m.NODE_FIELDS, **{"status.hostIP": d.VTEP_A, "spec.nodeName": "node-a"})
+        dp_args, dp_cmd = ds.podman_args(*containers["vxfed-dataplane"], f.node_a.path, host, fields, cms,
+                                         uplink="up0", file_prefix=f"nodepm{topo.suffix}")
+        vd_args, vd_cmd = ds.podman_args(*containers["vxfedd"], f.node_a.path, host, fields, cms)
+        t.log("dataplane: podman create " + " ".join(dp_args) + f" {image} " + " ".join(dp_cmd))
+        t.log("vxfedd: podman create " + " ".join(vd_args) + f" {image} " + " ".join(vd_cmd))
+
+        sock = w / "run-vxfed" / "vxfedd.sock"
+
+        def ctl(*a: str, check: bool = True) -> subprocess.CompletedProcess:
+            return t.run([str(vxfedctl), "--socket", str(sock), *a], check=check, timeout=30)
+
+        def forwarding(what: str, timeout: float = 60) -> None:
+            t.wait_for(lambda: f.pod_a.run(["ping", "-n", "-c", "1", "-W", "0.2", d.POD_B], check=False).returncode == 0,
+                       timeout, f"{what}: pod A -> pod B", interval=0.02)
+
+        def create(gen: int, ref: str) -> None:
+            pm.cmd("create", "--name", f"dp-{gen}", *dp_args, ref, *dp_cmd, timeout=180)
+            pm.cmd("create", "--name", f"vxfedd-{gen}", *vd_args, ref, *vd_cmd, timeout=180)
+
+        create(1, image)
+        start = time.monotonic()
+        pm.cmd("start", "dp-1", "vxfedd-1", timeout=60)
+        t.wait_for(lambda: sock.exists() and ctl("status", check=False).returncode in (0, 4), 60, "vxfedd's socket")
+        ctl("attach", "podA", "--ifname", "eth0", "--network", "fed-a", "--ip", d.POD_A, "--mac", d.POD_A_MAC,
+            "--host-iface", "hA")
+        forwarding("start")
+        t.log(f"node start (both containers) -> forwarding: {time.monotonic() - start:.2f} s (pod attached by hand)")
+        r = f.pod_b.run(["ping", "-n", "-c", "5", "-i", "0.2", d.POD_A], check=False)
+        assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout
+        before = {"vnis": json.loads(ctl("--json", "vnis").stdout), "endpoints": json.loads(ctl("--json", "endpoints").stdout)}
+        assert [e["ip"] for e in before["endpoints"]["endpoints"]] == [d.POD_A], before
+        assert before["vnis"], before
+
+        def outage(what: str, action) -> float:
+            stream = f.pod_a.spawn(["ping", "-n", "-D", "-i", "0.01", "-W", "1", d.POD_B], name=f"ping-{what}")
+            time.sleep(0.5)
+            action()
+            forwarding(what)
+            time.sleep(0.5)
+            stream.send_signal(signal.SIGINT)
+            stream.wait(timeout=10)
+            replies = [float(x.group(1)) for x in REPLY.finditer(topo.log_of_process(stream))]
+            assert len(replies) > 50, topo.log_of_process(stream)[-2000:]
+            gap = max(b - a for a, b in zip(replies, replies[1:]))
+            t.log(f"{what}: longest gap between echo replies {gap:.3f} s")
+            return gap
+
+        vxfedd_restart = outage("vxfedd restart", lambda: pm.cmd("restart", "-t", "10", "vxfedd-1", timeout=120))
+        dp_restart = outage("dataplane restart", lambda: pm.cmd("restart", "-t", "10", "dp-1", timeout=120))
+
+        nxt = "localhost/vxfed:next-" + topo.suffix
+        pm.cmd("tag", image, nxt)
+        create(2, nxt)
+
+        def upgrade() -> None:
+            pm.cmd("stop", "-t", "10", "vxfedd-1", "dp-1", timeout=60)
+            for name in ("vxfedd-1", "dp-1"):
+                code = json.loads(pm.cmd("inspect", name).stdout)[0]["State"]["ExitCode"]
+                assert code == 0, f"{name} exited {code} on SIGTERM"
+            pm.cmd("start", "dp-2", "vxfedd-2", timeout=60)
+
+        upgraded = outage("node upgrade", upgrade)
+        after = {"vnis": json.loads(ctl("--json", "vnis").stdout), "endpoints": json.loads(ctl("--json", "endpoints").stdout)}
+        assert after["vnis"] == before["vnis"], (before["vnis"], after["vnis"])
+        assert [e["ip"] for e in after["endpoints"]["endpoints"]] == [d.POD_A], after
+        t.log(f"figures: vxfedd_restart_outage_s={vxfedd_restart:.2f} dataplane_restart_outage_s={dp_restart:.2f} "
+              f"node_upgrade_outage_s={upgraded:.2f}")
+        pm.cmd("stop", "-t", "10", "vxfedd-2", "dp-2", timeout=60)
+
+
+if __name__ == "__main__":
+    t.main_wrapper(main)
