@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -219,9 +220,25 @@ Status DurableStore::reset_journal() {
   return {};
 }
 
+Status DurableStore::check_free_space(std::size_t record_bytes) const {
+  if (options_.min_free_bytes == 0) return {};
+  struct statvfs st{};
+  if (::fstatvfs(journal_fd_, &st) != 0) return make_error(errno_text("cannot statvfs", journal_path()));
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+  // Compaction writes a new snapshot beside the old one: about the journal plus the snapshot.
+  struct stat snap{};
+  const std::uint64_t snapshot_bytes = ::stat(snapshot_path().c_str(), &snap) == 0 ? static_cast<std::uint64_t>(snap.st_size) : 0;
+  const std::uint64_t needed = record_bytes + options_.min_free_bytes + snapshot_bytes + journal_size_;
+  if (free_bytes >= needed) return {};
+  return make_error("state directory " + dir_ + " is full: " + std::to_string(free_bytes) + " bytes free, " +
+                    std::to_string(needed) + " needed to record this change and keep room to compact " +
+                    name_ + " (free space in " + dir_ + ", then retry)");
+}
+
 Status DurableStore::append(const JournalRecord& record) {
   const std::string bytes = encode_record(record);
   const std::string path = journal_path();
+  if (auto ok = check_free_space(bytes.size()); !ok) return ok;
   Status written;
   if (options_.crash_hook) {
     const auto half = bytes.size() / 2;
@@ -248,6 +265,9 @@ Status DurableStore::append(const JournalRecord& record) {
 }
 
 Status DurableStore::put(const std::string& key, const std::string& value) {
+  // Storing what is stored already writes nothing: vxfedd records its config's networks at
+  // every start, and must be able to start (and serve) on a full disk.
+  if (auto it = entries_.find(key); it != entries_.end() && it->second == value) return {};
   JournalRecord record{seq_ + 1, Op::put, key, value};
   if (auto ok = append(record); !ok) return ok;
   seq_ = record.seq;

@@ -35,6 +35,11 @@ class DurableStore {
 
   struct Options {
     std::size_t compact_after_records = 4096;  // or the number of live entries, if larger
+    // A change is refused unless the state directory's filesystem keeps this much free after
+    // it, plus room for a compacted snapshot: a write must not depend on the slack in the
+    // journal's last block (it would succeed or not by chance), and compaction must always be
+    // able to rewrite the snapshot. 0: no check (tests of the file format).
+    std::uint64_t min_free_bytes = 64 * 1024;
     CrashHook crash_hook;                       // tests only
   };
 
@@ -49,7 +54,7 @@ class DurableStore {
 
   const Entries& entries() const { return entries_; }
   std::uint64_t seq() const { return seq_; }
-  Status put(const std::string& key, const std::string& value);
+  Status put(const std::string& key, const std::string& value);   // the stored value again: no write
   Status erase(const std::string& key);   // erasing an absent key is a no-op
   Status compact();
 
@@ -63,6 +68,7 @@ class DurableStore {
   Status load(std::vector<std::string>* notes);
   Status append(const JournalRecord& record);
   Status reset_journal();
+  Status check_free_space(std::size_t record_bytes) const;
   void maybe_compact();
   void crash_point(Step step) const {
     if (options_.crash_hook) options_.crash_hook(step);

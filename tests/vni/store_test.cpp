@@ -151,6 +151,31 @@ TEST(DurableStore, SecondOpenIsRefusedWhileLocked) {
   EXPECT_NE(b.error().find("locked"), std::string::npos);
 }
 
+TEST(DurableStore, ChangeRefusedWhenTheFilesystemCannotKeepItsReserve) {
+  TempDir dir;
+  {
+    auto s = DurableStore::open(dir.path, "t", {}, nullptr);
+    ASSERT_TRUE(s.ok()) << s.error();
+    ASSERT_TRUE((*s)->put("kept", "1").ok());
+  }
+  {
+    // No filesystem has 2^62 bytes free: every change is refused as on a full disk.
+    auto s = DurableStore::open(dir.path, "t", {.min_free_bytes = std::uint64_t{1} << 62}, nullptr);
+    ASSERT_TRUE(s.ok()) << s.error();
+    auto put = (*s)->put("new", "2");
+    ASSERT_FALSE(put.ok());
+    EXPECT_NE(put.error().find("state directory " + dir.path + " is full"), std::string::npos) << put.error();
+    EXPECT_FALSE((*s)->erase("kept").ok());
+    EXPECT_TRUE((*s)->put("kept", "1").ok()) << "storing the stored value again writes nothing";
+    EXPECT_EQ((*s)->entries().size(), 1u) << "a refused change leaves memory as it was";
+  }
+  auto s = DurableStore::open(dir.path, "t", {}, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ((*s)->entries().size(), 1u);
+  EXPECT_EQ((*s)->entries().count("kept"), 1u);
+  ASSERT_TRUE((*s)->put("new", "2").ok()) << "with the reserve back, the change succeeds";
+}
+
 void fill(const std::string& dir, int n, std::size_t compact_after) {
   auto s = DurableStore::open(dir, "t", {.compact_after_records = compact_after}, nullptr);
   ASSERT_TRUE(s.ok()) << s.error();

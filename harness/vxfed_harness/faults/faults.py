@@ -9,12 +9,14 @@ its name says remote.
 from __future__ import annotations
 
 import copy
+import errno
+import os
 import signal
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ..proc import run
+from ..proc import PartUnavailable, run
 from ..twocluster.vxfed import VxfedVariant
 
 CHURN_PODS = 20
@@ -125,6 +127,85 @@ def pod_churn(ctx: FaultContext) -> None:
         v.topo.namespaces.remove(ns)
 
 
+STATE_TMPFS_BYTES = 8 << 20     # node A's state dir is a tmpfs this big (FaultSuite.up), so it can fill
+
+
+def fill_filesystem(path) -> int:
+    """Writes zeros to `path` until its filesystem is full; returns the bytes written."""
+    block = bytes(1 << 16)
+    written = 0
+    with open(path, "wb", buffering=0) as f:
+        while True:
+            try:
+                written += f.write(block)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                break
+        for size in (4096, 512, 1):           # the last partial blocks too
+            try:
+                while True:
+                    written += f.write(bytes(size))
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+    return written
+
+
+def state_disk_full(ctx: FaultContext) -> None:
+    """Node A's state dir (a tmpfs, FaultSuite.up) filled up while the pods talk: a network
+    added over the API and a pod added through the CNI plugin must both be refused with an
+    error naming the state dir; vxfedd SIGKILLed and restarted on the full disk must come back
+    with everything it stored; once the space is back the same two changes succeed (and are
+    undone, so that the state after recovery compares with before)."""
+    a, v = ctx.a, ctx.v
+    state_dir = str(a.dir / "state")
+    filler = a.dir / "state" / "fault-filler"
+    c = next(c for c in v.plan.clusters if v.vx_nodes[c.name] is a)
+    short = "dfA"
+    ns = v.topo.netns(short)
+    cid = f"vxfault-{v.topo.suffix}-{short.lower()}"
+    network = ["add-network", "faultd", "--subnet", "10.247.0.0/24", "--vni", "1998"]
+    problems = []
+
+    def refused(what: str, text: str) -> None:
+        if f"state directory {state_dir} is full" not in text:
+            problems.append(f"{what} on a full state dir: expected an error naming {state_dir}, got: {text[-300:]!r}")
+
+    try:
+        filled = fill_filesystem(filler)
+        ctx.notes.append(f"filled {state_dir} with {filled} bytes")
+        res = a.vxfedd.ctl(*network)
+        if res.returncode == 0:
+            problems.append("add-network succeeded on a full state dir")
+        refused("add-network", res.stdout + res.stderr)
+        try:
+            v._cni(c, "ADD", cid, ns.path, "eth0", short)
+            problems.append("CNI ADD succeeded on a full state dir")
+        except PartUnavailable as exc:
+            refused("CNI ADD", str(exc))
+        a.vxfedd.kill()                       # nothing stored may depend on writing at start
+        a.start_vxfedd()
+    finally:
+        try:
+            os.unlink(filler)
+        except FileNotFoundError:
+            pass
+    res = a.vxfedd.ctl(*network)
+    if res.returncode != 0:
+        problems.append(f"add-network refused with space back: {(res.stdout + res.stderr).strip()[-300:]}")
+    try:
+        v._cni(c, "ADD", cid, ns.path, "eth0", short)
+    except PartUnavailable as exc:
+        problems.append(f"CNI ADD refused with space back: {exc}")
+    v._cni(c, "DEL", cid, ns.path, "eth0", short)
+    run(["ip", "netns", "del", ns.name], check=False)
+    v.topo.namespaces.remove(ns)
+    a.vxfedd.ctl("remove-network", "faultd")
+    if problems:
+        raise AssertionError("; ".join(problems))
+
+
 FAULTS = [
     Fault("vxfedd_sigkill", "vxfedd SIGKILL + restart", vxfedd_sigkill, hitless=True),
     Fault("vxfedd_sighup", "vxfedd SIGHUP: network added, peer hold time changed; then back", vxfedd_sighup,
@@ -138,5 +219,7 @@ FAULTS = [
           remote_dataplane_sigkill, hitless=False),
     Fault("underlay_flap", "node A's underlay link down 2 s, up", underlay_flap, hitless=False),
     Fault("pod_churn", "pods added and removed on both nodes (CNI ADD/DEL)", pod_churn, hitless=True),
+    Fault("state_disk_full", "node A's state dir full: a network and a pod refused, vxfedd SIGKILL + restart; "
+          "space back, both succeed", state_disk_full, hitless=True),
 ]
 BY_NAME = {f.name: f for f in FAULTS}

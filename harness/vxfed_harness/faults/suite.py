@@ -28,7 +28,7 @@ from ..proc import PartUnavailable
 from ..twocluster import plan as plan_mod
 from ..twocluster.vxfed import VxfedVariant
 from . import analysis, stream
-from .faults import FAULTS, Fault, FaultContext
+from .faults import FAULTS, STATE_TMPFS_BYTES, Fault, FaultContext
 
 PROBE_PAIRS = [("a", 0, "b", 0), ("b", 0, "a", 0), ("a", 1, "b", 1), ("b", 1, "a", 1)]
 SETTLE_S = 1.0          # measured after recovery, before the window closes
@@ -95,6 +95,13 @@ class FaultSuite:
 
     # ------------------------------------------------------------ bring-up
     def up(self) -> None:
+        # Node A's state dir on a small tmpfs of its own, so that the state_disk_full fault can
+        # fill it without touching the machine's disk (unmounted after the node has stopped).
+        state = self.v.workdir() / self.plan.a.node_short / "state"
+        state.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={STATE_TMPFS_BYTES},mode=0700", "tmpfs", str(state)],
+                       check=True)
+        self.v.topo.on_close("state tmpfs", lambda: subprocess.run(["umount", "-l", str(state)], check=False))
         self.v.up()
         for i, (sc, si, dc, di) in enumerate(PROBE_PAIRS):
             src, dst = self.v.pods[sc][si], self.v.pods[dc][di]

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The fault suite's short version (perf/faults/run.py, harness/vxfed_harness/faults/): the
-two-cluster demo topology with four probe streams between the clusters' pods, and six faults
+two-cluster demo topology with four probe streams between the clusters' pods, and seven faults
 one at a time. Asserts the invariants, not the timings:
   - nothing misdelivered, in any fault;
   - after every fault the state (VNIs, endpoints, routes, the dataplanes' tables) equals the
     state before, and everything recovers within RECOVERY_BOUND_S;
   - zero loss for the faults that must be hitless: vxfedd SIGKILL + restart, vxfedd SIGHUP with
-    a changed config, zebra SIGKILL + restart, pod churn around the measured pods;
+    a changed config, zebra SIGKILL + restart, pod churn around the measured pods, node A's
+    state dir full (a network and a pod refused naming the state dir, vxfedd SIGKILL + restart
+    on the full disk, both changes succeed once the space is back);
   - the dataplane SIGKILL + restart and bgpd SIGKILL + restart recover (their gaps are printed,
     not asserted: docs/faults.md has the figures and why).
 A machine that loses probe datagrams with no fault at all (the baseline window) would make a
@@ -22,7 +24,7 @@ from vxfed_harness.faults.faults import BY_NAME
 from vxfed_harness.faults.suite import FaultSuite, Options, table
 from vxfed_harness.frr import require_frr
 
-HITLESS = ["vxfedd_sigkill", "vxfedd_sighup", "zebra_kill", "pod_churn"]
+HITLESS = ["vxfedd_sigkill", "vxfedd_sighup", "zebra_kill", "pod_churn", "state_disk_full"]
 RECOVERS = ["dataplane_sigkill", "bgpd_kill"]
 RECOVERY_BOUND_S = 60.0
 
@@ -37,7 +39,8 @@ def main() -> None:
     try:
         suite.up()
         suite.baseline()
-        for name in ["vxfedd_sigkill", "vxfedd_sighup", "dataplane_sigkill", "bgpd_kill", "zebra_kill", "pod_churn"]:
+        for name in ["vxfedd_sigkill", "vxfedd_sighup", "dataplane_sigkill", "bgpd_kill", "zebra_kill", "pod_churn",
+                     "state_disk_full"]:
             suite.run_fault(BY_NAME[name])
         suite.stop_probes()
         results = suite.analyse()
