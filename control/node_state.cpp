@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "common/net/ipv4.hpp"
 #include "common/net/mac.hpp"
@@ -118,6 +119,22 @@ Status NodeState::restore(const Config& config, std::vector<std::string>* notes)
                         "' cannot be decoded; refusing to start with a damaged store");
     stored[name] = {value[0], network_config_from_spec(spec)};
   }
+  // A network is stored only after its VNI, and a removed network's VNI is held down before
+  // its record goes, so no crash leaves a stored network without any VNI record: that means
+  // the VNI store lost records (a truncated, garbled-then-cut or replaced vnis file). Giving
+  // the network a VNI afresh would renumber it silently. (With the federation store the VNI
+  // comes from there.)
+  if (options_.allocator == nullptr) {
+    std::set<std::string> with_vni;
+    for (const auto& record : vnis_->allocator().list()) with_vni.insert(record.network);
+    for (const auto& [name, entry] : stored) {
+      if (with_vni.count(name)) continue;
+      return make_error(vnis_->store().journal_path() + " has no VNI for network '" + name + "' stored in " +
+                        network_store_->journal_path() + ": the VNI store lost records (truncated or " +
+                        "replaced?); refusing to start rather than give the network a new VNI (restore " +
+                        "the vnis files from a backup)");
+    }
+  }
   std::map<std::string, std::size_t> endpoint_users;
   std::vector<v1::EndpointInfo> endpoints;
   for (const auto& [id, value] : endpoint_store_->entries()) {
@@ -175,6 +192,14 @@ Status NodeState::restore(const Config& config, std::vector<std::string>* notes)
     if (it == networks_.end()) {
       return make_error("stored endpoint '" + id + "' belongs to unknown network '" + info.spec().network() + "'");
     }
+    // An endpoint is stored with its network's VNI, which cannot change while it is attached
+    // (a network with endpoints is neither removed nor re-pinned): another VNI now means a
+    // store lost records.
+    if (options_.allocator == nullptr && info.vni() != 0 && info.vni() != it->second.vni)
+      return make_error(endpoint_store_->journal_path() + ": endpoint '" + id + "' was attached with VNI " +
+                        std::to_string(info.vni()) + " but network '" + info.spec().network() + "' now has VNI " +
+                        std::to_string(it->second.vni) + " (from " + vnis_->store().journal_path() +
+                        "); refusing to start with stores that disagree");
     info.set_vni(it->second.vni);
     info.set_in_dataplane(false);
     ip_owner_[{info.spec().network(), info.spec().ip()}] = id;
