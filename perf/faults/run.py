@@ -42,6 +42,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--churn-pods", type=int, default=20, help="pods added and removed per node by pod_churn")
     p.add_argument("--recovery-timeout", type=float, default=90.0)
     p.add_argument("--no-plots", action="store_true", help="no timeline PNGs (gnuplot)")
+    p.add_argument("--no-ping", action="store_true", help="no ping-pong latency probe (ping -i 0.01, pod A0 -> B0)")
     p.add_argument("--list", action="store_true", help="print the faults and exit")
     args = p.parse_args(argv)
     if args.list:
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> int:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
     suite = FaultSuite(Options(build_dir=args.build_dir.resolve(), rate=args.rate, churn_pods=args.churn_pods,
-                               recovery_timeout=args.recovery_timeout, progress=tl.log))
+                               recovery_timeout=args.recovery_timeout, ping=not args.no_ping, progress=tl.log))
     started = time.time()
     status = 0
     try:

@@ -27,7 +27,7 @@ from ..env import SOURCE_DIR
 from ..proc import PartUnavailable
 from ..twocluster import plan as plan_mod
 from ..twocluster.vxfed import VxfedVariant
-from . import analysis, stream
+from . import analysis, ping_probe, stream
 from .faults import FAULTS, STATE_TMPFS_BYTES, Fault, FaultContext
 
 PROBE_PAIRS = [("a", 0, "b", 0), ("b", 0, "a", 0), ("a", 1, "b", 1), ("b", 1, "a", 1)]
@@ -42,6 +42,7 @@ class Options:
     recovery_timeout: float = 90.0
     churn_pods: int = 20
     baseline_s: float = 5.0
+    ping: bool = False      # the ping-pong probe too (latency per fault; ping_probe.py)
     progress: Callable[[str], None] = print
 
 
@@ -92,6 +93,7 @@ class FaultSuite:
         self.windows: list[tuple[str, float, float]] = []
         self.results: dict = {}
         self.timelines: dict = {}         # fault -> analysis.timeline(), filled by analyse()
+        self.ping: Optional[subprocess.Popen] = None
 
     # ------------------------------------------------------------ bring-up
     def up(self) -> None:
@@ -109,6 +111,9 @@ class FaultSuite:
         self._start_probes()
 
     def _start_probes(self) -> None:
+        if self.opts.ping:
+            src, dst = self.v.pods["a"][0], self.v.pods["b"][0]
+            self.ping = src.ns.spawn(ping_probe.command(dst.ip), name="probe-ping")
         env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
         for p in self.probes:
             p.proc = p.src.ns.spawn([sys.executable, "-m", "vxfed_harness.faults.stream", "--name", f"s{p.stream}",
@@ -210,6 +215,8 @@ class FaultSuite:
         time.sleep(QUIET_S)
 
     def stop_probes(self) -> None:
+        if self.ping and self.ping.poll() is None:
+            ping_probe.stop(self.ping)
         for p in self.probes:
             if p.proc and p.proc.poll() is None:
                 p.proc.terminate()
@@ -239,6 +246,7 @@ class FaultSuite:
         wrong = analysis.assign(streams, receptions)
         out = {}
         self.timelines = {}
+        replies = ping_probe.parse(self.v.topo.log_of_process(self.ping)) if self.ping else None
         for name, t0, t1 in self.windows:
             w = analysis.window(streams, wrong, t0, t1)
             self.timelines[name] = {"bucket_s": 0.05, "streams": analysis.timeline(streams, t0, t1, 0.05)}
@@ -251,6 +259,8 @@ class FaultSuite:
             r.update({"sent": w.sent, "lost": w.lost, "longest_gap_ms": w.longest_gap_ms,
                       "misdelivered": w.misdelivered, "duplicates": w.duplicates, "reordered": w.reordered,
                       "window_s": round(t1 - t0, 3), "per_stream": w.per_stream})
+            if replies is not None:
+                r["ping"] = ping_probe.window(replies, t0, t1)
             r["goal_met"] = goal_met(r)
             out[name] = r
         return out
@@ -284,13 +294,20 @@ def diff(before: dict, after: dict) -> dict:
 
 
 def table(results: dict) -> str:
-    cols = ("fault", "sent", "lost", "gap ms", "misdeliv", "dup", "reord", "recov s", "state", "goal")
+    with_ping = any("ping" in r for r in results.values())
+    cols = ("fault", "sent", "lost", "gap ms", "misdeliv", "dup", "reord", "recov s", "state", "goal") + (
+        ("ping rtt ms p50/p99/max", "ping lost") if with_ping else ())
     rows = [cols]
     for name, r in results.items():
         goal = "-" if name == "baseline" else ("met" if r["goal_met"] else "NOT met")
-        rows.append((name, str(r["sent"]), str(r["lost"]), f'{r["longest_gap_ms"]:.1f}', str(r["misdelivered"]),
-                     str(r["duplicates"]), str(r["reordered"]),
-                     "-" if r["recovered_s"] is None else f'{r["recovered_s"]:.2f}',
-                     "equal" if r["state_equal"] else "DIFFERS", goal))
+        row = (name, str(r["sent"]), str(r["lost"]), f'{r["longest_gap_ms"]:.1f}', str(r["misdelivered"]),
+               str(r["duplicates"]), str(r["reordered"]),
+               "-" if r["recovered_s"] is None else f'{r["recovered_s"]:.2f}',
+               "equal" if r["state_equal"] else "DIFFERS", goal)
+        if with_ping:
+            pg = r.get("ping") or {}
+            rtt = pg.get("rtt_ms")
+            row += ("-" if not rtt else f'{rtt["p50"]:.2f}/{rtt["p99"]:.2f}/{rtt["max"]:.1f}', str(pg.get("lost", "-")))
+        rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)

@@ -60,8 +60,21 @@ def test_loss_until_the_end() -> None:
     assert w.longest_gap_ms >= 390, w.longest_gap_ms
 
 
+def test_ping_probe() -> None:
+    from vxfed_harness.faults import ping_probe
+    log = "\n".join(f"[{100 + i * 0.01 + rtt / 1000:.6f}] 64 bytes from 10.245.0.10: icmp_seq={i % 65536} ttl=64 time={rtt} ms"
+                    for i, rtt in ((i, 0.5 if i < 65540 else 2.0) for i in range(65530, 65560)) if not 65540 <= i < 65550)
+    replies = ping_probe.parse("PING 10.245.0.10 56(84) bytes of data.\n" + log + "\n--- statistics ---")
+    assert [r[0] for r in replies][:3] == [65530, 65531, 65532] and replies[-1][0] == 65559, replies[-3:]
+    w = ping_probe.window(replies, 100 + 65535 * 0.01, 100 + 65560 * 0.01)
+    assert w["lost"] == 10 and w["replies"] == 15, w      # 65540..65549 unanswered, across the wrap
+    assert w["rtt_ms"]["max"] == 2.0 and w["rtt_ms"]["p50"] == 2.0, w
+    assert ping_probe.window(replies, 0, 1)["replies"] == 0
+
+
 if __name__ == "__main__":
     test_wire_format()
     test_window_figures()
     test_loss_until_the_end()
+    test_ping_probe()
     print("PASS")
