@@ -314,8 +314,6 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
       return iface_error("cannot set the pod's MAC " + net::format_mac(*wanted->mac) + " (" + wanted->mac_source + ")",
                          st.error());
   }
-  if (auto st = disable_offloads(nsfd->fd(), env.ifname); !st)
-    return iface_error("cannot turn off offloads on the pod's interface", st.error());
   if (auto st = pod_nl->set_up(pod_index); !st) return iface_error("cannot bring " + env.ifname + " up", st.error());
   if (auto st = pod_nl->add_address(pod_index, *address); !st)
     return iface_error("cannot assign the IPAM address", st.error());
@@ -466,8 +464,11 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
 
   auto offloads = read_offloads(nsfd->fd(), env.ifname);
   if (!offloads) return iface_error("cannot read offloads of " + env.ifname, offloads.error());
-  if (offloads->tx_checksum || offloads->tso || offloads->gso)
-    return fail(env.ifname + " has TX checksum/TSO/GSO offload on; the dataplane cannot tunnel such frames");
+  // ADD leaves the veth's offloads on: the dataplane takes super-packets and pending
+  // checksums (docs/pod-ports.md). Off means something else changed the pod's interface.
+  if (!offloads->tx_checksum || !offloads->tso || !offloads->gso)
+    return fail(env.ifname + " has TX checksum/TSO/GSO offload off; ADD left them on (the dataplane takes the pod's "
+                "super-packets): something changed the interface");
 
   auto addrs = pod_nl->addresses(l.index);
   if (!addrs) return iface_error("cannot list addresses", addrs.error());

@@ -1,7 +1,7 @@
-// Turns off TX checksum offload, TSO and GSO on the pod's end of the veth. The dataplane reads
-// the host end with AF_PACKET, which sees frames before the kernel finishes offloaded work:
-// with offloads on, TCP would arrive with unfinished checksums and as 64 KiB GSO super-frames
-// that cannot be tunnelled (docs/cni.md, docs/dataplane.md: port model).
+// Reads the TX checksum and segmentation offloads of the pod's end of the veth, for CHECK.
+// ADD leaves them on, as the kernel creates a veth: the dataplane reads the host end with
+// AF_PACKET and vnet headers, taking the pod's 64 KiB GSO super-packets and pending checksums
+// as they are (docs/pod-ports.md, docs/cni.md).
 #pragma once
 
 #include <string>
@@ -10,12 +10,10 @@
 
 namespace vxfed::cni {
 
-// `netns_fd`: the namespace holding `ifname` (the ioctl socket is created there).
-vxfed::Status disable_offloads(int netns_fd, const std::string& ifname);
-
 struct OffloadState {
   bool tx_checksum = true, tso = true, gso = true;
 };
+// `netns_fd`: the namespace holding `ifname` (the ioctl socket is created there).
 vxfed::Result<OffloadState> read_offloads(int netns_fd, const std::string& ifname);
 
 }  // namespace vxfed::cni

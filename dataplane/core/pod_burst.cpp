@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "dataplane/core/flow_hash.hpp"
+#include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
 #include "dataplane/core/wire/icmp.hpp"
@@ -96,7 +97,8 @@ template <typename CopyConstant>
   }
   copy_constant(o);
   write_outer_fields(o, frame_len, tos, checksum_base, hash);
-  m->ol_flags = tag_flags;
+  encap_offload(m);  // sets ol_flags: the pending checksum/segmentation, or nothing
+  m->ol_flags |= tag_flags;
   m->vlan_tci = tci_of_tos[tos];
   *frame_len_out = frame_len;
   return true;
@@ -139,7 +141,7 @@ template <typename CopyConstant>
   const NetworkEntry& net = t.network(pod.network);
   if (f.src_ip_be != pod.ip_be) [[unlikely]] return drop(m, DropReason::PodSourceSpoofed, rx_port, c);
   if (f.dst_ip_be == net.gateway_ip_be) [[unlikely]] return drop(m, DropReason::ToGateway, rx_port, c);
-  if (f.ip_total_len > net.mtu) [[unlikely]] {
+  if (f.ip_total_len > net.mtu && !gso_segments_fit(m, net.mtu)) [[unlikely]] {
     if (!f.dont_fragment) return drop(m, DropReason::TooBigNoDf, rx_port, c);
     if (!frag_needed(net, pod, m, f, rx_port, tx, c)) return drop(m, DropReason::MbufAllocFailed, rx_port, c);
     return drop(m, DropReason::TooBigDf, rx_port, c);
@@ -147,7 +149,7 @@ template <typename CopyConstant>
   const Destination d = t.resolve(pod.network, f.dst_ip_be);
   if (const EndpointEntry* ep = d.endpoint) {
     set_macs(m, ep->mac, net.gateway_mac);
-    m->ol_flags = 0;
+    local_offload(m);
     VniCounters& vc = c.vnis[net.counter_slot];
     vc.local_packets.add(1);
     vc.local_bytes.add(rte_pktmbuf_pkt_len(m));
@@ -280,8 +282,9 @@ struct PodBurstTotals {
     const std::uint32_t pkt_len = rte_pktmbuf_pkt_len(m), first_len = rte_pktmbuf_data_len(m);
     const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
     if (first_len < kPodFastMinFirst) [[unlikely]] return false;
+    // A super-packet's size on the wire is its segments'.
     const bool fits = pod_fast_l4_ok(p, first_len, pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
-                      (pod_fast_dst(p) == dst) & (pod_fast_ip_total(p) <= k.mtu);
+                      (pod_fast_dst(p) == dst) & (pod_fast_ip_total(p) <= k.mtu || gso_segments_fit(m, k.mtu));
     if (!fits) [[unlikely]] return false;
     rx_bytes += pkt_len;
     const std::uint32_t hash = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
@@ -347,7 +350,7 @@ struct PodBurstTotals {
     if (rte_pktmbuf_data_len(m) < kPodFastMinFirst) [[unlikely]] continue;
     const std::uint32_t d = pod_fast_dst(p);
     const bool ok = pod_fast_l4_ok(p, rte_pktmbuf_data_len(m), pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
-                    (d != k.gateway_ip_be) & (pod_fast_ip_total(p) <= k.mtu);
+                    (d != k.gateway_ip_be) & (pod_fast_ip_total(p) <= k.mtu || gso_segments_fit(m, k.mtu));
     fast |= static_cast<std::uint64_t>(ok) << i;
     dst[i] = d;
     hash[i] = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
@@ -396,7 +399,7 @@ struct PodBurstTotals {
       batch.add(tables, k, *vtep[i], m, hash[i], rx_port, counters);
     } else if (const EndpointEntry* ep = local[i]) {
       set_macs(m, ep->mac, k.gateway_mac);
-      m->ol_flags = 0;
+      local_offload(m);
       ++local_packets;
       local_bytes += rte_pktmbuf_pkt_len(m);
       tx.stage(ep->port, m, counters);

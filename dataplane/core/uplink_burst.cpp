@@ -2,6 +2,7 @@
 // VTEP address and from underlay neighbours (see pipeline.hpp for what happens to which packet).
 #include <cstring>
 
+#include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
@@ -61,7 +62,7 @@ namespace {
   const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - f.inner_len;   // outer Ethernet padding
   if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
   set_macs(m, ep->mac, net->gateway_mac);
-  m->ol_flags = 0;
+  decap_offload(m);  // a pending inner checksum stays pending
   VniCounters& vc = c.vnis[net->counter_slot];
   vc.decap_packets.add(1);
   vc.decap_bytes.add(f.inner_len);
@@ -203,7 +204,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     auto* eth = rte_pktmbuf_mtod(m, std::uint8_t*);
     std::memcpy(eth, &macs_lo, 8);
     std::memcpy(eth + 8, &macs_hi, 4);
-    m->ol_flags = 0;
+    decap_offload(m);  // a pending inner checksum stays pending
     if (net->counter_slot != vni_slot) [[unlikely]] {
       flush_vni();
       vni_slot = net->counter_slot;

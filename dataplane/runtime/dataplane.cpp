@@ -34,9 +34,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   auto ports = Ports::create(options, d->workers_);
   if (!ports) return make_error(ports.error());
   d->ports_ = std::move(*ports);
-  rte_ether_addr mac{};
-  rte_eth_macaddr_get(d->ports_->uplink(), &mac);
-  std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), d->uplink_mac_.begin());
+  d->uplink_mac_ = d->ports_->uplink_mac();
 
   // RCU: one thread id per worker.
   const std::size_t qs_size = rte_rcu_qsbr_get_memsize(d->workers_);
@@ -90,6 +88,12 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     d->wakes_.push_back(std::make_unique<WakeEvent>());
     ctx->wake = d->wakes_.back().get();
     ctx->uplink_wake_fds = d->ports_->uplink_wake_fds();
+    if (const UplinkSockets* up = d->ports_->uplink_sockets()) {
+      ctx->uplink_fd = up->fd(w);
+      ctx->uplink_wake_fds = {up->fd(w)};  // the kernel's fanout hands this worker's frames to this one
+      // Frames of the underlay MTU in mbufs of kPodSegmentBytes (at least).
+      ctx->uplink_segments = (options.mtu + 18 + kPodSegmentBytes - 1) / kPodSegmentBytes;
+    }
     ctx->pod_fd = d->ports_->pod_sockets().fd(w);
     ctx->pool = d->ports_->pool();
     d->contexts_.push_back(std::move(ctx));
@@ -351,7 +355,7 @@ void Dataplane::fill_counters(v1::Counters& out) const {
   ports.emplace_back("pods", kPodsPort);  // the pod sockets: socket drops, frames of no pod
   for (const auto& [name, id] : ports) {
     rte_eth_stats stats{};
-    if (id < kMaxEthdevPorts && id != kPodsPort) rte_eth_stats_get(id, &stats);
+    if (id < RTE_MAX_ETHPORTS) rte_eth_stats_get(id, &stats);  // not our socket ports
     for (unsigned w = 0; w < workers_; ++w) {
       const PortCounters& c = counters_[w]->ports[id];
       auto* p = out.add_ports();

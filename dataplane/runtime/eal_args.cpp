@@ -263,6 +263,8 @@ Status check_eal_for_options(const EalSummary& eal, const Options& o) {
     return make_error("--queues " + std::to_string(o.queues) + " needs " + std::to_string(o.queues + 1) +
                       " EAL lcores (the control thread + one per worker), the EAL options give " +
                       std::to_string(*eal.lcores) + ": e.g. -l 1-" + std::to_string(o.queues + 1));
+  // --uplink-iface: our own sockets, no EAL device (the interface is looked up at start).
+  if (!o.uplink_iface.empty()) return {};
   const EalDevice* uplink = nullptr;
   for (const auto& d : eal.vdevs)
     if (d.name == o.uplink) uplink = &d;

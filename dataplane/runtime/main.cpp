@@ -39,7 +39,8 @@ int check_only(const char* argv0, const std::vector<std::string>& eal_args,
     if (!snapshot) return fail("--tables-file: " + snapshot.error());
     tables = static_cast<std::size_t>(snapshot->tables().endpoints_size());
   }
-  std::cout << argv0 << " --check: valid: uplink " << options.uplink << ", VTEP " << options.parsed.vtep.str()
+  std::cout << argv0 << " --check: valid: uplink "
+            << (options.uplink_iface.empty() ? options.uplink : "interface " + options.uplink_iface) << ", VTEP " << options.parsed.vtep.str()
             << ", " << options.queues << " worker(s) + the control thread on "
             << (eal->lcores ? std::to_string(*eal->lcores) + " lcores" : std::string("every CPU (no -l/--lcores)"))
             << ", MTU " << options.mtu;

@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kDescription =
     "vxfed-dataplane: the DPDK VXLAN forwarder of vxfed.\n"
     "\n"
-    "usage: vxfed-dataplane [EAL options] -- --uplink PORT --vtep-ip IP [options]\n"
+    "usage: vxfed-dataplane [EAL options] -- (--uplink PORT | --uplink-iface IFACE) --vtep-ip IP [options]\n"
     "\n"
     "EAL options are DPDK's own (see `dpdk-testpmd --help` or the DPDK docs), e.g.\n"
     "  -l 0,1                   lcores: the first is the control thread (API, ARP),\n"
@@ -35,9 +35,16 @@ constexpr const char* kDescription =
     "Our options";
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--uplink", o.uplink,
-                 "uplink port: a DPDK port name (net_af_packet0, 0000:03:00.0) or a port index")
-      ->required();
+  auto* uplink = app.add_option("--uplink", o.uplink,
+                                "uplink port: a DPDK port name (0000:03:00.0, net_pcap0, net_af_packet0) "
+                                "or a port index, given to EAL with -a or --vdev");
+  auto* uplink_iface = app.add_option("--uplink-iface", o.uplink_iface,
+                 "uplink on a kernel interface (a veth, a NIC the kernel drives), served by the "
+                 "dataplane's own AF_PACKET sockets, one per worker: frames as on the wire (outer "
+                 "fragments stay fragments), checksum state and segmentation handed to the kernel "
+                 "with vnet headers; instead of --uplink");
+  uplink->excludes(uplink_iface);
+  uplink_iface->excludes(uplink);
   app.add_option("--vtep-ip", o.vtep_ip,
                  "this node's VTEP IPv4 address: outer source of encapsulated frames; "
                  "the dataplane answers ARP for it on the uplink")
@@ -219,6 +226,8 @@ Result<ParseOutcome> parse_options(const std::string& argv0, const std::vector<s
   } catch (const CLI::ParseError& e) {
     return make_error(std::string(e.what()) + " (see --help)");
   }
+  if (outcome.options.uplink.empty() && outcome.options.uplink_iface.empty())
+    return make_error("--uplink or --uplink-iface is required (see --help)");
   if (auto st = parse_values(outcome.options); !st) return make_error(st.error());
   return outcome;
 }

@@ -16,7 +16,8 @@
 namespace vxfed::dataplane {
 
 struct Options {
-  std::string uplink;                 // DPDK port name (e.g. net_af_packet0, 0000:03:00.0) or index
+  std::string uplink;                 // DPDK port name (e.g. 0000:03:00.0, net_pcap0) or index ...
+  std::string uplink_iface;           // ... or a kernel interface served by our own AF_PACKET sockets
   std::string vtep_ip;                // our VTEP IPv4 on the uplink
   unsigned queues = 1;                // RX queues on the uplink = worker lcores
   unsigned mtu = 9000;                // underlay MTU; pod MTU = mtu - 50

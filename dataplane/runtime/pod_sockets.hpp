@@ -3,7 +3,8 @@
 // sockets form one PACKET_FANOUT_HASH group without PACKET_FANOUT_FLAG_DEFRAG, so the kernel
 // spreads the pods' flows over the workers and fragments arrive as fragments; a classic BPF
 // filter on every socket accepts only the attached pods' ifindexes. Frames are received with
-// recvmmsg() straight into mbufs and sent with sendmmsg() to any pod by ifindex: nothing is
+// recvmmsg() straight into mbufs, behind the vnet header that carries their checksum and GSO
+// state, and sent with sendmmsg() to any pod by ifindex: nothing is
 // held per pod (no ring, no descriptor), and a worker's whole pod side is one descriptor in
 // its readiness set.
 //
@@ -16,9 +17,6 @@
 #include <cstdint>
 #include <memory>
 #include <vector>
-
-#include <rte_mbuf.h>
-#include <rte_mempool.h>
 
 #include "common/result.hpp"
 #include "dataplane/core/counters.hpp"
@@ -49,19 +47,11 @@ class PodSockets {
   std::vector<int> fds_;
 };
 
-// Worker side. Receives up to `max` frames (max <= kMaxBurst) from `fd` without blocking
-// into mbufs from `spare` (refilled from `pool`; unused mbufs stay there for the next call).
-// Sets each mbuf's length; ifindex[i] is the interface frame i came from, or 0 when it was
-// larger than an mbuf (then pkts[i] holds the truncated frame, for the caller to drop).
-struct PodRxSpare {
-  rte_mbuf* mbufs[64];
-  unsigned count = 0;
-};
-unsigned pod_receive(int fd, rte_mempool* pool, PodRxSpare& spare, rte_mbuf** pkts,
-                     unsigned* ifindex, unsigned max);
-
-// Sends pkts[0..n) to interface `ifindex` with one sendmmsg(); frees what the kernel took
-// (it copies) and returns how many that was; the rest stay the caller's.
-std::uint16_t pod_send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n);
+// Worker side: the pods' frames are received with a SocketReceiver of kPodFrameSegments
+// mbufs per frame (a 64 KiB super-packet in mbufs of at least kPodSegmentBytes) and sent with
+// a SocketSender by ifindex (packet_socket.hpp).
+constexpr unsigned kPodSegmentBytes = 9216;
+constexpr unsigned kPodFrameSegments = 8;
+static_assert(kPodSegmentBytes * kPodFrameSegments >= 65535 + 14, "a super-packet must fit a slot");
 
 }  // namespace vxfed::dataplane

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -94,7 +95,8 @@ Result<std::unique_ptr<Ports>> Ports::create(const Options& options, unsigned wo
 
   // One pool for every port: each mbuf holds a whole jumbo frame (af_packet copies each
   // frame into one mbuf and its RX setup insists the ring frame fits the data room).
-  const unsigned data_room = RTE_PKTMBUF_HEADROOM + std::max(ports->framesz_, ports->max_frame_);
+  // The pod sockets receive super-packets into chains of kPodFrameSegments such mbufs.
+  const unsigned data_room = RTE_PKTMBUF_HEADROOM + std::max({ports->framesz_, ports->max_frame_, kPodSegmentBytes});
   unsigned n = options.mbufs;
   if (n == 0) n = 8192 + 2u * (kRxDescriptors + kTxDescriptors) * workers;
   ports->pool_ = rte_pktmbuf_pool_create("vxfed_mbufs", n, 256, 0,
@@ -105,7 +107,22 @@ Result<std::unique_ptr<Ports>> Ports::create(const Options& options, unsigned wo
                       " (give EAL more memory with -m, or lower --mbufs)");
   spdlog::info("mbuf pool: {} mbufs of {} bytes data room", n, data_room);
 
-  if (auto st = ports->setup_uplink(); !st) return make_error(st.error());
+  if (!options.uplink_iface.empty()) {
+    auto up = UplinkSockets::create(options.uplink_iface, workers, options.endpoint_frames * ports->max_frame_ * 2, true);
+    if (!up) return make_error(up.error());
+    ports->uplink_sockets_ = std::move(*up);
+    ports->uplink_ = kUplinkSocketPort;
+    ports->spread_ = UplinkSpread::Hardware;  // the kernel's fanout hash
+    ports->uplink_wake_fds_ = ports->uplink_sockets_->fds();
+    const unsigned mtu = ports->uplink_sockets_->mtu();
+    if (mtu != 0 && mtu < options.mtu)
+      spdlog::warn("uplink interface {} has MTU {} below --mtu {}: jumbo frames will be dropped by the kernel",
+                   options.uplink_iface, mtu, options.mtu);
+    spdlog::info("uplink {} (ifindex {}): {} AF_PACKET socket(s) with vnet headers{}", options.uplink_iface,
+                 ports->uplink_sockets_->ifindex(), workers, workers > 1 ? ", PACKET_FANOUT_HASH without defrag" : "");
+  } else if (auto st = ports->setup_uplink(); !st) {
+    return make_error(st.error());
+  }
   // The pods' sockets: each holds --endpoint-frames frames of the underlay MTU in its
   // receive buffer (allocated by the kernel as frames arrive, not up front).
   auto pods = PodSockets::create(workers, options.endpoint_frames * ports->max_frame_ * 2, options.qdisc_bypass);
@@ -115,6 +132,15 @@ Result<std::unique_ptr<Ports>> Ports::create(const Options& options, unsigned wo
 }
 
 Ports::~Ports() { close_all(); }
+
+wire::MacAddress Ports::uplink_mac() const {
+  if (uplink_sockets_) return uplink_sockets_->mac();
+  rte_ether_addr mac{};
+  rte_eth_macaddr_get(uplink_, &mac);
+  wire::MacAddress out{};
+  std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), out.begin());
+  return out;
+}
 
 Status Ports::setup_uplink() {
   auto port = find_port(options_.uplink);
@@ -339,6 +365,11 @@ std::uint64_t Ports::ring_drops(std::uint16_t port_id, unsigned queue) {
     total += pod_sockets_->take_drops(queue);
     return total;
   }
+  if (port_id == uplink_ && uplink_sockets_) {
+    auto& total = ring_drops_[{port_id, queue}];
+    total += uplink_sockets_->take_drops(queue);
+    return total;
+  }
   if (port_id == uplink_) {
     fds = &uplink_wake_fds_;
   } else {
@@ -361,6 +392,7 @@ std::string Ports::name_of(std::uint16_t port_id) const {
 void Ports::close_all() {
   while (!endpoints_.empty()) detach(endpoints_.begin()->first);
   pod_sockets_.reset();
+  uplink_sockets_.reset();
   if (uplink_started_) {
     rte_eth_dev_stop(uplink_);
     rte_eth_dev_close(uplink_);

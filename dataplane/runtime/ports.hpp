@@ -14,6 +14,7 @@
 
 #include "dataplane/runtime/options.hpp"
 #include "dataplane/runtime/pod_sockets.hpp"
+#include "dataplane/runtime/uplink_sockets.hpp"
 #include "common/result.hpp"
 
 namespace vxfed::dataplane {
@@ -41,7 +42,11 @@ class Ports {
   Ports(const Ports&) = delete;
   Ports& operator=(const Ports&) = delete;
 
+  // The uplink's port index: a DPDK port id, or kUplinkSocketPort with --uplink-iface.
   std::uint16_t uplink() const { return uplink_; }
+  // The uplink's own sockets (--uplink-iface), or null when it is a DPDK port.
+  const UplinkSockets* uplink_sockets() const { return uplink_sockets_.get(); }
+  wire::MacAddress uplink_mac() const;
   UplinkSpread uplink_spread() const { return spread_; }
   // A TX queue of the uplink reserved for the control thread (ARP requests), or -1 when the
   // uplink has no spare TX queue: then the control thread hands frames to worker 0.
@@ -49,7 +54,8 @@ class Ports {
   rte_mempool* pool() const { return pool_; }
   unsigned workers() const { return workers_; }
   std::uint32_t max_frame() const { return max_frame_; }
-  // The uplink's af_packet sockets (one per queue pair), empty when it is another kind of port.
+  // The uplink's sockets that can wake a worker: the af_packet PMD's (one per queue pair) or
+  // our own (one per worker); empty when it is another kind of port.
   const std::vector<int>& uplink_wake_fds() const { return uplink_wake_fds_; }
 
   // The workers' pod sockets (one per worker).
@@ -89,6 +95,7 @@ class Ports {
   std::map<std::pair<std::uint16_t, unsigned>, std::uint64_t> ring_drops_;  // accumulated
   std::map<std::string, PortInfo> endpoints_;
   std::unique_ptr<PodSockets> pod_sockets_;
+  std::unique_ptr<UplinkSockets> uplink_sockets_;
   std::vector<bool> pod_slot_used_ = std::vector<bool>(kMaxPodPorts, false);
   Status update_pod_filter();
 };

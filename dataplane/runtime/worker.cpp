@@ -3,12 +3,17 @@
 #include <poll.h>
 #include <sys/prctl.h>
 
+#include <memory>
 #include <vector>
 
 #include <rte_ethdev.h>
 
+#include "dataplane/core/coalesce.hpp"
+#include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/vnet_parse.hpp"
 #include "dataplane/runtime/idle_backoff.hpp"
+#include "dataplane/runtime/packet_socket.hpp"
 #include "dataplane/runtime/pod_sockets.hpp"
 #include "dataplane/runtime/software_rss.hpp"
 
@@ -53,8 +58,28 @@ inline std::uint16_t distribute(WorkerContext& w, rte_mbuf** pkts, std::uint16_t
   return mine;
 }
 
+// handle_pod_frames' interface of a frame whose vnet header was refused.
+constexpr unsigned kBadVnetFrame = ~0u;
+
+// The checksum and GSO state of the pod socket's frames from their vnet headers; a header
+// the frame contradicts marks the frame for dropping (ifs[i] = kBadVnetFrame).
+void take_pod_vnet(rte_mbuf** pkts, const wire::VirtioNetHeader* vnet, unsigned* ifs, unsigned n) {
+  for (unsigned i = 0; i < n; ++i) {
+    if ((vnet[i].flags | vnet[i].gso_type) == 0 || ifs[i] == 0) continue;  // nothing pending (the common small frame)
+    rte_mbuf* m = pkts[i];
+    const VnetVerdict v = parse_pod_vnet(vnet[i], ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), m->data_len),
+                                         m->pkt_len);
+    if (v.ok) {
+      set_rx_offload(m, v.offload);
+    } else {
+      ifs[i] = kBadVnetFrame;
+    }
+  }
+}
+
 // Frames from the pod socket: runs of one interface go through the pipeline as one pod burst;
-// frames of no known pod (or too big for an mbuf) are dropped on the "pods" port.
+// frames of no known pod, too big for their buffers or with a refused vnet header are
+// dropped on the "pods" port.
 void handle_pod_frames(WorkerContext& w, const ForwardingState* s, rte_mbuf** pkts, const unsigned* ifs, unsigned n) {
   if (s == nullptr) {
     drop_burst(pkts, static_cast<std::uint16_t>(n), kPodsPort, DropReason::NoTables, *w.counters);
@@ -65,10 +90,14 @@ void handle_pod_frames(WorkerContext& w, const ForwardingState* s, rte_mbuf** pk
   std::uint16_t last_port = 0;
   while (i < n) {
     const unsigned ifindex = ifs[i];
-    if (ifindex != last_if || ifindex == 0) {
-      const std::uint16_t* p = ifindex == 0 ? nullptr : s->pod_port_of_ifindex.find(ifindex);
+    if (ifindex != last_if || ifindex == 0 || ifindex == kBadVnetFrame) {
+      const bool usable = ifindex != 0 && ifindex != kBadVnetFrame;
+      const std::uint16_t* p = usable ? s->pod_port_of_ifindex.find(ifindex) : nullptr;
       if (p == nullptr) {
-        drop_burst(pkts + i, 1, kPodsPort, ifindex == 0 ? DropReason::PodFrameTooBig : DropReason::UnknownPodInterface,
+        drop_burst(pkts + i, 1, kPodsPort,
+                   ifindex == 0               ? DropReason::PodFrameTooBig
+                   : ifindex == kBadVnetFrame ? DropReason::BadVnetHeader
+                                              : DropReason::UnknownPodInterface,
                    *w.counters);
         ++i;
         last_if = 0;
@@ -82,6 +111,72 @@ void handle_pod_frames(WorkerContext& w, const ForwardingState* s, rte_mbuf** pk
     process_pod_burst(*s->tables, last_port, pkts + i, static_cast<std::uint16_t>(j - i), *w.tx, *w.counters);
     i = j;
   }
+}
+
+// Frames from the uplink socket: those too big for their buffers or with a refused vnet
+// header are dropped (counted on the uplink), the rest keep their checksum state and are
+// compacted to the front. Returns how many are left.
+std::uint16_t take_uplink_frames(WorkerContext& w, rte_mbuf** pkts, const wire::VirtioNetHeader* vnet,
+                                 const unsigned* ifs, unsigned n) {
+  std::uint16_t kept = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    if (ifs[i] == 0) [[unlikely]] {
+      drop_burst(&m, 1, w.uplink, DropReason::FrameTooBig, *w.counters);
+      continue;
+    }
+    if ((vnet[i].flags | vnet[i].gso_type) != 0) {
+      const VnetVerdict v = parse_uplink_vnet(vnet[i], ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), m->data_len),
+                                              m->pkt_len);
+      if (!v.ok) [[unlikely]] {
+        drop_burst(&m, 1, w.uplink, v.drop, *w.counters);
+        continue;
+      }
+      set_rx_offload(m, v.offload);
+    }
+    pkts[kept++] = m;
+  }
+  return kept;
+}
+
+// A DPDK port's TX burst when some staged packet has pending work (mbuf_offload.hpp): DPDK
+// ports here are configured without TX offloads, so super-packets are segmented and pending
+// checksums finished in software first. Returns how many of pkts were consumed (sent, or
+// dropped and counted here); the rest stay the caller's. A super-packet counts as sent when
+// its segmentation was done; segments the device refused count as tx_full.
+[[gnu::noinline]] std::uint16_t ethdev_send_finishing(WorkerContext& w, std::uint16_t port, std::uint16_t queue,
+                                                      rte_mbuf** pkts, std::uint16_t n) {
+  constexpr unsigned kOut = 256;
+  rte_mbuf* out[kOut];
+  std::uint16_t done = 0;
+  while (done < n) {
+    unsigned no = 0;
+    std::uint16_t i = done;
+    for (; i < n; ++i) {
+      bool alloc_failed = false;
+      const unsigned k = finish_offloads(pkts[i], w.pool, out + no, kOut - no, &alloc_failed);
+      if (alloc_failed) {
+        w.counters->drop(DropReason::MbufAllocFailed, port);
+        continue;
+      }
+      if (k == 0) break;  // no room left in out: send what we have first
+      no += k;
+    }
+    if (no == 0 && i == done) {  // a single super-packet with more segments than kOut
+      w.counters->drop(DropReason::TxFull, port);
+      rte_pktmbuf_free(pkts[i]);
+      done = static_cast<std::uint16_t>(i + 1);
+      continue;
+    }
+    const std::uint16_t sent = rte_eth_tx_burst(port, queue, out, static_cast<std::uint16_t>(no));
+    done = i;
+    if (sent < no) {
+      w.counters->drop(DropReason::TxFull, port, no - sent);
+      rte_pktmbuf_free_bulk(out + sent, no - sent);
+      break;  // the device is full: the rest stay the caller's
+    }
+  }
+  return done;
 }
 
 // The descriptors an idle worker waits on, rebuilt when the published state changes (rare:
@@ -132,17 +227,36 @@ int worker_main(void* arg) {
   IdleBackoff backoff(w.idle);
   WaitSet wait_set;
   rte_mbuf* pkts[kMaxBurst];
-  unsigned pod_ifs[kMaxBurst];
-  PodRxSpare pod_spare;
+  unsigned frame_ifs[kMaxBurst];
+  wire::VirtioNetHeader frame_vnet[kMaxBurst];
+  // The sockets' receive slots and send scratch (tens of KiB: on the heap, once).
+  auto pod_rx = std::make_unique<SocketReceiver>(w.pool, kPodFrameSegments);
+  auto uplink_rx = std::make_unique<SocketReceiver>(w.pool, w.uplink_segments);
+  auto sender = std::make_unique<SocketSender>();
+  std::uint64_t lost_segments = 0, pod_refused = 0, uplink_refused = 0;
   const auto queue = static_cast<std::uint16_t>(w.id);
   const ForwardingState* s = nullptr;
-  // Pod ports are sent to through the pod socket by ifindex; DPDK ports on our TX queue.
-  const auto send = [queue, &w, &s](std::uint16_t port, rte_mbuf** p, std::uint16_t n) -> std::uint16_t {
+  // Pod ports are sent to through the pod socket by ifindex (super-packets whole), the uplink
+  // socket gets super-packets cut into segments, DPDK ports go on our TX queue.
+  const auto send = [queue, &w, &s, &sender, &lost_segments](std::uint16_t port, rte_mbuf** p,
+                                                               std::uint16_t n) -> std::uint16_t {
+    std::uint16_t sent;
     if (port >= kFirstPodPort) {
       const unsigned ifindex = s == nullptr ? 0 : s->pod_ifindex[port - kFirstPodPort];
-      return ifindex == 0 ? 0 : pod_send(w.pod_fd, ifindex, p, n);
+      sent = ifindex == 0 ? 0 : sender->send(w.pod_fd, ifindex, p, n, false, &lost_segments);
+    } else if (port == w.uplink && w.uplink_fd >= 0) {
+      sent = sender->send(w.uplink_fd, 0, p, n, true, &lost_segments);
+    } else {
+      std::uint64_t pending = 0;
+      for (std::uint16_t i = 0; i < n; ++i) pending |= p[i]->ol_flags;
+      return (pending & kTxPendingFlags) ? ethdev_send_finishing(w, port, queue, p, n)
+                                         : rte_eth_tx_burst(port, queue, p, n);
     }
-    return rte_eth_tx_burst(port, queue, p, n);
+    if (lost_segments) [[unlikely]] {
+      w.counters->drop(DropReason::TxFull, port, lost_segments);
+      lost_segments = 0;
+    }
+    return sent;
   };
 
   while (!w.stop->load(std::memory_order_relaxed)) {
@@ -150,7 +264,18 @@ int worker_main(void* arg) {
     unsigned work = 0;
 
     // Uplink.
-    if (w.spread == UplinkSpread::Hardware) {
+    if (w.uplink_fd >= 0) {
+      const unsigned got = uplink_rx->receive(w.uplink_fd, pkts, frame_vnet, frame_ifs, kMaxBurst, &uplink_refused);
+      if (got) {
+        work += got;
+        const std::uint16_t n = take_uplink_frames(w, pkts, frame_vnet, frame_ifs, got);
+        if (n) handle_uplink(w, s, pkts, n);
+      }
+      if (uplink_refused) [[unlikely]] {
+        w.counters->drop(DropReason::UnreadableFrame, w.uplink, uplink_refused);
+        uplink_refused = 0;
+      }
+    } else if (w.spread == UplinkSpread::Hardware) {
       const std::uint16_t n = rte_eth_rx_burst(w.uplink, queue, pkts, kMaxBurst);
       if (n) {
         work += n;
@@ -187,10 +312,15 @@ int worker_main(void* arg) {
 
     // Pods served by the pod socket (none attached: nothing to read, and no system call).
     if (w.pod_fd >= 0 && s != nullptr && s->socket_pods != 0) {
-      const unsigned n = pod_receive(w.pod_fd, w.pool, pod_spare, pkts, pod_ifs, kMaxBurst);
+      const unsigned n = pod_rx->receive(w.pod_fd, pkts, frame_vnet, frame_ifs, kMaxBurst, &pod_refused);
       if (n) {
         work += n;
-        handle_pod_frames(w, s, pkts, pod_ifs, n);
+        take_pod_vnet(pkts, frame_vnet, frame_ifs, n);
+        handle_pod_frames(w, s, pkts, frame_ifs, n);
+      }
+      if (pod_refused) [[unlikely]] {
+        w.counters->drop(DropReason::UnreadableFrame, kPodsPort, pod_refused);
+        pod_refused = 0;
       }
     }
 
@@ -206,6 +336,13 @@ int worker_main(void* arg) {
     // Read while `s` is still ours (before the quiescent report below).
     const bool can_block = work == 0 && wait_set.update(w, s);
 
+    // TCP segments headed for one pod leave as super-packets where they continue each other
+    // (coalesce.hpp): the pod's kernel takes one packet instead of each segment.
+    for (std::uint16_t d = 0; d < w.tx->n_dirty; ++d) {
+      const std::uint16_t port = w.tx->dirty[d];
+      TxStage::Queue& q = w.tx->ports[port];
+      if (port >= kFirstPodPort && q.count > 1) q.count = coalesce_tcp_segments(q.pkts, q.count);
+    }
     // Everything staged leaves before the quiescent report, so once a grace period ends no
     // mbuf is still headed for a port the old tables named.
     w.tx->flush(send, *w.counters);
@@ -230,7 +367,6 @@ int worker_main(void* arg) {
   }
   rte_rcu_qsbr_thread_offline(w.qs, w.id);
   rte_rcu_qsbr_thread_unregister(w.qs, w.id);
-  rte_pktmbuf_free_bulk(pod_spare.mbufs, pod_spare.count);
   return 0;
 }
 

@@ -1,6 +1,8 @@
-// A worker lcore: polls its uplink RX queue and its queue of every endpoint port, runs the
-// core pipeline on each burst, flushes the TX stage to its own TX queues, reports a quiescent
-// state to RCU once per loop, and backs off when idle.
+// A worker lcore: polls its uplink (RX queue or socket), its pod socket and its queue of every
+// endpoint port, runs the core pipeline on each burst, flushes the TX stage (coalescing TCP
+// segments for the pods, segmenting super-packets for the uplink: docs/pod-ports.md) to its
+// own TX queues and sockets, reports a quiescent state to RCU once per loop, and backs off
+// when idle.
 #pragma once
 
 #include <atomic>
@@ -36,7 +38,9 @@ struct WorkerContext {
   // cannot wake us, so we never block) and this worker's event for everything else.
   std::vector<int> uplink_wake_fds;
   int pod_fd = -1;                    // this worker's pod socket (pod_sockets.hpp)
-  rte_mempool* pool = nullptr;        // mbufs for frames from the pod socket
+  int uplink_fd = -1;                 // this worker's uplink socket (uplink_sockets.hpp), or -1: a DPDK port
+  unsigned uplink_segments = 1;       // mbufs per frame from the uplink socket
+  rte_mempool* pool = nullptr;        // mbufs for frames from the sockets, and software segmentation
   const WakeEvent* wake = nullptr;
   const std::atomic<bool>* stop = nullptr;
   std::atomic<std::uint64_t> loops{0};

@@ -70,9 +70,10 @@ class DataplaneLaunch:
     file_prefix: str                          # unique on the machine: EAL's run directory name
     api_socket: Path
     vtep_ip: str
-    uplink_iface: Optional[str] = None        # an af_packet uplink on this interface ...
+    uplink_iface: Optional[str] = None        # the uplink on this kernel interface ...
     vdevs: list[str] = field(default_factory=list)   # ... and/or these EAL devices (pcap, null)
-    uplink: str = UPLINK_PORT                 # the uplink's DPDK port name
+    uplink: str = UPLINK_PORT                 # the uplink's DPDK port name (without uplink_iface, or with uplink_pmd)
+    uplink_pmd: bool = False                  # uplink_iface through DPDK's net_af_packet instead of --uplink-iface
     queues: int = 1                           # uplink RX queues = workers
     mtu: int = 9000                           # underlay MTU
     lcores: Optional[str] = None              # default: lcore_map(queues)
@@ -85,12 +86,16 @@ class DataplaneLaunch:
 
     def eal(self) -> list[str]:
         vdevs = ([af_packet_vdev(self.uplink_iface, self.queues, self.mtu, self.uplink)]
-                 if self.uplink_iface else []) + self.vdevs
+                 if self.uplink_iface and self.uplink_pmd else []) + self.vdevs
         return eal_args(self.file_prefix, vdevs, self.lcores or lcore_map(self.queues), self.memory_mb,
                         self.eal_extra)
 
     def options(self) -> list[str]:
-        args = ["--uplink", self.uplink, "--vtep-ip", self.vtep_ip, "--mtu", str(self.mtu),
+        # The dataplane's own sockets on the interface (docs/dataplane.md: port model), or a
+        # DPDK port.
+        uplink = (["--uplink-iface", self.uplink_iface] if self.uplink_iface and not self.uplink_pmd
+                  else ["--uplink", self.uplink])
+        args = uplink + ["--vtep-ip", self.vtep_ip, "--mtu", str(self.mtu),
                 "--queues", str(self.queues), "--api-socket", str(self.api_socket)]
         if self.underlay_subnet:
             args += ["--underlay-subnet", self.underlay_subnet]

@@ -73,15 +73,14 @@ class ForwarderTopology:
         topo.veth(self.pod_a, "eth0", self.node_a, "hA", mtu=UNDERLAY_MTU)
         topo.veth(self.pod_b, "eth0", self.node_b, "hB", mtu=UNDERLAY_MTU)
 
-        # Pod A: ptp-style routing through its gateway, offloads off (the dataplane reads the
-        # host end with af_packet and needs finished checksums and no GSO super-frames).
+        # Pod A: ptp-style routing through its gateway, offloads on as the kernel sets them
+        # (the dataplane takes its GSO super-packets and pending checksums with vnet headers).
         a = self.pod_a
         a.run(f"ip link set eth0 mtu {POD_MTU} address {POD_A_MAC}")
         a.run(f"ip addr add {POD_A}/16 dev eth0")
         a.run("ip route del 10.244.0.0/16 dev eth0")
         a.run(f"ip route add {GATEWAY_A}/32 dev eth0 scope link")
         a.run(f"ip route add default via {GATEWAY_A} dev eth0")
-        a.run("ethtool -K eth0 tx off tso off gso off")
         self.node_a.run("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
 
         # Node B: a plain Linux VXLAN endpoint routing for pod B.
@@ -102,7 +101,6 @@ class ForwarderTopology:
         p.run(f"ip link set eth0 mtu {POD_MTU}")
         p.run(f"ip addr add {POD_B}/16 dev eth0")
         p.run(f"ip route add default via {GATEWAY_B}")
-        p.run("ethtool -K eth0 tx off tso off gso off")
 
     def start(self, tables_file: Optional[Path] = None, extra: Optional[list[str]] = None) -> subprocess.Popen:
         """vxfed-dataplane in node A: af_packet uplink on up0, VTEP A, `queues` workers."""

@@ -29,9 +29,15 @@ class DataplaneLaunchTest(unittest.TestCase):
                                uplink_iface="up0").argv("vxfed-dataplane")
         self.assertEqual(argv, [
             "vxfed-dataplane", "--lcores", "0@0,1@1", "--no-huge", "-m", "1024", "--no-pci", "--file-prefix", "node-a",
-            "--vdev", "net_af_packet0,iface=up0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512",
-            "--", "--uplink", "net_af_packet0", "--vtep-ip", "198.18.0.1", "--mtu", "9000", "--queues", "1",
+            "--", "--uplink-iface", "up0", "--vtep-ip", "198.18.0.1", "--mtu", "9000", "--queues", "1",
             "--api-socket", "/run/vxfed/dp.sock"])
+
+    def test_the_uplink_through_dpdks_af_packet(self):
+        argv = DataplaneLaunch(file_prefix="node-a", api_socket=Path("/run/vxfed/dp.sock"), vtep_ip="198.18.0.1",
+                               uplink_iface="up0", uplink_pmd=True).argv("vxfed-dataplane")
+        eal, ours = argv[1:argv.index("--")], argv[argv.index("--") + 1:]
+        self.assertEqual(eal[-2:], ["--vdev", "net_af_packet0,iface=up0,qpairs=1,framesz=9216,blocksz=36864,framecnt=512"])
+        self.assertEqual(ours[:2], ["--uplink", "net_af_packet0"])
 
     def test_options_and_devices(self):
         launch = DataplaneLaunch(file_prefix="p", api_socket=Path("s"), vtep_ip="198.18.0.1",

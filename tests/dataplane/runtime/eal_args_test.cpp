@@ -98,6 +98,11 @@ TEST(EalArgs, TheForwardersOwnRules) {
   EXPECT_NE(verdict({"-l", "0-1", "--no-pci"}, options(1, "0000:03:00.0")), "ok");
   EXPECT_EQ(verdict({"-l", "0-1", "-a", "0000:03:00.0"}, options(1, "0000:03:00.0")), "ok");
   EXPECT_EQ(verdict({"-l", "0-1"}, options(1, "0")), "ok");  // a port index
+  // --uplink-iface: the dataplane's own sockets, no EAL device; lcores still count.
+  Options sockets = options(2, "");
+  sockets.uplink_iface = "up0";
+  EXPECT_EQ(verdict({"-l", "0-2", "--no-pci"}, sockets), "ok");
+  EXPECT_NE(verdict({"-l", "0-1", "--no-pci"}, sockets), "ok");
 }
 
 }  // namespace

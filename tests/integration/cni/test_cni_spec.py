@@ -25,7 +25,8 @@ def verify_attachment(bed: CniBed, ns, cid: str, ifname: str, result: dict, vers
     if mac:
         assert link["address"] == mac, f"MAC {link['address']} != {mac}"
     feats = ns.run(["ethtool", "-k", ifname]).stdout
-    for feature in ("tx-checksumming: off", "tcp-segmentation-offload: off", "generic-segmentation-offload: off"):
+    # Left on by ADD (the dataplane takes the pod's super-packets: docs/pod-ports.md).
+    for feature in ("tx-checksumming: on", "tcp-segmentation-offload: on", "generic-segmentation-offload: on"):
         assert feature in feats, f"{feature!r} not in ethtool -k output"
     addrs = [f"{a['local']}/{a['prefixlen']}" for a in ns_json(ns, "-4", "addr", "show", "dev", ifname)[0]["addr_info"]]
     assert len(addrs) == 1 and addrs[0].startswith("10.244."), addrs
@@ -109,6 +110,10 @@ def main():
         ns.run(["ip", "route", "del", "10.245.0.0/16", "dev", "net1"], check=False)
         expect_error(lambda: rt.check(conf, cid, bed.netns_path(ns), "net1"), 103, "route 10.245.0.0/16", "CHECK with a route missing")
         ns.run(["ip", "route", "add", "10.245.0.0/16", "via", "10.244.0.1", "dev", "net1"])
+        rt.check(conf, cid, bed.netns_path(ns), "net1")
+        ns.run(["ethtool", "-K", "net1", "tso", "off"])
+        expect_error(lambda: rt.check(conf, cid, bed.netns_path(ns), "net1"), 103, "offload off", "CHECK with TSO turned off")
+        ns.run(["ethtool", "-K", "net1", "tso", "on"])
         rt.check(conf, cid, bed.netns_path(ns), "net1")
         assert detach_endpoint(bed.socket, cid, "net1") == 0
         expect_error(lambda: rt.check(conf, cid, bed.netns_path(ns), "net1"), 103, "vxfedd has no endpoint", "CHECK after vxfedd lost it")

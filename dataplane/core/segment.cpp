@@ -1,0 +1,119 @@
+#include "dataplane/core/segment.hpp"
+
+#include <cstring>
+
+#include "dataplane/core/wire/ethernet.hpp"
+#include "dataplane/core/wire/ipv4.hpp"
+#include "dataplane/core/wire/tcp.hpp"
+#include "dataplane/core/wire/udp.hpp"
+
+namespace vxfed::dataplane {
+
+namespace {
+
+using namespace vxfed::wire;
+
+std::uint16_t get16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] << 8 | p[1]); }
+void put16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
+std::uint32_t get32(const std::uint8_t* p) { return std::uint32_t{get16(p)} << 16 | get16(p + 2); }
+void put32(std::uint8_t* p, std::uint32_t v) {
+  put16(p, static_cast<std::uint16_t>(v >> 16));
+  put16(p + 2, static_cast<std::uint16_t>(v));
+}
+
+constexpr std::uint32_t kIpTotalLength = offsetof(Ipv4Header, total_length_be);
+constexpr std::uint32_t kIpId = offsetof(Ipv4Header, id_be);
+constexpr std::uint32_t kIpChecksum = offsetof(Ipv4Header, checksum_be);
+constexpr std::uint32_t kIpAddresses = offsetof(Ipv4Header, src_be);
+constexpr std::uint32_t kTcpSeq = offsetof(TcpHeader, seq_be);
+constexpr std::uint32_t kTcpFlags = offsetof(TcpHeader, flags);
+constexpr std::uint32_t kUdpLength = offsetof(UdpHeader, length_be);
+
+// Rewrites the IPv4 header at ip for a packet of `total` bytes and ID + index.
+void rewrite_ipv4(std::uint8_t* ip, std::uint32_t len, std::uint32_t total, std::uint32_t index) {
+  put16(ip + kIpTotalLength, static_cast<std::uint16_t>(total));
+  put16(ip + kIpId, static_cast<std::uint16_t>(get16(ip + kIpId) + index));
+  put16(ip + kIpChecksum, ipv4_header_checksum(ip, len));
+}
+
+}  // namespace
+
+void OnesSum::add(const std::uint8_t* p, std::size_t n) {
+  std::size_t i = 0;
+  if (odd_ && n > 0) {  // the low byte of the word the last piece began
+    sum_ += p[0];
+    i = 1;
+    odd_ = false;
+  }
+  for (; i + 1 < n; i += 2) sum_ += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
+  if (i < n) {
+    sum_ += static_cast<std::uint32_t>(p[i] << 8);
+    odd_ = true;
+  }
+}
+
+std::uint16_t OnesSum::folded() const {
+  std::uint64_t s = sum_;
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  return static_cast<std::uint16_t>(s);
+}
+
+std::uint16_t pseudo_header_sum(const std::uint8_t* src_dst, std::uint8_t proto, std::uint32_t l4_len) {
+  OnesSum s;
+  s.add(src_dst, 8);
+  s.add_word(proto);
+  s.add_word(static_cast<std::uint16_t>(l4_len));
+  return s.folded();
+}
+
+std::uint16_t ipv4_header_checksum(const std::uint8_t* hdr, std::uint32_t len) {
+  OnesSum s;
+  s.add(hdr, kIpChecksum);
+  s.add(hdr + kIpChecksum + 2, len - kIpChecksum - 2);
+  return static_cast<std::uint16_t>(~s.folded());
+}
+
+std::uint32_t segment_count(const SegmentLayout& l, std::uint32_t packet_len) {
+  const std::uint32_t payload = packet_len > l.headers() ? packet_len - l.headers() : 0;
+  return payload == 0 ? 1 : (payload + l.mss - 1) / l.mss;
+}
+
+std::uint32_t write_segment_headers(const SegmentLayout& l, const std::uint8_t* super, std::uint32_t packet_len,
+                                    std::uint32_t index, std::uint8_t* out) {
+  const std::uint32_t hdrs = l.headers();
+  const std::uint32_t payload = packet_len > hdrs ? packet_len - hdrs : 0;
+  const std::uint32_t count = segment_count(l, packet_len);
+  const std::uint32_t start = index * l.mss;
+  const std::uint32_t len = start >= payload ? 0 : (payload - start < l.mss ? payload - start : l.mss);
+  std::memcpy(out, super, hdrs);
+  std::uint8_t* ip = out + l.l3_offset;
+  std::uint8_t* l4 = out + l.l4_offset();
+  const std::uint32_t ip_total = std::uint32_t{l.l3_len} + l.l4_len + len;
+  rewrite_ipv4(ip, l.l3_len, ip_total, index);
+  if (l.l4_proto == kIpProtoTcp) {
+    put32(l4 + kTcpSeq, get32(l4 + kTcpSeq) + start);
+    std::uint8_t flags = l4[kTcpFlags];
+    if (index + 1 < count) flags &= static_cast<std::uint8_t>(~(kTcpFin | kTcpPsh));
+    if (index > 0) flags &= static_cast<std::uint8_t>(~kTcpCwr);
+    l4[kTcpFlags] = flags;
+    put16(l4 + kTcpChecksumOffset, pseudo_header_sum(ip + kIpAddresses, kIpProtoTcp, l.l4_len + len));
+  } else {
+    put16(l4 + kUdpLength, static_cast<std::uint16_t>(sizeof(UdpHeader) + len));
+    put16(l4 + kUdpChecksumOffset, pseudo_header_sum(ip + kIpAddresses, kIpProtoUdp, sizeof(UdpHeader) + len));
+  }
+  if (l.outer) {
+    constexpr std::uint32_t outer_ip = sizeof(EthernetHeader);
+    const std::uint32_t outer_ip_len = l.l3_offset - outer_ip - sizeof(UdpHeader) - 8 - sizeof(EthernetHeader);
+    const std::uint32_t outer_total = l.l3_offset - outer_ip + ip_total;
+    rewrite_ipv4(out + outer_ip, outer_ip_len, outer_total, 0);
+    std::uint8_t* udp = out + outer_ip + outer_ip_len;
+    put16(udp + kUdpLength, static_cast<std::uint16_t>(outer_total - outer_ip_len));
+    put16(udp + kUdpChecksumOffset, 0);
+  }
+  return len;
+}
+
+}  // namespace vxfed::dataplane

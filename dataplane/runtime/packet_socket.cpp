@@ -1,0 +1,290 @@
+#include "dataplane/runtime/packet_socket.hpp"
+
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "dataplane/core/mbuf_offload.hpp"
+#include "dataplane/core/segment.hpp"
+
+namespace vxfed::dataplane {
+
+namespace {
+
+constexpr unsigned kVnetLen = sizeof(wire::VirtioNetHeader);
+constexpr unsigned kMaxChain = 64;  // mbufs of one frame we send (the coalescer's limit)
+
+std::string errno_text() { return std::strerror(errno); }
+
+// iovecs for m's bytes [off, off + len) across its segments; false when more than `room`.
+bool add_slices(const rte_mbuf* m, std::uint32_t off, std::uint32_t len, iovec* iov, unsigned* n, unsigned room) {
+  for (; m != nullptr && len > 0; m = m->next) {
+    if (off >= m->data_len) {
+      off -= m->data_len;
+      continue;
+    }
+    if (*n == room) return false;
+    const std::uint32_t take = std::min<std::uint32_t>(m->data_len - off, len);
+    iov[(*n)++] = {rte_pktmbuf_mtod_offset(m, std::uint8_t*, off), take};
+    len -= take;
+    off = 0;
+  }
+  return len == 0;
+}
+
+}  // namespace
+
+Result<int> open_packet_socket(const PacketSocketConfig& c, Status (*before_bind)(int fd)) {
+  // Protocol 0 until bound: an unbound socket takes nothing before its filter is in place.
+  const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, c.drop_until_filtered ? 0 : htons(ETH_P_ALL));
+  if (fd < 0)
+    return make_error(std::string("cannot open an AF_PACKET socket for ") + c.what + ": " + errno_text() +
+                      " (needs CAP_NET_RAW)");
+  auto fail = [fd, &c](const char* step) -> Result<int> {
+    const std::string why = errno_text();
+    ::close(fd);
+    return make_error(std::string(step) + " on the socket for " + c.what + ": " + why);
+  };
+  const int one = 1;
+  if (::setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one) != 0) return fail("PACKET_VNET_HDR");
+  if (::setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) != 0) return fail("PACKET_IGNORE_OUTGOING");
+  if (c.qdisc_bypass && ::setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) != 0)
+    return fail("PACKET_QDISC_BYPASS");
+  if (c.rcvbuf_bytes != 0) {
+    const int rcvbuf = static_cast<int>(c.rcvbuf_bytes);
+    if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) != 0)
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  }
+  if (before_bind != nullptr) {
+    if (auto st = before_bind(fd); !st) {
+      ::close(fd);
+      return make_error(st.error());
+    }
+  }
+  sockaddr_ll addr{};
+  addr.sll_family = AF_PACKET;
+  addr.sll_protocol = htons(ETH_P_ALL);
+  addr.sll_ifindex = static_cast<int>(c.ifindex);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return fail("bind");
+  if (c.fanout_group >= 0) {
+    const int fanout = (c.fanout_group & 0xffff) | (PACKET_FANOUT_HASH << 16);  // no PACKET_FANOUT_FLAG_DEFRAG
+    if (::setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &fanout, sizeof fanout) != 0) return fail("PACKET_FANOUT");
+  }
+  return fd;
+}
+
+std::uint64_t take_socket_drops(int fd) {
+  tpacket_stats stats{};
+  socklen_t len = sizeof stats;
+  if (::getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &stats, &len) != 0) return 0;
+  return stats.tp_drops;
+}
+
+// ---- receive ----
+
+SocketReceiver::SocketReceiver(rte_mempool* pool, unsigned segments)
+    : pool_(pool), segments_(std::clamp(segments, 1u, kMaxSegments)) {
+  std::memset(msgs_, 0, sizeof msgs_);
+}
+
+SocketReceiver::~SocketReceiver() {
+  for (auto& s : slots_) rte_pktmbuf_free_bulk(s.mbufs, s.count);
+}
+
+bool SocketReceiver::refill(unsigned slot) {
+  Slot& s = slots_[slot];
+  if (s.count < segments_) {
+    if (rte_pktmbuf_alloc_bulk(pool_, s.mbufs + s.count, segments_ - s.count) != 0) return false;
+    s.count = segments_;
+  }
+  return true;
+}
+
+void SocketReceiver::point(unsigned slot) {
+  Slot& s = slots_[slot];
+  iovec* iov = iov_[slot];
+  iov[0] = {&vnet_[slot], kVnetLen};
+  for (unsigned k = 0; k < segments_; ++k) {
+    rte_mbuf* m = s.mbufs[k];
+    // The first keeps its headroom (the outer headers are prepended there); the rest of a
+    // super-packet fills whole buffers.
+    m->data_off = k == 0 ? static_cast<std::uint16_t>(std::min<unsigned>(RTE_PKTMBUF_HEADROOM, m->buf_len)) : 0;
+    iov[1 + k] = {rte_pktmbuf_mtod(m, void*), rte_pktmbuf_tailroom(m)};
+  }
+  msghdr& h = msgs_[slot].msg_hdr;
+  h.msg_name = from_[slot];
+  h.msg_iov = iov;
+  h.msg_iovlen = 1 + segments_;
+  h.msg_control = nullptr;
+  h.msg_controllen = 0;
+}
+
+unsigned SocketReceiver::receive(int fd, rte_mbuf** pkts, wire::VirtioNetHeader* vnet, unsigned* ifindex,
+                                 unsigned max, std::uint64_t* refused) {
+  max = std::min<unsigned>(max, kMaxBurst);
+  while (ready_ < max && refill(ready_)) point(ready_++);
+  const unsigned want = std::min(max, ready_);
+  if (want == 0) return 0;  // no mbufs: the frames wait in the socket
+  for (unsigned i = 0; i < want; ++i) msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_ll);
+  const int got = ::recvmmsg(fd, msgs_, want, MSG_DONTWAIT, nullptr);
+  if (got <= 0) {
+    if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++*refused;
+    return 0;
+  }
+  const unsigned n = static_cast<unsigned>(got);
+  for (unsigned i = 0; i < n; ++i) {
+    Slot& s = slots_[i];
+    const msghdr& h = msgs_[i].msg_hdr;
+    const unsigned capacity = [&] {
+      unsigned c = 0;
+      for (unsigned k = 0; k < segments_; ++k) c += static_cast<unsigned>(iov_[i][1 + k].iov_len);
+      return c;
+    }();
+    const unsigned len = std::min(msgs_[i].msg_len > kVnetLen ? msgs_[i].msg_len - kVnetLen : 0u, capacity);
+    vnet[i] = vnet_[i];
+    // The frame's bytes filled the slot's mbufs in order: chain the used ones.
+    unsigned left = len, used = 0;
+    rte_mbuf* head = s.mbufs[0];
+    rte_mbuf* prev = nullptr;
+    do {
+      rte_mbuf* m = s.mbufs[used];
+      const unsigned take = std::min<unsigned>(left, static_cast<unsigned>(iov_[i][1 + used].iov_len));
+      m->data_len = static_cast<std::uint16_t>(take);
+      m->next = nullptr;
+      if (prev != nullptr) prev->next = m;
+      prev = m;
+      left -= take;
+      ++used;
+    } while (left > 0 && used < segments_);
+    head->pkt_len = len;
+    head->nb_segs = static_cast<std::uint16_t>(used);
+    pkts[i] = head;
+    const auto* from = reinterpret_cast<const sockaddr_ll*>(from_[i]);
+    ifindex[i] = (h.msg_flags & MSG_TRUNC) ? 0 : static_cast<unsigned>(from->sll_ifindex);
+    // What the frame did not use stays for the next.
+    std::memmove(s.mbufs, s.mbufs + used, (segments_ - used) * sizeof(rte_mbuf*));
+    s.count = segments_ - used;
+  }
+  // Refill the slots that took frames; a slot left short ends the ready prefix.
+  for (unsigned i = 0; i < n; ++i) {
+    if (!refill(i)) {
+      ready_ = i;
+      return n;
+    }
+    point(i);
+  }
+  return n;
+}
+
+// ---- send ----
+
+SocketSender::SocketSender() { std::memset(msgs_, 0, sizeof msgs_); }
+
+std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool segment,
+                                 std::uint64_t* lost_segments) {
+  sockaddr_ll to{};
+  to.sll_family = AF_PACKET;
+  to.sll_ifindex = static_cast<int>(ifindex);
+  to.sll_halen = 6;
+  void* name = ifindex != 0 ? &to : nullptr;
+  const socklen_t namelen = ifindex != 0 ? sizeof to : 0;
+
+  std::uint16_t taken = 0;   // pkts[0..taken) are done (sent and freed)
+  std::uint32_t resume = 0;  // segments of pkts[taken] already sent by an earlier batch
+  while (taken < n) {
+    unsigned nm = 0, ni = 0;
+    std::uint16_t p = taken;
+    std::uint32_t seg = resume;
+    std::uint32_t first_seg_in_batch = resume;  // of pkts[taken]
+    bool batch_full = false;   // stopped inside a super-packet: it continues in the next batch
+    bool unsendable = false;   // stopped at a packet we cannot send: the caller drops it
+    while (p < n && !batch_full) {
+      rte_mbuf* m = pkts[p];
+      if (segment && (m->ol_flags & kTxSegFlags)) {
+        const SegmentLayout l = segment_layout(m);
+        const std::uint32_t hdrs = l.headers();
+        const std::uint32_t count = segment_count(l, m->pkt_len);
+        if (hdrs > kHeaderRoom || m->data_len < hdrs || l.mss == 0) {
+          unsendable = true;
+          break;
+        }
+        const wire::VirtioNetHeader vh = vnet_header_for(m, true);
+        const auto* super = rte_pktmbuf_mtod(m, const std::uint8_t*);
+        for (; seg < count; ++seg) {
+          if (nm == kMessages || ni + 2 + kMaxChain > kIovecs) {
+            batch_full = true;
+            break;
+          }
+          const std::uint32_t len = write_segment_headers(l, super, m->pkt_len, seg, headers_[nm]);
+          vnet_[nm] = vh;
+          iovec* iov = iov_ + ni;
+          unsigned k = 0;
+          iov[k++] = {&vnet_[nm], kVnetLen};
+          iov[k++] = {headers_[nm], hdrs};
+          add_slices(m, hdrs + seg * l.mss, len, iov, &k, 2 + kMaxChain);
+          msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
+          msg_pkt_[nm++] = p;
+          ni += k;
+        }
+        if (batch_full) break;
+      } else {
+        if (m->nb_segs > kMaxChain) {
+          unsendable = true;
+          break;
+        }
+        if (nm == kMessages || ni + 1 + m->nb_segs > kIovecs) break;  // the next batch takes it
+        vnet_[nm] = vnet_header_for(m, segment);
+        iovec* iov = iov_ + ni;
+        unsigned k = 0;
+        iov[k++] = {&vnet_[nm], kVnetLen};
+        for (const rte_mbuf* s = m; s != nullptr; s = s->next) iov[k++] = {rte_pktmbuf_mtod(s, void*), s->data_len};
+        msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
+        msg_pkt_[nm++] = p;
+        ni += k;
+      }
+      ++p;
+      seg = 0;
+    }
+    if (nm == 0) break;
+    const int rc = ::sendmmsg(fd, msgs_, nm, MSG_DONTWAIT);
+    const unsigned sent = rc > 0 ? static_cast<unsigned>(rc) : 0;
+    if (sent == nm && batch_full) {
+      // All sent, the last packet continues in the next batch.
+      rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(p - taken));
+      resume = seg;
+      taken = p;
+      continue;
+    }
+    if (sent == nm) {
+      rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(p - taken));
+      taken = p;
+      resume = 0;
+      if (unsendable) break;
+      continue;
+    }
+    // The socket took only `sent` messages: the packet of message `sent` is the first not
+    // fully sent. If some of its segments went out it counts as sent, the rest lost.
+    const std::uint16_t stop = msg_pkt_[sent];
+    const bool started = (sent > 0 && msg_pkt_[sent - 1] == stop) || (stop == taken && first_seg_in_batch > 0);
+    std::uint16_t done = stop;
+    if (started) {
+      std::uint32_t remaining = 0;
+      for (unsigned k = sent; k < nm && msg_pkt_[k] == stop; ++k) ++remaining;
+      if (p == stop && batch_full) remaining += segment_count(segment_layout(pkts[stop]), pkts[stop]->pkt_len) - seg;
+      *lost_segments += remaining;
+      done = static_cast<std::uint16_t>(stop + 1);
+    }
+    rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(done - taken));
+    taken = done;
+    break;
+  }
+  return taken;
+}
+
+}  // namespace vxfed::dataplane

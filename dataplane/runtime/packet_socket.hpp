@@ -1,0 +1,104 @@
+// AF_PACKET sockets with vnet headers (PACKET_VNET_HDR): what the pod sockets
+// (pod_sockets.hpp) and the uplink sockets (uplink_sockets.hpp) are made of. Frames come in
+// with recvmmsg() straight into mbufs, behind the vnet header that carries their checksum
+// and GSO state (docs/pod-ports.md), and go out with sendmmsg() behind one that hands the
+// kernel what is still pending. Nothing here runs per packet but the receive and send calls
+// of the workers: no allocation (mbufs come from the pool), no locks, one system call per
+// burst.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "common/result.hpp"
+#include "dataplane/core/tx_stage.hpp"
+#include "dataplane/core/wire/virtio_net.hpp"
+
+namespace vxfed::dataplane {
+
+struct PacketSocketConfig {
+  unsigned ifindex = 0;        // bound to this interface (0: every interface; a filter chooses)
+  unsigned rcvbuf_bytes = 0;   // SO_RCVBUFFORCE (0: the kernel's default)
+  bool qdisc_bypass = true;    // PACKET_QDISC_BYPASS (docs/dataplane.md: qdisc bypass)
+  int fanout_group = -1;       // PACKET_FANOUT_HASH group (without PACKET_FANOUT_FLAG_DEFRAG); -1: none
+  bool drop_until_filtered = false;  // unbound: take nothing until a filter is attached (protocol 0 at open)
+  const char* what = "";       // for messages: "the pods", "the uplink"
+};
+
+// Opens and configures one socket: PACKET_VNET_HDR, PACKET_IGNORE_OUTGOING (not our own
+// frames back), bound, in the fanout group. For an unbound socket that drops until filtered,
+// `before_bind` runs first (attaching the filter).
+Result<int> open_packet_socket(const PacketSocketConfig& config, Status (*before_bind)(int fd) = nullptr);
+
+// Frames the kernel dropped on the socket (receive buffer full) since the last call.
+std::uint64_t take_socket_drops(int fd);
+
+// A worker's receive side of one socket: kMaxBurst message slots, each with the mbufs for
+// the largest frame it takes (`segments` mbufs: 1 for the uplink's frames, enough for a
+// 64 KiB super-packet for the pods'), refilled from the pool only where frames landed.
+class SocketReceiver {
+ public:
+  SocketReceiver(rte_mempool* pool, unsigned segments);
+  ~SocketReceiver();
+  SocketReceiver(const SocketReceiver&) = delete;
+  SocketReceiver& operator=(const SocketReceiver&) = delete;
+
+  // Receives up to `max` (<= kMaxBurst) frames without blocking. Frame i: pkts[i] (an mbuf
+  // chain with its lengths set), vnet[i] its header, ifindex[i] the interface it came from,
+  // or 0 when it was larger than the slot (pkts[i] then holds the truncated frame, for the
+  // caller to drop). Returns how many; 0 when there was nothing (or no mbufs). A receive the
+  // kernel refused (a frame it could not describe in a vnet header; it is gone) is counted
+  // in *refused.
+  unsigned receive(int fd, rte_mbuf** pkts, wire::VirtioNetHeader* vnet, unsigned* ifindex, unsigned max,
+                   std::uint64_t* refused);
+
+ private:
+  static constexpr unsigned kMaxSegments = 8;
+  struct Slot {
+    rte_mbuf* mbufs[kMaxSegments];
+    unsigned count = 0;        // mbufs present (segments_ when filled)
+  };
+  bool refill(unsigned slot);
+  void point(unsigned slot);   // the slot's iovecs at its mbufs
+  rte_mempool* pool_;
+  unsigned segments_;
+  unsigned ready_ = 0;         // slots 0..ready_-1 are complete
+  Slot slots_[kMaxBurst];
+  wire::VirtioNetHeader vnet_[kMaxBurst];
+  iovec iov_[kMaxBurst][1 + kMaxSegments];
+  mmsghdr msgs_[kMaxBurst];
+  unsigned char from_[kMaxBurst][32];  // sockaddr_ll
+};
+
+// A worker's send side (scratch for the messages of one call, shared by its sockets).
+// Sends pkts[0..n) with one vnet header each, to `ifindex` (0: the socket's own interface).
+// Pending checksums and super-packets are handed to the kernel as they are (a pod's kernel
+// takes GSO), unless `segment`: then super-packets are cut into their segments here, each
+// with its pending checksum (the uplink: the kernel cannot segment VXLAN for an AF_PACKET
+// sender). Frees what it sent and returns how many of pkts that was; the rest stay the
+// caller's. *lost_segments counts segments of a super-packet that was cut short (the socket
+// took only some of them; the packet counts as sent).
+class SocketSender {
+ public:
+  SocketSender();
+  std::uint16_t send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool segment,
+                     std::uint64_t* lost_segments);
+
+ private:
+  static constexpr unsigned kMessages = 256;
+  static constexpr unsigned kIovecs = 2048;
+  static constexpr unsigned kHeaderRoom = 256;  // outer + inner headers of a segment
+  mmsghdr msgs_[kMessages];
+  std::uint16_t msg_pkt_[kMessages];            // which of pkts a message belongs to
+  wire::VirtioNetHeader vnet_[kMessages];
+  iovec iov_[kIovecs];
+  alignas(64) std::uint8_t headers_[kMessages][kHeaderRoom];
+};
+
+}  // namespace vxfed::dataplane
