@@ -3,8 +3,8 @@
 forwarder_demo.py) run on it.
 
   podA netns                 nodeA netns (vxfed-dataplane)          nodeB netns (Linux kernel)        podB netns
-  eth0 10.244.1.2/16 --veth-- hA (af_packet endpoint port)
-                             up0 (af_packet uplink) ====veth MTU 9000==== up1 198.18.0.2/24
+  eth0 10.244.1.2/16 --veth-- hA (a pod socket port)
+                             up0 (uplink sockets)   ====veth MTU 9000==== up1 198.18.0.2/24
                              VTEP 198.18.0.1                            vxlan0 (VNI 100, VTEP 198.18.0.2)
                                                                        hB 10.245.0.1/16 --veth-- eth0 10.245.1.2/16
 
@@ -52,9 +52,16 @@ def tables(generation: int = 1, extra_routes: Optional[list] = None) -> dict:
 
 
 class ForwarderTopology:
-    def __init__(self, topo: Topology, queues: int = 1, build_dir: Optional[Path] = None):
+    def __init__(self, topo: Topology, queues: int = 1, build_dir: Optional[Path] = None,
+                 mtu: int = UNDERLAY_MTU, peer_partial_checksums: bool = False):
+        """mtu: the underlay's (pods get mtu - 50). peer_partial_checksums: node B's kernel
+        leaves the inner checksums of the frames it sends to the dataplane pending (its uplink
+        keeps TX checksum offload; segmentation stays off), as a peer dataplane does."""
         self.topo = topo
         self.queues = queues
+        self.mtu = mtu
+        self.pod_mtu = mtu - 50
+        self.peer_partial_checksums = peer_partial_checksums
         self.build_dir = build_dir
         require_binary("dataplane/vxfed-dataplane", build_dir)
         require_binary("dataplane/runtime/vxfed-dpctl", build_dir)
@@ -69,14 +76,14 @@ class ForwarderTopology:
         self.node_a = topo.netns("nodeA")
         self.node_b = topo.netns("nodeB")
         self.pod_b = topo.netns("podB")
-        topo.veth(self.node_a, "up0", self.node_b, "up1", mtu=UNDERLAY_MTU)
-        topo.veth(self.pod_a, "eth0", self.node_a, "hA", mtu=UNDERLAY_MTU)
-        topo.veth(self.pod_b, "eth0", self.node_b, "hB", mtu=UNDERLAY_MTU)
+        topo.veth(self.node_a, "up0", self.node_b, "up1", mtu=self.mtu)
+        topo.veth(self.pod_a, "eth0", self.node_a, "hA", mtu=self.mtu)
+        topo.veth(self.pod_b, "eth0", self.node_b, "hB", mtu=self.mtu)
 
         # Pod A: ptp-style routing through its gateway, offloads on as the kernel sets them
         # (the dataplane takes its GSO super-packets and pending checksums with vnet headers).
         a = self.pod_a
-        a.run(f"ip link set eth0 mtu {POD_MTU} address {POD_A_MAC}")
+        a.run(f"ip link set eth0 mtu {self.pod_mtu} address {POD_A_MAC}")
         a.run(f"ip addr add {POD_A}/16 dev eth0")
         a.run("ip route del 10.244.0.0/16 dev eth0")
         a.run(f"ip route add {GATEWAY_A}/32 dev eth0 scope link")
@@ -87,18 +94,18 @@ class ForwarderTopology:
         b = self.node_b
         b.run("sysctl -qw net.ipv4.ip_forward=1")
         b.run(f"ip addr add {VTEP_B}/24 dev up1")
-        # Underlay frames leave with finished inner checksums (the dataplane, like a NIC
-        # without tunnel offloads, does not finish them).
-        b.run("ethtool -K up1 tx off tso off gso off")
+        # Underlay frames leave as segments, with finished inner checksums unless
+        # peer_partial_checksums (then the dataplane carries the pending ones to the pod).
+        b.run("ethtool -K up1 tso off gso off" + ("" if self.peer_partial_checksums else " tx off"))
         b.run(f"ip link add vxlan0 type vxlan id {VNI} local {VTEP_B} dstport 4789 dev up1 nolearning")
-        b.run(f"ip link set vxlan0 address {GATEWAY_MAC} mtu {POD_MTU} up")
+        b.run(f"ip link set vxlan0 address {GATEWAY_MAC} mtu {self.pod_mtu} up")
         b.run(f"bridge fdb append 00:00:00:00:00:00 dev vxlan0 dst {VTEP_A}")
         b.run(f"ip route add 10.244.0.0/16 via {GATEWAY_A} dev vxlan0 onlink")
         b.run(f"ip neigh replace {GATEWAY_A} lladdr {GATEWAY_MAC} dev vxlan0 nud permanent")
         b.run(f"ip addr add {GATEWAY_B}/16 dev hB")
-        b.run(f"ip link set hB mtu {POD_MTU}")
+        b.run(f"ip link set hB mtu {self.pod_mtu}")
         p = self.pod_b
-        p.run(f"ip link set eth0 mtu {POD_MTU}")
+        p.run(f"ip link set eth0 mtu {self.pod_mtu}")
         p.run(f"ip addr add {POD_B}/16 dev eth0")
         p.run(f"ip route add default via {GATEWAY_B}")
 
@@ -106,7 +113,7 @@ class ForwarderTopology:
         """vxfed-dataplane in node A: af_packet uplink on up0, VTEP A, `queues` workers."""
         launch = DataplaneLaunch(file_prefix=f"vxdp{self.topo.suffix}{self.topo.tag[:4]}",
                                  api_socket=Path(self.socket), vtep_ip=VTEP_A, uplink_iface="up0",
-                                 queues=self.queues, mtu=UNDERLAY_MTU, tables_file=tables_file,
+                                 queues=self.queues, mtu=self.mtu, tables_file=tables_file,
                                  extra=list(extra or []))
         self.dataplane = Dataplane(self.node_a, launch, build_dir=self.build_dir)
         self.dataplane.start()

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Pods with their offloads on (docs/pod-ports.md: vnet headers): on the forwarder topology at
+underlay MTU 9000 and 1500, with node B's kernel leaving the inner checksums of what it sends
+pending, TCP and UDP iperf3 runs in both directions get through, the pods' kernels (which verify
+every checksum they receive) count no checksum error, the dataplane refuses no vnet header, and
+the frames crossing the pod's port are super-packets: pod A's TCP arrives whole (average frame
+above the pod MTU) and what the dataplane hands pod A is coalesced."""
+
+import json
+import time
+
+import vxfed_harness as t
+from vxfed_harness import forwarder as d
+
+
+def csum_errors(ns) -> int:
+    """InCsumErrors of TCP and UDP in the namespace (/proc/net/snmp: a header line, then values)."""
+    lines = ns.run("cat /proc/net/snmp").stdout.splitlines()
+    total = 0
+    for head, values in zip(lines, lines[1:]):
+        name = head.split(":")[0]
+        if name in ("Tcp", "Udp") and values.startswith(name + ":"):
+            fields = dict(zip(head.split()[1:], values.split()[1:]))
+            total += int(fields["InCsumErrors"])
+    return total
+
+
+def iperf(f, udp: bool, reverse: bool, pod_mtu: int) -> dict:
+    srv = f.pod_b.spawn("iperf3 -s -1", name="iperf3-server")
+    time.sleep(0.5)
+    opts = f"-u -b 40M -l {pod_mtu - 28} -t 1" if udp else "-t 2"
+    r = f.pod_a.run(f"iperf3 -c {d.POD_B} {opts} -J" + (" -R" if reverse else ""), timeout=60)
+    srv.wait(timeout=10)
+    end = json.loads(r.stdout)["end"]
+    return end["sum"] if udp else end["sum_received"]
+
+
+def port(counters: dict, field: str) -> int:
+    return d.port_sum(counters, "hA", field)
+
+
+def one_mtu(mtu: int) -> None:
+    with t.Topology(f"dpoff{mtu}") as topo:
+        f = d.ForwarderTopology(topo, mtu=mtu, peer_partial_checksums=True)
+        f.build()
+        f.start()
+        f.send_snapshot(d.tables())
+        f.wait_reachable()
+        feats = f.pod_a.run("ethtool -k eth0").stdout
+        assert "tcp-segmentation-offload: on" in feats and "tx-checksumming: on" in feats, feats
+        errors0 = csum_errors(f.pod_a) + csum_errors(f.pod_b)
+        for udp in (False, True):
+            for reverse in (False, True):
+                c0 = f.counters()
+                s = iperf(f, udp, reverse, f.pod_mtu)
+                c1 = f.counters()
+                way = "B -> A" if reverse else "A -> B"
+                rx = port(c1, "rx_packets") - port(c0, "rx_packets")
+                tx = port(c1, "tx_packets") - port(c0, "tx_packets")
+                rx_avg = (port(c1, "rx_bytes") - port(c0, "rx_bytes")) / max(rx, 1)
+                tx_avg = (port(c1, "tx_bytes") - port(c0, "tx_bytes")) / max(tx, 1)
+                if udp:
+                    t.log(f"MTU {mtu} UDP {way}: {s['lost_packets']}/{s['packets']} lost")
+                    assert s["packets"] > 100 and s["lost_percent"] < 10, s  # a loaded machine loses some
+                else:
+                    gbps = s["bits_per_second"] / 1e9
+                    t.log(f"MTU {mtu} TCP {way}: {gbps:.2f} Gbit/s; pod A's port: {rx} frames in (average "
+                          f"{rx_avg:.0f} B), {tx} out (average {tx_avg:.0f} B)")
+                    assert s["bytes"] > 1_000_000, s
+                    # Super-packets both ways: the pod's TCP whole, the peer's segments coalesced.
+                    if reverse:
+                        assert tx_avg > f.pod_mtu + 14, (tx, tx_avg)
+                    else:
+                        assert rx_avg > f.pod_mtu + 14, (rx, rx_avg)
+        errors = csum_errors(f.pod_a) + csum_errors(f.pod_b) - errors0
+        assert errors == 0, f"{errors} checksum errors in the pods"
+        drops = d.drop_map(f.counters())
+        for bad in ("bad_vnet_header", "unreadable_frame", "frame_too_big", "pod_frame_too_big"):
+            assert drops[bad] == 0, (bad, drops)
+        rc, log = f.stop()
+        assert rc == 0, log
+
+
+def main() -> None:
+    t.require_root()
+    for mtu in (9000, 1500):
+        one_mtu(mtu)
+
+
+if __name__ == "__main__":
+    t.main_wrapper(main)
