@@ -3,16 +3,59 @@
 // whole and with its headers split at a point chosen by the first byte, so both the
 // Truncated and the HeadersSplit paths are explored, and the fast paths are checked against
 // the reference parsers field by field (and the pod burst loops' checks and flow-hash words).
+// The input's first 10 bytes are also taken as a vnet header over the rest (vnet_parse.hpp):
+// what the checks accept must describe headers inside the frame, and the segments of an
+// accepted super-packet must add up to it (segment.hpp).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/core/flow_hash.hpp"
 #include "dataplane/core/parse.hpp"
+#include "dataplane/core/segment.hpp"
+#include "dataplane/core/vnet_parse.hpp"
 
 namespace dp = vxfed::dataplane;
 
+namespace {
+
+void check_vnet(const std::uint8_t* data, std::size_t size) {
+  vxfed::wire::VirtioNetHeader h;
+  if (size <= sizeof h) return;
+  std::memcpy(&h, data, sizeof h);
+  const dp::ByteSpan frame(data + sizeof h, size - sizeof h);
+  const auto len = static_cast<std::uint32_t>(frame.size());
+  for (bool pod : {true, false}) {
+    const dp::VnetVerdict v = pod ? dp::parse_pod_vnet(h, frame, len) : dp::parse_uplink_vnet(h, frame, len);
+    if (!v.ok || v.offload.checksum != dp::L4Checksum::Partial) continue;
+    const dp::FrameOffload& o = v.offload;
+    if (std::uint32_t{o.l3_offset} + o.l3_len + o.l4_len > len || (o.l4_proto != 6 && o.l4_proto != 17)) __builtin_trap();
+    if (o.gso == dp::Segmentation::None) continue;
+    if (!pod || o.gso_size == 0) __builtin_trap();  // no super-packet from the wire
+    dp::SegmentLayout l;
+    l.l3_offset = o.l3_offset;
+    l.l3_len = o.l3_len;
+    l.l4_len = o.l4_len;
+    l.l4_proto = o.l4_proto;
+    l.mss = o.gso_size;
+    std::uint8_t out[256];
+    if (l.headers() > sizeof out || l.headers() > len) __builtin_trap();
+    const std::uint32_t n = dp::segment_count(l, len);
+    const std::uint32_t payload = len - l.headers();
+    if (n == 0 || (n - 1) * std::uint64_t{l.mss} >= std::max<std::uint32_t>(payload, 1)) __builtin_trap();
+    for (const std::uint32_t i : {0u, n - 1}) {
+      const std::uint32_t seg = dp::write_segment_headers(l, frame.data(), len, i, out);
+      if (seg > l.mss || (i + 1 < n && seg != l.mss) || (i + 1 == n && i * l.mss + seg != payload)) __builtin_trap();
+    }
+  }
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0 || size > 65535) return 0;
+  check_vnet(data, size);
   const std::size_t split = size > 1 ? 1 + data[0] % (size - 1) : 0;  // first segment size
   const dp::ByteSpan whole(data, size);
   const dp::ByteSpan head(data, split);
