@@ -97,7 +97,7 @@ unsigned finish_offloads(rte_mbuf* m, rte_mempool* pool, rte_mbuf** out, unsigne
   if (!(f & kTxSegFlags)) {
     if (room == 0) return 0;
     if (f & kTxCsumFlags) finish_l4_checksum(m);
-    m->ol_flags = 0;
+    m->ol_flags = f & RTE_MBUF_F_TX_VLAN;  // the underlay tag is still the port's to insert
     out[0] = m;
     return 1;
   }
@@ -122,6 +122,8 @@ unsigned finish_offloads(rte_mbuf* m, rte_mempool* pool, rte_mbuf** out, unsigne
       *alloc_failed = true;
       return 0;
     }
+    s->ol_flags = f & RTE_MBUF_F_TX_VLAN;
+    s->vlan_tci = m->vlan_tci;
     write_segment_headers(l, super, m->pkt_len, i, p);
     copy_range(m, hdrs + i * l.mss, payload, p + hdrs);
     complete_contiguous(p + l.l4_offset(), l.l4_len + payload, udp ? kUdpChecksumOffset : kTcpChecksumOffset, udp);

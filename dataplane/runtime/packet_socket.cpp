@@ -38,6 +38,30 @@ bool add_slices(const rte_mbuf* m, std::uint32_t off, std::uint32_t len, iovec* 
   return len == 0;
 }
 
+// The underlay's 802.1Q tag (RTE_MBUF_F_TX_VLAN, underlay_tag.hpp), inserted here as a NIC
+// would: the message's first frame piece iov[1] (after the vnet header) is split after the
+// MACs around the tag, and a pending checksum's start moves with the bytes behind it.
+// `iov` has room for two more entries.
+void insert_tag(const rte_mbuf* m, std::uint8_t* tag, wire::VirtioNetHeader& vh, iovec* iov, unsigned* k) {
+  constexpr std::size_t kMacs = 12;
+  if (!(m->ol_flags & RTE_MBUF_F_TX_VLAN) || *k < 2 || iov[1].iov_len < kMacs + 2) return;
+  tag[0] = 0x81;
+  tag[1] = 0x00;
+  tag[2] = static_cast<std::uint8_t>(m->vlan_tci >> 8);
+  tag[3] = static_cast<std::uint8_t>(m->vlan_tci);
+  std::memmove(iov + 4, iov + 2, (*k - 2) * sizeof(iovec));
+  auto* base = static_cast<std::uint8_t*>(iov[1].iov_base);
+  const std::size_t len = iov[1].iov_len;
+  iov[1] = {base, kMacs};
+  iov[2] = {tag, 4};
+  iov[3] = {base + kMacs, len - kMacs};
+  *k += 2;
+  if (vh.flags & wire::kVnetNeedsCsum) {
+    vh.csum_start = static_cast<std::uint16_t>(vh.csum_start + 4);
+    vh.hdr_len = static_cast<std::uint16_t>(vh.hdr_len + 4);
+  }
+}
+
 }  // namespace
 
 Result<int> open_packet_socket(const PacketSocketConfig& c, Status (*before_bind)(int fd)) {
@@ -217,7 +241,7 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
         const wire::VirtioNetHeader vh = vnet_header_for(m, true);
         const auto* super = rte_pktmbuf_mtod(m, const std::uint8_t*);
         for (; seg < count; ++seg) {
-          if (nm == kMessages || ni + 2 + kMaxChain > kIovecs) {
+          if (nm == kMessages || ni + 4 + kMaxChain > kIovecs) {
             batch_full = true;
             break;
           }
@@ -228,6 +252,7 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
           iov[k++] = {&vnet_[nm], kVnetLen};
           iov[k++] = {headers_[nm], hdrs};
           add_slices(m, hdrs + seg * l.mss, len, iov, &k, 2 + kMaxChain);
+          insert_tag(m, tags_[nm], vnet_[nm], iov, &k);
           msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
           msg_pkt_[nm++] = p;
           ni += k;
@@ -238,12 +263,13 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
           unsendable = true;
           break;
         }
-        if (nm == kMessages || ni + 1 + m->nb_segs > kIovecs) break;  // the next batch takes it
+        if (nm == kMessages || ni + 3 + m->nb_segs > kIovecs) break;  // the next batch takes it
         vnet_[nm] = vnet_header_for(m, segment);
         iovec* iov = iov_ + ni;
         unsigned k = 0;
         iov[k++] = {&vnet_[nm], kVnetLen};
         for (const rte_mbuf* s = m; s != nullptr; s = s->next) iov[k++] = {rte_pktmbuf_mtod(s, void*), s->data_len};
+        insert_tag(m, tags_[nm], vnet_[nm], iov, &k);
         msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
         msg_pkt_[nm++] = p;
         ni += k;

@@ -81,7 +81,8 @@ class SocketReceiver {
 // Pending checksums and super-packets are handed to the kernel as they are (a pod's kernel
 // takes GSO), unless `segment`: then super-packets are cut into their segments here, each
 // with its pending checksum (the uplink: the kernel cannot segment VXLAN for an AF_PACKET
-// sender). Frees what it sent and returns how many of pkts that was; the rest stay the
+// sender). An mbuf with RTE_MBUF_F_TX_VLAN gets its vlan_tci inserted as an 802.1Q tag (the
+// underlay tag, underlay_tag.hpp). Frees what it sent and returns how many of pkts that was; the rest stay the
 // caller's. *lost_segments counts segments of a super-packet that was cut short (the socket
 // took only some of them; the packet counts as sent).
 class SocketSender {
@@ -98,6 +99,7 @@ class SocketSender {
   std::uint16_t msg_pkt_[kMessages];            // which of pkts a message belongs to
   wire::VirtioNetHeader vnet_[kMessages];
   iovec iov_[kIovecs];
+  std::uint8_t tags_[kMessages][4];            // 802.1Q tags inserted (RTE_MBUF_F_TX_VLAN)
   alignas(64) std::uint8_t headers_[kMessages][kHeaderRoom];
 };
 
