@@ -43,6 +43,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--recovery-timeout", type=float, default=90.0)
     p.add_argument("--no-plots", action="store_true", help="no timeline PNGs (gnuplot)")
     p.add_argument("--no-ping", action="store_true", help="no ping-pong latency probe (ping -i 0.01, pod A0 -> B0)")
+    p.add_argument("--no-tcp", action="store_true", help="no TCP probe (iperf3 at 50 Mbit/s, pod A0 -> B0)")
     p.add_argument("--list", action="store_true", help="print the faults and exit")
     args = p.parse_args(argv)
     if args.list:
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
     suite = FaultSuite(Options(build_dir=args.build_dir.resolve(), rate=args.rate, churn_pods=args.churn_pods,
-                               recovery_timeout=args.recovery_timeout, ping=not args.no_ping, progress=tl.log))
+                               recovery_timeout=args.recovery_timeout, ping=not args.no_ping, tcp=not args.no_tcp, progress=tl.log))
     started = time.time()
     status = 0
     try:

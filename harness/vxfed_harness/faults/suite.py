@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import array
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ from ..env import SOURCE_DIR
 from ..proc import PartUnavailable
 from ..twocluster import plan as plan_mod
 from ..twocluster.vxfed import VxfedVariant
-from . import analysis, ping_probe, stream
+from . import analysis, ping_probe, stream, tcp_probe
 from .faults import FAULTS, STATE_TMPFS_BYTES, Fault, FaultContext
 
 PROBE_PAIRS = [("a", 0, "b", 0), ("b", 0, "a", 0), ("a", 1, "b", 1), ("b", 1, "a", 1)]
@@ -43,6 +44,7 @@ class Options:
     churn_pods: int = 20
     baseline_s: float = 5.0
     ping: bool = False      # the ping-pong probe too (latency per fault; ping_probe.py)
+    tcp: bool = False       # the TCP probe too (throughput dip, retransmits; tcp_probe.py)
     progress: Callable[[str], None] = print
 
 
@@ -94,6 +96,8 @@ class FaultSuite:
         self.results: dict = {}
         self.timelines: dict = {}         # fault -> analysis.timeline(), filled by analyse()
         self.ping: Optional[subprocess.Popen] = None
+        self.tcp: Optional[subprocess.Popen] = None
+        self.tcp_started = 0.0
 
     # ------------------------------------------------------------ bring-up
     def up(self) -> None:
@@ -114,6 +118,14 @@ class FaultSuite:
         if self.opts.ping:
             src, dst = self.v.pods["a"][0], self.v.pods["b"][0]
             self.ping = src.ns.spawn(ping_probe.command(dst.ip), name="probe-ping")
+        if self.opts.tcp:
+            if shutil.which("iperf3") is None:
+                raise PartUnavailable("iperf3", "the TCP probe needs it (Debian package iperf3), or run with --no-tcp")
+            src, dst = self.v.pods["a"][0], self.v.pods["b"][0]
+            dst.ns.spawn(tcp_probe.server_command(dst.ip), name="probe-tcp-server")
+            time.sleep(0.5)
+            self.tcp_started = time.time()
+            self.tcp = src.ns.spawn(tcp_probe.client_command(src.ip, dst.ip), name="probe-tcp")
         env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
         for p in self.probes:
             p.proc = p.src.ns.spawn([sys.executable, "-m", "vxfed_harness.faults.stream", "--name", f"s{p.stream}",
@@ -217,6 +229,8 @@ class FaultSuite:
     def stop_probes(self) -> None:
         if self.ping and self.ping.poll() is None:
             ping_probe.stop(self.ping)
+        if self.tcp and self.tcp.returncode is None:
+            tcp_probe.stop(self.tcp)
         for p in self.probes:
             if p.proc and p.proc.poll() is None:
                 p.proc.terminate()
@@ -247,6 +261,7 @@ class FaultSuite:
         out = {}
         self.timelines = {}
         replies = ping_probe.parse(self.v.topo.log_of_process(self.ping)) if self.ping else None
+        tcp = tcp_probe.parse(self.v.topo.log_of_process(self.tcp), self.tcp_started) if self.tcp else None
         for name, t0, t1 in self.windows:
             w = analysis.window(streams, wrong, t0, t1)
             self.timelines[name] = {"bucket_s": 0.05, "streams": analysis.timeline(streams, t0, t1, 0.05)}
@@ -261,6 +276,8 @@ class FaultSuite:
                       "window_s": round(t1 - t0, 3), "per_stream": w.per_stream})
             if replies is not None:
                 r["ping"] = ping_probe.window(replies, t0, t1)
+            if tcp is not None:
+                r["tcp"] = tcp_probe.window(tcp, t0, t1)
             r["goal_met"] = goal_met(r)
             out[name] = r
         return out
@@ -295,8 +312,10 @@ def diff(before: dict, after: dict) -> dict:
 
 def table(results: dict) -> str:
     with_ping = any("ping" in r for r in results.values())
+    with_tcp = any("tcp" in r for r in results.values())
     cols = ("fault", "sent", "lost", "gap ms", "misdeliv", "dup", "reord", "recov s", "state", "goal") + (
-        ("ping rtt ms p50/p99/max", "ping lost") if with_ping else ())
+        ("ping rtt ms p50/p99/max", "ping lost") if with_ping else ()) + (
+        ("tcp Mbit/s min/mean", "retrans") if with_tcp else ())
     rows = [cols]
     for name, r in results.items():
         goal = "-" if name == "baseline" else ("met" if r["goal_met"] else "NOT met")
@@ -308,6 +327,10 @@ def table(results: dict) -> str:
             pg = r.get("ping") or {}
             rtt = pg.get("rtt_ms")
             row += ("-" if not rtt else f'{rtt["p50"]:.2f}/{rtt["p99"]:.2f}/{rtt["max"]:.1f}', str(pg.get("lost", "-")))
+        if with_tcp:
+            tc = r.get("tcp") or {}
+            row += ("-" if tc.get("mbps_min") is None else f'{tc["mbps_min"]:.1f}/{tc["mbps_mean"]:.1f}',
+                    str(tc.get("retransmits", "-")))
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)

@@ -72,9 +72,22 @@ def test_ping_probe() -> None:
     assert ping_probe.window(replies, 0, 1)["replies"] == 0
 
 
+def test_tcp_probe() -> None:
+    from vxfed_harness.faults import tcp_probe
+    doc = {"start": {}, "intervals": [{"sum": {"start": i * 0.1, "end": (i + 1) * 0.1,
+                                               "bits_per_second": 0.0 if 10 <= i < 15 else 50e6,
+                                               "retransmits": 3 if i == 15 else 0}} for i in range(30)]}
+    ivs = tcp_probe.parse("iperf3 log\n" + __import__("json").dumps(doc), started=1000.0)
+    assert len(ivs) == 30 and ivs[0][0] == 1000.1, ivs[:2]
+    w = tcp_probe.window(ivs, 1000.95, 1002.0)
+    assert w["intervals"] == 11 and w["mbps_min"] == 0.0 and w["retransmits"] == 3, w
+    assert tcp_probe.parse("no json", 0.0) == []
+
+
 if __name__ == "__main__":
     test_wire_format()
     test_window_figures()
     test_loss_until_the_end()
     test_ping_probe()
+    test_tcp_probe()
     print("PASS")
