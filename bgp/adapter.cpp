@@ -210,6 +210,13 @@ void Adapter::on_batch_end() {
     }
     over_limit_ = over;
   }
+  auto kept = table_.peers_over_limit_kept();
+  if (kept != over_limit_kept_) {
+    for (const auto& p : kept)
+      if (std::find(over_limit_kept_.begin(), over_limit_kept_.end(), p) == over_limit_kept_.end())
+        spdlog::warn("bgp: peer {} is over its max_prefix (warning-only: its routes stay installed)", p);
+    over_limit_kept_ = kept;
+  }
   flush();
 }
 

@@ -129,6 +129,7 @@ class Adapter : public AdapterInterface {
   double last_apply_seconds_ = 0;
   std::vector<PeerStatus> peers_;
   std::vector<std::string> over_limit_;
+  std::vector<std::string> over_limit_kept_;  // warning-only peers over their limit
   std::thread poll_thread_;
   std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
   bool applying_ = false;      // apply_thread_ runs; its result is posted back

@@ -103,7 +103,7 @@ PeerConfig parse_peer(const Field& f, const BgpConfig& cfg) {
   f.expect_map();
   f.allow({"address", "remote_asn", "cluster", "network", "vni", "password", "keepalive", "hold",
            "connect_retry", "bfd", "graceful_restart", "ebgp_multihop", "update_source",
-           "max_prefix", "accept"});
+           "max_prefix", "max_prefix_restart", "max_prefix_warning_only", "accept"});
   PeerConfig p;
   p.address = address(f["address"]);
   p.remote_asn = static_cast<std::uint32_t>(f.required_integer("remote_asn", 1, 4294967295u));
@@ -143,6 +143,11 @@ PeerConfig parse_peer(const Field& f, const BgpConfig& cfg) {
   // Through reflectors come every node's blocks (65,000 per cluster at the scale vxfed is for).
   const std::uint32_t max_prefix = p.reflector || cfg.role == Role::kRouteReflector ? 1000000 : p.max_prefix;
   p.max_prefix = static_cast<std::uint32_t>(f.integer("max_prefix", max_prefix, 1, 4294967295u));
+  p.max_prefix_warning_only = f.boolean("max_prefix_warning_only", false);
+  if (p.max_prefix_warning_only && f.has("max_prefix_restart"))
+    f["max_prefix_restart"].fail("has no meaning with max_prefix_warning_only: true (the session is never closed)");
+  p.max_prefix_restart_min =
+      static_cast<std::uint32_t>(f.integer("max_prefix_restart", p.max_prefix_restart_min, 1, 65535));
   if (f.has("accept")) {
     const auto accept = f["accept"].items();
     if (accept.empty()) f["accept"].fail("must be a non-empty list");
@@ -193,7 +198,8 @@ BgpConfig parse(const YAML::Node& node) {
     }
   }
   if (const Field n = root["nodes"]; cfg.role == Role::kRouteReflector) {
-    n.allow({"listen_range", "cidrs", "listen_limit", "password", "keepalive", "hold", "bfd", "max_prefix"});
+    n.allow({"listen_range", "cidrs", "listen_limit", "password", "keepalive", "hold", "bfd", "max_prefix",
+             "max_prefix_restart"});
     if (!n.present()) n.fail("is required for role route-reflector (the nodes' listen range and pod CIDRs)");
     auto& nodes = cfg.nodes;
     nodes.listen_range = prefix(n["listen_range"]);
@@ -206,6 +212,8 @@ BgpConfig parse(const YAML::Node& node) {
     check_timers(nodes.keepalive_s, nodes.hold_s, n);
     nodes.bfd = n.boolean("bfd", nodes.bfd);
     nodes.max_prefix = static_cast<std::uint32_t>(n.integer("max_prefix", nodes.max_prefix, 1, 4294967295u));
+    nodes.max_prefix_restart_min =
+        static_cast<std::uint32_t>(n.integer("max_prefix_restart", nodes.max_prefix_restart_min, 1, 65535));
   } else if (n.present()) {
     n.fail("is for role route-reflector only");
   }
@@ -230,6 +238,22 @@ BgpConfig parse(const YAML::Node& node) {
                            "], which belongs to another network/VNI; a route's VNI would be ambiguous");
           }
         }
+      }
+    }
+  }
+  // An advertised CIDR inside (or around) a peer cluster's pods: FRR would prefer our own
+  // `network` statement to the peer's route and this node would silently lose that cluster.
+  for (const auto& peer : cfg.peers) {
+    if (peer.cluster.empty()) continue;  // our reflector: it brings our own cluster's blocks too
+    for (const auto& theirs : cfg.clusters.at(peer.cluster)) {
+      for (std::size_t i = 0; i < cfg.advertise.size(); ++i) {
+        const auto& ours = cfg.advertise[i];
+        const unsigned len = std::min(ours.len, theirs.len);
+        if (((ours.addr ^ theirs.addr) & net::prefix_mask(len)) != 0) continue;
+        yaml::fail(root.path() + ".advertise[" + std::to_string(i) + "]",
+                   "'" + ours.str() + "' overlaps '" + theirs.str() + "' of cluster '" + peer.cluster +
+                       "' (peer " + peer.address.str() + "): advertising a peer cluster's pods would make FRR "
+                       "prefer our own route to theirs");
       }
     }
   }

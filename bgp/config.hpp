@@ -64,6 +64,11 @@ struct PeerConfig {
   std::uint32_t ebgp_multihop = 0;     // 0: directly connected
   std::string update_source;           // IPv4 or interface name; empty: none
   std::uint32_t max_prefix = 1000;
+  // Over max_prefix FRR closes the session; it opens it again after this many minutes (a peer
+  // that sent a burst by mistake comes back without `clear bgp`). warning_only instead keeps the
+  // session and every route, and only warns and counts.
+  std::uint32_t max_prefix_restart_min = 1;
+  bool max_prefix_warning_only = false;
   std::vector<PrefixMatch> accept;     // never empty after parse (defaults to cluster CIDRs)
   bool accept_defaulted = false;       // accept came from the cluster's CIDRs
 
@@ -89,6 +94,7 @@ struct ReflectorNodes {
   std::uint32_t hold_s = 9;
   bool bfd = true;                     // node <-> reflector, FRR's default 300 ms x 3
   std::uint32_t max_prefix = 1000;     // blocks per node
+  std::uint32_t max_prefix_restart_min = 1;  // as PeerConfig's
   bool operator==(const ReflectorNodes&) const = default;
 };
 

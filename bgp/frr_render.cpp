@@ -107,12 +107,18 @@ std::string render_frr_config(const RenderInput& in) {
     // (measured; docs/bgp.md). Inbound policy changes use ROUTE-REFRESH instead.
     o << n << " route-map " << inbound_route_map_name(peer) << " in\n"
       << n << " route-map " << out << " out\n"
-      << n << " maximum-prefix " << peer.max_prefix << "\n";
+      << n << " " << maximum_prefix_clause(peer.max_prefix, peer.max_prefix_restart_min, peer.max_prefix_warning_only)
+      << "\n";
   }
   o << " exit-address-family\n"
     << "exit\n"
     << "!\n";
   return o.str();
+}
+
+std::string maximum_prefix_clause(std::uint32_t limit, std::uint32_t restart_min, bool warning_only) {
+  const std::string head = "maximum-prefix " + std::to_string(limit);
+  return warning_only ? head + " warning-only" : head + " restart " + std::to_string(restart_min);
 }
 
 std::string redact_frr_text(const std::string& text) {

@@ -37,4 +37,7 @@ std::string render_frr_config(const RenderInput& in);
 // The same text with every password replaced by "<redacted>": what may be logged.
 std::string redact_frr_text(const std::string& text);
 
+// "maximum-prefix N restart M" or "maximum-prefix N warning-only", as FRR prints it.
+std::string maximum_prefix_clause(std::uint32_t limit, std::uint32_t restart_min, bool warning_only);
+
 }  // namespace vxfed::bgp

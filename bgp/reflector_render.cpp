@@ -1,5 +1,7 @@
 #include "bgp/reflector_render.hpp"
 
+#include "bgp/frr_render.hpp"  // maximum_prefix_clause
+
 #include <sstream>
 
 namespace vxfed::bgp {
@@ -101,13 +103,15 @@ std::string render_reflector_config(const BgpConfig& c) {
     << "  neighbor " << kNodes << " route-reflector-client\n"
     << "  neighbor " << kNodes << " route-map " << kFromNodes << " in\n"
     << "  neighbor " << kNodes << " route-map " << kToNodes << " out\n"
-    << "  neighbor " << kNodes << " maximum-prefix " << nodes.max_prefix << "\n";
+    << "  neighbor " << kNodes << " " << maximum_prefix_clause(nodes.max_prefix, nodes.max_prefix_restart_min, false)
+    << "\n";
   for (const auto& peer : c.peers) {
     const std::string n = "  neighbor " + peer.address.str();
     o << n << " attribute-unchanged next-hop\n"
       << n << " route-map " << from_peer(peer) << " in\n"
       << n << " route-map " << kToReflectors << " out\n"
-      << n << " maximum-prefix " << peer.max_prefix << "\n";
+      << n << " " << maximum_prefix_clause(peer.max_prefix, peer.max_prefix_restart_min, peer.max_prefix_warning_only)
+      << "\n";
   }
   o << " exit-address-family\n"
     << "exit\n"

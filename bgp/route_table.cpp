@@ -10,7 +10,8 @@ RouteTable::RouteTable(std::vector<PeerConfig> peers, VniLookup vni_of, std::uin
       vni_of_(std::move(vni_of)),
       table_id_(table_id),
       peer_counts_(peers_.size(), 0),
-      over_limit_(peers_.size(), false) {}
+      over_limit_(peers_.size(), false),
+      exceeded_(peers_.size(), false) {}
 
 void RouteTable::set_peers(std::vector<PeerConfig> peers) {
   peers_ = std::move(peers);
@@ -86,10 +87,12 @@ void RouteTable::count(int peer, int delta) {
 
 void RouteTable::check_limits() {
   for (std::size_t i = 0; i < peers_.size(); ++i) {
-    const bool over = peer_counts_[i] > peers_[i].max_prefix;
+    const bool exceeded = peer_counts_[i] > peers_[i].max_prefix;
+    if (exceeded && !exceeded_[i]) ++stats_.max_prefix_exceeded;
+    exceeded_[i] = exceeded;
+    const bool over = exceeded && !peers_[i].max_prefix_warning_only;  // withheld
     if (over == over_limit_[i]) continue;
     over_limit_[i] = over;
-    if (over) ++stats_.max_prefix_exceeded;
     for (auto& [k, e] : entries_) {
       if (e.peer == static_cast<int>(i)) sync(e, false);
     }
@@ -107,6 +110,7 @@ void RouteTable::erase(std::uint64_t k) {
 void RouteTable::reresolve() {
   peer_counts_.assign(peers_.size(), 0);
   over_limit_.resize(peers_.size(), false);
+  exceeded_.resize(peers_.size(), false);
   std::unordered_map<std::uint64_t, std::pair<int, std::uint32_t>> before;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
@@ -124,7 +128,10 @@ void RouteTable::reresolve() {
     (void)old_peer;
   }
   // Limits first (they decide what is emitted), then every entry in line with them.
-  for (std::size_t i = 0; i < peers_.size(); ++i) over_limit_[i] = peer_counts_[i] > peers_[i].max_prefix;
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    exceeded_[i] = peer_counts_[i] > peers_[i].max_prefix;
+    over_limit_[i] = exceeded_[i] && !peers_[i].max_prefix_warning_only;
+  }
   for (auto& [k, e] : entries_) {
     const auto& b = before[k];
     sync(e, b.first != e.peer || b.second != e.vni);
@@ -256,6 +263,14 @@ std::vector<std::string> RouteTable::peers_over_limit() const {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     if (over_limit_[i]) out.push_back(peers_[i].address.str());
+  }
+  return out;
+}
+
+std::vector<std::string> RouteTable::peers_over_limit_kept() const {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    if (exceeded_[i] && !over_limit_[i]) out.push_back(peers_[i].address.str());
   }
   return out;
 }

@@ -79,6 +79,8 @@ class RouteTable {
   std::size_t size() const { return entries_.size(); }
   // Peers (by address) currently over their max_prefix.
   std::vector<std::string> peers_over_limit() const;
+  // Peers over their max_prefix with max_prefix_warning_only: counted, their routes installed.
+  std::vector<std::string> peers_over_limit_kept() const;
   RouteTableStats stats() const;
 
  private:
@@ -110,7 +112,8 @@ class RouteTable {
   std::uint32_t table_id_;
   std::unordered_map<std::uint64_t, Entry> entries_;
   std::vector<std::uint32_t> peer_counts_;
-  std::vector<bool> over_limit_;
+  std::vector<bool> over_limit_;  // over max_prefix and withheld
+  std::vector<bool> exceeded_;    // over max_prefix (withheld or, warning-only, kept)
   // Pending changes coalesced per (vni, prefix) so that a batch never both upserts and removes
   // one key, and never removes a key the consumer was never given.
   struct PendingOp {

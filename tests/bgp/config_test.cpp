@@ -163,6 +163,14 @@ TEST(BgpConfig, ErrorsNameTheFieldAndReason) {
       {"accept word", with_peer("    accept: ['10.245.0.0/16 lt 20']\n"), "unknown keyword 'lt'"},
       {"accept empty", with_peer("    accept: []\n"), "bgp.peers[0].accept: must be a non-empty list"},
       {"max prefix", with_peer("    max_prefix: 0\n"), "bgp.peers[0].max_prefix: must be an integer 1.."},
+      {"max prefix restart", with_peer("    max_prefix_restart: 0\n"),
+       "bgp.peers[0].max_prefix_restart: must be an integer 1..65535"},
+      {"max prefix restart and warning-only", with_peer("    max_prefix_restart: 5\n    max_prefix_warning_only: true\n"),
+       "bgp.peers[0].max_prefix_restart: has no meaning with max_prefix_warning_only: true"},
+      {"advertise a peer cluster's pods", "advertise: [10.245.7.0/24]\n" + std::string(kBase),
+       "bgp.advertise[0]: '10.245.7.0/24' overlaps '10.245.0.0/16' of cluster 'cluster-b' (peer 198.18.0.2)"},
+      {"advertise around a peer cluster", "advertise: [10.244.0.0/16, 10.0.0.0/8]\n" + std::string(kBase),
+       "bgp.advertise[1]: '10.0.0.0/8' overlaps '10.245.0.0/16' of cluster 'cluster-b'"},
       {"bfd", with_peer("    bfd: maybe\n"), "bgp.peers[0].bfd: must be true or false"},
       {"bfd yaml 1.1", with_peer("    bfd: yes\n"), "bgp.peers[0].bfd: must be true or false (got 'yes')"},
       {"hold hex", with_peer("    hold: 0x10\n"), "bgp.peers[0].hold: must be an integer 0..65535 (got '0x10')"},
@@ -183,6 +191,22 @@ TEST(BgpConfig, ErrorsNameTheFieldAndReason) {
     EXPECT_NE(c.error().find(tc.expected), std::string::npos)
         << tc.name << ": got '" << c.error() << "', expected it to contain '" << tc.expected << "'";
   }
+}
+
+TEST(BgpConfig, MaxPrefixRestartsAfterAMinuteUnlessWarningOnly) {
+  auto c = parse(kBase);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->peers[0].max_prefix_restart_min, 1u);
+  EXPECT_FALSE(c->peers[0].max_prefix_warning_only);
+  c = parse(with_peer("    max_prefix_restart: 15\n"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->peers[0].max_prefix_restart_min, 15u);
+  c = parse(with_peer("    max_prefix_warning_only: true\n"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_TRUE(c->peers[0].max_prefix_warning_only);
+  // Our own cluster's aggregate to our reflector is fine: only peer clusters' pods are refused.
+  c = parse("advertise: [10.244.0.0/16]\n" + std::string(kBase));
+  ASSERT_TRUE(c.ok()) << c.error();
 }
 
 // A node of a cluster peers iBGP with its cluster's reflector: no cluster needed, every

@@ -177,6 +177,24 @@ TEST_F(Fixture, OverMaxPrefixWithholdsEveryRouteOfThatPeer) {
   EXPECT_EQ(table.stats().max_prefix_exceeded, 1u);
 }
 
+TEST_F(Fixture, WarningOnlyPeerOverMaxPrefixKeepsItsRoutesAndIsCounted) {
+  auto p = peers();
+  p[0].max_prefix = 1;
+  p[0].max_prefix_warning_only = true;
+  table.set_peers(p);
+  apply("10.245.1.0/24", {ip("198.18.0.12")});
+  table.take_pending();
+  apply("10.245.2.0/24", {ip("198.18.0.12")});  // over the limit: kept, counted
+  EXPECT_EQ(str(table.take_pending()), "delta +10.245.2.0/24@1500[198.18.0.12]198.18.0.2");
+  EXPECT_TRUE(table.peers_over_limit().empty());
+  EXPECT_EQ(table.peers_over_limit_kept(), std::vector<std::string>{"198.18.0.2"});
+  EXPECT_EQ(table.stats().withheld, 0u);
+  EXPECT_EQ(table.stats().max_prefix_exceeded, 1u);
+  apply("10.245.2.0/24", {}, true);  // back at the limit
+  table.take_pending();
+  EXPECT_TRUE(table.peers_over_limit_kept().empty());
+}
+
 TEST_F(Fixture, BurstOverTheLimitInOneBatchEmitsNothing) {
   auto p = peers();
   p[0].max_prefix = 1;
