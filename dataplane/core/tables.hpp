@@ -1,12 +1,14 @@
-// The forwarding tables: one immutable object, built and validated on the control thread
-// from the protobuf vxfed::dataplane::v1::Tables, then published whole to the workers (the
-// runtime swaps a pointer and frees the old object after an RCU grace period). Workers
-// never lock and never see a half-built table.
+// The forwarding tables: built from a Snapshot on the control thread, then changed in place by
+// Deltas while the workers read them. Workers never lock and never see a half-written entry:
+// every entry they read is one word written with one store, or an immutable object reached
+// through one such word; what an entry stops referring to is freed only after an RCU grace
+// period (Reclaimer). docs/dataplane-pipeline.md, "Tables that change in place", says which
+// states of a Delta a packet can see and why none misdelivers or leaks across VNIs.
 //
-// Lookup structures (all flat, built once):
+// Lookup structures:
 //   networks     VNI -> network index -> {gateway ip/mac, MTU, VNI counter slot}
 //   endpoints    (network, pod IPv4) -> {port, pod MAC}          local delivery / decap
-//   pod ports    DPDK port id -> {network, pod IPv4, pod MAC}    traffic from a pod
+//   pod ports    pod port -> {network, pod IPv4, pod MAC}         traffic from a pod
 //   routes       one DIR-24-8 LPM (lpm_table.hpp) over the union of every VNI's prefixes and
 //                every local endpoint's /32 (so 130k routes in any number of VNIs cost one
 //                64 MiB first level, not one per VNI), then
@@ -16,26 +18,36 @@
 //                of the union when this VNI has no route at that exact prefix
 //   groups       next-hop group -> weighted slots of VTEP indexes (ECMP by flow hash)
 //   vteps        VTEP IPv4 -> VTEP index -> {prebuilt outer headers, neighbour slot}
-//   allow set    (VTEP, network) pairs allowed to send us VXLAN (next hops of a route in
-//                that VNI, plus explicit Vtep entries)
+//   admission    (VTEP IPv4, VNI) -> network: the VTEPs allowed to send us a VNI (next hops
+//                of a route in that VNI, plus explicit Vtep entries)
+// A pod port is an opaque small index (< kMaxPorts) that the runtime maps to a device.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "common/result.hpp"
+#include "dataplane/core/tables_text.hpp"
 #include "dataplane/core/counters.hpp"
-#include "dataplane/core/flat_map.hpp"
+#include "dataplane/core/index_pool.hpp"
 #include "dataplane/core/lpm_table.hpp"
+#include "dataplane/core/mapped_memory.hpp"
 #include "dataplane/core/neighbor_cache.hpp"
+#include "dataplane/core/rcu_map.hpp"
+#include "dataplane/core/reclaimer.hpp"
 #include "dataplane/core/underlay_tag.hpp"
 #include "dataplane/core/wire/ethernet.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
 #include "proto/dataplane.pb.h"
-#include "common/result.hpp"  // common/
 
 namespace vxfed::dataplane {
 
@@ -44,15 +56,27 @@ struct BuildContext {
   std::uint32_t local_vtep_ip_be = 0;     // our VTEP IPv4, network order
   wire::MacAddress uplink_mac{};          // source MAC of everything sent on the uplink
   std::uint32_t underlay_mtu = 9000;      // outer IPv4 MTU; network MTU defaults to this - 50
-  std::uint16_t uplink_port = 0;          // DPDK port id of the uplink
+  std::uint16_t uplink_port = 0;          // port index of the uplink
   UnderlayTag underlay_tag;               // 802.1Q tag of encapsulated frames (default: none)
-  // DPDK port id of an endpoint's host-side interface (the runtime attaches it first);
+  // Port index of an endpoint's host-side interface (the runtime attaches it first);
   // nullopt: unknown interface (the endpoint is refused).
   std::function<std::optional<std::uint16_t>(const std::string& iface)> port_for_iface;
   NeighborCache* neighbors = nullptr;     // required: every VTEP gets a slot
   VniCounterSlots* vni_slots = nullptr;   // required: every network gets a counter slot
+  // Static underlay neighbours of the node (--static-neighbor), in force where the tables'
+  // own `neighbors` do not name the address.
+  std::vector<std::pair<std::uint32_t, wire::MacAddress>> default_neighbors;
 };
 
+// Capacities. Networks: one per VNI counter slot. VTEPs: one per neighbour cache slot.
+constexpr std::uint32_t kMaxNetworks = kMaxVniSlots;
+constexpr std::uint32_t kMaxVteps = NeighborCache::kDefaultCapacity;
+constexpr std::uint32_t kMaxPrefixes = 1u << 24;
+constexpr std::uint32_t kMaxGroups = 1u << 22;
+constexpr std::uint32_t kMaxGroupSlots = 1u << 24;
+constexpr std::uint32_t kMaxEndpoints = 1u << 16;
+
+// Immutable once published; a change publishes a new entry.
 struct NetworkEntry {
   std::uint32_t vni = 0;
   std::uint32_t vni_field_be = 0;         // VXLAN word (VNI << 8), ready to store
@@ -60,22 +84,30 @@ struct NetworkEntry {
   wire::MacAddress gateway_mac{};
   std::uint16_t mtu = 0;                  // largest inner IPv4 packet (bytes)
   std::uint16_t counter_slot = 0;         // index into WorkerCounters::vnis
+  std::uint16_t index = 0;                // this network's index
 };
 
-struct EndpointEntry {
-  std::uint16_t port = 0;
+// One word: read whole (load_word) where it changes in place (the decap map), so a reader
+// gets the port and MAC of one version; endpoint slots (PrefixInfo::kEndpoint) never change
+// while referred to.
+struct alignas(8) EndpointEntry {
+  static constexpr std::uint16_t kNoPort = 0xffff;
+  std::uint16_t port = kNoPort;
   wire::MacAddress mac{};
+  bool valid() const { return port != kNoPort; }
 };
+static_assert(sizeof(EndpointEntry) == 8);
 
+// Immutable once published.
 struct PodPortEntry {
-  bool valid = false;
-  std::uint16_t network = 0;              // index into networks()
+  std::uint16_t network = 0;              // index into networks
   std::uint32_t ip_be = 0;
   wire::MacAddress mac{};
 };
 
 // Outer headers toward one VTEP with everything constant filled in; per packet the pipeline
-// patches the neighbour MAC, TOS, lengths, checksum, UDP source port and VNI.
+// patches the neighbour MAC, TOS, lengths, checksum, UDP source port and VNI. Written once
+// when the VTEP is created, before anything refers to it.
 struct VtepEntry {
   std::uint32_t ip_be = 0;
   std::uint32_t neighbor_slot = 0;
@@ -83,6 +115,7 @@ struct VtepEntry {
   wire::VxlanOuterHeaders outer{};
 };
 
+// Immutable while any route refers to it (a route whose next hops change moves to another group).
 struct NextHopGroup {
   std::uint32_t first = 0;                // into group_slots
   std::uint32_t count = 0;                // slots, proportional to weights
@@ -91,21 +124,30 @@ struct NextHopGroup {
 // What one prefix of the union LPM resolves to. Most prefixes belong to one network only
 // (a route of one VNI, or a local endpoint's /32): then the answer is here, one dense read
 // after the LPM, no hash lookup. Prefixes shared by several networks say kShared and are
-// resolved through the (prefix, network) hash maps.
-struct PrefixInfo {
+// resolved through the (prefix, network) hash maps. One word, read whole.
+struct alignas(8) PrefixInfo {
   static constexpr std::uint16_t kShared = 0xffff;  // never a network index (< 0xffff)
   static constexpr std::uint8_t kRoute = 0, kEndpoint = 1;
   std::uint16_t network = kShared;  // the one network with a route or endpoint at this prefix
   std::uint8_t kind = kRoute;       // what `value` is for that network
   std::uint8_t has_endpoints = 0;   // kShared /32 where some network has a local endpoint
-  std::uint32_t value = 0;          // group index (kRoute) or endpoint_list index (kEndpoint)
+  std::uint32_t value = 0;          // group index (kRoute) or endpoint slot (kEndpoint)
 };
 static_assert(sizeof(PrefixInfo) == 8);
 
 // Where a pod's IPv4 packet goes: a local endpoint, a next-hop group, or nowhere (no route).
+// Both point at entries that stay as they are until the reader's next quiescent point.
 struct Destination {
   const EndpointEntry* endpoint = nullptr;
   const NextHopGroup* group = nullptr;
+};
+
+// What an accepted Snapshot or Delta changed, for the runtime.
+struct TablesChangeReport {
+  std::vector<std::uint32_t> new_vteps;   // VTEP addresses (network order) to resolve by ARP
+  bool pod_ports_changed = false;         // the set of ports that carry endpoints changed
+  bool waited_grace_period = false;       // a port or pod address changed hands (see apply)
+  std::size_t entries = 0;                // entries added, changed or removed
 };
 
 class ForwardingTables {
@@ -113,10 +155,23 @@ class ForwardingTables {
   // Validates every entry and builds the lookup structures. Errors name the entry and the
   // field ("routes[12] (vni 1001, prefix \"10.245.0.0/33\"): prefix: '10.245.0.0/33' has an invalid
   // prefix length (expected 0..32)").
-  // On success, also makes the neighbour cache's static entries match tables.neighbors.
-  static Result<std::unique_ptr<ForwardingTables>> create(const v1::Tables& tables,
-                                                          const BuildContext& context);
-  ~ForwardingTables() = default;
+  // On success, also makes the neighbour cache's static entries match tables.neighbors (and
+  // context.default_neighbors).
+  static Result<std::unique_ptr<ForwardingTables>> create(const v1::Tables& tables, const BuildContext& context,
+                                                          TablesChangeReport* report = nullptr);
+  // Applies a Delta in place, the Delta's meaning being that of apply_delta() below (upserts
+  // by key, then removals). It is validated whole first: on error nothing changed, and the
+  // error names the entry ("upsert.routes[3] (vni 7, prefix ...): ..."). Then the entries are
+  // changed one by one in the order docs/dataplane-pipeline.md gives ("Tables that change in
+  // place"); when a pod port or a (network, pod address) changes hands, the removals are
+  // followed by reclaimer.synchronize() before the additions. Memory the old entries used is
+  // handed to `reclaimer`. Costs time in proportion to the entries the Delta names (removing a
+  // network also scans the routes). `context` must be the one the tables were created with,
+  // port_for_iface updated for the Delta's new interfaces.
+  Result<TablesChangeReport> apply(const v1::Delta& delta, const BuildContext& context, Reclaimer& reclaimer);
+  // The tables as a protobuf message, entries sorted by key (what DumpTables returns).
+  v1::Tables dump() const;
+  ~ForwardingTables();
   ForwardingTables(const ForwardingTables&) = delete;
   ForwardingTables& operator=(const ForwardingTables&) = delete;
 
@@ -128,38 +183,43 @@ class ForwardingTables {
   NeighborCache& neighbors() const { return *neighbors_; }
   const UnderlayTag& underlay_tag() const { return underlay_tag_; }
 
-  // ---- hot-path lookups (inline, no allocation) ----
+  // ---- hot-path lookups (inline, no allocation; valid until the reader's next quiescent point) ----
+  static constexpr std::uint32_t kNoNetwork = ~0u;
   const NetworkEntry* network_by_vni(std::uint32_t vni) const {
-    const std::uint16_t* i = network_index_.find(vni);
-    return i ? &networks_[*i] : nullptr;
+    std::uint16_t i;
+    return network_index_.find(vni, &i) ? &network(i) : nullptr;
   }
-  const NetworkEntry& network(std::uint16_t index) const { return networks_[index]; }
-  std::uint16_t network_index(const NetworkEntry& n) const {
-    return static_cast<std::uint16_t>(&n - networks_.data());
-  }
-  const EndpointEntry* endpoint(std::uint16_t network, std::uint32_t ip_be) const {
-    return endpoints_.find(endpoint_key(network, ip_be));
+  const NetworkEntry& network(std::uint16_t index) const { return *networks_[index].load(std::memory_order_acquire); }
+  std::uint16_t network_index(const NetworkEntry& n) const { return n.index; }
+  std::optional<EndpointEntry> endpoint(std::uint16_t network, std::uint32_t ip_be) const {
+    return endpoints_.get(endpoint_key(network, ip_be));
   }
   const PodPortEntry* pod_port(std::uint16_t port) const {
-    return port < pod_ports_.size() && pod_ports_[port].valid ? &pod_ports_[port] : nullptr;
+    return port < kMaxPorts ? pod_ports_[port].load(std::memory_order_acquire) : nullptr;
   }
-  // Index of a known VTEP, or nullptr.
-  const std::uint32_t* vtep_index(std::uint32_t ip_be) const { return vtep_index_.find(ip_be); }
+  // Index of a known VTEP.
+  std::optional<std::uint32_t> vtep_index(std::uint32_t ip_be) const { return vtep_index_.get(ip_be); }
   const VtepEntry& vtep(std::uint32_t index) const { return vteps_[index]; }
   bool vtep_allowed(std::uint32_t vtep, std::uint16_t network) const {
-    return allowed_.find(allow_key(vtep, network)) != nullptr;
+    return admitted_network(admission_key(vteps_[vtep].ip_be, this->network(network).vni)) == network;
   }
   // Decap fast check, one lookup: the network of `vni` if the VTEP at src_ip_be may send it
-  // (known VTEP, configured VNI, allowed pair); null otherwise (then ask the three questions
+  // (known VTEP, configured VNI, allowed pair); nullopt otherwise (then ask the questions
   // above to find out which one failed).
-  const std::uint16_t* allowed_network(std::uint32_t src_ip_be, std::uint32_t vni) const {
-    return admitted_network(admission_key(src_ip_be, vni));
+  std::optional<std::uint16_t> allowed_network(std::uint32_t src_ip_be, std::uint32_t vni) const {
+    const std::uint32_t n = admitted_network(admission_key(src_ip_be, vni));
+    if (n == kNoNetwork) return std::nullopt;
+    return static_cast<std::uint16_t>(n);
   }
   // The same in two steps, for burst loops: the key (which they remember), the lookup.
   static std::uint64_t admission_key(std::uint32_t src_ip_be, std::uint32_t vni) {
     return (static_cast<std::uint64_t>(src_ip_be) << 24) | vni;
   }
-  const std::uint16_t* admitted_network(std::uint64_t key) const { return allowed_by_ip_.find(key); }
+  // Network index, or kNoNetwork.
+  [[gnu::always_inline]] std::uint32_t admitted_network(std::uint64_t key) const {
+    std::uint64_t v;
+    return admission_.find(key, &v) ? static_cast<std::uint32_t>(v & 0xffff) : kNoNetwork;
+  }
   // Longest-prefix match of dst (network order) in a network: the next-hop group, or null.
   // Why it is right: the longest union prefix P containing dst contains every route of any
   // VNI that contains dst, so this VNI's best route is its longest route containing P:
@@ -167,8 +227,9 @@ class ForwardingTables {
   const NextHopGroup* route(std::uint16_t network, std::uint32_t dst_ip_be) const {
     std::uint32_t id = lpm_.lookup(wire::from_be32(dst_ip_be));
     while (id != LpmTable::kNone) {
-      if (const std::uint32_t* g = route_group_.find(route_key(id, network))) return &groups_[*g];
-      id = prefix_parent_[id];
+      std::uint32_t g;
+      if (route_group_.find(route_key(id, network), &g)) return &groups_[g];
+      id = load_word(&prefix_parent_[id]);
     }
     return nullptr;
   }
@@ -178,11 +239,12 @@ class ForwardingTables {
     return resolve_prefix(network, dst_ip_be, lpm_.lookup(wire::from_be32(dst_ip_be)));
   }
   // The same, given the LPM's answer for dst (prefix id, from lpm().lookup, e.g. batched).
-  Destination resolve_prefix(std::uint16_t network, std::uint32_t dst_ip_be, std::uint32_t prefix_id) const {
+  [[gnu::always_inline]] Destination resolve_prefix(std::uint16_t network, std::uint32_t dst_ip_be,
+                                                    std::uint32_t prefix_id) const {
     if (prefix_id == LpmTable::kNone) return {};
-    const PrefixInfo& p = prefix_info_[prefix_id];
+    const PrefixInfo p = load_word(&prefix_info_[prefix_id]);
     if (p.network == network) [[likely]] {
-      if (p.kind == PrefixInfo::kEndpoint) return {&endpoint_list_[p.value], nullptr};
+      if (p.kind == PrefixInfo::kEndpoint) return {&endpoint_slots_[p.value], nullptr};
       return {nullptr, &groups_[p.value]};
     }
     return resolve_shared(network, dst_ip_be, prefix_id);
@@ -201,26 +263,33 @@ class ForwardingTables {
   const VtepEntry* vtep_entries() const { return vteps_.data(); }
 
   // ---- introspection (control thread, tests) ----
-  const std::vector<NetworkEntry>& networks() const { return networks_; }
-  std::size_t route_count() const { return route_count_; }
-  std::size_t endpoint_count() const { return endpoints_.size(); }
-  std::size_t vtep_count() const { return vteps_.size(); }
+  std::size_t network_count() const { return network_state_by_vni_.size(); }
+  std::size_t route_count() const { return route_group_.size() - endpoint_state_.size(); }
+  std::size_t endpoint_count() const { return endpoint_state_.size(); }
+  std::size_t vtep_count() const { return vtep_index_.size(); }
+  std::size_t group_count() const { return live_groups_; }
   // Ports that carry endpoints (what the runtime must poll besides the uplink).
   std::vector<std::uint16_t> pod_port_ids() const;
+  // Bytes of RAM the tables use now (mapped arrays as resident, control maps estimated).
+  std::size_t memory_bytes() const;
 
  private:
-  ForwardingTables() = default;
-  friend class TablesBuilder;
+  ForwardingTables();
+  friend class TablesPlanner;
+  friend class TablesWriter;
   // resolve_prefix when the prefix is not one network's alone: walk the shorter prefixes.
   Destination resolve_shared(std::uint16_t network, std::uint32_t dst_ip_be, std::uint32_t prefix_id) const;
   static std::uint64_t endpoint_key(std::uint16_t network, std::uint32_t ip_be) {
     return (static_cast<std::uint64_t>(network) << 32) | ip_be;
   }
-  static std::uint64_t allow_key(std::uint32_t vtep, std::uint16_t network) {
-    return (static_cast<std::uint64_t>(vtep) << 16) | network;
-  }
   static std::uint64_t route_key(std::uint32_t prefix_id, std::uint16_t network) {
     return (static_cast<std::uint64_t>(prefix_id) << 16) | network;
+  }
+  // In route_group_ beside the routes: (prefix id, network) -> endpoint slot, for endpoints at
+  // /32s shared by several networks (resolve_shared).
+  static constexpr std::uint64_t kEndpointAtPrefix = 1ull << 62;
+  static std::uint64_t endpoint_at_key(std::uint32_t prefix_id, std::uint16_t network) {
+    return route_key(prefix_id, network) | kEndpointAtPrefix;
   }
 
   std::uint32_t local_vtep_ip_be_ = 0;
@@ -230,26 +299,86 @@ class ForwardingTables {
   NeighborCache* neighbors_ = nullptr;
   UnderlayTag underlay_tag_;
 
-  std::vector<NetworkEntry> networks_;
-  FlatMap64<std::uint16_t> network_index_;
-  FlatMap64<EndpointEntry> endpoints_;
-  std::vector<PodPortEntry> pod_ports_;
-  std::vector<VtepEntry> vteps_;
-  FlatMap64<std::uint32_t> vtep_index_;
-  FlatMap64<std::uint8_t> allowed_;
-  FlatMap64<std::uint16_t> allowed_by_ip_;  // (VTEP ip << 24 | vni) -> network index
-  LpmTable lpm_;                            // union of all prefixes -> prefix id
-  std::vector<std::uint32_t> prefix_parent_;  // prefix id -> next shorter union prefix id
-  std::vector<PrefixInfo> prefix_info_;     // prefix id -> its one network's answer
-  std::vector<EndpointEntry> endpoint_list_;  // PrefixInfo::kEndpoint values
-  FlatMap64<std::uint32_t> route_group_;    // (prefix id, network) -> group index
-  std::vector<NextHopGroup> groups_;
-  std::vector<std::uint32_t> group_slots_;
-  std::size_t route_count_ = 0;
+  // ---- read by workers ----
+  std::unique_ptr<std::atomic<const NetworkEntry*>[]> networks_;   // by network index
+  RcuMap64<std::uint16_t> network_index_;                         // vni -> network index
+  RcuMap64<EndpointEntry> endpoints_{50};                         // (network, ip) -> endpoint
+  std::array<std::atomic<const PodPortEntry*>, kMaxPorts> pod_ports_{};
+  StableArray<VtepEntry> vteps_;
+  RcuMap64<std::uint32_t> vtep_index_;                            // ip -> VTEP index
+  RcuMap64<std::uint64_t> admission_;                             // admission_key -> network | refs << 16
+  LpmTable lpm_;                                                  // union of all prefixes -> prefix id
+  StableArray<std::uint32_t> prefix_parent_;                      // prefix id -> next shorter union prefix id
+  StableArray<PrefixInfo> prefix_info_;                           // prefix id -> its one network's answer
+  StableArray<EndpointEntry> endpoint_slots_;                     // PrefixInfo::kEndpoint values
+  RcuMap64<std::uint32_t> route_group_{75};                       // (prefix id, network) -> group; endpoint_at_key -> slot
+  StableArray<NextHopGroup> groups_;
+  StableArray<std::uint32_t> group_slots_;
+
+  // ---- control thread only ----
+  struct NetworkState {
+    std::uint16_t index = 0;
+    bool mac_given = false;        // gateway_mac was given (else derived from the VNI)
+    std::uint32_t mtu_given = 0;   // as given (0: the maximum)
+    std::uint32_t routes = 0;
+    std::uint32_t endpoints = 0;
+  };
+  std::map<std::uint32_t, NetworkState> network_state_by_vni_;
+  IndexPool network_ids_{kMaxNetworks};
+
+  struct EndpointState {
+    std::uint32_t vni = 0;
+    std::uint32_t ip_be = 0;
+    wire::MacAddress mac{};
+    std::string iface;
+    std::uint16_t port = 0;
+    std::uint32_t slot = 0;        // in endpoint_slots_
+  };
+  std::unordered_map<std::string, EndpointState> endpoint_state_;  // by endpoint id
+  std::unordered_map<std::uint64_t, std::string> endpoint_by_addr_;  // (vni << 32 | ip) -> id
+  std::array<std::string, kMaxPorts> port_owner_;                  // endpoint id per port, "" free
+  IndexPool endpoint_slot_ids_{kMaxEndpoints};
+
+  RcuMap64<std::uint32_t> prefix_ids_{75};     // (addr << 8 | len) -> prefix id (control only)
+  StableArray<std::uint32_t> prefix_addr_;
+  StableArray<std::uint8_t> prefix_len_;
+  // The one network with a route or endpoint at a prefix, kShared when several (listed in
+  // shared_networks_), kNoOwner when none (a prefix being created).
+  static constexpr std::uint16_t kNoOwner = 0xfffe;
+  StableArray<std::uint16_t> prefix_network_;
+  IndexPool prefix_id_pool_{kMaxPrefixes};
+  // Networks with a route or endpoint at a prefix, for prefixes shared by several networks
+  // (single-network prefixes name theirs in PrefixInfo).
+  std::unordered_map<std::uint32_t, std::vector<std::uint16_t>> shared_networks_;
+
+  struct Hop {
+    std::uint32_t vtep;            // VTEP index
+    std::uint32_t weight;          // as given (0 counts as 1)
+  };
+  struct GroupState {
+    std::uint32_t refs = 0;        // routes using the group
+    std::uint64_t hash = 0;        // of its hops (dedup key)
+    std::vector<Hop> hops;         // sorted by VTEP address
+  };
+  std::vector<GroupState> group_state_;        // by group index
+  RcuMap64<std::uint32_t> group_by_hash_{75};  // hops hash -> group (control only)
+  IndexPool group_ids_{kMaxGroups};
+  BlockPool slot_blocks_{kMaxGroupSlots};
+  std::size_t live_groups_ = 0;
+
+  struct VtepState {
+    std::uint32_t refs = 0;        // groups using it + 1 for an explicit Vtep entry
+  };
+  std::vector<VtepState> vtep_state_;          // by VTEP index
+  IndexPool vtep_ids_{kMaxVteps};
+  std::map<std::uint32_t, std::vector<std::uint32_t>> explicit_vteps_;  // ip -> vnis, as given
+
+  std::map<std::uint32_t, wire::MacAddress> static_neighbors_;  // the tables' own, by ip
+  std::map<std::uint32_t, wire::MacAddress> default_neighbors_;  // the node's (context)
 };
 
-// Applies a Delta to a Tables message (upserts by key, then removals), for the runtime's
-// Delta requests: the result is then built whole with ForwardingTables::create.
+// Applies a Delta to a Tables message (upserts by key, then removals): the meaning of a
+// Delta, which ForwardingTables::apply implements in place (tests compare the two).
 // Fails (naming the entry) when a removal names something that does not exist.
 Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta);
 

@@ -19,7 +19,7 @@ namespace {
   // Any ARP from a known VTEP or underlay router tells us its MAC (replies to our requests,
   // and its requests and announcements).
   bool learned = false;
-  if (const std::uint32_t* v = t.vtep_index(arp.sender_ip_be)) {
+  if (const auto v = t.vtep_index(arp.sender_ip_be)) {
     t.neighbors().learn_slot(t.vtep(*v).neighbor_slot, arp.sender_mac);
     learned = true;
   } else if (const std::uint32_t* r = t.neighbors().router_slot(arp.sender_ip_be)) {
@@ -44,18 +44,17 @@ namespace {
 [[gnu::always_inline]] inline void uplink_vxlan(const ForwardingTables& t, rte_mbuf* m, const UplinkFrame& f,
                                                 TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
-  const std::uint16_t* allowed = t.allowed_network(f.outer_src_ip_be, f.vni);
+  const auto allowed = t.allowed_network(f.outer_src_ip_be, f.vni);
   if (!allowed) [[unlikely]] {
     // Which of the three conditions failed decides the counter.
-    const std::uint32_t* vtep = t.vtep_index(f.outer_src_ip_be);
-    if (!vtep) return drop(m, DropReason::UnknownVtep, port, c);
+    if (!t.vtep_index(f.outer_src_ip_be)) return drop(m, DropReason::UnknownVtep, port, c);
     if (!t.network_by_vni(f.vni)) return drop(m, DropReason::UnknownVni, port, c);
     return drop(m, DropReason::VniNotAllowedForVtep, port, c);
   }
   const std::uint16_t ni = *allowed;
   const NetworkEntry* net = &t.network(ni);
   if (f.inner_ip_total_len > net->mtu) [[unlikely]] return drop(m, DropReason::InnerTooBig, port, c);
-  const EndpointEntry* ep = t.endpoint(ni, f.inner_dst_ip_be);
+  const auto ep = t.endpoint(ni, f.inner_dst_ip_be);
   if (!ep) [[unlikely]] return drop(m, DropReason::NoEndpoint, port, c);
 
   rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
@@ -131,7 +130,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
   std::uint64_t last_key = ~0ull;
   std::uint32_t last_dst = 0;
   const NetworkEntry* net = nullptr;
-  const EndpointEntry* ep = nullptr;
+  EndpointEntry ep{};
   std::uint64_t macs_lo = 0;  // the new Ethernet dst + src (12 bytes), built once per memo miss
   std::uint32_t macs_hi = 0;
   // Decapsulated packets for one pod port gather in `run`, staged together when the port
@@ -168,21 +167,22 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     const std::uint32_t inner_len = uplink_fast_inner_len(p);
     if (key != last_key || inner_dst != last_dst) {
       last_key = ~0ull;
-      const std::uint16_t* allowed = tables.admitted_network(key);
-      if (!allowed) [[unlikely]] {
+      const std::uint32_t allowed = tables.admitted_network(key);
+      if (allowed == ForwardingTables::kNoNetwork) [[unlikely]] {
         uplink_refused(tables, m, key, counters);
         continue;
       }
-      net = &tables.network(*allowed);
-      ep = tables.endpoint(*allowed, inner_dst);
-      if (!ep) [[unlikely]] {
+      net = &tables.network(static_cast<std::uint16_t>(allowed));
+      const auto found = tables.endpoint(static_cast<std::uint16_t>(allowed), inner_dst);
+      if (!found) [[unlikely]] {
         drop(m, DropReason::NoEndpoint, uplink, counters);
         continue;
       }
+      ep = *found;
       last_key = key;
       last_dst = inner_dst;
       std::uint8_t macs[12];
-      std::memcpy(macs, ep->mac.data(), 6);
+      std::memcpy(macs, ep.mac.data(), 6);
       std::memcpy(macs + 6, net->gateway_mac.data(), 6);
       std::memcpy(&macs_lo, macs, 8);
       std::memcpy(&macs_hi, macs + 8, 4);
@@ -211,9 +211,9 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     }
     ++vni_packets;
     vni_bytes += inner_len;
-    if (ep->port != run_port) [[unlikely]] {
+    if (ep.port != run_port) [[unlikely]] {
       flush_run();
-      run_port = ep->port;
+      run_port = ep.port;
     }
     run[run_n++] = m;
   }

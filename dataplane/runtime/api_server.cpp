@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -129,6 +130,7 @@ void ApiServer::serve(Client& c) {
       return;
     }
     if (!frame->has_value()) return;
+    const auto arrived = std::chrono::steady_clock::now();
     pb::DataplaneRequest request;
     pb::DataplaneResponse response;
     if (!request.ParseFromString(**frame)) {
@@ -140,6 +142,8 @@ void ApiServer::serve(Client& c) {
       response.set_request_id(request.request_id());
       handler_(request, response);
     }
+    response.set_handled_ns(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - arrived).count()));
     append_delimited(response, c.out);
   }
 }

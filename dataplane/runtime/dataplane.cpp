@@ -1,5 +1,7 @@
 #include "dataplane/runtime/dataplane.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -31,6 +33,9 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
                       std::to_string(rte_lcore_count()) + ": give e.g. -l 0-" +
                       std::to_string(d->workers_));
 
+  // --static-neighbor entries: the neighbour cache's static entries the tables do not name.
+  for (const auto& [ip, mac] : options.parsed.static_neighbors) d->default_neighbors_.emplace_back(ip.to_network(), mac);
+
   auto ports = Ports::create(options, d->workers_);
   if (!ports) return make_error(ports.error());
   d->ports_ = std::move(*ports);
@@ -42,6 +47,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   if (d->qs_ == nullptr || rte_rcu_qsbr_init(d->qs_, d->workers_) != 0)
     return make_error("cannot set up RCU state for " + std::to_string(d->workers_) + " workers");
   d->state_ = std::make_unique<RcuSlot<ForwardingState>>(d->qs_);
+  d->reclaimer_ = std::make_unique<RcuReclaimer>(d->qs_);
 
   if (d->ports_->uplink_spread() == UplinkSpread::Software) {
     d->handoff_.assign(d->workers_, nullptr);
@@ -117,7 +123,10 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
 Dataplane::~Dataplane() {
   stop_workers();
   api_.reset();
-  state_.reset();  // workers are gone: no grace period needed
+  // Workers are gone: no grace period needed. Deferred frees first (they refer to the tables).
+  if (reclaimer_) reclaimer_->run_all();
+  state_.reset();
+  tables_.reset();
   if (ports_) ports_->close_all();
   for (auto* c : counters_) rte_free(c);
   for (auto* t : stages_) rte_free(t);
@@ -159,13 +168,16 @@ Status Dataplane::run(const std::atomic<bool>& stop) {
   }
 
   while (!stop.load()) {
-    // 20 ms: ARP retries need no finer clock, and an idle control thread wakes rarely.
+    // 20 ms: ARP retries need no finer clock, and an idle control thread wakes rarely; 1 ms
+    // while frees wait for their grace period (workers pass one every loop).
+    const int wait_ms = reclaimer_->pending() ? 1 : 20;
     if (api_) {
-      api_->poll(20);
+      api_->poll(wait_ms);
     } else {
-      timespec ts{0, 20'000'000};
+      timespec ts{0, wait_ms * 1'000'000L};
       ::nanosleep(&ts, nullptr);
     }
+    reclaimer_->poll();
     arp_->tick(std::chrono::steady_clock::now());
   }
   spdlog::info("stopping");
@@ -194,68 +206,60 @@ bool Dataplane::send_arp_request(std::uint32_t target_ip_be) {
   return sent;
 }
 
-Status Dataplane::install(const v1::Tables& requested, std::uint64_t generation) {
-  v1::Tables tables = requested;
-  // --static-neighbor entries fill in what the tables do not say.
-  std::set<std::string> listed;
-  for (const auto& n : tables.neighbors()) listed.insert(n.ip());
-  for (const auto& n : options_.static_neighbors) {
-    const auto eq = n.find('=');
-    if (listed.count(n.substr(0, eq))) continue;
-    auto* added = tables.add_neighbors();
-    added->set_ip(n.substr(0, eq));
-    added->set_mac(n.substr(eq + 1));
-  }
-
-  // Attach the endpoint ports first: the tables refer to them by port id.
-  std::set<std::string> wanted;
-  std::vector<std::string> attached_now;
-  const auto roll_back = [&] {
-    for (const auto& iface : attached_now) ports_->detach(iface);
-  };
-  for (int i = 0; i < tables.endpoints_size(); ++i) {
-    const auto& e = tables.endpoints(i);
-    if (wanted.count(e.iface())) continue;
-    const bool existed = ports_->endpoint_ports().count(e.iface()) != 0;
-    auto port = ports_->attach(e.iface());
-    if (!port) {
-      roll_back();
-      return make_error("endpoints[" + std::to_string(i) + "] (id \"" + e.id() + "\"): iface: " + port.error());
-    }
-    if (!existed) attached_now.push_back(e.iface());
-    wanted.insert(e.iface());
-  }
-
+BuildContext Dataplane::build_context() const {
   BuildContext ctx;
   ctx.local_vtep_ip_be = vtep_ip_be_;
   ctx.uplink_mac = uplink_mac_;
   ctx.underlay_mtu = options_.mtu;
   ctx.uplink_port = ports_->uplink();
   ctx.underlay_tag = options_.parsed.underlay_tag;
-  ctx.neighbors = &neighbors_;
-  ctx.vni_slots = &vni_slots_;
+  ctx.neighbors = const_cast<NeighborCache*>(&neighbors_);
+  ctx.vni_slots = const_cast<VniCounterSlots*>(&vni_slots_);
+  ctx.default_neighbors = default_neighbors_;
   const auto& eps = ports_->endpoint_ports();
   ctx.port_for_iface = [&eps](const std::string& iface) -> std::optional<std::uint16_t> {
     auto it = eps.find(iface);
     if (it == eps.end()) return std::nullopt;
     return it->second.port_id;
   };
-  const auto t0 = std::chrono::steady_clock::now();
-  auto built = ForwardingTables::create(tables, ctx);
-  const auto t1 = std::chrono::steady_clock::now();
-  if (!built) {
-    roll_back();
-    return make_error(built.error());
-  }
+  return ctx;
+}
 
+Status Dataplane::attach_ports(const google::protobuf::RepeatedPtrField<v1::Endpoint>& endpoints, const char* list,
+                               std::vector<std::string>* attached_now) {
+  std::set<std::string> seen;
+  for (int i = 0; i < endpoints.size(); ++i) {
+    const auto& e = endpoints.Get(i);
+    if (e.iface().empty() || !seen.insert(e.iface()).second) continue;
+    detach_pending_.erase(e.iface());  // wanted again: the deferred detach must leave it
+    if (ports_->endpoint_ports().count(e.iface())) continue;
+    auto port = ports_->attach(e.iface());
+    if (!port) {
+      for (const auto& iface : *attached_now) ports_->detach(iface);
+      attached_now->clear();
+      return make_error(std::string(list) + "[" + std::to_string(i) + "] (id \"" + e.id() + "\"): iface: " + port.error());
+    }
+    attached_now->push_back(e.iface());
+  }
+  return {};
+}
+
+void Dataplane::publish_state() {
   auto next = std::make_unique<ForwardingState>();
-  for (const std::uint16_t p : (*built)->pod_port_ids())
-    if (p < kFirstPodPort) next->pod_ports.push_back(p);
+  next->tables = tables_.get();
+  const std::vector<std::uint16_t> named = tables_->pod_port_ids();
+  for (const std::uint16_t p : named)
+    if (p < kFirstPodPort) next->pod_ports.push_back(p);  // the pod sockets serve the others
   next->version = ++state_versions_;
   next->pod_ifindex.assign(kMaxPodPorts, 0);
   next->pod_port_of_ifindex.reserve(ports_->endpoint_ports().size());
+  const std::set<std::uint16_t> in_use(named.begin(), named.end());
+  std::vector<std::string> unused;
   for (const auto& [iface, info] : ports_->endpoint_ports()) {
-    if (!wanted.count(iface)) continue;
+    if (!in_use.count(info.port_id)) {
+      if (detach_pending_.insert(iface).second) unused.push_back(iface);
+      continue;
+    }
     if (info.pod_socket) {
       next->pod_ifindex[info.port_id - kFirstPodPort] = info.ifindex;
       next->pod_port_of_ifindex.insert(info.ifindex, info.port_id);
@@ -265,42 +269,64 @@ Status Dataplane::install(const v1::Tables& requested, std::uint64_t generation)
     if (info.wake_fds.empty()) next->pods_wakeable = false;
     next->pod_wake_fds.insert(next->pod_wake_fds.end(), info.wake_fds.begin(), info.wake_fds.end());
   }
-  std::vector<std::uint32_t> vteps;
-  for (std::size_t i = 0; i < (*built)->vtep_count(); ++i) vteps.push_back((*built)->vtep(static_cast<std::uint32_t>(i)).ip_be);
-  next->tables = std::move(*built);
-  state_->publish(std::move(next));  // returns after the grace period: the old state is gone
-  wake_workers();                    // blocked workers start waiting on the new ports too
-  const auto t2 = std::chrono::steady_clock::now();
-
-  // Ports no endpoint uses any more: no worker polls them now.
-  std::vector<std::string> unused;
-  for (const auto& [iface, info] : ports_->endpoint_ports())
-    if (!wanted.count(iface)) unused.push_back(iface);
-  for (const auto& iface : unused) ports_->detach(iface);
-
-  current_ = requested;
-  generation_ = generation;
-  ready_ = true;
-  arp_->watch(vteps);
-  using ms = std::chrono::duration<double, std::milli>;
-  spdlog::info("tables generation {} in force: {} networks, {} endpoints, {} routes, {} vteps "
-               "(built in {:.1f} ms, grace period + free {:.1f} ms)",
-               generation, tables.networks_size(), tables.endpoints_size(), tables.routes_size(),
-               vteps.size(), ms(t1 - t0).count(), ms(t2 - t1).count());
-  return {};
+  state_->publish_deferred(std::move(next), *reclaimer_);
+  wake_workers();  // blocked workers start waiting on the new ports too
+  // Ports no endpoint uses any more: detached once no worker can be polling them, unless a
+  // later request wants them again meanwhile.
+  for (const auto& iface : unused)
+    reclaimer_->defer([this, iface] {
+      if (detach_pending_.erase(iface)) ports_->detach(iface);
+    });
 }
 
 Status Dataplane::apply_snapshot(const v1::Snapshot& snapshot) {
-  auto st = install(snapshot.tables(), snapshot.generation());
-  if (st) ++snapshots_applied_;
-  return st;
+  const auto t0 = std::chrono::steady_clock::now();
+  reclaimer_->poll();
+  const v1::Tables& tables = snapshot.tables();
+  // Attach the endpoint ports first: the tables refer to them by port.
+  std::vector<std::string> attached_now;
+  if (auto st = attach_ports(tables.endpoints(), "endpoints", &attached_now); !st) return st;
+  TablesChangeReport report;
+  auto built = ForwardingTables::create(tables, build_context(), &report);
+  if (!built) {
+    for (const auto& iface : attached_now) ports_->detach(iface);
+    return make_error(built.error());
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  std::unique_ptr<ForwardingTables> old = std::move(tables_);
+  tables_ = std::move(*built);
+  publish_state();
+  if (old) reclaimer_->defer([t = old.release()] { delete t; });  // after the old state
+  generation_ = snapshot.generation();
+  ready_ = true;
+  ++snapshots_applied_;
+  arp_->watch(report.new_vteps);
+  ::malloc_trim(0);  // the request's parsed tables: a 130k-route Snapshot is tens of MiB of heap
+  using ms = std::chrono::duration<double, std::milli>;
+  spdlog::info("tables generation {} in force: {} networks, {} endpoints, {} routes, {} vteps, {:.1f} MiB "
+               "(built in {:.1f} ms)",
+               generation_, tables_->network_count(), tables_->endpoint_count(), tables_->route_count(),
+               tables_->vtep_count(), static_cast<double>(tables_->memory_bytes()) / (1 << 20), ms(t1 - t0).count());
+  return {};
 }
 
 Status Dataplane::apply_delta(const v1::Delta& delta) {
   if (!ready_) return make_error("a Delta needs a Snapshot first: no tables are loaded");
-  auto merged = vxfed::dataplane::apply_delta(current_, delta);
-  if (!merged) return make_error(merged.error());
-  return install(*merged, delta.generation());
+  reclaimer_->poll();
+  std::vector<std::string> attached_now;
+  if (auto st = attach_ports(delta.upsert().endpoints(), "upsert.endpoints", &attached_now); !st) return st;
+  auto report = tables_->apply(delta, build_context(), *reclaimer_);
+  if (!report) {
+    for (const auto& iface : attached_now) ports_->detach(iface);
+    return make_error(report.error());
+  }
+  if (report->pod_ports_changed) publish_state();
+  if (report->waited_grace_period) ++handovers_;
+  arp_->watch(report->new_vteps);
+  generation_ = delta.generation();
+  ++deltas_applied_;
+  spdlog::debug("delta generation {} in force: {} entries", generation_, report->entries);
+  return {};
 }
 
 void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneResponse& response) {
@@ -322,7 +348,7 @@ void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneRespons
     case v1::DataplaneRequest::kDumpTables: {
       auto* t = response.mutable_tables();
       t->set_generation(generation_);
-      *t->mutable_tables() = current_;
+      if (tables_) *t->mutable_tables() = tables_->dump();
       break;
     }
     default:
@@ -347,6 +373,16 @@ void Dataplane::fill_status(v1::DataplaneStatus& s) const {
   s.set_ports(static_cast<std::uint32_t>(1 + ports_->endpoint_ports().size()));
   s.set_version(VXFED_VERSION);
   s.set_api_refused(api_ ? api_->refused() : 0);
+  if (tables_) {
+    s.set_networks(static_cast<std::uint32_t>(tables_->network_count()));
+    s.set_endpoints(static_cast<std::uint32_t>(tables_->endpoint_count()));
+    s.set_routes(static_cast<std::uint32_t>(tables_->route_count()));
+    s.set_vteps(static_cast<std::uint32_t>(tables_->vtep_count()));
+    s.set_tables_bytes(tables_->memory_bytes());
+  }
+  s.set_deltas_applied(deltas_applied_);
+  s.set_reclaim_pending(reclaimer_->pending());
+  s.set_handovers(handovers_);
 }
 
 void Dataplane::fill_counters(v1::Counters& out) const {

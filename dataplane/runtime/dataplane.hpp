@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "dataplane/runtime/forwarding_state.hpp"
 #include "dataplane/runtime/options.hpp"
 #include "dataplane/runtime/ports.hpp"
+#include "dataplane/runtime/rcu_reclaimer.hpp"
 #include "dataplane/runtime/rcu_slot.hpp"
 #include "common/result.hpp"
 #include "dataplane/runtime/worker.hpp"
@@ -49,7 +51,14 @@ class Dataplane {
 
  private:
   Dataplane() = default;
-  Status install(const v1::Tables& tables, std::uint64_t generation);
+  BuildContext build_context() const;
+  // Attaches the endpoint ports of `endpoints` not attached yet; on failure detaches those it
+  // attached and names the entry (`list` is "endpoints" or "upsert.endpoints").
+  Status attach_ports(const google::protobuf::RepeatedPtrField<v1::Endpoint>& endpoints, const char* list,
+                      std::vector<std::string>* attached_now);
+  // Publishes a new ForwardingState for tables_ (its pod ports) and schedules the detach of
+  // ports nothing uses any more, after the grace period.
+  void publish_state();
   bool send_arp_request(std::uint32_t target_ip_be);
   void stop_workers();
 
@@ -60,6 +69,9 @@ class Dataplane {
   unsigned workers_ = 1;
   rte_rcu_qsbr* qs_ = nullptr;
   std::unique_ptr<RcuSlot<ForwardingState>> state_;
+  std::unique_ptr<RcuReclaimer> reclaimer_;      // frees after grace periods (rcu_reclaimer.hpp)
+  std::unique_ptr<ForwardingTables> tables_;     // what state_ points workers at
+  std::set<std::string> detach_pending_;         // ifaces to detach once no worker polls them
   NeighborCache neighbors_;
   VniCounterSlots vni_slots_;
   std::vector<WorkerCounters*> counters_;
@@ -76,12 +88,11 @@ class Dataplane {
   std::unique_ptr<ArpResolver> arp_;
   std::unique_ptr<ApiServer> api_;
 
-  // What the workers run now (for DumpTables and Deltas).
-  v1::Tables current_;
   std::uint64_t generation_ = 0;
   bool ready_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::uint64_t snapshots_applied_ = 0, requests_refused_ = 0;
+  std::uint64_t snapshots_applied_ = 0, deltas_applied_ = 0, requests_refused_ = 0, handovers_ = 0;
+  std::vector<std::pair<std::uint32_t, wire::MacAddress>> default_neighbors_;  // --static-neighbor
 };
 
 }  // namespace vxfed::dataplane

@@ -1,6 +1,8 @@
-// What the control thread publishes to the workers as one RCU object: the immutable
-// forwarding tables and the endpoint ports to poll. Published whole, so a worker never polls
-// a port the tables do not know, nor sees tables that name a port it does not poll.
+// What the control thread publishes to the workers as one RCU object: the forwarding tables
+// (changed in place by Deltas; a Snapshot brings new ones) and the endpoint ports to poll.
+// A new state is published when a Snapshot replaces the tables or the set of endpoint ports
+// changes: a port is polled only once the tables name it, and polled no more before it is
+// detached.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +15,8 @@
 namespace vxfed::dataplane {
 
 struct ForwardingState {
-  std::unique_ptr<ForwardingTables> tables;
-  std::vector<std::uint16_t> pod_ports;  // every DPDK port that carries an endpoint (polled by rx_burst)
+  ForwardingTables* tables = nullptr;    // owned by the Dataplane, freed after a grace period
+  std::vector<std::uint16_t> pod_ports;  // every port that carries an endpoint
   // Pod ports served by the pod sockets (pod_sockets.hpp): ifindex -> port index, and
   // port index - kFirstPodPort -> ifindex (0: none).
   FlatMap64<std::uint16_t> pod_port_of_ifindex;

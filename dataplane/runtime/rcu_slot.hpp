@@ -9,6 +9,8 @@
 
 #include <rte_rcu_qsbr.h>
 
+#include "dataplane/core/reclaimer.hpp"
+
 namespace vxfed::dataplane {
 
 template <typename T>
@@ -29,6 +31,13 @@ class RcuSlot {
     const T* old = current_.exchange(next.release(), std::memory_order_acq_rel);
     rte_rcu_qsbr_synchronize(qs_, RTE_QSBR_THRID_INVALID);
     delete old;
+  }
+
+  // Control side, without waiting: installs `next`; the old object is freed by `reclaimer`
+  // after a grace period.
+  void publish_deferred(std::unique_ptr<const T> next, Reclaimer& reclaimer) {
+    const T* old = current_.exchange(next.release(), std::memory_order_acq_rel);
+    if (old) reclaimer.defer([old] { delete old; });
   }
 
  private:

@@ -40,7 +40,7 @@ TEST(Tables, SampleBuilds) {
   EXPECT_TRUE((*t)->vtep_allowed(*(*t)->vtep_index(be("198.18.0.9")), ia));
   EXPECT_TRUE((*t)->vtep_allowed(*(*t)->vtep_index(be("198.18.0.5")), ib));
   EXPECT_FALSE((*t)->vtep_allowed(*(*t)->vtep_index(be("198.18.0.5")), ia));
-  EXPECT_EQ((*t)->vtep_index(be("198.18.0.77")), nullptr);
+  EXPECT_FALSE((*t)->vtep_index(be("198.18.0.77")).has_value());
   // Static neighbours are in the cache; .6 is not.
   EXPECT_EQ(*node.neighbors.lookup(be("198.18.0.3")), neighbor_mac(3));
   EXPECT_FALSE(node.neighbors.lookup(be("198.18.0.6")).has_value());
@@ -137,8 +137,8 @@ TEST(Tables, ResolveAgreesWithEndpointThenRoute) {
     const auto net = tb.network_index(*tb.network_by_vni(vni));
     for (const char* dst : dsts) {
       const auto d = tb.resolve(net, be(dst));
-      const auto* ep = tb.endpoint(net, be(dst));
-      ASSERT_EQ(d.endpoint != nullptr, ep != nullptr) << "vni " << vni << " dst " << dst;
+      const auto ep = tb.endpoint(net, be(dst));
+      ASSERT_EQ(d.endpoint != nullptr, ep.has_value()) << "vni " << vni << " dst " << dst;
       if (ep) {
         EXPECT_EQ(d.endpoint->port, ep->port) << "vni " << vni << " dst " << dst;
         EXPECT_EQ(d.endpoint->mac, ep->mac) << "vni " << vni << " dst " << dst;
