@@ -58,12 +58,12 @@ class RcuMap64 {
       if (k == kEmpty) return false;
     }
   }
-  std::optional<V> get(std::uint64_t key) const {
+  [[gnu::always_inline]] std::optional<V> get(std::uint64_t key) const {  // inlined: the decap path's endpoint lookup
     V v;
     if (find(key, &v)) return v;
     return std::nullopt;
   }
-  bool contains(std::uint64_t key) const {
+  [[gnu::always_inline]] bool contains(std::uint64_t key) const {
     V v;
     return find(key, &v);
   }

@@ -189,12 +189,12 @@ class ForwardingTables {
     std::uint16_t i;
     return network_index_.find(vni, &i) ? &network(i) : nullptr;
   }
-  const NetworkEntry& network(std::uint16_t index) const { return *networks_[index].load(std::memory_order_acquire); }
+  [[gnu::always_inline]] const NetworkEntry& network(std::uint16_t index) const { return *networks_[index].load(std::memory_order_acquire); }
   std::uint16_t network_index(const NetworkEntry& n) const { return n.index; }
-  std::optional<EndpointEntry> endpoint(std::uint16_t network, std::uint32_t ip_be) const {
+  [[gnu::always_inline]] std::optional<EndpointEntry> endpoint(std::uint16_t network, std::uint32_t ip_be) const {
     return endpoints_.get(endpoint_key(network, ip_be));
   }
-  const PodPortEntry* pod_port(std::uint16_t port) const {
+  [[gnu::always_inline]] const PodPortEntry* pod_port(std::uint16_t port) const {
     return port < kMaxPorts ? pod_ports_[port].load(std::memory_order_acquire) : nullptr;
   }
   // Index of a known VTEP.
