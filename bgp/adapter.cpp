@@ -308,6 +308,8 @@ AdapterStats Adapter::stats() const {
   s.swept = t.swept;
   s.max_prefix_exceeded = t.max_prefix_exceeded;
   s.withheld = t.withheld;
+  s.next_hops_refused = t.next_hops_refused;
+  s.no_allowed_next_hop = t.no_allowed_next_hop;
   s.routes = table_.size();
   s.applies = applies_;
   s.last_apply_seconds = last_apply_seconds_;

@@ -49,6 +49,8 @@ struct AdapterStats {
   std::uint64_t swept = 0;
   std::uint64_t max_prefix_exceeded = 0;
   std::uint64_t withheld = 0;          // routes of peers over max_prefix, not installed
+  std::uint64_t next_hops_refused = 0;    // next hops outside their cluster's vtep_ranges
+  std::uint64_t no_allowed_next_hop = 0;  // routes withheld: none of their next hops allowed
   std::uint64_t routes = 0;
   std::uint64_t applies = 0;
   double last_apply_seconds = 0;

@@ -148,6 +148,7 @@ PeerConfig parse_peer(const Field& f, const BgpConfig& cfg) {
     f["max_prefix_restart"].fail("has no meaning with max_prefix_warning_only: true (the session is never closed)");
   p.max_prefix_restart_min =
       static_cast<std::uint32_t>(f.integer("max_prefix_restart", p.max_prefix_restart_min, 1, 65535));
+  if (auto r = cfg.vtep_ranges.find(p.cluster); r != cfg.vtep_ranges.end()) p.vtep_ranges = r->second;
   if (f.has("accept")) {
     const auto accept = f["accept"].items();
     if (accept.empty()) f["accept"].fail("must be a non-empty list");
@@ -170,12 +171,32 @@ PeerConfig parse_peer(const Field& f, const BgpConfig& cfg) {
   return p;
 }
 
+}  // namespace
+
+std::string own_prefix_overlap(const std::vector<net::Ipv4Prefix>& ours, const BgpConfig& cfg) {
+  for (const auto& peer : cfg.peers) {
+    if (peer.reflector || peer.cluster.empty()) continue;  // our own cluster's reflector
+    auto cluster = cfg.clusters.find(peer.cluster);
+    if (cluster == cfg.clusters.end()) continue;
+    for (const auto& mine : ours) {
+      for (const auto& theirs : cluster->second) {
+        if (mine.overlaps(theirs))
+          return "'" + mine.str() + "' overlaps '" + theirs.str() + "' of cluster '" + peer.cluster +
+                 "' (bgp.clusters): our own route would replace theirs";
+      }
+    }
+  }
+  return {};
+}
+
+namespace {
+
 BgpConfig parse(const YAML::Node& node) {
   BgpConfig cfg;
   const Field root(node, "bgp");
   if (!root.present()) return cfg;
   root.allow({"enabled", "role", "asn", "router_id", "graceful_restart", "restart_time", "advertise",
-              "clusters", "peers", "nodes", "frr", "fpm"});
+              "clusters", "vtep_ranges", "peers", "nodes", "frr", "fpm"});
   cfg.enabled = root.boolean("enabled", true);
   if (!cfg.enabled) return cfg;
   if (root.has("role")) {
@@ -216,6 +237,15 @@ BgpConfig parse(const YAML::Node& node) {
         static_cast<std::uint32_t>(n.integer("max_prefix_restart", nodes.max_prefix_restart_min, 1, 65535));
   } else if (n.present()) {
     n.fail("is for role route-reflector only");
+  }
+  if (root.has("vtep_ranges")) {
+    const Field vr = root["vtep_ranges"];
+    if (!vr.node().IsMap()) vr.fail("must map cluster names to lists of underlay CIDRs");
+    for (const auto& [name, cidrs] : vr.entries()) {
+      if (!cfg.clusters.count(name)) vr.fail("'" + name + "' is not declared under bgp.clusters");
+      cfg.vtep_ranges[name] = prefix_list(cidrs);
+      if (cfg.vtep_ranges[name].empty()) vr.fail("'" + name + "' lists no ranges (leave the cluster out to allow any)");
+    }
   }
   std::set<std::uint32_t> seen;
   for (const auto& peer : root["peers"].items()) {

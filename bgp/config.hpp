@@ -69,6 +69,9 @@ struct PeerConfig {
   // session and every route, and only warns and counts.
   std::uint32_t max_prefix_restart_min = 1;
   bool max_prefix_warning_only = false;
+  // Underlay ranges the peer's cluster's VTEPs live in (bgp.vtep_ranges of its cluster):
+  // next hops outside them are refused. Empty: any next hop.
+  std::vector<net::Ipv4Prefix> vtep_ranges;
   std::vector<PrefixMatch> accept;     // never empty after parse (defaults to cluster CIDRs)
   bool accept_defaulted = false;       // accept came from the cluster's CIDRs
 
@@ -130,6 +133,7 @@ struct BgpConfig {
   std::uint32_t restart_time_s = 120;
   std::vector<net::Ipv4Prefix> advertise;                       // extra CIDRs to advertise
   std::map<std::string, std::vector<net::Ipv4Prefix>> clusters; // remote cluster -> its CIDRs
+  std::map<std::string, std::vector<net::Ipv4Prefix>> vtep_ranges; // remote cluster -> its VTEPs' underlay ranges
   std::vector<PeerConfig> peers;
   ReflectorNodes nodes;                                         // role route-reflector only
   FrrSettings frr;
@@ -140,6 +144,13 @@ struct BgpConfig {
 // Parses the node under `bgp:` (a null/undefined node gives enabled=false). Errors name the
 // field path and the reason: "bgp.peers[1].hold: must be 0 or 3..65535 (got 2)".
 Result<BgpConfig> parse_config(const YAML::Node& bgp);
+
+// Our own prefixes (`ours`: bgp.advertise, or the blocks/CIDRs vxfedd advertises) against the
+// CIDRs of the clusters our eBGP peers belong to: the first overlap, as an error naming both
+// ("'10.245.128.0/17' overlaps '10.245.0.0/16' of cluster 'b' (bgp.clusters): ..."); empty:
+// none. FRR would prefer our own `network` statement and we would lose the route to that
+// cluster. Our own cluster's reflector (an iBGP peer) is not compared: its CIDRs hold ours.
+std::string own_prefix_overlap(const std::vector<net::Ipv4Prefix>& ours, const BgpConfig& cfg);
 
 const char* to_string(ApplyMode mode);
 const char* to_string(Role role);

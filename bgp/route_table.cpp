@@ -33,14 +33,32 @@ Attribution attribute(const std::vector<PeerConfig>& peers, const VniLookup& vni
   return a;
 }
 
+// Next hops of `offered` that lie in `ranges` (all of them when no ranges are configured).
+static std::vector<net::Ipv4Addr> allowed_next_hops(const std::vector<net::Ipv4Addr>& offered,
+                                                    const std::vector<net::Ipv4Prefix>& ranges) {
+  if (ranges.empty()) return offered;
+  std::vector<net::Ipv4Addr> out;
+  for (const auto& nh : offered) {
+    if (std::any_of(ranges.begin(), ranges.end(), [&](const net::Ipv4Prefix& r) { return r.contains(nh); }))
+      out.push_back(nh);
+  }
+  return out;
+}
+
 void RouteTable::resolve(Entry& e) const {
   const Attribution a = attribute(peers_, vni_of_, e.prefix);
   e.peer = a.peer;
   e.vni = a.vni;
+  e.vteps = e.peer < 0 ? e.offered : allowed_next_hops(e.offered, peers_[static_cast<std::size_t>(e.peer)].vtep_ranges);
+}
+
+bool RouteTable::withholds(int peer) const {
+  const auto i = static_cast<std::size_t>(peer);
+  return over_limit_[i] && !peers_[i].max_prefix_warning_only;
 }
 
 std::uint32_t RouteTable::desired_vni(const Entry& e) const {
-  if (e.peer < 0 || e.vni == 0 || over_limit_[static_cast<std::size_t>(e.peer)]) return 0;
+  if (e.peer < 0 || e.vni == 0 || e.vteps.empty() || withholds(e.peer)) return 0;
   return e.vni;
 }
 
@@ -111,11 +129,11 @@ void RouteTable::reresolve() {
   peer_counts_.assign(peers_.size(), 0);
   over_limit_.resize(peers_.size(), false);
   exceeded_.resize(peers_.size(), false);
-  std::unordered_map<std::uint64_t, std::pair<int, std::uint32_t>> before;
+  std::unordered_map<std::uint64_t, std::tuple<int, std::uint32_t, std::vector<net::Ipv4Addr>>> before;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
     const int old_peer = e.peer;
-    before[it->first] = {e.peer, e.vni};
+    before[it->first] = {e.peer, e.vni, e.vteps};
     resolve(e);
     if (e.peer < 0) {
       ++stats_.no_peer;
@@ -134,7 +152,7 @@ void RouteTable::reresolve() {
   }
   for (auto& [k, e] : entries_) {
     const auto& b = before[k];
-    sync(e, b.first != e.peer || b.second != e.vni);
+    sync(e, std::get<0>(b) != e.peer || std::get<1>(b) != e.vni || std::get<2>(b) != e.vteps);
   }
 }
 
@@ -166,11 +184,11 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   Entry e;
   e.prefix = msg.prefix;
   for (std::uint8_t i = 0; i < msg.next_hop_count; ++i) {
-    if (msg.next_hops[i].gateway != 0) e.vteps.push_back(net::Ipv4Addr{msg.next_hops[i].gateway});
+    if (msg.next_hops[i].gateway != 0) e.offered.push_back(net::Ipv4Addr{msg.next_hops[i].gateway});
   }
-  std::sort(e.vteps.begin(), e.vteps.end());
-  e.vteps.erase(std::unique(e.vteps.begin(), e.vteps.end()), e.vteps.end());
-  if (e.vteps.empty()) {
+  std::sort(e.offered.begin(), e.offered.end());
+  e.offered.erase(std::unique(e.offered.begin(), e.offered.end()), e.offered.end());
+  if (e.offered.empty()) {
     ++stats_.no_next_hop;  // blackhole/unreachable or zero next hops: no VTEP to send to
     erase(k);
     check_limits();
@@ -183,6 +201,7 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
     check_limits();
     return;
   }
+  stats_.next_hops_refused += e.offered.size() - e.vteps.size();
   auto it = entries_.find(k);
   if (it == entries_.end()) {
     count(e.peer, +1);
@@ -194,6 +213,7 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   Entry& old = it->second;
   old.stale = false;
   const bool changed = old.vteps != e.vteps || old.peer != e.peer || old.vni != e.vni;
+  old.offered = std::move(e.offered);
   if (!changed) return;  // resent as is
   count(old.peer, -1);
   count(e.peer, +1);
@@ -281,7 +301,8 @@ RouteTableStats RouteTable::stats() const {
   s.withheld = 0;
   for (const auto& [k, e] : entries_) {
     s.unresolved += e.vni == 0;
-    s.withheld += e.vni != 0 && e.peer >= 0 && over_limit_[static_cast<std::size_t>(e.peer)];
+    s.withheld += e.vni != 0 && e.peer >= 0 && withholds(e.peer);
+    s.no_allowed_next_hop += e.peer >= 0 && e.vteps.empty();
   }
   return s;
 }

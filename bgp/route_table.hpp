@@ -10,7 +10,11 @@
 // - max-prefix, enforced here too: FRR 8.4 checks maximum-prefix only when an UPDATE arrives
 //   and counts only paths whose next hop is already resolved, so a burst can slip past it
 //   (measured, docs/bgp.md). When more routes than a peer's max_prefix are attributed to it,
-//   none of that peer's routes is given to the consumer until the count is back under.
+//   none of that peer's routes is given to the consumer until the count is back under
+//   (unless the peer is max_prefix_warning_only: then it is counted and installed).
+// - Next hops must lie in the peer's cluster's vtep_ranges (when configured): every next hop
+//   becomes a VTEP allowed to send us VXLAN, so one outside them is refused and counted; a
+//   route left with none is withheld (RouteTableStats::no_allowed_next_hop).
 // - Resync (mark and sweep): when zebra (re)connects it resends its whole table; begin_resync()
 //   marks every route stale, each resent route is unmarked, end_resync() removes the rest.
 // Changes accumulate and are taken as one RouteUpdate (common/routes.hpp) with
@@ -54,6 +58,8 @@ struct RouteTableStats {
   std::uint64_t max_prefix_exceeded = 0;  // times a peer went over its max_prefix
   std::uint64_t unresolved = 0;      // current routes whose network has no VNI yet
   std::uint64_t withheld = 0;        // current routes withheld (peer over max_prefix)
+  std::uint64_t next_hops_refused = 0;    // next hops outside the peer's vtep_ranges (per message)
+  std::uint64_t no_allowed_next_hop = 0;  // current routes withheld: no next hop in vtep_ranges
 };
 
 class RouteTable {
@@ -86,7 +92,8 @@ class RouteTable {
  private:
   struct Entry {
     net::Ipv4Prefix prefix;
-    std::vector<net::Ipv4Addr> vteps;
+    std::vector<net::Ipv4Addr> offered;  // next hops as zebra sent them (sorted, unique)
+    std::vector<net::Ipv4Addr> vteps;    // those the peer's vtep_ranges allow
     int peer = -1;               // index into peers_; -1: none matched
     std::uint32_t vni = 0;       // 0: unresolved
     std::uint32_t emitted_vni = 0;  // the key the consumer holds this route under; 0: none
@@ -97,6 +104,7 @@ class RouteTable {
     return (std::uint64_t{vni} << 40) | key(p);
   }
   void resolve(Entry& e) const;
+  bool withholds(int peer) const;  // peer over max_prefix and not warning-only
   std::uint32_t desired_vni(const Entry& e) const;
   RemoteRoute to_route(const Entry& e) const;
   // Brings what the consumer holds for `e` in line with what it should hold. `changed`: the

@@ -36,6 +36,14 @@ std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config, const Nod
   return advertised(config.cluster.pod_cidrs, config.federation.enabled, state);
 }
 
+// This node's own prefixes must not overlap a cluster of its eBGP peers: FRR would prefer our
+// `network` statement and the node would lose its route to that cluster without a word.
+static Status check_own_prefixes(const Config& config, const NodeState& state, const bgp::BgpConfig& bgp) {
+  const std::string why = bgp::own_prefix_overlap(advertised_prefixes(config, state), bgp);
+  if (!why.empty()) return make_error(config.source + ": this node's prefix " + why);
+  return {};
+}
+
 Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_context& io, const Config& config,
                                                                  const NodeState& state,
                                                                  std::shared_ptr<spdlog::logger> log,
@@ -44,6 +52,7 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
   auto parsed = bgp::parse_config(config.bgp);
   if (!parsed) return make_error(config.source + ": " + parsed.error());
   if (!parsed->enabled) return std::unique_ptr<bgp::RouteSource>();
+  if (auto own = check_own_prefixes(config, state, *parsed); !own) return make_error(own.error());
   auto vtep = net::Ipv4Addr::parse(config.node.vtep_ip);
   if (!vtep) return make_error(config.source + ": node.vtep_ip: " + vtep.error());
   bgp::RouteSourceOptions options;
@@ -63,6 +72,7 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
 Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config, const NodeState& state) {
   auto parsed = bgp::parse_config(config.bgp);
   if (!parsed) return make_error(parsed.error());
+  if (auto own = check_own_prefixes(config, state, *parsed); !own) return own;
   return source.reconfigure(std::move(*parsed), advertised_prefixes(config, state));
 }
 

@@ -256,6 +256,16 @@ peers: [{address: 198.18.0.20, remote_asn: 65002, cluster: cluster-b}]
   EXPECT_TRUE(c->peers[0].graceful_restart);
 }
 
+TEST(BgpConfig, VtepRangesBelongToDeclaredClusters) {
+  auto c = parse(std::string(kBase) + "vtep_ranges:\n  cluster-b: [198.18.0.0/24]\n");
+  ASSERT_TRUE(c.ok()) << c.error();
+  ASSERT_EQ(c->peers[0].vtep_ranges.size(), 1u);
+  EXPECT_EQ(c->peers[0].vtep_ranges[0].str(), "198.18.0.0/24");
+  auto unknown = parse(std::string(kBase) + "vtep_ranges:\n  cluster-x: [198.18.0.0/24]\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().find("'cluster-x' is not declared"), std::string::npos) << unknown.error();
+}
+
 TEST(BgpConfig, SameNetworkPeersMayOverlap) {
   auto c = parse(with_peer("  - {address: 198.18.0.3, remote_asn: 65002, cluster: cluster-b, network: fed}\n"));
   ASSERT_TRUE(c.ok()) << c.error();

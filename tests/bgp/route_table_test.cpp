@@ -204,6 +204,29 @@ TEST_F(Fixture, BurstOverTheLimitInOneBatchEmitsNothing) {
   EXPECT_TRUE(table.take_pending().empty());
 }
 
+// An FPM next hop becomes a VTEP allowed to send us VXLAN: outside the cluster's underlay
+// ranges it is refused (counted), and a route left with none is withheld.
+TEST_F(Fixture, NextHopsOutsideTheClustersVtepRangesAreRefused) {
+  auto p = peers();
+  p[0].vtep_ranges = {pfx("198.18.0.0/28")};
+  table.set_peers(p);
+  apply("10.245.1.0/24", {ip("198.18.0.12"), ip("203.0.113.9")});  // one allowed, one not
+  apply("10.245.2.0/24", {ip("203.0.113.9")});                     // none allowed
+  apply("10.246.0.0/16", {ip("203.0.113.9")});                     // peer c: no ranges, any
+  EXPECT_EQ(str(table.take_pending()),
+            "delta +10.245.1.0/24@1500[198.18.0.12]198.18.0.2 +10.246.0.0/16@2000[203.0.113.9]198.18.0.3");
+  EXPECT_EQ(table.stats().next_hops_refused, 2u);
+  EXPECT_EQ(table.stats().no_allowed_next_hop, 1u);
+  // The next hop moves into the range: the withheld route is installed.
+  apply("10.245.2.0/24", {ip("198.18.0.13")});
+  EXPECT_EQ(str(table.take_pending()), "delta +10.245.2.0/24@1500[198.18.0.13]198.18.0.2");
+  EXPECT_EQ(table.stats().no_allowed_next_hop, 0u);
+  // Ranges widened by a reconfigure: the refused next hop is admitted without a resend.
+  p[0].vtep_ranges = {pfx("198.18.0.0/28"), pfx("203.0.113.0/24")};
+  table.set_peers(p);
+  EXPECT_EQ(str(table.take_pending()), "delta +10.245.1.0/24@1500[198.18.0.12,203.0.113.9]198.18.0.2");
+}
+
 TEST_F(Fixture, PeerChangeReresolves) {
   apply("10.246.0.0/16", {ip("198.18.0.13")});
   table.take_pending();

@@ -84,6 +84,26 @@ TEST_F(BgpRoutesTest, BuiltFromTheConfig) {
   EXPECT_TRUE(fake->started);
 }
 
+// This node's own CIDRs overlapping a peer cluster's: FRR would prefer our `network`
+// statement and the node would lose its route to that cluster. Refused, naming both.
+TEST_F(BgpRoutesTest, OwnPodCidrsOverlappingAPeerClusterAreRefused) {
+  Config clash = config;
+  clash.bgp = YAML::Load(R"(
+enabled: true
+asn: 65001
+router_id: 198.18.0.1
+clusters: {b: [10.244.128.0/17]}
+peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: green}]
+)");
+  FakeAdapter* other = nullptr;
+  auto made = make_bgp_route_source(io, clash, *state, nullptr, fake_factory(other));
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.error().find("this node's prefix '10.244.0.0/16' overlaps '10.244.128.0/17' of cluster 'b'"),
+            std::string::npos)
+      << made.error();
+  EXPECT_FALSE(reconfigure_bgp_route_source(*source, clash, *state).ok()) << "a reload with the clash is refused too";
+}
+
 TEST_F(BgpRoutesTest, ApiNetworkAddedInstallsRoutesLearnedBeforeAndRemovedWithdrawsThem) {
   const std::size_t static_routes = state->route_count();
   fake->learn("10.245.9.0/24", {"198.18.0.12"});
