@@ -212,6 +212,44 @@ Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
   return n;
 }
 
+// What the endpoint's dataplane state means for a runtime: nothing (the dataplane forwards for
+// the pod), 11 (not yet, or no dataplane: try again later), 105 (refused, with the reason).
+std::optional<CniError> dataplane_problem(const pb::EndpointInfo& ep, const std::string& who) {
+  switch (ep.dataplane()) {
+    case pb::DP_CARRIED:
+      return std::nullopt;
+    case pb::DP_REFUSED:
+      return cni_error(kDataplaneRefused, "the dataplane refused " + who + ": " + ep.dataplane_error(), "DP_REFUSED");
+    case pb::DP_NOT_CONNECTED:
+      return cni_error(kTryAgainLater, "the dataplane does not forward for " + who + " yet: " + ep.dataplane_error() +
+                                           "; try again once vxfed-dataplane runs (vxfedctl status)");
+    case pb::DP_PENDING:
+      return cni_error(kTryAgainLater, "the dataplane has not acknowledged " + who + " yet; try again");
+    default:  // a vxfedd from before the dataplane state: its flag alone
+      if (ep.in_dataplane()) return std::nullopt;
+      return cni_error(kTryAgainLater, "vxfedd has " + who + " but the dataplane does not (yet); try again");
+  }
+}
+
+// After an attach that waited: an older vxfedd answers at once, so look until the wait is over.
+Done dataplane_carries(VxfeddClient& client, const NetConf& conf, const CniEnv& env, pb::EndpointInfo ep) {
+  const std::string who = "endpoint " + env.container_id + "/" + env.ifname;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(conf.dataplane_timeout_ms);
+  for (;;) {
+    auto problem = dataplane_problem(ep, who);
+    if (!problem) return done();
+    if (problem->code != kTryAgainLater || std::chrono::steady_clock::now() >= deadline) return *problem;
+    ::usleep(20000);
+    pb::ControlRequest req;
+    req.mutable_check_endpoint()->set_container_id(env.container_id);
+    req.mutable_check_endpoint()->set_ifname(env.ifname);
+    auto resp = client.call(req);
+    if (!resp) return resp.error();
+    if (resp->code() != pb::OK) return from_vxfedd(*resp, "vxfedd lost " + who);
+    ep = resp->endpoint();
+  }
+}
+
 std::map<std::string, std::string> pod_args(const CniEnv& env) {
   std::map<std::string, std::string> out;
   for (const auto& key : pod_arg_keys())
@@ -366,11 +404,16 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   ep->set_host_iface(host);
   ep->set_netns(env.netns);
   for (const auto& [k, v] : pod_args(env)) (*ep->mutable_pod())[k] = v;
-  auto resp = client->call(req);
+  // vxfedd answers once the dataplane forwards for the pod (or refused it, or did not within
+  // the wait); a refused or timed-out endpoint it has already forgotten. The detach is queued
+  // for rollback first: an answer lost on the way leaves nothing registered either.
+  req.mutable_attach_endpoint()->set_wait_ms(conf.dataplane_timeout_ms);
+  rollback.push("vxfedd detach", [&] { detach_or_queue(*store, &*client, env.container_id, env.ifname, conf.network); });
+  auto resp = client->call(req, static_cast<int>(conf.dataplane_timeout_ms));
   if (!resp) return resp.error();
   if (resp->code() != pb::OK)
     return from_vxfedd(*resp, "vxfedd did not register the endpoint " + env.container_id + "/" + env.ifname);
-  rollback.push("vxfedd detach", [&] { detach_or_queue(*store, &*client, env.container_id, env.ifname, conf.network); });
+  if (auto st = dataplane_carries(*client, conf, env, resp->endpoint()); !st) return st.error();
 
   {
     auto guard = store->lock();
@@ -509,7 +552,6 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
   if (resp->code() == pb::NOT_FOUND) return fail("vxfedd has no endpoint for it");
   if (resp->code() != pb::OK) return from_vxfedd(*resp, "vxfedd could not check the endpoint");
   const auto& ep = resp->endpoint();
-  if (!ep.in_dataplane()) return fail("vxfedd has the endpoint but the dataplane does not (yet)");
   if (!our_ip.empty() && ep.spec().ip() != our_ip)
     return fail("vxfedd has IP " + ep.spec().ip() + " for it, the pod has " + our_ip);
   if (ep.spec().host_iface() != host) return fail("vxfedd attaches host interface " + ep.spec().host_iface() + ", expected " + host);
@@ -517,6 +559,8 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
     return fail(env.ifname + " has MAC " + net::format_mac(l.mac) + " but the dataplane delivers its traffic to " +
                 ep.spec().mac() + " (registered at ADD): a plugin after vxfed changed the MAC; request the MAC "
                 "from vxfed (CNI_ARGS MAC, runtimeConfig.mac or args.cni.mac) instead");
+  // Last of vxfedd's checks: a transient state is 11 (try again), not "different from prevResult".
+  if (auto problem = dataplane_problem(ep, "endpoint " + env.container_id + "/" + env.ifname)) return *problem;
 
   if (auto r = bandwidth_check(conf, env.container_id, env.ifname, env.netns); !r) return r.error();
   const NetConf ipam_conf = ipam_conf_for_release(conf, prev.ips.empty() ? std::string{} : prev.ips.front().address);

@@ -21,7 +21,7 @@ enum Code : int {
   kIoFailure = 5,                // reading stdin, writing state files
   kDecodeFailure = 6,            // stdin or a delegate's output is not valid JSON
   kInvalidConfig = 7,            // the network configuration does not validate
-  kTryAgainLater = 11,           // transient: vxfedd is not reachable
+  kTryAgainLater = 11,           // transient: vxfedd or the dataplane not reachable or not ready yet
   kNotAvailable = 50,            // STATUS: not ready for ADD
   kLimitedConnectivity = 51,     // STATUS: ADD works but remote clusters are unreachable
   // vxfed's own codes (docs/cni.md):
@@ -30,6 +30,7 @@ enum Code : int {
   kIpamFailure = 102,            // the IPAM plugin failed without a CNI code of its own
   kCheckFailed = 103,            // CHECK found the attachment different from prevResult
   kInternal = 104,               // a bug: an invariant did not hold
+  kDataplaneRefused = 105,       // the dataplane cannot take the pod (e.g. every pod port in use)
 };
 
 struct CniError {

@@ -130,6 +130,12 @@ Expected<NetConf> parse_netconf(const std::string& stdin_text) {
       return cni_error(kInvalidConfig, "\"timeoutMs\" must be an integer between 1 and 60000");
     c.timeout_ms = j["timeoutMs"].get<std::uint32_t>();
   }
+  if (j.contains("dataplaneTimeoutMs")) {
+    if (!j["dataplaneTimeoutMs"].is_number_unsigned() || j["dataplaneTimeoutMs"].get<std::uint64_t>() == 0 ||
+        j["dataplaneTimeoutMs"].get<std::uint64_t>() > 30000)
+      return cni_error(kInvalidConfig, "\"dataplaneTimeoutMs\" must be an integer between 1 and 30000");
+    c.dataplane_timeout_ms = j["dataplaneTimeoutMs"].get<std::uint32_t>();
+  }
 
   if (j.contains("ipam") && !j["ipam"].is_null()) {
     if (!j["ipam"].is_object()) return cni_error(kInvalidConfig, "\"ipam\" must be an object");

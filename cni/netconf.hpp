@@ -45,6 +45,7 @@ struct NetConf {
   std::string log_file;                       // empty: stderr
   std::string log_level = "warn";
   std::uint32_t timeout_ms = 5000;            // per vxfedd request
+  std::uint32_t dataplane_timeout_ms = 5000;  // ADD: how long vxfedd may wait for the dataplane to take the pod
   std::optional<std::string> runtime_mac;     // runtimeConfig.mac, validated
   std::optional<Bandwidth> bandwidth;         // runtimeConfig.bandwidth, validated
   std::optional<CniResult> prev_result;

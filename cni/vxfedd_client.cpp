@@ -23,13 +23,15 @@ VxfeddClient::~VxfeddClient() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Expected<pb::ControlResponse> VxfeddClient::call(pb::ControlRequest request) {
+Expected<pb::ControlResponse> VxfeddClient::call(pb::ControlRequest request) { return call(std::move(request), 0); }
+
+Expected<pb::ControlResponse> VxfeddClient::call(pb::ControlRequest request, int extra_ms) {
   const std::uint64_t id = next_id_++;
   request.set_request_id(id);
   if (auto st = vxfed::write_delimited(fd_, request, timeout_ms_); !st)
     return cni_error(kTryAgainLater, "cannot send a request to vxfedd at " + socket_, st.error());
   pb::ControlResponse response;
-  if (auto st = vxfed::read_delimited(fd_, response, timeout_ms_); !st)
+  if (auto st = vxfed::read_delimited(fd_, response, timeout_ms_ + extra_ms); !st)
     return cni_error(kTryAgainLater, "vxfedd at " + socket_ + " did not answer", st.error());
   if (response.request_id() != id)
     return cni_error(kVxfeddRefused, "vxfedd answered request " + std::to_string(response.request_id()) +
@@ -44,6 +46,8 @@ CniError from_vxfedd(const pb::ControlResponse& response, const std::string& wha
       return cni_error(kInvalidConfig, what + ": " + reason);
     case pb::UNAVAILABLE:
       return cni_error(kTryAgainLater, what + ": vxfedd is not ready (" + reason + ")");
+    case pb::DATAPLANE_REFUSED:
+      return cni_error(kDataplaneRefused, what + ": " + reason, pb::ErrorCode_Name(response.code()));
     default:
       return cni_error(kVxfeddRefused, what + ": vxfedd refused: " + reason, pb::ErrorCode_Name(response.code()));
   }

@@ -29,6 +29,9 @@ class VxfeddClient {
   // Sends `request` (its request_id is set here) and returns vxfedd's answer whatever its code;
   // transport failures are code 11.
   Expected<pb::ControlResponse> call(pb::ControlRequest request);
+  // The same, waiting up to extra_ms longer for the answer (an attach that waits for the
+  // dataplane).
+  Expected<pb::ControlResponse> call(pb::ControlRequest request, int extra_ms);
 
  private:
   VxfeddClient(int fd, int timeout_ms, std::string socket) : fd_(fd), timeout_ms_(timeout_ms), socket_(std::move(socket)) {}
@@ -39,7 +42,8 @@ class VxfeddClient {
 };
 
 // vxfedd's reason as a CNI error: NOT_FOUND and INVALID_ARGUMENT of a network become 7 (the
-// config names something vxfedd does not have), UNAVAILABLE becomes 11, the rest 100.
+// config names something vxfedd does not have), UNAVAILABLE becomes 11, DATAPLANE_REFUSED
+// 105 (the dataplane cannot take the pod; vxfedd's message says why), the rest 100.
 CniError from_vxfedd(const pb::ControlResponse& response, const std::string& what);
 
 }  // namespace vxfed::cni

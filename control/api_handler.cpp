@@ -1,5 +1,7 @@
 #include "control/api_handler.hpp"
 
+#include <algorithm>
+
 namespace vxfed::control {
 
 const char* error_code_name(v1::ErrorCode code) {
@@ -12,6 +14,7 @@ const char* error_code_name(v1::ErrorCode code) {
     case v1::UNAVAILABLE: return "unavailable";
     case v1::PERMISSION_DENIED: return "permission_denied";
     case v1::INTERNAL: return "internal";
+    case v1::DATAPLANE_REFUSED: return "dataplane_refused";
     default: return "unknown";
   }
 }
@@ -29,6 +32,92 @@ bool fill(v1::ControlResponse& response, Result<T>& result, v1::ErrorCode code) 
 }  // namespace
 
 v1::ControlResponse ApiHandler::handle(const v1::ControlRequest& request) {
+  auto response = answer(request);
+  finish(response);
+  return response;
+}
+
+void ApiHandler::handle(const v1::ControlRequest& request, Reply reply) {
+  auto response = answer(request);
+  const std::uint32_t wait_ms =
+      request.op_case() == v1::ControlRequest::kAttachEndpoint ? request.attach_endpoint().wait_ms() : 0;
+  if (wait_ms == 0 || response.code() != v1::OK) {
+    finish(response);
+    reply(std::move(response));
+    return;
+  }
+  ++counters_.attach_waits;
+  const auto& spec = request.attach_endpoint().endpoint();
+  Waiting w{request.request_id(), spec.container_id(), spec.ifname(),
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(wait_ms, kMaxAttachWaitMs)),
+            std::min(wait_ms, kMaxAttachWaitMs), std::move(reply)};
+  if (auto done = settle(w, false)) {
+    finish(*done);
+    w.reply(std::move(*done));
+    return;
+  }
+  waiting_.push_back(std::move(w));
+}
+
+void ApiHandler::progress() {
+  if (waiting_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  // Replies may re-enter (a reply that writes); settle first, then answer.
+  std::vector<std::pair<Reply, v1::ControlResponse>> answers;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (auto done = settle(*it, now >= it->deadline)) {
+      finish(*done);
+      answers.emplace_back(std::move(it->reply), std::move(*done));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [reply, response] : answers) reply(std::move(response));
+}
+
+std::optional<v1::ControlResponse> ApiHandler::settle(const Waiting& w, bool expired) {
+  v1::ControlResponse response;
+  response.set_request_id(w.request_id);
+  v1::ErrorCode code = v1::OK;
+  const std::string id = NodeState::endpoint_id(w.container_id, w.ifname);
+  auto info = state_.check(w.container_id, w.ifname, &code);
+  if (!info) {
+    response.set_code(v1::NOT_FOUND);
+    response.set_error("endpoint " + id + " was detached while its attach waited for the dataplane");
+    return response;
+  }
+  if (info->dataplane() == v1::DP_CARRIED) {
+    *response.mutable_endpoint() = *info;
+    return response;
+  }
+  const bool refused = info->dataplane() == v1::DP_REFUSED;
+  if (!refused && !expired) return std::nullopt;
+  // A pod that cannot forward is not attached: vxfedd forgets it before it says so.
+  v1::ErrorCode ignored = v1::OK;
+  (void)state_.detach(w.container_id, w.ifname, &ignored);
+  if (refused) {
+    response.set_code(v1::DATAPLANE_REFUSED);
+    response.set_error("the dataplane refused endpoint " + id + " (host interface " + info->spec().host_iface() +
+                       "): " + info->dataplane_error());
+  } else {
+    ++counters_.attach_wait_timeouts;
+    response.set_code(v1::UNAVAILABLE);
+    response.set_error("the dataplane did not take endpoint " + id + " within " + std::to_string(w.wait_ms) + " ms (" +
+                       (info->dataplane() == v1::DP_NOT_CONNECTED ? info->dataplane_error()
+                                                                        : std::string("sent, not acknowledged yet")) +
+                       "); it was detached again");
+  }
+  return response;
+}
+
+void ApiHandler::finish(v1::ControlResponse& response) {
+  const auto index = static_cast<std::size_t>(response.code());
+  if (index < std::size(counters_.by_code)) ++counters_.by_code[index];
+  if (response.code() != v1::OK) ++counters_.errors;
+}
+
+v1::ControlResponse ApiHandler::answer(const v1::ControlRequest& request) {
   v1::ControlResponse response;
   response.set_request_id(request.request_id());
   v1::ErrorCode code = v1::OK;
@@ -118,9 +207,6 @@ v1::ControlResponse ApiHandler::handle(const v1::ControlRequest& request) {
       response.set_error("unknown request: no operation this vxfedd understands (newer client?)");
       break;
   }
-  const auto index = static_cast<std::size_t>(response.code());
-  if (index < std::size(counters_.by_code)) ++counters_.by_code[index];
-  if (response.code() != v1::OK) ++counters_.errors;
   return response;
 }
 

@@ -2,8 +2,10 @@
 // API server feeds it, unit tests call it directly.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,19 +26,45 @@ struct ApiCounters {
   std::uint64_t errors = 0;
   std::uint64_t attaches = 0;
   std::uint64_t detaches = 0;
-  std::uint64_t by_code[8] = {};
+  std::uint64_t by_code[9] = {};
+  std::uint64_t attach_waits = 0;        // attaches that waited for the dataplane
+  std::uint64_t attach_wait_timeouts = 0;
 };
 
 class ApiHandler {
  public:
+  using Reply = std::function<void(v1::ControlResponse)>;
+  static constexpr std::uint32_t kMaxAttachWaitMs = 30000;
+
   ApiHandler(NodeState& state, DaemonView view) : state_(state), view_(std::move(view)) {}
+  // Answers through reply, at once or, for an AttachEndpoint with wait_ms, once the dataplane
+  // carries the endpoint, refused it, or wait_ms passed (progress() decides; on a refusal or
+  // timeout the endpoint is detached again, so a failed attach leaves nothing behind).
+  void handle(const v1::ControlRequest& request, Reply reply);
+  // The same, answered at once (wait_ms is ignored).
   v1::ControlResponse handle(const v1::ControlRequest& request);
+  // Looks at the waiting attaches again: the dataplane answered or went away, or time passed.
+  void progress();
+  std::size_t waiting() const { return waiting_.size(); }
   const ApiCounters& counters() const { return counters_; }
 
  private:
+  struct Waiting {
+    std::uint64_t request_id;
+    std::string container_id, ifname;
+    std::chrono::steady_clock::time_point deadline;
+    std::uint32_t wait_ms;
+    Reply reply;
+  };
+  v1::ControlResponse answer(const v1::ControlRequest& request);
+  void finish(v1::ControlResponse& response);
+  // A waiting attach's answer, or nullopt while it still waits.
+  std::optional<v1::ControlResponse> settle(const Waiting& w, bool expired);
+
   NodeState& state_;
   DaemonView view_;
   ApiCounters counters_;
+  std::vector<Waiting> waiting_;
 };
 
 const char* error_code_name(v1::ErrorCode code);

@@ -75,6 +75,10 @@ class ApiServer::Session : public std::enable_shared_from_this<ApiServer::Sessio
     timer_.expires_after(std::chrono::milliseconds(server_.options_.idle_timeout_ms));
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || !*self->alive_) return;
+      if (self->awaiting_) {  // quiet because vxfedd has not answered yet, not the client
+        self->arm_timer();
+        return;
+      }
       if (self->decoder_.buffered() > 0) {
         ++self->stats_->bad_frames;
         self->server_.log_->warn("API: {} sent a partial frame ({} bytes) and went quiet; closing",
@@ -101,9 +105,11 @@ class ApiServer::Session : public std::enable_shared_from_this<ApiServer::Sessio
     });
   }
 
-  // Handles every complete frame; false when the connection is being closed.
+  // Handles every complete frame; false when the connection is being closed or a request
+  // waits for its answer (then the answer resumes processing and reading).
   bool process() {
     for (;;) {
+      if (awaiting_) return false;
       auto frame = decoder_.next();
       if (!frame) {
         ++stats_->bad_frames;
@@ -121,16 +127,26 @@ class ApiServer::Session : public std::enable_shared_from_this<ApiServer::Sessio
         return false;
       }
       const bool unknown = request.op_case() == v1::ControlRequest::OP_NOT_SET;
-      auto response = server_.handler_(request, peer_);
       if (unknown) {
         ++stats_->unknown;
         server_.log_->warn("API: unknown request from {} (request_id {}); closing the connection", describe(peer_),
                            request.request_id());
         closing_ = true;
-        write(response);
-        return false;
       }
-      write(response);
+      awaiting_ = true;
+      auto in_handler = std::make_shared<bool>(true);
+      server_.handler_(request, peer_, [self = shared_from_this(), in_handler](v1::ControlResponse response) {
+        if (!*self->alive_) return;
+        self->awaiting_ = false;
+        self->write(response);
+        if (*in_handler || self->closing_) return;
+        // A later answer: the connection goes on with its next request.
+        self->arm_timer();
+        if (self->process()) self->read();
+      });
+      *in_handler = false;
+      if (closing_) return false;
+      if (awaiting_) return false;
     }
   }
 
@@ -179,14 +195,25 @@ class ApiServer::Session : public std::enable_shared_from_this<ApiServer::Sessio
   std::deque<std::string> out_;
   bool writing_ = false;
   bool closing_ = false;
+  bool awaiting_ = false;  // a request's answer is still to come
 };
 
-ApiServer::ApiServer(asio::io_context& io, Options options, Handler handler, std::shared_ptr<spdlog::logger> log)
+ApiServer::ApiServer(asio::io_context& io, Options options, AsyncHandler handler, std::shared_ptr<spdlog::logger> log)
     : io_(io), options_(std::move(options)), handler_(std::move(handler)), log_(std::move(log)), acceptor_(io) {}
+
+Result<std::unique_ptr<ApiServer>> ApiServer::create(asio::io_context& io, Options options, Handler handler,
+                                                     std::shared_ptr<spdlog::logger> log) {
+  return create(
+      io, std::move(options),
+      [handler = std::move(handler)](const v1::ControlRequest& request, const PeerCredentials& peer, Reply reply) {
+        reply(handler(request, peer));
+      },
+      std::move(log));
+}
 
 ApiServer::~ApiServer() { stop(); }
 
-Result<std::unique_ptr<ApiServer>> ApiServer::create(asio::io_context& io, Options options, Handler handler,
+Result<std::unique_ptr<ApiServer>> ApiServer::create(asio::io_context& io, Options options, AsyncHandler handler,
                                                      std::shared_ptr<spdlog::logger> log) {
   if (auto ok = prepare_socket_dir(options.path, options.group); !ok) return make_error(ok.error());
   // A socket file left by a crashed vxfedd is removed; a live one means another daemon.

@@ -3,7 +3,9 @@
 // SO_PEERCRED (root, vxfedd's own uid, or a member of the configured group). Frames are
 // length-delimited ControlRequests; a malformed, unknown or oversized message is logged and
 // ends that connection only. A connection that stops halfway through a frame is dropped after
-// the idle timeout. Requests of one connection are answered in order, one response each.
+// the idle timeout. Requests of one connection are answered in order, one response each; a
+// request may be answered later (an attach that waits for the dataplane): the connection's
+// next request is read only after that answer.
 #pragma once
 
 #include <sys/types.h>
@@ -29,6 +31,9 @@ using vxfed::PeerCredentials;
 class ApiServer {
  public:
   using Handler = std::function<v1::ControlResponse(const v1::ControlRequest&, const PeerCredentials&)>;
+  // Answers by calling Reply once, now or later, on the io_context's thread.
+  using Reply = std::function<void(v1::ControlResponse)>;
+  using AsyncHandler = std::function<void(const v1::ControlRequest&, const PeerCredentials&, Reply)>;
   struct Options {
     std::string path;
     std::optional<gid_t> group;          // members may connect besides root
@@ -46,6 +51,8 @@ class ApiServer {
     std::uint64_t unknown = 0;           // no operation set
   };
 
+  static Result<std::unique_ptr<ApiServer>> create(boost::asio::io_context& io, Options options, AsyncHandler handler,
+                                                   std::shared_ptr<spdlog::logger> log);
   static Result<std::unique_ptr<ApiServer>> create(boost::asio::io_context& io, Options options, Handler handler,
                                                    std::shared_ptr<spdlog::logger> log);
   ~ApiServer();
@@ -54,13 +61,13 @@ class ApiServer {
 
  private:
   class Session;
-  ApiServer(boost::asio::io_context& io, Options options, Handler handler, std::shared_ptr<spdlog::logger> log);
+  ApiServer(boost::asio::io_context& io, Options options, AsyncHandler handler, std::shared_ptr<spdlog::logger> log);
   void accept();
   bool allowed(const PeerCredentials& peer) const;
 
   boost::asio::io_context& io_;
   Options options_;
-  Handler handler_;
+  AsyncHandler handler_;
   std::shared_ptr<spdlog::logger> log_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::shared_ptr<Stats> stats_ = std::make_shared<Stats>();

@@ -104,7 +104,7 @@ struct Daemon::Impl {
     in.api_unknown = as.unknown;
     const auto& hc = handler->counters();
     in.api_requests = hc.requests;
-    for (int code = 1; code < 8; ++code)
+    for (int code = 1; code < static_cast<int>(std::size(hc.by_code)); ++code)
       in.api_errors_by_code.emplace_back(error_code_name(static_cast<v1::ErrorCode>(code)), hc.by_code[code]);
     in.federation_enabled = federation != nullptr;
     if (federation) {
@@ -244,6 +244,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   view.peers = [&d] { return d.peers(); };
   view.counters = [&d] { return d.dataplane->counters(); };
   d.handler = std::make_unique<ApiHandler>(*d.state, view);
+  d.dataplane->set_listener([&d] { d.handler->progress(); });
 
   ApiServer::Options api_options;
   api_options.path = d.config.daemon.socket;
@@ -257,12 +258,13 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   }
   auto api = ApiServer::create(
       d.io, api_options,
-      [&d](const v1::ControlRequest& request, const PeerCredentials& peer) {
-        auto response = d.handler->handle(request);
-        if (response.code() != v1::OK)
-          d.log->info("API: request {} from pid {} failed ({}): {}", request.request_id(), peer.pid,
-                      error_code_name(response.code()), response.error());
-        return response;
+      [&d](const v1::ControlRequest& request, const PeerCredentials& peer, ApiServer::Reply reply) {
+        d.handler->handle(request, [&d, peer, reply = std::move(reply)](v1::ControlResponse response) {
+          if (response.code() != v1::OK)
+            d.log->info("API: request {} from pid {} failed ({}): {}", response.request_id(), peer.pid,
+                        error_code_name(response.code()), response.error());
+          reply(std::move(response));
+        });
       },
       d.log);
   if (!api) return make_error(api.error());

@@ -13,7 +13,81 @@ namespace {
 double ms_since(SteadyClock::time_point t) {
   return std::chrono::duration<double, std::milli>(SteadyClock::now() - t).count();
 }
+
+bool same_endpoint(const dp::Endpoint& a, const dp::Endpoint& b) {
+  return a.id() == b.id() && a.vni() == b.vni() && a.ip() == b.ip() && a.mac() == b.mac() && a.iface() == b.iface();
+}
+
+const dp::Endpoint* upserted(const dp::Delta& delta, const std::string& id) {
+  for (const auto& e : delta.upsert().endpoints())
+    if (e.id() == id) return &e;
+  return nullptr;
+}
+
+bool empty_delta(const dp::Delta& d) {
+  const auto& u = d.upsert();
+  return u.networks_size() == 0 && u.endpoints_size() == 0 && u.routes_size() == 0 && u.vteps_size() == 0 &&
+         u.neighbors_size() == 0 && d.remove_networks_size() == 0 && d.remove_endpoints_size() == 0 &&
+         d.remove_routes_size() == 0;
+}
+
+// The delta without the upsert of one endpoint (the rest was not at fault).
+dp::Delta without_endpoint(const dp::Delta& delta, const std::string& id) {
+  dp::Delta rest = delta;
+  auto* eps = rest.mutable_upsert()->mutable_endpoints();
+  for (int i = eps->size() - 1; i >= 0; --i)
+    if (eps->Get(i).id() == id) eps->DeleteSubrange(i, 1);
+  return rest;
+}
 }  // namespace
+
+bool DataplaneClient::carries(const dp::Endpoint& endpoint) const {
+  if (!ready_) return false;
+  auto it = carried_.find(endpoint.id());
+  return it != carried_.end() && same_endpoint(it->second, endpoint);
+}
+
+std::optional<std::string> DataplaneClient::refusal(const std::string& endpoint_id) const {
+  auto it = refused_.find(endpoint_id);
+  if (it == refused_.end()) return std::nullopt;
+  return it->second.reason;
+}
+
+void DataplaneClient::notify() {
+  if (listener_) listener_();
+}
+
+void DataplaneClient::carried_apply(const dp::Delta& delta) {
+  for (const auto& e : delta.upsert().endpoints()) carried_[e.id()] = e;
+  for (auto vni : delta.remove_networks())
+    std::erase_if(carried_, [vni](const auto& kv) { return kv.second.vni() == vni; });
+  for (const auto& id : delta.remove_endpoints()) carried_.erase(id);
+}
+
+bool DataplaneClient::will_carry(const std::string& id) const {
+  if (carried_.count(id)) return true;
+  for (const auto& p : pending_) {
+    if (p.endpoints.count(id)) return true;
+    if (upserted(p.delta, id)) return true;
+  }
+  for (const auto& d : resend_)
+    if (upserted(d, id)) return true;
+  return false;
+}
+
+bool DataplaneClient::table_request_in_flight() const {
+  for (const auto& p : pending_)
+    if (p.kind == Kind::snapshot || p.kind == Kind::base_snapshot || p.kind == Kind::endpoint_probe) return true;
+  return false;
+}
+
+void DataplaneClient::refuse_endpoint(const dp::Endpoint& endpoint, const std::string& reason) {
+  ++stats_.endpoints_refused;
+  refused_[endpoint.id()] = Refused{endpoint, reason};
+  // A removal merged behind it would name an endpoint the dataplane never had.
+  merger_.drop_endpoint_removal(endpoint.id());
+  log_->error("dataplane refused endpoint {} (iface {}): {}", endpoint.id(), endpoint.iface(), reason);
+}
 
 DataplaneClient::DataplaneClient(asio::io_context& io, Options options, NodeState& state,
                                  std::shared_ptr<spdlog::logger> log)
@@ -118,8 +192,8 @@ void DataplaneClient::on_connected() {
   connected_at_ = SteadyClock::now();
   first_connect_logged_ = false;
   log_->info("connected to dataplane {}; asking its generation, then sending the full snapshot", options_.socket);
-  refused_.clear();
-  state_.mark_refused({});
+  refused_.clear();  // a new connection (perhaps a new dataplane) gets every endpoint again
+  carried_.clear();
   // Generations only go forward: a dataplane that outlived a vxfedd restart runs a generation
   // this process has not counted to yet. Its status comes first; the snapshot continues from it.
   hello_in_flight_ = true;
@@ -137,22 +211,38 @@ void DataplaneClient::send_snapshot(bool with_endpoints) {
     snapshot->mutable_tables()->clear_endpoints();
   } else if (!refused_.empty()) {
     // Endpoints this dataplane already refused would only fail the whole snapshot again;
-    // they are retried at the next connection.
+    // they are retried at the next connection or when attached anew.
     auto* endpoints = snapshot->mutable_tables()->mutable_endpoints();
-    for (int i = endpoints->size() - 1; i >= 0; --i)
-      if (refused_.count(endpoints->Get(i).id())) endpoints->DeleteSubrange(i, 1);
+    for (int i = endpoints->size() - 1; i >= 0; --i) {
+      auto r = refused_.find(endpoints->Get(i).id());
+      if (r != refused_.end() && same_endpoint(r->second.endpoint, endpoints->Get(i))) endpoints->DeleteSubrange(i, 1);
+    }
   }
+  Pending carried;
+  for (const auto& e : snapshot->tables().endpoints()) carried.endpoints[e.id()] = e;
   log_->debug("snapshot generation {}: {} networks, {} endpoints, {} routes", generation_,
               snapshot->tables().networks_size(), snapshot->tables().endpoints_size(),
               snapshot->tables().routes_size());
   resync_in_flight_ = true;
   merger_.clear();  // the snapshot carries every pending change
+  resend_.clear();
   ++stats_.snapshots_sent;
-  send(request, with_endpoints ? Kind::snapshot : Kind::base_snapshot, generation_);
+  send(request, with_endpoints ? Kind::snapshot : Kind::base_snapshot, generation_, std::move(carried));
 }
 
-std::uint64_t DataplaneClient::publish(const TablesDelta& delta) {
+std::uint64_t DataplaneClient::publish(const TablesDelta& given) {
   if (!conn_ || hello_in_flight_) return 0;  // the snapshot at the next connect carries it
+  TablesDelta delta = given;
+  // An endpoint attached anew gets a new chance; the removal of one the dataplane never took
+  // (it refused it) is not sent: the dataplane would refuse "not present".
+  for (const auto& e : delta.endpoints) refused_.erase(e.id());
+  std::erase_if(delta.removed_endpoints, [this](const std::string& id) {
+    if (will_carry(id)) return false;
+    refused_.erase(id);
+    merger_.forget_endpoint(id);  // an upsert of it waiting to be sent goes with the removal
+    return true;
+  });
+  if (delta.empty()) return generation_;
   if (merger_.empty()) merged_generation_ = ++generation_;
   const std::uint64_t generation = merged_generation_;
   if (!merger_.add(delta)) {
@@ -165,14 +255,29 @@ std::uint64_t DataplaneClient::publish(const TablesDelta& delta) {
 }
 
 void DataplaneClient::try_send_delta() {
-  if (!conn_ || delta_in_flight_ || merger_.empty()) return;
-  dp::DataplaneRequest request;
-  *request.mutable_delta() = merger_.build();
-  request.mutable_delta()->set_generation(merged_generation_);
+  if (!conn_ || delta_in_flight_ || resync_in_flight_ || table_request_in_flight()) return;
+  if (!resend_.empty()) {
+    dp::Delta d = std::move(resend_.front());
+    resend_.pop_front();
+    d.set_generation(++generation_);
+    send_delta(std::move(d));
+    return;
+  }
+  if (merger_.empty()) return;
+  dp::Delta d = merger_.build();
+  d.set_generation(merged_generation_);
   merger_.clear();
+  send_delta(std::move(d));
+}
+
+void DataplaneClient::send_delta(dp::Delta delta) {
+  dp::DataplaneRequest request;
+  *request.mutable_delta() = delta;
   delta_in_flight_ = true;
   ++stats_.deltas_sent;
-  send(request, Kind::delta, merged_generation_);
+  Pending carried;
+  carried.delta = std::move(delta);
+  send(request, Kind::delta, request.delta().generation(), std::move(carried));
 }
 
 void DataplaneClient::request_resync() {
@@ -183,11 +288,14 @@ void DataplaneClient::request_resync() {
   send_snapshot(true);
 }
 
-void DataplaneClient::send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation,
-                           std::string endpoint_id) {
+void DataplaneClient::send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation, Pending carried) {
   if (!conn_) return;
   request.set_request_id(next_request_id_++);
-  pending_.push_back(Pending{request.request_id(), kind, generation, std::move(endpoint_id), SteadyClock::now()});
+  carried.request_id = request.request_id();
+  carried.kind = kind;
+  carried.generation = generation;
+  carried.sent = SteadyClock::now();
+  pending_.push_back(std::move(carried));
   std::string bytes;
   append_delimited(request, bytes);
   conn_->out.push_back(std::move(bytes));
@@ -243,8 +351,9 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
     drop_connection("response " + std::to_string(response.request_id()) + " does not match the oldest request");
     return;
   }
-  const Pending p = pending_.front();
+  const Pending p = std::move(pending_.front());
   pending_.pop_front();
+  const std::string& refused_id = response.refused_endpoint();
   switch (p.kind) {
     case Kind::hello:
       hello_in_flight_ = false;
@@ -261,33 +370,43 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
       send_snapshot(/*with_endpoints=*/true);
       return;
     case Kind::snapshot:
-    case Kind::base_snapshot:
+    case Kind::base_snapshot: {
       resync_in_flight_ = false;
-      if (resync_again_ && response.ok()) {
-        resync_again_ = false;
-        send_snapshot(true);
-        return;
-      }
       if (!response.ok()) {
         ++stats_.snapshots_refused;
-        if (p.kind == Kind::snapshot) {
+        auto named = p.endpoints.find(refused_id);
+        if (!refused_id.empty() && named != p.endpoints.end()) {
+          // One endpoint the dataplane cannot serve: the same snapshot again without it.
+          refuse_endpoint(named->second, response.error());
+          resync_again_ = false;
+          send_snapshot(true);
+        } else if (p.kind == Kind::snapshot) {
           log_->error("dataplane refused snapshot {}: {}; retrying without endpoints, then each endpoint alone",
                       p.generation, response.error());
+          resync_again_ = false;
           send_snapshot(false);
         } else {
           log_->error("dataplane refused snapshot {} even without endpoints: {}; reconnecting",
                       p.generation, response.error());
           drop_connection("snapshot refused");
+          return;
         }
+        notify();
         return;
       }
       ready_ = true;
+      carried_ = p.endpoints;
       acked_generation_ = std::max(acked_generation_, p.generation);
       backoff_ms_ = options_.reconnect_min_ms;
-      state_.snapshot_applied(p.generation);
       stats_.last_sync_ms = ms_since(connected_at_);
       log_->info("dataplane applied snapshot {} ({:.1f} ms after connecting); forwarding", p.generation,
                  stats_.last_sync_ms);
+      if (resync_again_) {
+        resync_again_ = false;
+        send_snapshot(true);
+        notify();
+        return;
+      }
       if (p.kind == Kind::base_snapshot) {
         // Find out which endpoints the dataplane cannot take, one at a time.
         dp::Tables all = state_.tables();
@@ -296,30 +415,43 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
           auto* delta = request.mutable_delta();
           delta->set_generation(++generation_);
           *delta->mutable_upsert()->add_endpoints() = endpoint;
-          send(request, Kind::endpoint_probe, generation_, endpoint.id());
+          Pending carried;
+          carried.delta = *delta;
+          send(request, Kind::endpoint_probe, generation_, std::move(carried));
         }
       }
+      try_send_delta();
+      notify();
       return;
+    }
     case Kind::endpoint_probe:
       if (response.ok()) {
         acked_generation_ = std::max(acked_generation_, p.generation);
-      } else {
-        ++stats_.endpoints_refused;
-        refused_.insert(p.endpoint_id);
-        state_.mark_refused(refused_);
-        log_->error("dataplane refused endpoint {}: {}", p.endpoint_id, response.error());
+        carried_apply(p.delta);
+      } else if (p.delta.upsert().endpoints_size() == 1) {
+        refuse_endpoint(p.delta.upsert().endpoints(0), response.error());
       }
+      try_send_delta();
+      notify();
       return;
     case Kind::delta:
       delta_in_flight_ = false;
       if (response.ok()) {
         acked_generation_ = std::max(acked_generation_, p.generation);
+        carried_apply(p.delta);
+      } else if (const dp::Endpoint* named = refused_id.empty() ? nullptr : upserted(p.delta, refused_id)) {
+        // Refused alone: the rest of the delta goes again, without it.
+        ++stats_.deltas_refused;
+        refuse_endpoint(*named, response.error());
+        dp::Delta rest = without_endpoint(p.delta, refused_id);
+        if (!empty_delta(rest)) resend_.push_front(std::move(rest));
       } else {
         ++stats_.deltas_refused;
         log_->error("dataplane refused delta {}: {}; resending the full snapshot", p.generation, response.error());
         request_resync();
       }
       try_send_delta();
+      notify();
       return;
     case Kind::counters:
       if (response.ok() && response.has_counters()) {
@@ -347,7 +479,10 @@ void DataplaneClient::drop_connection(const std::string& why) {
   resync_again_ = false;
   delta_in_flight_ = false;
   merger_.clear();
+  resend_.clear();
+  carried_.clear();
   schedule_reconnect();
+  notify();
 }
 
 void DataplaneClient::tick() {
@@ -365,6 +500,7 @@ void DataplaneClient::tick() {
       send(status, Kind::status, 0);
     }
   }
+  notify();  // deadlines of waiting attaches
   tick_timer_.expires_after(std::chrono::milliseconds(100));
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) tick();

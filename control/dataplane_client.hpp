@@ -5,21 +5,33 @@
 // answers in order). The dataplane forwards only after the snapshot is applied, so ready()
 // means "the node's tables are in force".
 //
-// When the dataplane refuses a snapshot (an entry it cannot take, typically an endpoint
-// whose interface vanished while vxfedd was down), the client falls back: a snapshot with
-// networks and routes only, then every endpoint as its own delta; those refused are marked
-// (not in_dataplane) and retried at the next resync. A refused delta triggers a resync.
+// What the dataplane carries is known from its acknowledgements alone: the endpoints of the
+// last acknowledged snapshot, changed by every acknowledged delta (a refused request leaves
+// its tables as they were). carries() answers from that, never from what was merely sent.
+//
+// One endpoint the dataplane cannot serve (its interface is gone, every pod port is in use)
+// is refused alone: the dataplane names it (DataplaneResponse.refused_endpoint), the client
+// marks it refused with the dataplane's reason and sends the same snapshot or delta again
+// without it, so no other endpoint's forwarding is disturbed. A refused endpoint is retried
+// when it is attached anew or at the next connection; its removal is not sent (the
+// dataplane never had it). A refusal that names no endpoint resends the full snapshot; a
+// snapshot refused without a name falls back to one with networks and routes only, then
+// every endpoint as its own delta.
 // Lost connection: reconnect with exponential backoff (reconnect_min_ms .. reconnect_max_ms),
 // or at once when the socket file is created anew (a dataplane that restarted).
-// At most one Delta is in flight: changes made meanwhile are merged into the next one
-// (DeltaMerger), because each Delta costs the dataplane a table rebuild.
+// At most one Delta is in flight, and none while a snapshot or endpoint probe is: changes
+// made meanwhile are merged into the next one (DeltaMerger), because each Delta costs the
+// dataplane a table rebuild, and a delta pipelined behind a request that is refused would
+// rest on tables the dataplane does not have.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
-#include <set>
+#include <optional>
 #include <string>
 #include <utility>  // before asio: boost 1.74 awaitable.hpp needs std::exchange
 
@@ -63,7 +75,13 @@ class DataplaneClient : public TablesSink {
   // TablesSink
   std::uint64_t publish(const TablesDelta& delta) override;
   bool ready() const override { return ready_; }
-  std::uint64_t acked_generation() const override { return acked_generation_; }
+  bool carries(const dp::Endpoint& endpoint) const override;
+  std::optional<std::string> refusal(const std::string& endpoint_id) const override;
+
+  std::uint64_t acked_generation() const { return acked_generation_; }
+  // Called after anything that may change what the dataplane carries (a response, a lost
+  // connection) and on every tick (100 ms): the API's waiting attaches look again.
+  void set_listener(std::function<void()> listener) { listener_ = std::move(listener); }
 
   bool connected() const { return conn_ != nullptr; }
   std::uint64_t generation() const { return generation_; }
@@ -79,8 +97,9 @@ class DataplaneClient : public TablesSink {
     std::uint64_t request_id;
     Kind kind;
     std::uint64_t generation;
-    std::string endpoint_id;           // endpoint_probe
     std::chrono::steady_clock::time_point sent;
+    dp::Delta delta;                               // delta, endpoint_probe: what it carried
+    std::map<std::string, dp::Endpoint> endpoints; // snapshot, base_snapshot: its endpoints
   };
   struct Connection {
     explicit Connection(boost::asio::io_context& io) : socket(io) {}
@@ -105,13 +124,19 @@ class DataplaneClient : public TablesSink {
   void on_connected();
   void read(std::shared_ptr<Connection> conn);
   void on_response(const dp::DataplaneResponse& response);
-  void send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation, std::string endpoint_id = {});
+  void send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation, Pending carried = {});
   void flush(std::shared_ptr<Connection> conn);
   void drop_connection(const std::string& why);
   void send_snapshot(bool with_endpoints);
   void request_resync();
   void try_send_delta();
+  void send_delta(dp::Delta delta);
   void tick();
+  void notify();
+  void carried_apply(const dp::Delta& delta);
+  bool will_carry(const std::string& endpoint_id) const;  // carried, or in a request not answered yet
+  void refuse_endpoint(const dp::Endpoint& endpoint, const std::string& reason);
+  bool table_request_in_flight() const;
 
   boost::asio::io_context& io_;
   Options options_;
@@ -136,7 +161,14 @@ class DataplaneClient : public TablesSink {
   std::uint64_t generation_ = 0;
   std::uint64_t acked_generation_ = 0;
   std::deque<Pending> pending_;
-  std::set<std::string> refused_;
+  std::map<std::string, dp::Endpoint> carried_;      // the dataplane's endpoints, as acknowledged
+  struct Refused {
+    dp::Endpoint endpoint;
+    std::string reason;
+  };
+  std::map<std::string, Refused> refused_;           // by endpoint id, until attached anew or reconnect
+  std::deque<dp::Delta> resend_;                     // refused deltas without their refused endpoint
+  std::function<void()> listener_;
   std::chrono::steady_clock::time_point connected_at_;
   std::chrono::steady_clock::time_point last_counters_poll_;
   bool first_connect_logged_ = false;

@@ -35,7 +35,15 @@ bool DeltaMerger::add(const TablesDelta& d) {
   return true;
 }
 
-bool DeltaMerger::empty() const { return changes_ == 0; }
+bool DeltaMerger::empty() const {
+  return networks_.empty() && endpoints_.empty() && routes_.empty() && remove_networks_.empty() &&
+         remove_endpoints_.empty() && remove_routes_.empty();
+}
+
+void DeltaMerger::forget_endpoint(const std::string& id) {
+  endpoints_.erase(id);
+  remove_endpoints_.erase(id);
+}
 
 void DeltaMerger::clear() {
   networks_.clear();

@@ -21,6 +21,10 @@ class DeltaMerger {
   // must send a full snapshot instead (and clear()).
   bool add(const TablesDelta& delta);
   bool empty() const;
+  // Drops any pending upsert and removal of this endpoint (the dataplane never had it).
+  void forget_endpoint(const std::string& id);
+  // Drops a pending removal of this endpoint (its upsert was refused).
+  void drop_endpoint_removal(const std::string& id) { remove_endpoints_.erase(id); }
   void clear();
   dp::Delta build() const;
   std::size_t changes() const { return changes_; }

@@ -204,7 +204,7 @@ Status NodeState::restore(const Config& config, std::vector<std::string>* notes)
     info.set_in_dataplane(false);
     ip_owner_[{info.spec().network(), info.spec().ip()}] = id;
     ++endpoints_per_network_[info.spec().network()];
-    endpoints_[id] = Endpoint{std::move(info), 0, false};
+    endpoints_[id] = Endpoint{std::move(info)};
   }
   return {};
 }
@@ -530,13 +530,23 @@ dp::Endpoint NodeState::dp_endpoint(const v1::EndpointInfo& info) {
   return e;
 }
 
-bool NodeState::in_dataplane(const Endpoint& e) const {
-  return sink_ != nullptr && sink_->ready() && !e.refused && sink_->acked_generation() >= e.generation;
-}
-
 v1::EndpointInfo NodeState::with_status(const Endpoint& e) const {
   v1::EndpointInfo info = e.info;
-  info.set_in_dataplane(in_dataplane(e));
+  info.set_in_dataplane(false);
+  info.clear_dataplane_error();
+  if (sink_ == nullptr || !sink_->ready()) {
+    info.set_dataplane(v1::DP_NOT_CONNECTED);
+    info.set_dataplane_error(sink_ == nullptr ? "vxfedd has no dataplane connection"
+                                              : "the dataplane is not connected to vxfedd, or has not applied its tables yet");
+  } else if (sink_->carries(dp_endpoint(e.info))) {
+    info.set_dataplane(v1::DP_CARRIED);
+    info.set_in_dataplane(true);
+  } else if (auto reason = sink_->refusal(endpoint_id(e.info.spec().container_id(), e.info.spec().ifname()))) {
+    info.set_dataplane(v1::DP_REFUSED);
+    info.set_dataplane_error(*reason);
+  } else {
+    info.set_dataplane(v1::DP_PENDING);
+  }
   return info;
 }
 
@@ -605,7 +615,7 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
   ip_owner_[{spec.network(), spec.ip()}] = id;
   ++endpoints_per_network_[spec.network()];
   auto& stored = endpoints_[id] = std::move(e);
-  stored.generation = publish(delta);
+  publish(delta);
   set_code(code, v1::OK);
   return with_status(stored);
 }
@@ -682,10 +692,6 @@ Result<std::vector<v1::EndpointSpec>> NodeState::garbage_collect(const v1::Garba
     }
   }
   return removed;
-}
-
-void NodeState::mark_refused(const std::set<std::string>& ids) {
-  for (auto& [id, e] : endpoints_) e.refused = ids.count(id) > 0;
 }
 
 // ---------------------------------------------------------------- routes
@@ -819,11 +825,6 @@ dp::Tables NodeState::tables() const {
     to_wire(versions.begin()->second, t.add_routes());
   }
   return t;
-}
-
-void NodeState::snapshot_applied(std::uint64_t generation) {
-  snapshot_generation_ = generation;
-  for (auto& [id, e] : endpoints_) e.generation = std::min(e.generation, generation);
 }
 
 }  // namespace vxfed::control

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,13 +26,17 @@
 namespace vxfed::control {
 
 // Where changes go: the dataplane client. publish() returns the generation the delta was sent
-// with, or 0 when it was not sent (the next snapshot carries it).
+// with, or 0 when it was not sent (the next snapshot carries it). What the dataplane carries
+// is the sink's knowledge, from the dataplane's acknowledgements (never from what was sent).
 class TablesSink {
  public:
   virtual ~TablesSink() = default;
   virtual std::uint64_t publish(const TablesDelta& delta) = 0;
   virtual bool ready() const = 0;
-  virtual std::uint64_t acked_generation() const = 0;
+  // The dataplane acknowledged tables that hold this endpoint exactly as given.
+  virtual bool carries(const dp::Endpoint& endpoint) const = 0;
+  // The dataplane refused this endpoint: its reason (until it is attached anew or reconnects).
+  virtual std::optional<std::string> refusal(const std::string& endpoint_id) const = 0;
 };
 
 using Clock = std::function<std::uint64_t()>;  // unix milliseconds
@@ -92,8 +97,6 @@ class NodeState {
   std::vector<v1::EndpointInfo> list_endpoints() const;
   Result<std::vector<v1::EndpointSpec>> garbage_collect(const v1::GarbageCollect& request,
                                                         v1::ErrorCode* code);
-  // The dataplane refused these endpoints (e.g. their interface vanished): not in_dataplane.
-  void mark_refused(const std::set<std::string>& endpoint_ids);
 
   // ---- routes ----
   // Every upsert carries its VNI (a source resolves it before; upserts with VNI 0 are ignored).
@@ -104,8 +107,6 @@ class NodeState {
 
   // ---- dataplane ----
   dp::Tables tables() const;                       // complete snapshot contents
-  // A snapshot was acknowledged: everything in it is in the dataplane.
-  void snapshot_applied(std::uint64_t generation);
 
   std::size_t network_count() const { return networks_.size(); }
   std::size_t endpoint_count() const { return endpoints_.size(); }
@@ -126,8 +127,6 @@ class NodeState {
   };
   struct Endpoint {
     v1::EndpointInfo info;
-    std::uint64_t generation = 0;   // delta that carried it (0: only in snapshots)
-    bool refused = false;
   };
   // What each origin says about one (VNI, prefix); begin() is the effective route.
   using RouteVersions = std::map<RouteOrigin, RemoteRoute>;
@@ -153,7 +152,6 @@ class NodeState {
   void collect_route_change(const RouteKey& key, const RemoteRoute* before, TablesDelta& delta) const;
   void set_static_routes(const Network& network, TablesDelta* delta);
   std::uint64_t publish(const TablesDelta& delta);
-  bool in_dataplane(const Endpoint& endpoint) const;
   v1::EndpointInfo with_status(const Endpoint& endpoint) const;
   Status remove_endpoint(const std::string& id);
   void remove_network_now(const std::string& name);
@@ -174,7 +172,6 @@ class NodeState {
   std::map<RouteKey, RouteVersions> routes_;
   std::map<std::uint32_t, std::string> network_of_vni_;   // changes set networks_changed_
   std::map<std::string, std::size_t> endpoints_per_network_;
-  std::uint64_t snapshot_generation_ = 0;
   std::function<void()> networks_observer_;
   int operation_depth_ = 0;
   bool networks_changed_ = false;

@@ -174,6 +174,17 @@ int cmd_vnis(const Globals& g) {
   return kOk;
 }
 
+// Where an endpoint stands with the dataplane (EndpointInfo.dataplane), as vxfedctl prints it.
+const char* dataplane_state_name(v1::DataplaneState state) {
+  switch (state) {
+    case v1::DP_CARRIED: return "yes";
+    case v1::DP_PENDING: return "pending";
+    case v1::DP_REFUSED: return "refused";
+    case v1::DP_NOT_CONNECTED: return "not-connected";
+    default: return "unknown";
+  }
+}
+
 int cmd_endpoints(const Globals& g) {
   v1::ControlRequest req;
   req.mutable_list_endpoints();
@@ -186,6 +197,8 @@ int cmd_endpoints(const Globals& g) {
       json j = to_json(e.spec());
       j["vni"] = e.vni();
       j["in_dataplane"] = e.in_dataplane();
+      j["dataplane"] = dataplane_state_name(e.dataplane());
+      if (!e.dataplane_error().empty()) j["dataplane_error"] = e.dataplane_error();
       j["created_unix_ms"] = e.created_unix_ms();
       list.push_back(std::move(j));
     }
@@ -196,7 +209,7 @@ int cmd_endpoints(const Globals& g) {
   for (const auto& e : res.endpoints().endpoints()) {
     const auto& s = e.spec();
     t.row({s.container_id().substr(0, 12), s.ifname(), s.network(), std::to_string(e.vni()), s.ip(), s.mac(), s.host_iface(),
-           e.in_dataplane() ? "yes" : "no"});
+           dataplane_state_name(e.dataplane())});
   }
   t.print(std::cout);
   return kOk;

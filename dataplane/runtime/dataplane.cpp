@@ -237,6 +237,7 @@ Status Dataplane::attach_ports(const google::protobuf::RepeatedPtrField<v1::Endp
     if (!port) {
       for (const auto& iface : *attached_now) ports_->detach(iface);
       attached_now->clear();
+      refused_endpoint_ = e.id();  // the response names it: the client may resend without it
       return make_error(std::string(list) + "[" + std::to_string(i) + "] (id \"" + e.id() + "\"): iface: " + port.error());
     }
     attached_now->push_back(e.iface());
@@ -331,6 +332,7 @@ Status Dataplane::apply_delta(const v1::Delta& delta) {
 
 void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneResponse& response) {
   response.set_request_id(request.request_id());
+  refused_endpoint_.clear();
   Status st;
   switch (request.op_case()) {
     case v1::DataplaneRequest::kSnapshot:
@@ -358,6 +360,7 @@ void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneRespons
   if (!st) {
     ++requests_refused_;
     response.set_error(st.error());
+    if (!refused_endpoint_.empty()) response.set_refused_endpoint(refused_endpoint_);
     spdlog::warn("API: refused request {}: {}", request.request_id(), st.error());
   }
 }

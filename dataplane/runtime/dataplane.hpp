@@ -93,6 +93,7 @@ class Dataplane {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::uint64_t snapshots_applied_ = 0, deltas_applied_ = 0, requests_refused_ = 0, handovers_ = 0;
   std::vector<std::pair<std::uint32_t, wire::MacAddress>> default_neighbors_;  // --static-neighbor
+  std::string refused_endpoint_;  // the endpoint whose port could not be attached by the last request
 };
 
 }  // namespace vxfed::dataplane

@@ -92,6 +92,12 @@ void add_options(CLI::App& app, Options& o) {
                  "IFACE=PORTNAME: endpoints whose iface is IFACE use the existing DPDK port "
                  "PORTNAME (e.g. a --vdev net_null1 or net_tap) instead of a hot-plugged "
                  "af_packet port (repeatable)");
+  app.add_option("--max-pod-ports", o.max_pod_ports,
+                 "serve at most this many pod interfaces (0: the build's limit, 1024); an endpoint "
+                 "beyond it is refused alone (its id in the response's refused_endpoint). For "
+                 "tests of that refusal without hundreds of pods")
+      ->check(CLI::Range(0u, 1024u))
+      ->capture_default_str();
   app.add_option("--endpoint-frames", o.endpoint_frames,
                  "af_packet ring frames per queue and direction of each hot-plugged endpoint port")
       ->check(CLI::Range(16u, 65536u))

@@ -32,6 +32,7 @@ struct Options {
   std::map<std::string, std::string> endpoint_ports;  // iface -> existing DPDK port name
   std::vector<std::string> endpoint_port_args;        // "IFACE=PORTNAME" as given
   unsigned endpoint_frames = 512;     // af_packet ring frames per queue of an endpoint port
+  unsigned max_pod_ports = 0;         // pod ports this dataplane serves (0: all kMaxPodPorts; tests lower it)
   bool qdisc_bypass = true;           // af_packet PACKET_QDISC_BYPASS on endpoint ports
   unsigned mbufs = 0;                 // mbuf pool size (0: computed)
   unsigned idle_sleep_us = 20;        // longest short sleep of an idle worker

@@ -304,10 +304,11 @@ Result<std::uint16_t> Ports::attach(const std::string& iface) {
     if (mtu != 0 && mtu + 18 > max_frame_)
       spdlog::warn("endpoint interface {} has MTU {} above the underlay MTU {}: frames over {} "
                    "bytes will be dropped (pod_frame_too_big)", iface, mtu, options_.mtu, max_frame_);
+    const unsigned limit = options_.max_pod_ports ? std::min<unsigned>(options_.max_pod_ports, kMaxPodPorts) : kMaxPodPorts;
     unsigned slot = 0;
-    while (slot < kMaxPodPorts && pod_slot_used_[slot]) ++slot;
-    if (slot == kMaxPodPorts)
-      return make_error("cannot serve interface " + iface + ": all " + std::to_string(kMaxPodPorts) +
+    while (slot < limit && pod_slot_used_[slot]) ++slot;
+    if (slot == limit)
+      return make_error("cannot serve interface " + iface + ": all " + std::to_string(limit) +
                         " pod ports of this dataplane are in use");
     info.port_id = static_cast<std::uint16_t>(kFirstPodPort + slot);
     info.device = "pod socket";

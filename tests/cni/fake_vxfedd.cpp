@@ -5,6 +5,7 @@
 // to --state after every change so tests can count endpoints.
 //
 //   fake_vxfedd --socket S --config networks.json [--state endpoints.json] [--not-ready]
+//               [--dataplane-refuses-prefix P]  (attaches of these container ids: DATAPLANE_REFUSED)
 //               [--refuse-attach-prefix P] [--refuse-detach-prefix P] [--bgp-down]
 //   networks.json: {"networks":[{"name":"fed-a","subnet":"10.244.0.0/16","gateway":"10.244.0.1",
 //                   "mtu":8950,"vni":1001,"remote_cidrs":["10.245.0.0/16"],"node_block":"10.244.3.0/24"}]}
@@ -41,6 +42,7 @@ struct State {
   bool ready = true;
   std::string refuse_prefix;  // attach of container ids with this prefix fails (rollback tests)
   std::string refuse_detach_prefix;  // detach of these fails (queued-detach retry tests)
+  std::string dataplane_refuses_prefix;  // the "dataplane" refuses these endpoints (no pod port)
   bool bgp_down = false;      // status: BGP enabled, FPM stream not connected
   std::string state_path;
   std::uint64_t requests = 0;
@@ -90,10 +92,23 @@ pb::ControlResponse handle(State& s, const pb::ControlRequest& req) {
       for (const auto& [key, other] : s.endpoints)
         if (other.spec().ip() == e.ip() && key != std::make_pair(e.container_id(), e.ifname()))
           return fail(pb::ALREADY_EXISTS, "IP " + e.ip() + " is already used by " + key.first);
+      // Like vxfedd with wait_ms: an endpoint the dataplane does not carry is not kept.
+      const bool waits = req.attach_endpoint().wait_ms() > 0;
+      const bool dp_refuses =
+          !s.dataplane_refuses_prefix.empty() && e.container_id().rfind(s.dataplane_refuses_prefix, 0) == 0;
+      if (waits && dp_refuses)
+        return fail(pb::DATAPLANE_REFUSED, "the dataplane refused endpoint " + e.container_id() + "/" + e.ifname() +
+                                               ": cannot serve interface " + e.host_iface() +
+                                               ": all 0 pod ports of this dataplane are in use (fake)");
+      if (waits && !s.ready)
+        return fail(pb::UNAVAILABLE, "the dataplane did not take endpoint " + e.container_id() + "/" + e.ifname() +
+                                         " within " + std::to_string(req.attach_endpoint().wait_ms()) +
+                                         " ms (the dataplane is not connected to vxfedd); it was detached again");
       pb::EndpointInfo info;
       *info.mutable_spec() = e;
       info.set_vni(s.networks[e.network()].vni());
-      info.set_in_dataplane(s.ready);
+      info.set_in_dataplane(s.ready && !dp_refuses);
+      info.set_dataplane(!s.ready ? pb::DP_NOT_CONNECTED : dp_refuses ? pb::DP_REFUSED : pb::DP_CARRIED);
       s.endpoints[{e.container_id(), e.ifname()}] = info;
       *resp.mutable_endpoint() = info;
       save(s);
@@ -112,7 +127,18 @@ pb::ControlResponse handle(State& s, const pb::ControlRequest& req) {
       auto it = s.endpoints.find(key);
       if (it == s.endpoints.end()) return fail(pb::NOT_FOUND, "no endpoint " + key.first + "/" + key.second);
       pb::EndpointInfo info = it->second;
-      info.set_in_dataplane(s.ready && if_nametoindex(info.spec().host_iface().c_str()) != 0);
+      // The dataplane serves a pod port only while its interface exists.
+      const bool carried = s.ready && if_nametoindex(info.spec().host_iface().c_str()) != 0 &&
+                           info.dataplane() != pb::DP_REFUSED;
+      info.set_in_dataplane(carried);
+      if (!s.ready) {
+        info.set_dataplane(pb::DP_NOT_CONNECTED);
+        info.set_dataplane_error("the dataplane is not connected to vxfedd (fake --not-ready)");
+      } else if (info.dataplane() == pb::DP_REFUSED) {
+        info.set_dataplane_error("cannot serve interface " + info.spec().host_iface() + " (fake)");
+      } else {
+        info.set_dataplane(carried ? pb::DP_CARRIED : pb::DP_PENDING);
+      }
       *resp.mutable_endpoint() = info;
       return resp;
     }
@@ -171,9 +197,10 @@ int main(int argc, char** argv) {
     else if (a == "--refuse-attach-prefix" && i + 1 < argc) s.refuse_prefix = argv[++i];
     else if (a == "--refuse-detach-prefix" && i + 1 < argc) s.refuse_detach_prefix = argv[++i];
     else if (a == "--bgp-down") s.bgp_down = true;
+    else if (a == "--dataplane-refuses-prefix" && i + 1 < argc) s.dataplane_refuses_prefix = argv[++i];
     else {
       std::fprintf(stderr, "usage: fake_vxfedd --socket S --config F [--state F] [--not-ready] [--refuse-attach-prefix P]\n"
-                           "       [--refuse-detach-prefix P] [--bgp-down]\n");
+                           "       [--refuse-detach-prefix P] [--bgp-down] [--dataplane-refuses-prefix P]\n");
       return 2;
     }
   }
@@ -212,6 +239,7 @@ int main(int argc, char** argv) {
         sp->set_netns(e["netns"]);
         for (const auto& [k, v] : e["pod"].items()) (*sp->mutable_pod())[k] = v.get<std::string>();
         info.set_in_dataplane(s.ready);
+        info.set_dataplane(s.ready ? pb::DP_CARRIED : pb::DP_NOT_CONNECTED);
         s.endpoints[{sp->container_id(), sp->ifname()}] = info;
       }
     }

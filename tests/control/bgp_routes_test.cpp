@@ -33,7 +33,8 @@ class CountingSink : public TablesSink {
     return ++generation;
   }
   bool ready() const override { return true; }
-  std::uint64_t acked_generation() const override { return generation; }
+  bool carries(const dp::Endpoint&) const override { return true; }
+  std::optional<std::string> refusal(const std::string&) const override { return std::nullopt; }
   std::vector<std::string> upserted, removed;
   std::uint64_t generation = 0;
 };

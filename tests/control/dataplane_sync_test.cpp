@@ -1,6 +1,8 @@
 // The dataplane sync logic against a fake vxfed-dataplane (unit level; the real one is
 // exercised by tests/integration/control): a full snapshot first on every (re)connect, then
-// deltas; reconnect with backoff; a refused snapshot falls back to per-endpoint deltas.
+// deltas; reconnect with backoff; an endpoint the dataplane refuses is refused alone (the same
+// snapshot or delta again without it); a refusal naming no endpoint falls back to per-endpoint
+// deltas.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -35,7 +37,8 @@ std::map<std::string, std::string> canonical(const dp::Tables& t) {
 
 // Speaks the dataplane API over a unix socket with blocking I/O in its own thread; applies
 // snapshots and deltas the way the real one does; refuses anything with an endpoint whose
-// iface is "gone" (like a dataplane that cannot find the interface).
+// iface is "gone" (like a dataplane that cannot find the interface), naming it in
+// refused_endpoint unless told not to (an older dataplane).
 class FakeDataplane {
  public:
   explicit FakeDataplane(std::string path) : path_(std::move(path)) {}
@@ -93,11 +96,16 @@ class FakeDataplane {
   }
 
  private:
-  static bool has_gone(const dp::Tables& t) {
+  static const dp::Endpoint* gone(const dp::Tables& t) {
     for (const auto& e : t.endpoints())
-      if (e.iface() == "gone") return true;
-    return false;
+      if (e.iface() == "gone") return &e;
+    return nullptr;
   }
+
+ public:
+  std::atomic<bool> names_refused{true};
+
+ private:
 
   void apply(const dp::Delta& d) {
     std::map<std::uint32_t, dp::Network> nets;
@@ -148,9 +156,10 @@ class FakeDataplane {
           std::lock_guard lock(mu_);
           if (request.has_snapshot()) {
             log_.push_back(request.snapshot().tables().endpoints_size() ? "snapshot" : "snapshot-without-endpoints");
-            if (has_gone(request.snapshot().tables())) {
+            if (const auto* bad = gone(request.snapshot().tables())) {
               response.set_ok(false);
               response.set_error("endpoints[0]: iface \"gone\" does not exist");
+              if (names_refused) response.set_refused_endpoint(bad->id());
             } else {
               tables_ = request.snapshot().tables();
               ready_ = true;
@@ -159,9 +168,10 @@ class FakeDataplane {
             }
           } else if (request.has_delta()) {
             log_.push_back("delta");
-            if (has_gone(request.delta().upsert())) {
+            if (const auto* bad = gone(request.delta().upsert())) {
               response.set_ok(false);
               response.set_error("iface \"gone\" does not exist");
+              if (names_refused) response.set_refused_endpoint(bad->id());
             } else {
               apply(request.delta());
               generation_ = request.delta().generation();
@@ -290,7 +300,45 @@ TEST_F(SyncTest, SnapshotFirstThenDeltasAndReplayAfterDataplaneRestart) {
   fake_->stop();
 }
 
-TEST_F(SyncTest, RefusedSnapshotFallsBackToEndpointsOneByOne) {
+TEST_F(SyncTest, AnEndpointTheDataplaneRefusesIsRefusedAlone) {
+  v1::ErrorCode code;
+  ASSERT_TRUE(state_->attach(endpoint("bad", "red", "10.244.1.66", "gone"), &code).ok());
+  fake_->start();
+  on_io([this] {
+    client_->start();
+    return 0;
+  });
+  ASSERT_TRUE(converged({"bad/net1"})) << "good endpoints must reach the dataplane";
+  auto log = fake_->log();
+  ASSERT_EQ(std::count(log.begin(), log.end(), "snapshot"), 2) << "the snapshot again without the refused one";
+  EXPECT_EQ(std::count(log.begin(), log.end(), "snapshot-without-endpoints"), 0) << "nobody else may lose forwarding";
+  auto bad = on_io([&] { return *state_->check("bad", "net1", &code); });
+  EXPECT_FALSE(bad.in_dataplane());
+  EXPECT_EQ(bad.dataplane(), v1::DP_REFUSED);
+  EXPECT_NE(bad.dataplane_error().find("gone"), std::string::npos) << bad.dataplane_error();
+  EXPECT_EQ(on_io([&] { return state_->check("c1", "net1", &code)->dataplane(); }), v1::DP_CARRIED);
+  // A delta with a refused endpoint and a good one: the good one goes again alone, no snapshot.
+  const auto snapshots = on_io([this] { return client_->stats().snapshots_sent; });
+  on_io([&] {
+    (void)state_->attach(endpoint("bad2", "red", "10.244.1.67", "gone"), &code);
+    return state_->attach(endpoint("c9", "red", "10.244.1.69", "vxf9"), &code).ok();
+  });
+  ASSERT_TRUE(converged({"bad/net1", "bad2/net1"}));
+  EXPECT_EQ(on_io([this] { return client_->stats().snapshots_sent; }), snapshots) << "a refused endpoint resynced";
+  EXPECT_EQ(on_io([&] { return state_->check("bad2", "net1", &code)->dataplane(); }), v1::DP_REFUSED);
+  EXPECT_EQ(on_io([&] { return state_->check("c9", "net1", &code)->dataplane(); }), v1::DP_CARRIED);
+  // Detaching a refused endpoint sends nothing the dataplane would refuse ("not present").
+  const auto refused_before = on_io([this] { return client_->stats().deltas_refused; });
+  on_io([&] { return state_->detach("bad2", "net1", &code).ok(); });
+  on_io([&] { return state_->detach("c9", "net1", &code).ok(); });
+  ASSERT_TRUE(converged({"bad/net1"}));
+  EXPECT_EQ(on_io([this] { return client_->stats().deltas_refused; }), refused_before);
+  EXPECT_EQ(on_io([this] { return client_->stats().snapshots_sent; }), snapshots);
+  fake_->stop();
+}
+
+TEST_F(SyncTest, RefusedSnapshotWithoutANameFallsBackToEndpointsOneByOne) {
+  fake_->names_refused = false;
   v1::ErrorCode code;
   ASSERT_TRUE(state_->attach(endpoint("bad", "red", "10.244.1.66", "gone"), &code).ok());
   fake_->start();

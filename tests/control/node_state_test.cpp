@@ -1,7 +1,13 @@
 // NodeState: networks get VNIs, endpoints attach idempotently, everything survives a restart,
-// routes merge, and the dataplane deltas match the snapshot.
+// routes merge, and the dataplane deltas match the snapshot; ApiHandler's attaches that wait for
+// the dataplane (carried, refused, timed out).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "control/api_handler.hpp"
 #include "control/node_state.hpp"
 #include "tests/control/test_support.hpp"
 
@@ -30,7 +36,8 @@ class RecordingSink : public TablesSink {
     return ++generation;
   }
   bool ready() const override { return true; }
-  std::uint64_t acked_generation() const override { return generation; }
+  bool carries(const dp::Endpoint&) const override { return true; }
+  std::optional<std::string> refusal(const std::string&) const override { return std::nullopt; }
   std::vector<dp::Delta> deltas;
   std::uint64_t generation = 0;
 };
@@ -454,6 +461,83 @@ TEST(NodeStateFederation, WithoutTheStoreTheConfigBlockIsTheNodes) {
   EXPECT_EQ(code, v1::INVALID_ARGUMENT);
   EXPECT_NE(outside.error().find("outside this node's block 10.244.3.128/25"), std::string::npos) << outside.error();
   EXPECT_TRUE(s->attach(endpoint("c3", "red", "10.244.1.5"), &code).ok());
+}
+
+// The dataplane as ApiHandler's waiting attaches see it: told what it carries and refused.
+class ControlledSink : public TablesSink {
+ public:
+  std::uint64_t publish(const TablesDelta&) override { return ++generation; }
+  bool ready() const override { return true; }
+  bool carries(const dp::Endpoint& e) const override { return carried.count(e.id()) > 0; }
+  std::optional<std::string> refusal(const std::string& id) const override {
+    auto it = refused.find(id);
+    if (it == refused.end()) return std::nullopt;
+    return it->second;
+  }
+  std::set<std::string> carried;
+  std::map<std::string, std::string> refused;
+  std::uint64_t generation = 0;
+};
+
+TEST(ApiHandlerWait, AnAttachAnswersOnceTheDataplaneCarriesRefusesOrTimesOut) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  ControlledSink sink;
+  s->set_sink(&sink);
+  ApiHandler handler(*s, DaemonView{});
+  const auto request = [](const std::string& cid, const std::string& ip, std::uint32_t wait_ms) {
+    v1::ControlRequest r;
+    r.set_request_id(7);
+    *r.mutable_attach_endpoint()->mutable_endpoint() = endpoint(cid, "red", ip, "vxf" + cid);
+    r.mutable_attach_endpoint()->set_wait_ms(wait_ms);
+    return r;
+  };
+  std::vector<v1::ControlResponse> answers;
+  const auto reply = [&answers](v1::ControlResponse r) { answers.push_back(std::move(r)); };
+  v1::ErrorCode code;
+
+  // Carried: no answer until the dataplane acknowledged it.
+  handler.handle(request("c1", "10.244.1.5", 5000), reply);
+  handler.progress();
+  EXPECT_TRUE(answers.empty());
+  EXPECT_EQ(handler.waiting(), 1u);
+  sink.carried.insert("c1/net1");
+  handler.progress();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].code(), v1::OK) << answers[0].error();
+  EXPECT_EQ(answers[0].request_id(), 7u);
+  EXPECT_TRUE(answers[0].endpoint().in_dataplane());
+  EXPECT_EQ(answers[0].endpoint().dataplane(), v1::DP_CARRIED);
+
+  // Refused: the dataplane's reason, and vxfedd no longer has the endpoint.
+  handler.handle(request("c2", "10.244.1.6", 5000), reply);
+  sink.refused["c2/net1"] = "cannot serve interface vxfc2: all 2 pod ports of this dataplane are in use";
+  handler.progress();
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_EQ(answers[1].code(), v1::DATAPLANE_REFUSED);
+  EXPECT_NE(answers[1].error().find("all 2 pod ports"), std::string::npos) << answers[1].error();
+  EXPECT_FALSE(s->check("c2", "net1", &code).ok()) << "a refused attach must leave no endpoint";
+
+  // Not within wait_ms: UNAVAILABLE saying so, and removed too.
+  handler.handle(request("c3", "10.244.1.7", 30), reply);
+  handler.progress();
+  EXPECT_EQ(answers.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  handler.progress();
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[2].code(), v1::UNAVAILABLE);
+  EXPECT_NE(answers[2].error().find("within 30 ms"), std::string::npos) << answers[2].error();
+  EXPECT_FALSE(s->check("c3", "net1", &code).ok());
+  EXPECT_EQ(handler.waiting(), 0u);
+
+  // wait_ms 0: answered at once, pending.
+  handler.handle(request("c4", "10.244.1.8", 0), reply);
+  ASSERT_EQ(answers.size(), 4u);
+  EXPECT_EQ(answers[3].code(), v1::OK);
+  EXPECT_EQ(answers[3].endpoint().dataplane(), v1::DP_PENDING);
+  EXPECT_FALSE(answers[3].endpoint().in_dataplane());
+  EXPECT_TRUE(s->check("c1", "net1", &code).ok()) << "the carried endpoint stays";
+  s->set_sink(nullptr);
 }
 
 }  // namespace
