@@ -41,6 +41,12 @@ Expected<std::string> check_network_file(const std::string& text) {
       return cni_error(kInvalidConfig, where + ": a plugin needs a type");
     const std::string type = p["type"].get<std::string>();
     summary += (i ? "; " : " ");
+    if (type == "bandwidth")
+      return cni_error(kInvalidConfig,
+                       where + ": the reference bandwidth plugin has no effect on vxfed pods: it shapes the host "
+                               "veth with qdiscs, and vxfed-dataplane reads and writes that veth beneath them (its "
+                               "limits hold in neither direction). Remove it and declare \"bandwidth\" in vxfed's "
+                               "capabilities: vxfed enforces runtimeConfig.bandwidth itself (eBPF, docs/cni.md)");
     if (type != "vxfed") {
       summary += type;
       continue;

@@ -1,7 +1,9 @@
 // `vxfed --check FILE`: a network configuration file read as a runtime would hand it to the
 // plugin, for manifests and install steps. A conflist ({"cniVersion", "name", "plugins"})
 // gives each plugin the list's name and cniVersion, as libcni does; every vxfed plugin in it
-// (or a lone vxfed config) must pass parse_netconf, every other plugin must name a type. Pure.
+// (or a lone vxfed config) must pass parse_netconf, every other plugin must name a type, and
+// the reference `bandwidth` plugin is refused (it would do nothing: vxfed-dataplane reads and
+// writes the host veth beneath its qdiscs; vxfed's own bandwidth capability replaces it). Pure.
 #pragma once
 
 #include <string>

@@ -238,8 +238,11 @@ int main(int argc, char** argv) {
         sp->set_host_iface(e["host_iface"]);
         sp->set_netns(e["netns"]);
         for (const auto& [k, v] : e["pod"].items()) (*sp->mutable_pod())[k] = v.get<std::string>();
-        info.set_in_dataplane(s.ready);
-        info.set_dataplane(s.ready ? pb::DP_CARRIED : pb::DP_NOT_CONNECTED);
+        // Restarted with --dataplane-refuses-prefix: the "dataplane" now refuses these.
+        const bool refused = !s.dataplane_refuses_prefix.empty() &&
+                             sp->container_id().rfind(s.dataplane_refuses_prefix, 0) == 0;
+        info.set_in_dataplane(s.ready && !refused);
+        info.set_dataplane(!s.ready ? pb::DP_NOT_CONNECTED : refused ? pb::DP_REFUSED : pb::DP_CARRIED);
         s.endpoints[{sp->container_id(), sp->ifname()}] = info;
       }
     }

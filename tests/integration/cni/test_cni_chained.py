@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""vxfed as the first plugin of a conflist, followed by the reference tuning, bandwidth and
-portmap plugins (Debian's containernetworking-plugins, spec <= 1.0.0, so the list is 1.0.0):
-prevResult flows through ADD, CHECK runs over the cached result, DEL runs in reverse order,
-and afterwards nothing of any plugin is left."""
+"""vxfed as the first plugin of a conflist, followed by the reference tuning and portmap
+plugins (Debian's containernetworking-plugins, spec <= 1.0.0, so the list is 1.0.0), with
+vxfed's own bandwidth capability: prevResult flows through ADD, CHECK runs over the cached
+result, DEL runs in reverse order, and afterwards nothing of any plugin is left. The
+reference bandwidth plugin in such a chain does nothing (vxfed-dataplane reads and writes the
+host veth beneath its qdiscs; cni_dataplane shows its tbf counting 0 bytes): `vxfed --check`
+refuses a conflist that lists it, naming it and what replaces it."""
 
 import json
 import subprocess
@@ -26,9 +29,20 @@ def main():
         netconf = bed.conflist("1.0.0", [
             vx,
             {"type": "tuning", "promisc": True, "sysctl": {"net.ipv4.conf.eth0.arp_notify": "1"}},
-            {"type": "bandwidth", "capabilities": {"bandwidth": True}},
             {"type": "portmap", "capabilities": {"portMappings": True}, "snat": True},
         ], name="fed-a")
+        assert any(p["type"] == "vxfed" and p.get("capabilities", {}).get("bandwidth") for p in netconf["plugins"]), netconf
+        # The reference bandwidth plugin after vxfed: refused by `vxfed --check` (install-cni.sh
+        # runs it on the conflist it installs), naming the plugin, the cause and the replacement.
+        with_bw = json.loads(json.dumps(netconf))
+        with_bw["plugins"].insert(2, {"type": "bandwidth", "capabilities": {"bandwidth": True}})
+        r = subprocess.run([rt.find("vxfed"), "--check", "-"], input=json.dumps(with_bw), capture_output=True, text=True)
+        assert r.returncode == 2, f"vxfed --check accepted a chain with the bandwidth plugin: {r.stdout} {r.stderr}"
+        for words in ("plugins[2]", "bandwidth plugin has no effect", "vxfed's capabilities"):
+            assert words in r.stderr, f"{words!r} not in: {r.stderr}"
+        r = subprocess.run([rt.find("vxfed"), "--check", "-"], input=json.dumps(netconf), capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        tl.log("vxfed --check refuses the bandwidth plugin in the chain and accepts the chain without it")
         ns = bed.pod("chain")
         cid = bed.cid("chain")
         port = 20000 + int(bed.suffix) % 20000
@@ -49,9 +63,6 @@ def main():
         assert link["promiscuity"] >= 1, link
         assert link["address"] == "0a:58:0a:f4:05:05", link["address"]
         assert ns.run(["cat", "/proc/sys/net/ipv4/conf/eth0/arp_notify"]).stdout.strip() == "1"
-        # bandwidth: a tbf qdisc on the host end (traffic into the pod).
-        qdisc = tl.run(["tc", "qdisc", "show", "dev", host]).stdout
-        assert "tbf" in qdisc, qdisc
         # portmap: a DNAT chain for this container.
         nat = tl.run([iptables, "-t", "nat", "-S"]).stdout
         assert f"--dport {port}" in nat, "portmap rule missing"
@@ -60,9 +71,9 @@ def main():
         enforced = bed.bandwidth_enforced()
         if enforced:
             assert pins.is_dir(), f"bandwidth requested but {pins} is missing"
-        tl.log(f"chained ADD ok: tuning, bandwidth, portmap applied; vxfed eBPF limits: {enforced}")
+        tl.log(f"chained ADD ok: tuning, portmap applied; vxfed eBPF limits: {enforced}")
 
-        # CHECK runs vxfed, tuning, bandwidth, then portmap. Debian's portmap 1.1.1 fails CHECK for
+        # CHECK runs vxfed, tuning, then portmap. Debian's portmap 1.1.1 fails CHECK for
         # an IPv4-only pod by looking for an ip6tables chain it never made (upstream
         # containernetworking/plugins#819, fixed after 1.1.1): accept exactly that, after
         # every plugin before it passed.
@@ -71,14 +82,12 @@ def main():
         except CniError as e:
             if not (e.plugin == "portmap" and "ipv6 dnat" in e.msg):
                 raise
-            tl.log(f"portmap CHECK hit upstream bug #819 ({e.msg}); vxfed, tuning and bandwidth CHECK passed")
+            tl.log(f"portmap CHECK hit upstream bug #819 ({e.msg}); vxfed and tuning CHECK passed")
         tl.log("chained CHECK ok")
 
         rt.delete(netconf, cid, bed.netns_path(ns), "eth0")
         nat = tl.run([iptables, "-t", "nat", "-S"]).stdout
         assert f"--dport {port}" not in nat, "portmap rule left behind"
-        ifbs = tl.run(["ip", "-j", "link"]).stdout
-        assert not any(l["ifname"].startswith("bwp") and host[3:] in l["ifname"] for l in json.loads(ifbs))
         bed.assert_clean([(cid, "eth0")], "chained DEL")
         assert not pins.exists(), f"{pins} left behind"
         # DEL again (the runtime retries): every plugin tolerates it.

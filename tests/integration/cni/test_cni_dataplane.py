@@ -4,7 +4,11 @@
 by the plugin through the test runtime, ping each other through the dataplane, including an
 8922-byte ping with DF set (pod MTU 8950 = 9000 - 50). CHECK passes once the dataplane has the
 endpoints, STATUS is 0, DEL with vxfedd down queues the detach and the next invocation replays
-it, and at the end vxfedd holds no endpoint and the node no interface of ours."""
+it, and at the end vxfedd holds no endpoint and the node no interface of ours.
+
+pod1 is attached through a conflist with the reference bandwidth plugin after vxfed: its tbf
+qdisc on the host end counts 0 bytes while pod0 pings pod1 (the dataplane writes the veth
+beneath the qdiscs), which is why `vxfed --check` refuses that plugin (cni_chained)."""
 
 import json
 import os
@@ -59,21 +63,31 @@ def main():
         tl.wait_for(status_ok, 60, "STATUS 0 (vxfedd and the dataplane ready)", interval=1)
         tl.log("STATUS 0 with the real vxfedd and dataplane")
 
+        # pod1: vxfed (without the bandwidth capability) then the reference bandwidth plugin
+        # (Debian's stops at 1.0.0), 1 Mbit/s into the pod.
+        chain = {"cniVersion": "1.0.0", "name": NETWORK, "plugins": [
+            {k: v for k, v in conf.items() if k not in ("cniVersion", "name")},
+            {"type": "bandwidth", "capabilities": {"bandwidth": True}}]}
+        confs = [conf, chain]
+        shaped = {"bandwidth": {"ingressRate": 1_000_000, "ingressBurst": 100_000,
+                                "egressRate": 1_000_000, "egressBurst": 100_000}}
+
         pods = []
         for i in range(2):
             ns = topo.netns(f"pod{i}")
             ns.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
             cid = f"dp{i}-{topo.suffix}"
-            res = rt.add(conf, cid, f"/var/run/netns/{ns.name}", "eth0",
-                         args={"K8S_POD_NAMESPACE": "test", "K8S_POD_NAME": f"pod{i}"})
+            res = rt.add(confs[i], cid, f"/var/run/netns/{ns.name}", "eth0",
+                         args={"K8S_POD_NAMESPACE": "test", "K8S_POD_NAME": f"pod{i}"},
+                         runtime_config=shaped if i == 1 else None)
             ip = res["ips"][0]["address"].split("/")[0]
             pods.append((ns, cid, ip))
             tl.log(f"pod{i}: {ip} host end {fnv_host_iface(cid, 'eth0')}")
 
         def checks_pass():
-            for ns, cid, _ in pods:
+            for i, (ns, cid, _) in enumerate(pods):
                 try:
-                    rt.check(conf, cid, f"/var/run/netns/{ns.name}", "eth0")
+                    rt.check(confs[i], cid, f"/var/run/netns/{ns.name}", "eth0")
                 except CniError as e:
                     tl.log(f"CHECK {cid}: {e.code} {e.msg}")
                     return False
@@ -105,6 +119,16 @@ def main():
             raise AssertionError("; ".join(failures))
         tl.log("pods ping each other through the dataplane, 8922 bytes with DF included")
 
+        # 80 kB into pod1 (and its replies out): a tbf in the path would count every byte.
+        r = a.ping(b_ip, count=10, size=8000)
+        qdiscs = json.loads(node.run(["tc", "-s", "-j", "qdisc", "show", "dev", fnv_host_iface(pods[1][1], "eth0")]).stdout)
+        tbf = [q for q in qdiscs if q.get("kind") == "tbf"]
+        assert tbf, f"the bandwidth plugin installed no tbf on pod1's host end: {qdiscs}"
+        assert r.returncode == 0, f"ping into the shaped pod failed: {r.stdout} {r.stderr}"
+        tl.log(f"bandwidth plugin's tbf on pod1's host end after 10 x 8000-byte pings: {tbf[0].get('bytes')} bytes, "
+               f"{tbf[0].get('packets')} packets; ping {r.stdout.strip().splitlines()[-2]}")
+        assert tbf[0].get("bytes") == 0, f"the tbf saw traffic: the dataplane no longer bypasses qdiscs? {tbf}"
+
         # DEL with vxfedd down: queued; vxfedd restarts; the next invocation replays it.
         ns0, cid0, _ = pods[0]
         n.stop_vxfedd()
@@ -118,7 +142,7 @@ def main():
         tl.log("DEL with vxfedd down was queued and replayed after its restart")
 
         ns1, cid1, _ = pods[1]
-        rt.delete(conf, cid1, f"/var/run/netns/{ns1.name}", "eth0")
+        rt.delete(chain, cid1, f"/var/run/netns/{ns1.name}", "eth0")
         assert endpoints() == [], endpoints()
         links = json.loads(node.run(["ip", "-j", "link"]).stdout)
         assert not [l["ifname"] for l in links if l["ifname"].startswith("vxf")], links
