@@ -73,7 +73,19 @@ def run(topo, a: Node, b: Node, results: dict) -> None:
     def a_stale() -> bool:
         r = json.loads(a.vtysh("show bgp ipv4 unicast 10.245.0.0/16 json") or "{}")
         return any(p.get("stale") for p in r.get("paths", []))
-    t.wait_for(a_stale, 10, "A to mark B's route stale (graceful restart helper)")
+    # The session drops at B's FIN, or at the latest when A's 3 s hold timer expires; the
+    # rest of the budget is for vtysh on a loaded machine. If A never marks the route stale,
+    # what A's bgpd holds and logs says whether it deleted the route (no helper) or kept the
+    # session up (B's bgpd still alive).
+    try:
+        t.wait_for(a_stale, 30, "A to mark B's route stale (graceful restart helper)")
+    except TimeoutError:
+        t.log("A's neighbor B: " + a.vtysh("show bgp neighbors 198.18.0.2 json", check=False)[-3000:])
+        t.log("A's route: " + a.vtysh("show bgp ipv4 unicast 10.245.0.0/16 json", check=False))
+        t.log(f"A's adapter events: {a.events()}")
+        a.frr.dump("a")
+        b.frr.dump("b")
+        raise
     stale_seen = round(time.monotonic() - t0, 2)
     time.sleep(max(0.0, 2 - (time.monotonic() - t0)))
     assert "10.245.0.0/16" in a.routes() and "10.244.0.0/16" in b.routes(), "routes lost while B is down"
