@@ -172,3 +172,37 @@ def expect_error(fn, code: int, message_part: str, what: str) -> CniError:
         log(f"ok: {what} -> {e.code} {e.msg}")
         return e
     raise AssertionError(f"{what}: succeeded, expected code {code}")
+
+
+class RealNodeCni:
+    """The vxfed plugin against a REAL node (vxfed_harness.node.Node: vxfedd and the dataplane),
+    run by the test runtime inside the node's namespace, host-local handing out range_start ..
+    range_end of the network's subnet. For the fake vxfedd, use CniBed."""
+
+    def __init__(self, topo: Topology, node, network: str, subnet: str, gateway: str,
+                 range_start: str, range_end: str, build_dir: Optional[Path] = None):
+        plugin = require_binary("cni/vxfed", build_dir)
+        if not (REFERENCE_PLUGINS / "host-local").exists():
+            skip("containernetworking-plugins is not installed (/usr/lib/cni/host-local)")
+        work = topo.workdir
+        bin_dir = work / "bin"
+        bin_dir.mkdir()
+        # CNI_PATH: our plugin beside the reference plugins, as an install would put it.
+        (bin_dir / "vxfed").symlink_to(plugin)
+        self.runtime = Runtime([str(bin_dir), str(REFERENCE_PLUGINS)], work / "cache", prefix=node.ns.prefix())
+        self.conf = {"cniVersion": "1.1.0", "name": network, "type": "vxfed", "socket": str(node.vxfedd.socket),
+                     "stateDir": str(work / "cni-state"), "logLevel": "info",
+                     "ipam": {"type": "host-local", "dataDir": str(work / "ipam"),
+                              "ranges": [[{"subnet": subnet, "rangeStart": range_start,
+                                           "rangeEnd": range_end, "gateway": gateway}]]}}
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        """Until STATUS succeeds: vxfedd answers and the dataplane is in sync."""
+        def status_ok() -> bool:
+            try:
+                self.runtime.status(self.conf)
+                return True
+            except CniError as e:
+                log(f"STATUS: {e.code} {e.msg}")
+                return False
+        wait_for(status_ok, timeout, "STATUS 0 (vxfedd and the dataplane ready)", interval=1)

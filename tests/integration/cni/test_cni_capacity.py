@@ -19,8 +19,8 @@ import time
 
 import vxfed_harness as tl
 from vxfed_harness.node import Node
-from vxfed_harness.cni_bed import REFERENCE_PLUGINS
-from vxfed_harness.cni_runtime import CniError, Runtime
+from vxfed_harness.cni_bed import REFERENCE_PLUGINS, RealNodeCni
+from vxfed_harness.cni_runtime import CniError
 
 NETWORK = "fed-a"
 REFUSED_ADDS = 20
@@ -30,7 +30,7 @@ def main():
     tl.require_root()
     for b in ("control/vxfedd", "control/vxfedctl", "dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl"):
         tl.require_binary(b)
-    plugin = tl.require_binary("cni/vxfed")
+    tl.require_binary("cni/vxfed")
     if not (REFERENCE_PLUGINS / "host-local").exists():
         tl.skip("containernetworking-plugins is not installed")
     with tl.Topology("cnicap") as topo:
@@ -44,26 +44,9 @@ def main():
         n.start_vxfedd(n.vxfedd_config(networks=[{"name": NETWORK, "vni": 1001, "subnet": "10.244.0.0/16",
                                                   "gateway": "10.244.0.1"}]))
         endpoints = n.vxfedd.endpoints
-
-        bin_dir = w / "bin"
-        bin_dir.mkdir()
-        (bin_dir / "vxfed").symlink_to(plugin)
-        rt = Runtime([str(bin_dir), str(REFERENCE_PLUGINS)], w / "cache", prefix=node.prefix())
-        conf = {"cniVersion": "1.1.0", "name": NETWORK, "type": "vxfed", "socket": str(n.vxfedd.socket),
-                "stateDir": str(w / "cni-state"), "logLevel": "info",
-                "ipam": {"type": "host-local", "dataDir": str(w / "ipam"),
-                         "ranges": [[{"subnet": "10.244.0.0/16", "rangeStart": "10.244.3.2",
-                                      "rangeEnd": "10.244.3.250", "gateway": "10.244.0.1"}]]}}
-
-        def status_ok():
-            try:
-                rt.status(conf)
-                return True
-            except CniError as e:
-                tl.log(f"STATUS: {e.code} {e.msg}")
-                return False
-
-        tl.wait_for(status_ok, 60, "STATUS 0 (vxfedd and the dataplane ready)", interval=1)
+        cni = RealNodeCni(topo, n, NETWORK, "10.244.0.0/16", "10.244.0.1", "10.244.3.2", "10.244.3.250")
+        rt, conf = cni.runtime, cni.conf
+        cni.wait_ready()
 
         def add(name, ns, cid):
             res = rt.add(conf, cid, f"/var/run/netns/{ns.name}", "eth0")

@@ -15,8 +15,8 @@ import os
 
 import vxfed_harness as tl
 from vxfed_harness.node import Node
-from vxfed_harness.cni_bed import REFERENCE_PLUGINS
-from vxfed_harness.cni_runtime import CniError, Runtime, fnv_host_iface
+from vxfed_harness.cni_bed import REFERENCE_PLUGINS, RealNodeCni
+from vxfed_harness.cni_runtime import CniError, fnv_host_iface
 
 NETWORK = "fed-a"
 
@@ -25,7 +25,7 @@ def main():
     tl.require_root()
     for b in ("control/vxfedd", "control/vxfedctl", "dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl"):
         tl.require_binary(b)
-    plugin = tl.require_binary("cni/vxfed")
+    tl.require_binary("cni/vxfed")
     if not (REFERENCE_PLUGINS / "host-local").exists():
         tl.skip("containernetworking-plugins is not installed")
     with tl.Topology("cnidp") as topo:
@@ -39,28 +39,10 @@ def main():
         n.start_dataplane(timeout=60)
         n.start_vxfedd(n.vxfedd_config(networks=[{"name": NETWORK, "vni": 1001, "subnet": "10.244.0.0/16",
                                                   "gateway": "10.244.0.1"}]))
-        sock = n.vxfedd.socket
         endpoints = n.vxfedd.endpoints
-
-        bin_dir = w / "bin"
-        bin_dir.mkdir()
-        (bin_dir / "vxfed").symlink_to(plugin)
-        rt = Runtime([str(bin_dir), str(REFERENCE_PLUGINS)], w / "cache", prefix=node.prefix())
-        conf = {"cniVersion": "1.1.0", "name": NETWORK, "type": "vxfed", "socket": str(sock),
-                "stateDir": str(w / "cni-state"), "logLevel": "info",
-                "ipam": {"type": "host-local", "dataDir": str(w / "ipam"),
-                         "ranges": [[{"subnet": "10.244.0.0/16", "rangeStart": "10.244.3.2",
-                                      "rangeEnd": "10.244.3.250", "gateway": "10.244.0.1"}]]}}
-
-        def status_ok():
-            try:
-                rt.status(conf)
-                return True
-            except CniError as e:
-                tl.log(f"STATUS: {e.code} {e.msg}")
-                return False
-
-        tl.wait_for(status_ok, 60, "STATUS 0 (vxfedd and the dataplane ready)", interval=1)
+        cni = RealNodeCni(topo, n, NETWORK, "10.244.0.0/16", "10.244.0.1", "10.244.3.2", "10.244.3.250")
+        rt, conf = cni.runtime, cni.conf
+        cni.wait_ready()
         tl.log("STATUS 0 with the real vxfedd and dataplane")
 
         # pod1: vxfed (without the bandwidth capability) then the reference bandwidth plugin
@@ -136,7 +118,7 @@ def main():
         q = json.loads((w / "cni-state" / "pending-detach.json").read_text())
         assert [e["containerID"] for e in q] == [cid0], q
         n.start_vxfedd()
-        tl.wait_for(status_ok, 60, "STATUS 0 after vxfedd restarted", interval=1)
+        cni.wait_ready()  # the next invocation after vxfedd is back replays the queue
         assert not (w / "cni-state" / "pending-detach.json").exists(), "queue not replayed"
         assert cid0 not in {e["container_id"] for e in endpoints()}, endpoints()
         tl.log("DEL with vxfedd down was queued and replayed after its restart")

@@ -10,7 +10,7 @@ import subprocess
 
 import vxfed_harness as tl
 from vxfed_harness.cni_bed import CniBed, detach_endpoint, expect_error
-from vxfed_harness.cni_runtime import CniError, fnv_host_iface
+from vxfed_harness.cni_runtime import fnv_host_iface
 
 
 def ns_json(ns, *args):
