@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
@@ -301,6 +302,7 @@ Status Dataplane::apply_snapshot(const v1::Snapshot& snapshot) {
   generation_ = snapshot.generation();
   ready_ = true;
   ++snapshots_applied_;
+  update_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   arp_->watch(report.new_vteps);
   ::malloc_trim(0);  // the request's parsed tables: a 130k-route Snapshot is tens of MiB of heap
   using ms = std::chrono::duration<double, std::milli>;
@@ -313,6 +315,7 @@ Status Dataplane::apply_snapshot(const v1::Snapshot& snapshot) {
 
 Status Dataplane::apply_delta(const v1::Delta& delta) {
   if (!ready_) return make_error("a Delta needs a Snapshot first: no tables are loaded");
+  const auto started = std::chrono::steady_clock::now();
   reclaimer_->poll();
   std::vector<std::string> attached_now;
   if (auto st = attach_ports(delta.upsert().endpoints(), "upsert.endpoints", &attached_now); !st) return st;
@@ -326,6 +329,7 @@ Status Dataplane::apply_delta(const v1::Delta& delta) {
   arp_->watch(report->new_vteps);
   generation_ = delta.generation();
   ++deltas_applied_;
+  update_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   spdlog::debug("delta generation {} in force: {} entries", generation_, report->entries);
   return {};
 }
@@ -438,6 +442,33 @@ void Dataplane::fill_counters(v1::Counters& out) const {
     d->set_reason(std::string(drop_reason_name(static_cast<DropReason>(r))));
     d->set_packets(total);
   }
+  const double tsc_hz = static_cast<double>(rte_get_tsc_hz());
+  for (unsigned w = 0; w < contexts_.size(); ++w) {
+    const auto& ctx = *contexts_[w];
+    auto* s = out.add_workers();
+    s->set_worker(w);
+    s->set_loops(ctx.loops.load(std::memory_order_relaxed));
+    s->set_busy_loops(ctx.busy_loops.load(std::memory_order_relaxed));
+    s->set_busy_seconds(tsc_hz > 0 ? static_cast<double>(ctx.busy_cycles.load(std::memory_order_relaxed)) / tsc_hz : 0);
+    s->set_sleeps(ctx.sleeps.load(std::memory_order_relaxed));
+  }
+  auto* sizes = out.mutable_tables();
+  if (tables_) {
+    sizes->set_networks(static_cast<std::uint32_t>(tables_->network_count()));
+    sizes->set_endpoints(static_cast<std::uint32_t>(tables_->endpoint_count()));
+    sizes->set_routes(static_cast<std::uint32_t>(tables_->route_count()));
+    sizes->set_vteps(static_cast<std::uint32_t>(tables_->vtep_count()));
+  }
+  sizes->set_neighbors(neighbors_.size());
+  auto* h = out.mutable_table_update_seconds();
+  for (const double b : update_seconds_.upper_bounds()) h->add_upper_bounds(b);
+  for (const auto c : update_seconds_.bucket_counts()) h->add_bucket_counts(c);
+  h->set_sum(update_seconds_.sum());
+  h->set_count(update_seconds_.count());
+  out.set_snapshots_applied(snapshots_applied_);
+  out.set_deltas_applied(deltas_applied_);
+  out.set_requests_refused(requests_refused_);
+  out.set_api_refused(api_ ? api_->refused() : 0);
 }
 
 std::string Dataplane::counters_text() const {

@@ -25,6 +25,7 @@
 #include "dataplane/runtime/ports.hpp"
 #include "dataplane/runtime/rcu_reclaimer.hpp"
 #include "dataplane/runtime/rcu_slot.hpp"
+#include "common/metrics/histogram.hpp"
 #include "common/result.hpp"
 #include "dataplane/runtime/worker.hpp"
 
@@ -94,6 +95,7 @@ class Dataplane {
   std::uint64_t snapshots_applied_ = 0, deltas_applied_ = 0, requests_refused_ = 0, handovers_ = 0;
   std::vector<std::pair<std::uint32_t, wire::MacAddress>> default_neighbors_;  // --static-neighbor
   std::string refused_endpoint_;  // the endpoint whose port could not be attached by the last request
+  metrics::Histogram update_seconds_;  // Snapshot/Delta received to tables in force
 };
 
 }  // namespace vxfed::dataplane

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 
 #include "dataplane/core/coalesce.hpp"
@@ -260,6 +261,7 @@ int worker_main(void* arg) {
   };
 
   while (!w.stop->load(std::memory_order_relaxed)) {
+    const std::uint64_t loop_start = rte_rdtsc();
     s = w.state->read();
     unsigned work = 0;
 
@@ -350,6 +352,9 @@ int worker_main(void* arg) {
     w.loops.store(w.loops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 
     if (work) {
+      w.busy_loops.store(w.busy_loops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      w.busy_cycles.store(w.busy_cycles.load(std::memory_order_relaxed) + (rte_rdtsc() - loop_start),
+                          std::memory_order_relaxed);
       backoff.work_done();
       continue;
     }

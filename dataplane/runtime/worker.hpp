@@ -43,7 +43,10 @@ struct WorkerContext {
   rte_mempool* pool = nullptr;        // mbufs for frames from the sockets, and software segmentation
   const WakeEvent* wake = nullptr;
   const std::atomic<bool>* stop = nullptr;
+  // Written by the worker (relaxed load + store), read by the control thread for GetCounters.
   std::atomic<std::uint64_t> loops{0};
+  std::atomic<std::uint64_t> busy_loops{0};   // iterations that moved packets ...
+  std::atomic<std::uint64_t> busy_cycles{0};  // ... and their TSC cycles (busy ratio)
   std::atomic<std::uint64_t> sleeps{0};   // naps and blocks
 };
 
