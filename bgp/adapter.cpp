@@ -299,6 +299,9 @@ AdapterStats Adapter::stats() const {
     s.malformed = f.malformed_frames + f.malformed_messages;
     s.stream_errors = f.stream_errors;
     s.fpm_refused = f.refused_not_loopback + f.refused_wrong_user + f.refused_busy;
+    s.fpm_refused_not_loopback = f.refused_not_loopback;
+    s.fpm_refused_wrong_user = f.refused_wrong_user;
+    s.fpm_refused_busy = f.refused_busy;
   }
   const auto t = table_.stats();
   s.non_bgp_ignored = t.non_bgp_ignored;

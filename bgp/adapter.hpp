@@ -42,6 +42,7 @@ struct AdapterStats {
   std::uint64_t malformed = 0;        // frames + messages dropped as malformed
   std::uint64_t stream_errors = 0;
   std::uint64_t fpm_refused = 0;       // connections refused: not loopback, not zebra's user, busy
+  std::uint64_t fpm_refused_not_loopback = 0, fpm_refused_wrong_user = 0, fpm_refused_busy = 0;
   std::uint64_t non_bgp_ignored = 0;
   std::uint64_t no_peer = 0;
   std::uint64_t unresolved_routes = 0;

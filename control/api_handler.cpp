@@ -1,6 +1,7 @@
 #include "control/api_handler.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace vxfed::control {
 
@@ -31,18 +32,33 @@ bool fill(v1::ControlResponse& response, Result<T>& result, v1::ErrorCode code) 
 
 }  // namespace
 
+// The operation's name as control.proto spells its field: a fixed set, so a bounded label.
+static std::string op_name(const v1::ControlRequest& request) {
+  if (request.op_case() == v1::ControlRequest::OP_NOT_SET) return "unknown";
+  const auto* field = v1::ControlRequest::descriptor()->FindFieldByNumber(request.op_case());
+  return field ? field->name() : "unknown";
+}
+
+ApiHandler::ApiHandler(NodeState& state, DaemonView view) : state_(state), view_(std::move(view)) {
+  const auto* oneof = v1::ControlRequest::descriptor()->FindOneofByName("op");
+  for (int i = 0; oneof && i < oneof->field_count(); ++i) counters_.by_op[oneof->field(i)->name()];
+  counters_.by_op["unknown"];
+}
+
 v1::ControlResponse ApiHandler::handle(const v1::ControlRequest& request) {
+  const auto started = std::chrono::steady_clock::now();
   auto response = answer(request);
-  finish(response);
+  finish(response, op_name(request), started);
   return response;
 }
 
 void ApiHandler::handle(const v1::ControlRequest& request, Reply reply) {
+  const auto started = std::chrono::steady_clock::now();
   auto response = answer(request);
   const std::uint32_t wait_ms =
       request.op_case() == v1::ControlRequest::kAttachEndpoint ? request.attach_endpoint().wait_ms() : 0;
   if (wait_ms == 0 || response.code() != v1::OK) {
-    finish(response);
+    finish(response, op_name(request), started);
     reply(std::move(response));
     return;
   }
@@ -50,9 +66,9 @@ void ApiHandler::handle(const v1::ControlRequest& request, Reply reply) {
   const auto& spec = request.attach_endpoint().endpoint();
   Waiting w{request.request_id(), spec.container_id(), spec.ifname(),
             std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(wait_ms, kMaxAttachWaitMs)),
-            std::min(wait_ms, kMaxAttachWaitMs), std::move(reply)};
+            std::min(wait_ms, kMaxAttachWaitMs), std::move(reply), op_name(request), started};
   if (auto done = settle(w, false)) {
-    finish(*done);
+    finish(*done, w.op, w.started);
     w.reply(std::move(*done));
     return;
   }
@@ -66,7 +82,7 @@ void ApiHandler::progress() {
   std::vector<std::pair<Reply, v1::ControlResponse>> answers;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (auto done = settle(*it, now >= it->deadline)) {
-      finish(*done);
+      finish(*done, it->op, it->started);
       answers.emplace_back(std::move(it->reply), std::move(*done));
       it = waiting_.erase(it);
     } else {
@@ -111,10 +127,14 @@ std::optional<v1::ControlResponse> ApiHandler::settle(const Waiting& w, bool exp
   return response;
 }
 
-void ApiHandler::finish(v1::ControlResponse& response) {
+void ApiHandler::finish(v1::ControlResponse& response, const std::string& op,
+                        std::chrono::steady_clock::time_point started) {
   const auto index = static_cast<std::size_t>(response.code());
   if (index < std::size(counters_.by_code)) ++counters_.by_code[index];
   if (response.code() != v1::OK) ++counters_.errors;
+  auto& figures = counters_.by_op[op];
+  if (index < std::size(figures.by_code)) ++figures.by_code[index];
+  figures.latency.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 v1::ControlResponse ApiHandler::answer(const v1::ControlRequest& request) {

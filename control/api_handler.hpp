@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/metrics/histogram.hpp"
 #include "proto/control.pb.h"
 #include "control/node_state.hpp"
 
@@ -21,6 +23,14 @@ struct DaemonView {
   std::function<dp::Counters()> counters;
 };
 
+// Per operation (the name of the request's `op` field: "attach_endpoint", ...; requests with
+// none are "unknown"): answers by code and the time to answer, persistence included (and, for
+// an attach that waits for the dataplane, the wait).
+struct ApiOpFigures {
+  std::uint64_t by_code[9] = {};  // as ApiCounters::by_code
+  metrics::Histogram latency;
+};
+
 struct ApiCounters {
   std::uint64_t requests = 0;
   std::uint64_t errors = 0;
@@ -29,6 +39,7 @@ struct ApiCounters {
   std::uint64_t by_code[9] = {};
   std::uint64_t attach_waits = 0;        // attaches that waited for the dataplane
   std::uint64_t attach_wait_timeouts = 0;
+  std::map<std::string, ApiOpFigures> by_op;   // every operation of control.proto, from the start
 };
 
 class ApiHandler {
@@ -36,7 +47,7 @@ class ApiHandler {
   using Reply = std::function<void(v1::ControlResponse)>;
   static constexpr std::uint32_t kMaxAttachWaitMs = 30000;
 
-  ApiHandler(NodeState& state, DaemonView view) : state_(state), view_(std::move(view)) {}
+  ApiHandler(NodeState& state, DaemonView view);
   // Answers through reply, at once or, for an AttachEndpoint with wait_ms, once the dataplane
   // carries the endpoint, refused it, or wait_ms passed (progress() decides; on a refusal or
   // timeout the endpoint is detached again, so a failed attach leaves nothing behind).
@@ -55,9 +66,12 @@ class ApiHandler {
     std::chrono::steady_clock::time_point deadline;
     std::uint32_t wait_ms;
     Reply reply;
+    std::string op;                                // for the per-operation figures
+    std::chrono::steady_clock::time_point started;
   };
   v1::ControlResponse answer(const v1::ControlRequest& request);
-  void finish(v1::ControlResponse& response);
+  // Counts the answer, by code and per operation with the time since `started`.
+  void finish(v1::ControlResponse& response, const std::string& op, std::chrono::steady_clock::time_point started);
   // A waiting attach's answer, or nullopt while it still waits.
   std::optional<v1::ControlResponse> settle(const Waiting& w, bool expired);
 

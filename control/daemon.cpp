@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/api_handler.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
 #include "control/api_server.hpp"
 #include "control/bgp_from_config.hpp"
 #include "control/bpf_reconcile.hpp"
@@ -26,6 +27,7 @@ void apply_overrides(Config& config, const DaemonOptions& options) {
   if (options.socket) config.daemon.socket = *options.socket;
   if (options.state_dir) config.daemon.state_dir = *options.state_dir;
   if (options.log_level) config.daemon.log_level = *options.log_level;
+  if (options.metrics_listen) config.daemon.metrics_listen = *options.metrics_listen;
 }
 
 struct Daemon::Impl {
@@ -45,6 +47,7 @@ struct Daemon::Impl {
   asio::steady_timer housekeeping{io};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::uint64_t reloads = 0, reload_failures = 0;
+  mutable std::uint64_t bpf_read_errors = 0;
 
   std::uint64_t uptime_s() const {
     return static_cast<std::uint64_t>(
@@ -79,11 +82,19 @@ struct Daemon::Impl {
 
   std::string render_metrics_text() const {
     MetricsInput in;
+    in.version = kVersion;
     in.uptime_s = uptime_s();
     in.networks = state->network_count();
     in.endpoints = state->endpoint_count();
     in.routes = state->route_count();
+    const auto endpoints = state->list_endpoints();
+    for (const auto& e : endpoints)
+      if (!e.in_dataplane()) ++in.endpoints_not_in_dataplane;
     for (const auto& v : state->list_vnis()) (v.state() == "held" ? in.vnis_held : in.vnis_allocated)++;
+    in.pools = state->pool_usage();
+    in.stores = state->store_write_latency();
+    for (const auto& n : state->list_networks()) in.vnis_of_networks.insert(n.vni());
+    in.per_vni = config.daemon.metrics_per_vni;
     in.dataplane_connected = dataplane->connected();
     in.dataplane_ready = dataplane->ready();
     in.dataplane_generation = dataplane->generation();
@@ -102,10 +113,8 @@ struct Daemon::Impl {
     in.api_bad_frames = as.bad_frames;
     in.api_malformed = as.malformed;
     in.api_unknown = as.unknown;
-    const auto& hc = handler->counters();
-    in.api_requests = hc.requests;
-    for (int code = 1; code < static_cast<int>(std::size(hc.by_code)); ++code)
-      in.api_errors_by_code.emplace_back(error_code_name(static_cast<v1::ErrorCode>(code)), hc.by_code[code]);
+    in.api = &handler->counters();
+    if (metrics) in.metrics_server = metrics->stats();
     in.federation_enabled = federation != nullptr;
     if (federation) {
       in.federation_available = federation->available();
@@ -123,6 +132,28 @@ struct Daemon::Impl {
       in.counters = dataplane->counters();
       in.counters_age_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - dataplane->counters_time()).count();
+    }
+    if (config.bpf.reconcile) {  // the per-pod programs are vxfedd's to watch
+      in.bpf_enabled = true;
+      bpf::Options bpf_options;
+      if (!config.bpf.pin_root.empty()) bpf_options.pin_root = config.bpf.pin_root;
+      for (const auto& info : endpoints) {
+        const auto& e = info.spec();
+        const auto key = bpf::pod_key_for(e.container_id(), e.ifname());
+        if (!bpf::has_pins(key, bpf_options)) continue;  // no limits or marking for this pod
+        auto counters = bpf::read_counters(key, bpf_options);
+        if (!counters) {
+          ++bpf_read_errors;
+          continue;
+        }
+        const auto& pod = e.pod();
+        const auto field = [&pod](const char* k) {
+          auto it = pod.find(k);
+          return it == pod.end() ? std::string() : it->second;
+        };
+        in.pods.push_back({e.network(), field("K8S_POD_NAMESPACE"), field("K8S_POD_NAME"), e.ifname(), std::move(*counters)});
+      }
+      in.bpf_read_errors = bpf_read_errors;
     }
     return render_metrics(in);
   }

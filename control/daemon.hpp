@@ -23,6 +23,7 @@ struct DaemonOptions {
   std::optional<std::string> log_level;   // overrides daemon.log_level
   std::optional<std::string> node_name;   // overrides node.name (control/config_overrides.hpp)
   std::optional<std::string> vtep_ip;     // overrides node.vtep_ip
+  std::optional<std::string> metrics_listen;  // overrides daemon.metrics_listen
 };
 
 // Applies command-line overrides to a loaded config.

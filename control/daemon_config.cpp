@@ -65,7 +65,7 @@ void parse_into(Config& c, const YAML::Node& root) {
   c.cluster.asn = static_cast<std::uint32_t>(cluster.integer("asn", 0, 0, 4294967295u));
 
   const Field daemon = top["daemon"];
-  daemon.allow({"socket", "socket_group", "state_dir", "log_level", "metrics_listen", "max_connections", "idle_timeout_ms"});
+  daemon.allow({"socket", "socket_group", "state_dir", "log_level", "metrics_listen", "metrics_per_vni", "max_connections", "idle_timeout_ms"});
   c.daemon.socket = daemon.str("socket", c.daemon.socket);
   c.daemon.socket_group = daemon.str("socket_group", "");
   c.daemon.state_dir = daemon.str("state_dir", c.daemon.state_dir);
@@ -82,6 +82,7 @@ void parse_into(Config& c, const YAML::Node& root) {
     try { port = static_cast<unsigned>(std::stoul(c.daemon.metrics_listen.substr(colon + 1))); } catch (...) {}
     if (port == 0 || port > 65535) daemon["metrics_listen"].fail("port must be 1..65535");
   }
+  c.daemon.metrics_per_vni = daemon.boolean("metrics_per_vni", true);
   c.daemon.max_connections = static_cast<std::uint32_t>(daemon.integer("max_connections", 256, 1, 65536));
   c.daemon.idle_timeout_ms = static_cast<std::uint32_t>(daemon.integer("idle_timeout_ms", 30000, 100, 3600000));
   if (c.daemon.socket.empty() || c.daemon.socket.front() != '/') daemon["socket"].fail("must be an absolute path");

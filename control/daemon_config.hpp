@@ -61,6 +61,7 @@ struct Config {
     std::string state_dir = "/var/lib/vxfed";
     std::string log_level = "info";
     std::string metrics_listen = "127.0.0.1:9472";   // "" disables the metrics endpoint
+    bool metrics_per_vni = true;                     // per-VNI dataplane series (6 per network)
     std::uint32_t max_connections = 256;
     std::uint32_t idle_timeout_ms = 30000;           // a half-sent request is dropped after this
   } daemon;

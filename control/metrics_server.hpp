@@ -1,5 +1,7 @@
-// A minimal HTTP/1.0 server for Prometheus scrapes: GET /metrics on a local TCP address,
-// one response per connection. Requests over 8 KiB or slower than 5 s are dropped.
+// A minimal HTTP/1.0 server for Prometheus scrapes: GET /metrics on a TCP address (loopback
+// by default, daemon.metrics_listen), one response per connection. Read-only: it has nothing
+// that changes state; any other method gets 405, other paths 404. Requests over 8 KiB or
+// slower than 5 s are dropped. Every refusal is counted (stats(), vxfedd_metrics_rejected_total).
 #pragma once
 
 #include <functional>
@@ -11,6 +13,7 @@
 #include <spdlog/logger.h>
 
 #include "common/result.hpp"
+#include "control/metrics_text.hpp"
 
 namespace vxfed::control {
 
@@ -23,6 +26,7 @@ class MetricsServer {
   ~MetricsServer();
   void stop();
   unsigned short port() const;
+  const MetricsServerStats& stats() const { return *stats_; }
 
  private:
   MetricsServer(boost::asio::io_context& io, Render render, std::shared_ptr<spdlog::logger> log);
@@ -33,6 +37,7 @@ class MetricsServer {
   Render render_;
   std::shared_ptr<spdlog::logger> log_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::shared_ptr<MetricsServerStats> stats_ = std::make_shared<MetricsServerStats>();
 };
 
 }  // namespace vxfed::control

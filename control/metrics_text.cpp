@@ -1,120 +1,103 @@
 #include "control/metrics_text.hpp"
 
-#include <fmt/format.h>
-
 namespace vxfed::control {
 
-namespace {
+using metrics::Exposition;
+using metrics::Type;
 
-class Writer {
- public:
-  void metric(const char* name, const char* type, const char* help) {
-    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  }
-  template <typename T>
-  void value(const char* name, T v, const std::string& labels = {}) {
-    out_ += labels.empty() ? fmt::format("{} {}\n", name, v) : fmt::format("{}{{{}}} {}\n", name, labels, v);
-  }
-  template <typename T>
-  void single(const char* name, const char* type, const char* help, T v) {
-    metric(name, type, help);
-    value(name, v);
-  }
-  std::string take() { return std::move(out_); }
+void render_vxfedd_metrics(Exposition& w, const MetricsInput& in) {
+  w.family("vxfedd_build_info", Type::gauge, "Always 1; the version label names the vxfedd build.")
+      .sample(std::uint64_t{1}, {{"version", in.version}});
+  w.gauge("vxfedd_uptime_seconds", "Seconds since vxfedd started.", static_cast<double>(in.uptime_s));
+  w.gauge("vxfedd_networks", "Networks defined on this node.", static_cast<double>(in.networks));
+  w.gauge("vxfedd_endpoints", "Endpoints (pod attachments) on this node.", static_cast<double>(in.endpoints));
+  w.gauge("vxfedd_endpoints_not_in_dataplane",
+          "Endpoints the dataplane does not have (not yet acknowledged, or refused).",
+          static_cast<double>(in.endpoints_not_in_dataplane));
+  w.gauge("vxfedd_routes", "Remote routes in effect.", static_cast<double>(in.routes));
+  w.family("vxfedd_vnis", Type::gauge, "VNI allocations by state.")
+      .sample(in.vnis_allocated, {{"state", "in_use"}})
+      .sample(in.vnis_held, {{"state", "held"}});
 
- private:
-  std::string out_;
-};
+  w.family("vxfedd_vni_pool_size", Type::gauge, "VNIs in the pool's ranges.");
+  for (const auto& p : in.pools) w.sample(p.size, {{"pool", p.name}});
+  w.family("vxfedd_vni_pool_allocated", Type::gauge, "VNIs of the pool given to networks.");
+  for (const auto& p : in.pools) w.sample(p.allocated, {{"pool", p.name}});
+  w.family("vxfedd_vni_pool_held", Type::gauge, "VNIs of the pool held down after release.");
+  for (const auto& p : in.pools) w.sample(p.held, {{"pool", p.name}});
+  w.family("vxfedd_vni_pool_exhausted_total", Type::counter, "Allocations the pool refused because it was full.");
+  for (const auto& p : in.pools) w.sample(p.exhausted, {{"pool", p.name}});
 
-// Label values are our own names, but escape anyway: a bad scrape is worse than an ugly label.
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') { out += "\\n"; continue; }
-    out += c;
+  w.family("vxfedd_store_write_duration_seconds", Type::histogram,
+           "Journal append and fdatasync of a state store (an API answer waits for it).");
+  for (const auto& [name, h] : in.stores)
+    if (h != nullptr) w.histogram(*h, {{"store", name}});
+
+  w.gauge("vxfedd_dataplane_connected", "1 when connected to vxfed-dataplane.", in.dataplane_connected ? 1 : 0);
+  w.gauge("vxfedd_dataplane_ready", "1 when the dataplane applied the snapshot.", in.dataplane_ready ? 1 : 0);
+  w.gauge("vxfedd_dataplane_generation", "Last table generation sent.", static_cast<double>(in.dataplane_generation));
+  w.gauge("vxfedd_dataplane_acked_generation", "Last table generation acknowledged.",
+          static_cast<double>(in.dataplane_acked_generation));
+  w.counter("vxfedd_dataplane_connects_total", "Connections made to the dataplane.", in.dataplane_connects);
+  w.counter("vxfedd_dataplane_snapshots_total", "Snapshots sent.", in.dataplane_snapshots);
+  w.counter("vxfedd_dataplane_snapshots_refused_total", "Snapshots the dataplane refused.", in.dataplane_snapshots_refused);
+  w.counter("vxfedd_dataplane_deltas_total", "Deltas sent.", in.dataplane_deltas);
+  w.counter("vxfedd_dataplane_deltas_refused_total", "Deltas the dataplane refused.", in.dataplane_deltas_refused);
+  w.counter("vxfedd_dataplane_endpoints_refused_total", "Endpoints the dataplane refused.", in.dataplane_endpoints_refused);
+  w.gauge("vxfedd_dataplane_last_sync_seconds", "Connect to snapshot applied, last time.", in.dataplane_last_sync_ms / 1000.0);
+
+  w.counter("vxfedd_api_connections_total", "API connections accepted.", in.api_connections);
+  if (in.api != nullptr) {
+    w.family("vxfedd_api_requests_total", Type::counter, "API requests answered, by operation and code.");
+    for (const auto& [op, f] : in.api->by_op)
+      for (int code = 0; code < static_cast<int>(std::size(f.by_code)); ++code)
+        if (code == 0 || f.by_code[code] != 0)  // ok always; errors once seen (bounded: 9 codes)
+          w.sample(f.by_code[code], {{"op", op}, {"code", error_code_name(static_cast<v1::ErrorCode>(code))}});
+    w.family("vxfedd_api_request_duration_seconds", Type::histogram,
+             "Time to answer an API request, persistence included, by operation.");
+    for (const auto& [op, f] : in.api->by_op) w.histogram(f.latency, {{"op", op}});
+    w.counter("vxfedd_api_attach_waits_total", "Attaches that waited for the dataplane to carry the endpoint.",
+              in.api->attach_waits);
+    w.counter("vxfedd_api_attach_wait_timeouts_total",
+              "Attaches the dataplane did not take in time (the endpoint was detached again).",
+              in.api->attach_wait_timeouts);
   }
-  return out;
+  w.family("vxfedd_api_rejected_total", Type::counter, "API connections closed for bad input or credentials.")
+      .sample(in.api_denied, {{"reason", "permission_denied"}})
+      .sample(in.api_bad_frames, {{"reason", "bad_frame"}})
+      .sample(in.api_malformed, {{"reason", "malformed"}})
+      .sample(in.api_unknown, {{"reason", "unknown_request"}});
+  w.counter("vxfedd_metrics_scrapes_total", "GET /metrics answered.", in.metrics_server.requests);
+  w.family("vxfedd_metrics_rejected_total", Type::counter,
+           "Requests to the metrics endpoint refused (it serves GET /metrics only).")
+      .sample(in.metrics_server.rejected_method, {{"reason", "method"}})
+      .sample(in.metrics_server.rejected_not_found, {{"reason", "not_found"}})
+      .sample(in.metrics_server.rejected_too_large, {{"reason", "too_large"}})
+      .sample(in.metrics_server.rejected_timeout, {{"reason", "timeout"}});
+  w.counter("vxfedd_config_reloads_total", "Config reloads applied.", in.config_reloads);
+  w.counter("vxfedd_config_reload_failures_total", "Config reloads refused.", in.config_reload_failures);
+  if (in.federation_enabled) {
+    w.gauge("vxfedd_federation_available", "1 when the federation store answered the last call.",
+            in.federation_available ? 1 : 0);
+    w.counter("vxfedd_federation_unavailable_total", "Federation store calls that found it unreachable.",
+              in.federation_unavailable);
+    w.counter("vxfedd_federation_reconciles_total", "Local copy re-asserted to the federation store.",
+              in.federation_reconciles);
+    w.counter("vxfedd_federation_restored_total", "Records the store had lost, restored from this node.",
+              in.federation_restored);
+    w.counter("vxfedd_federation_conflicts_total", "Store and local copy disagreed (the node kept its own).",
+              in.federation_conflicts);
+    w.gauge("vxfedd_networks_pending", "Config networks waiting for the federation store.",
+            static_cast<double>(in.networks_pending));
+  }
 }
 
-}  // namespace
-
 std::string render_metrics(const MetricsInput& in) {
-  Writer w;
-  w.single("vxfedd_uptime_seconds", "gauge", "Seconds since vxfedd started.", in.uptime_s);
-  w.single("vxfedd_networks", "gauge", "Networks defined on this node.", in.networks);
-  w.single("vxfedd_endpoints", "gauge", "Endpoints (pod attachments) on this node.", in.endpoints);
-  w.single("vxfedd_routes", "gauge", "Remote routes in effect.", in.routes);
-  w.metric("vxfedd_vnis", "gauge", "VNI allocations by state.");
-  w.value("vxfedd_vnis", in.vnis_allocated, "state=\"in_use\"");
-  w.value("vxfedd_vnis", in.vnis_held, "state=\"held\"");
-  w.single("vxfedd_dataplane_connected", "gauge", "1 when connected to vxfed-dataplane.", in.dataplane_connected ? 1 : 0);
-  w.single("vxfedd_dataplane_ready", "gauge", "1 when the dataplane applied the snapshot.", in.dataplane_ready ? 1 : 0);
-  w.single("vxfedd_dataplane_generation", "gauge", "Last table generation sent.", in.dataplane_generation);
-  w.single("vxfedd_dataplane_acked_generation", "gauge", "Last table generation acknowledged.", in.dataplane_acked_generation);
-  w.single("vxfedd_dataplane_connects_total", "counter", "Connections made to the dataplane.", in.dataplane_connects);
-  w.single("vxfedd_dataplane_snapshots_total", "counter", "Snapshots sent.", in.dataplane_snapshots);
-  w.single("vxfedd_dataplane_snapshots_refused_total", "counter", "Snapshots the dataplane refused.", in.dataplane_snapshots_refused);
-  w.single("vxfedd_dataplane_deltas_total", "counter", "Deltas sent.", in.dataplane_deltas);
-  w.single("vxfedd_dataplane_deltas_refused_total", "counter", "Deltas the dataplane refused.", in.dataplane_deltas_refused);
-  w.single("vxfedd_dataplane_endpoints_refused_total", "counter", "Endpoints the dataplane refused.", in.dataplane_endpoints_refused);
-  w.single("vxfedd_dataplane_last_sync_milliseconds", "gauge", "Connect to snapshot applied, last time.", in.dataplane_last_sync_ms);
-  w.single("vxfedd_api_connections_total", "counter", "API connections accepted.", in.api_connections);
-  w.single("vxfedd_api_requests_total", "counter", "API requests handled.", in.api_requests);
-  w.metric("vxfedd_api_errors_total", "counter", "API requests answered with an error, by code.");
-  for (const auto& [code, n] : in.api_errors_by_code) w.value("vxfedd_api_errors_total", n, "code=\"" + esc(code) + "\"");
-  w.metric("vxfedd_api_rejected_total", "counter", "API connections closed for bad input or credentials.");
-  w.value("vxfedd_api_rejected_total", in.api_denied, "reason=\"permission_denied\"");
-  w.value("vxfedd_api_rejected_total", in.api_bad_frames, "reason=\"bad_frame\"");
-  w.value("vxfedd_api_rejected_total", in.api_malformed, "reason=\"malformed\"");
-  w.value("vxfedd_api_rejected_total", in.api_unknown, "reason=\"unknown_request\"");
-  w.single("vxfedd_config_reloads_total", "counter", "Config reloads applied.", in.config_reloads);
-  w.single("vxfedd_config_reload_failures_total", "counter", "Config reloads refused.", in.config_reload_failures);
-  if (in.federation_enabled) {
-    w.single("vxfedd_federation_available", "gauge", "1 when the federation store answered the last call.",
-             in.federation_available ? 1 : 0);
-    w.single("vxfedd_federation_unavailable_total", "counter", "Federation store calls that found it unreachable.",
-             in.federation_unavailable);
-    w.single("vxfedd_federation_reconciles_total", "counter", "Local copy re-asserted to the federation store.",
-             in.federation_reconciles);
-    w.single("vxfedd_federation_restored_total", "counter", "Records the store had lost, restored from this node.",
-             in.federation_restored);
-    w.single("vxfedd_federation_conflicts_total", "counter", "Store and local copy disagreed (the node kept its own).",
-             in.federation_conflicts);
-    w.single("vxfedd_networks_pending", "gauge", "Config networks waiting for the federation store.", in.networks_pending);
-  }
-  if (in.have_counters) {
-    const auto& c = in.counters;
-    w.single("vxfed_dataplane_counters_age_seconds", "gauge", "Age of the dataplane counters below.", in.counters_age_s);
-    struct PortMetric { const char* name; const char* help; std::uint64_t (*get)(const ::vxfed::dataplane::v1::PortCounters&); };
-    const PortMetric ports[] = {
-        {"vxfed_dataplane_port_rx_packets_total", "Packets received per port and queue.", [](const auto& p) { return p.rx_packets(); }},
-        {"vxfed_dataplane_port_rx_bytes_total", "Bytes received per port and queue.", [](const auto& p) { return p.rx_bytes(); }},
-        {"vxfed_dataplane_port_tx_packets_total", "Packets sent per port and queue.", [](const auto& p) { return p.tx_packets(); }},
-        {"vxfed_dataplane_port_tx_bytes_total", "Bytes sent per port and queue.", [](const auto& p) { return p.tx_bytes(); }},
-        {"vxfed_dataplane_port_drops_total", "Packets dropped per port and queue.", [](const auto& p) { return p.drops(); }},
-    };
-    for (const auto& m : ports) {
-      w.metric(m.name, "counter", m.help);
-      for (const auto& p : c.ports())
-        w.value(m.name, m.get(p), fmt::format("port=\"{}\",queue=\"{}\"", esc(p.name()), p.queue()));
-    }
-    struct VniMetric { const char* name; const char* help; std::uint64_t (*get)(const ::vxfed::dataplane::v1::VniCounters&); };
-    const VniMetric vnis[] = {
-        {"vxfed_dataplane_vni_encap_packets_total", "Packets encapsulated per VNI.", [](const auto& v) { return v.encap_packets(); }},
-        {"vxfed_dataplane_vni_encap_bytes_total", "Bytes encapsulated per VNI.", [](const auto& v) { return v.encap_bytes(); }},
-        {"vxfed_dataplane_vni_decap_packets_total", "Packets decapsulated per VNI.", [](const auto& v) { return v.decap_packets(); }},
-        {"vxfed_dataplane_vni_decap_bytes_total", "Bytes decapsulated per VNI.", [](const auto& v) { return v.decap_bytes(); }},
-        {"vxfed_dataplane_vni_local_packets_total", "Packets delivered pod to pod on this node per VNI.", [](const auto& v) { return v.local_packets(); }},
-        {"vxfed_dataplane_vni_local_bytes_total", "Bytes delivered pod to pod on this node per VNI.", [](const auto& v) { return v.local_bytes(); }},
-    };
-    for (const auto& m : vnis) {
-      w.metric(m.name, "counter", m.help);
-      for (const auto& v : c.vnis()) w.value(m.name, m.get(v), fmt::format("vni=\"{}\"", v.vni()));
-    }
-    w.metric("vxfed_dataplane_drops_total", "counter", "Packets dropped by the dataplane, by reason.");
-    for (const auto& d : c.drops()) w.value("vxfed_dataplane_drops_total", d.packets(), "reason=\"" + esc(d.reason()) + "\"");
-  }
+  Exposition w;
+  render_vxfedd_metrics(w, in);
+  render_dataplane_metrics(w, in);
+  if (in.bgp) render_bgp_metrics(w, *in.bgp);
+  render_bpf_metrics(w, in);
   return w.take();
 }
 

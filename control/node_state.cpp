@@ -459,6 +459,35 @@ std::vector<v1::VniAllocation> NodeState::list_vnis() const {
   return out;
 }
 
+std::vector<NodeState::PoolUsage> NodeState::pool_usage() const {
+  const auto& allocator = vnis_->allocator();
+  std::vector<PoolUsage> out;
+  std::map<std::string, std::size_t> index;
+  for (const auto& pool : allocator.pools()) {
+    PoolUsage u;
+    u.name = pool.name;
+    for (const auto& r : pool.ranges) u.size += r.size();
+    u.exhausted = allocator.exhausted_count(pool.name);
+    index[pool.name] = out.size();
+    out.push_back(std::move(u));
+  }
+  for (const auto& r : allocator.list()) {
+    auto it = index.find(r.pool);
+    if (it == index.end()) continue;  // pinned, or a pool removed by a reload
+    (r.state == vni::State::held ? out[it->second].held : out[it->second].allocated)++;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, const metrics::Histogram*>> NodeState::store_write_latency() const {
+  std::vector<std::pair<std::string, const metrics::Histogram*>> out;
+  out.emplace_back("vnis", &vnis_->store().write_latency());
+  if (network_store_) out.emplace_back("networks", &network_store_->write_latency());
+  if (endpoint_store_) out.emplace_back("endpoints", &endpoint_store_->write_latency());
+  if (block_store_) out.emplace_back("blocks", &block_store_->write_latency());
+  return out;
+}
+
 std::optional<std::uint32_t> NodeState::vni_of(const std::string& network) const {
   auto it = networks_.find(network);
   if (it == networks_.end()) return std::nullopt;

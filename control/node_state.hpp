@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/metrics/histogram.hpp"
 #include "common/result.hpp"
 #include "common/routes.hpp"
 #include "control/daemon_config.hpp"
@@ -111,6 +112,16 @@ class NodeState {
   std::size_t network_count() const { return networks_.size(); }
   std::size_t endpoint_count() const { return endpoints_.size(); }
   std::size_t route_count() const;
+
+  // ---- metrics ----
+  struct PoolUsage {
+    std::string name;
+    std::uint64_t size = 0, allocated = 0, held = 0, exhausted = 0;
+  };
+  // Every configured pool, how full it is and how often it refused (pinned VNIs are in none).
+  std::vector<PoolUsage> pool_usage() const;
+  // The durable stores by name (vnis, networks, endpoints, blocks) and their write latency.
+  std::vector<std::pair<std::string, const metrics::Histogram*>> store_write_latency() const;
 
   static std::string endpoint_id(const std::string& container_id, const std::string& ifname) {
     return container_id + "/" + ifname;

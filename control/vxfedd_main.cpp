@@ -59,7 +59,7 @@ void report_ready(int& fd, char status) {
 int main(int argc, char** argv) {
   CLI::App app{"vxfedd: the vxfed node control daemon (networks, VNIs, endpoints, routes -> vxfed-dataplane)"};
   vxfed::control::DaemonOptions options;
-  std::string check_config, socket, state_dir, log_level, node_name, vtep_ip;
+  std::string check_config, socket, state_dir, log_level, node_name, vtep_ip, metrics_listen;
   bool foreground = false, check = false;
   app.add_option("-c,--config", options.config_path, "YAML config file (see docs/vxfedd.example.yaml)");
   app.add_option("--check-config", check_config, "validate FILE and exit: 0 valid, 2 invalid");
@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error; default daemon.log_level");
   app.add_option("--node-name", node_name, "this node's name; overrides node.name of the config (which may then be left out)");
   app.add_option("--vtep-ip", vtep_ip, "this node's VTEP address; overrides node.vtep_ip of the config (which may then be left out)");
+  app.add_option("--metrics-listen", metrics_listen,
+                 "IPV4:PORT of the metrics endpoint (a DaemonSet: $(NODE_IP):9472); default daemon.metrics_listen, "
+                 "127.0.0.1:9472");
   app.add_flag("-f,--foreground", foreground, "stay in the foreground and log to stderr (default: daemonize, log to syslog)");
   app.add_flag("--check", check,
                "dry run: read the command line and the config as a start would, print what would run and exit: 0 "
@@ -91,6 +94,7 @@ int main(int argc, char** argv) {
   }
   if (!socket.empty()) options.socket = socket;
   if (!state_dir.empty()) options.state_dir = state_dir;
+  if (!metrics_listen.empty()) options.metrics_listen = metrics_listen;
   if (!log_level.empty()) {
     if (spdlog::level::from_str(log_level) == spdlog::level::off && log_level != "off") {
       std::cerr << "vxfedd: --log-level: '" << log_level << "' is not a level\n";

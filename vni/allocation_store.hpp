@@ -36,6 +36,7 @@ class PersistentAllocator {
   const Allocator& allocator() const { return allocator_; }
   Allocator& allocator() { return allocator_; }
   DurableStore& store() { return *store_; }
+  const DurableStore& store() const { return *store_; }
 
  private:
   PersistentAllocator(Allocator allocator, std::unique_ptr<DurableStore> store)

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace vxfed::vni {
@@ -239,6 +240,7 @@ Status DurableStore::append(const JournalRecord& record) {
   const std::string bytes = encode_record(record);
   const std::string path = journal_path();
   if (auto ok = check_free_space(bytes.size()); !ok) return ok;
+  const auto started = std::chrono::steady_clock::now();
   Status written;
   if (options_.crash_hook) {
     const auto half = bytes.size() / 2;
@@ -258,6 +260,7 @@ Status DurableStore::append(const JournalRecord& record) {
       (void)::lseek(journal_fd_, static_cast<off_t>(journal_size_), SEEK_SET);
     return written;
   }
+  write_latency_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   crash_point(Step::journal_synced);
   journal_size_ += bytes.size();
   ++journal_records_;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/metrics/histogram.hpp"
 #include "vni/record_codec.hpp"
 #include "common/result.hpp"
 
@@ -61,6 +62,8 @@ class DurableStore {
   std::string snapshot_path() const { return dir_ + "/" + name_ + ".snap"; }
   std::string journal_path() const { return dir_ + "/" + name_ + ".journal"; }
   std::size_t journal_records() const { return journal_records_; }
+  // Seconds each journal append took, write and fdatasync (what an API answer waits for).
+  const metrics::Histogram& write_latency() const { return write_latency_; }
 
  private:
   DurableStore(std::string dir, std::string name, Options options)
@@ -83,6 +86,7 @@ class DurableStore {
   int lock_fd_ = -1;
   std::size_t journal_records_ = 0;
   std::uint64_t journal_size_ = 0;
+  metrics::Histogram write_latency_;
 };
 
 // File helpers shared by the stores (all return errors naming the path).

@@ -247,6 +247,7 @@ Result<Allocation> Allocator::allocate_from(const PoolSpec& pool, const std::str
     cursor = (start + step + 1) % total;
     return record;
   }
+  ++exhausted_[pool.name];
   std::string message = "VNI pool '" + pool.name + "' is exhausted: all " + std::to_string(total) +
                         " VNIs are in use";
   if (held > 0)

@@ -87,6 +87,11 @@ class Allocator {
   std::vector<Allocation> list() const;
   const std::vector<PoolSpec>& pools() const { return pools_; }
   std::uint64_t hold_down_ms() const { return hold_down_ms_; }
+  // Allocations a pool refused because it was full, since start (metrics).
+  std::uint64_t exhausted_count(const std::string& pool) const {
+    auto it = exhausted_.find(pool);
+    return it == exhausted_.end() ? 0 : it->second;
+  }
 
   // Replaces pools and hold-down (config reload). Existing allocations are kept even when
   // their pool changed: a VNI in use is never taken away by a config edit.
@@ -104,6 +109,7 @@ class Allocator {
   std::map<std::uint32_t, Allocation> by_vni_;
   std::map<std::string, std::uint32_t> live_by_network_;
   std::map<std::string, std::uint32_t> cursor_;  // next-fit position per pool
+  std::map<std::string, std::uint64_t> exhausted_;  // refusals per pool
 };
 
 Status validate_pools(const std::vector<PoolSpec>& pools);

@@ -434,6 +434,12 @@ Status check_pod(const PodAttachment& pod, const Options& opt) {
   return {};
 }
 
+bool has_pins(const std::string& pod_key, const Options& opt) {
+  if (!validate_pod_key(pod_key)) return false;
+  std::error_code ec;
+  return std::filesystem::exists(detail::pod_dir(opt.pin_root, pod_key), ec);
+}
+
 Result<PodCounters> read_counters(const std::string& pod_key, const Options& opt) {
   if (auto st = validate_pod_key(pod_key); !st) return Error{st.error()};
   const std::string dir = detail::pod_dir(opt.pin_root, pod_key);

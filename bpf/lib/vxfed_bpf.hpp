@@ -151,6 +151,8 @@ struct PodCounters {
   std::map<std::string, uint64_t> stats;    // egress_passed, ingress_dropped_rate, ...
 };
 Result<PodCounters> read_counters(const std::string& pod_key, const Options& opt = {});
+// Whether the pod has a pin directory (programs attached for it): vxfedd reads counters only then.
+bool has_pins(const std::string& pod_key, const Options& opt = {});
 
 struct ReconcileReport {
   std::vector<std::string> kept;

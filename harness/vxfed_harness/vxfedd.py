@@ -24,15 +24,17 @@ EXIT_DATAPLANE_NOT_READY = 4          # vxfedctl status: vxfedd serves, its data
 def config(node: str, vtep_ip: str, cluster: str, pod_cidrs: list[str], dataplane_socket: Path, *,
            socket: Optional[Path] = None, state_dir: Optional[Path] = None, uplink: str = "ul0",
            underlay_mtu: Optional[int] = 9000, asn: Optional[int] = None, networks: Iterable[dict] = (),
-           log_level: Optional[str] = "info", dataplane: Optional[dict] = None, **sections) -> dict:
+           log_level: Optional[str] = "info", dataplane: Optional[dict] = None, metrics_listen: str = "",
+           **sections) -> dict:
     """vxfedd's config. socket/state_dir/log_level None: left to the command line or the
     defaults. dataplane: more keys of the `dataplane:` section (reconnect_min_ms ...).
-    sections: whole further sections (bgp=, vni=, bpf=). Metrics are always off (no port
-    to collide on between concurrent runs)."""
+    sections: whole further sections (bgp=, vni=, bpf=). Metrics are off unless
+    metrics_listen names an address (no port to collide on between concurrent runs: give one
+    only in a namespace of the test's own, e.g. a Node's, where 127.0.0.1:9472 is free)."""
     cfg: dict = {
         "node": {"name": node, "vtep_ip": vtep_ip, "uplink": uplink},
         "cluster": {"name": cluster, "pod_cidrs": list(pod_cidrs)},
-        "daemon": {"metrics_listen": ""},
+        "daemon": {"metrics_listen": metrics_listen},
         "dataplane": {"socket": str(dataplane_socket), **(dataplane or {})},
         "networks": list(networks),
     }

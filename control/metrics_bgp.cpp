@@ -1,0 +1,94 @@
+// The BGP adapter's figures and FRR's peer status (bgp/adapter.hpp) as Prometheus families.
+// Peers are the configured ones (bgp.peers), never what FRR reports beyond them.
+#include "control/metrics_text.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+namespace vxfed::control {
+
+using metrics::Exposition;
+using metrics::Type;
+
+namespace {
+
+// FRR's bgpState values, and ours for "FRR did not answer": a fixed set for the state label.
+constexpr std::array<const char*, 9> kStates = {"Idle",        "Connect",     "Active",   "OpenSent", "OpenConfirm",
+                                                "Established", "Clearing",    "Deleted",  "Unknown"};
+
+std::string state_label(const std::string& frr_state) {
+  for (const char* s : kStates)
+    if (frr_state == s) return s;
+  return "Unknown";
+}
+
+metrics::Labels peer_labels(const bgp::PeerStatus& p) {
+  return {{"peer", p.address}, {"cluster", p.cluster}};
+}
+
+}  // namespace
+
+void render_bgp_metrics(Exposition& w, const BgpFigures& bgp) {
+  w.family("vxfed_bgp_peer_up", Type::gauge, "1 when the BGP session with the peer is Established.");
+  for (const auto& p : bgp.peers) w.sample(p.state == "Established", peer_labels(p));
+  w.family("vxfed_bgp_peer_state", Type::gauge, "1 for the peer's current BGP state (FRR's), 0 for the others.");
+  for (const auto& p : bgp.peers) {
+    const std::string now = state_label(p.state);
+    for (const char* s : kStates) {
+      auto labels = peer_labels(p);
+      labels.push_back({"state", s});
+      w.sample(now == s, labels);
+    }
+  }
+  w.family("vxfed_bgp_peer_uptime_seconds", Type::gauge, "Seconds the session has been Established (0: not up).");
+  for (const auto& p : bgp.peers) w.sample(p.uptime_s, peer_labels(p));
+  w.family("vxfed_bgp_peer_prefixes_received", Type::gauge, "Prefixes the peer sent (FRR 8.4: = accepted, docs/bgp.md).");
+  for (const auto& p : bgp.peers) w.sample(std::uint64_t{p.prefixes_received}, peer_labels(p));
+  w.family("vxfed_bgp_peer_prefixes_accepted", Type::gauge, "Prefixes accepted from the peer after inbound policy.");
+  for (const auto& p : bgp.peers) w.sample(std::uint64_t{p.prefixes_accepted}, peer_labels(p));
+  w.family("vxfed_bgp_peer_prefixes_advertised", Type::gauge, "Prefixes advertised to the peer.");
+  for (const auto& p : bgp.peers) w.sample(std::uint64_t{p.prefixes_advertised}, peer_labels(p));
+  w.family("vxfed_bgp_peer_prefixes_stale", Type::gauge, "Prefixes of the peer kept as stale by graceful restart.");
+  for (const auto& p : bgp.peers) w.sample(std::uint64_t{p.prefixes_stale}, peer_labels(p));
+  w.family("vxfed_bgp_peer_connections_dropped_total", Type::counter,
+           "Established sessions with the peer that went down (FRR's count: restarts with bgpd).");
+  for (const auto& p : bgp.peers) w.sample(std::uint64_t{p.connections_dropped}, peer_labels(p));
+
+  if (bgp.md5_failure) {
+    w.family("vxfed_bgp_tcp_md5_rejected_total", Type::counter,
+             "TCP segments the kernel rejected for their MD5 signature (BGP with a wrong or missing password), "
+             "in vxfedd's network namespace.")
+        .sample(*bgp.md5_failure, {{"reason", "wrong_signature"}})
+        .sample(bgp.md5_not_found.value_or(0), {{"reason", "no_key"}})
+        .sample(bgp.md5_unexpected.value_or(0), {{"reason", "unsigned"}});
+  }
+
+  const auto& s = bgp.stats;
+  w.gauge("vxfed_bgp_routes", "Routes learned from FRR over FPM.", static_cast<double>(s.routes));
+  w.family("vxfed_bgp_routes_withheld", Type::gauge, "Routes learned but not installed, by reason.")
+      .sample(s.withheld, {{"reason", "over_max_prefix"}})
+      .sample(s.unresolved_routes, {{"reason", "no_network"}});
+  w.family("vxfed_bgp_route_messages_ignored_total", Type::counter, "Route messages from zebra not used, by reason.")
+      .sample(s.no_peer, {{"reason", "outside_accept_list"}})
+      .sample(s.non_bgp_ignored, {{"reason", "not_bgp"}});
+  w.counter("vxfed_bgp_max_prefix_exceeded_total", "Times a peer went over its max_prefix (its routes withheld).",
+            s.max_prefix_exceeded);
+  w.gauge("vxfed_bgp_fpm_connected", "1 while zebra's FPM connection is up.", s.fpm_connected ? 1 : 0);
+  w.counter("vxfed_bgp_fpm_connections_total", "FPM connections accepted from zebra.", s.fpm_connections);
+  w.family("vxfed_bgp_fpm_refused_total", Type::counter, "FPM connections refused, by reason.")
+      .sample(s.fpm_refused_not_loopback, {{"reason", "not_loopback"}})
+      .sample(s.fpm_refused_wrong_user, {{"reason", "wrong_user"}})
+      .sample(s.fpm_refused_busy, {{"reason", "busy"}});
+  w.counter("vxfed_bgp_fpm_messages_total", "Netlink messages received over FPM.", s.messages);
+  w.family("vxfed_bgp_fpm_errors_total", Type::counter, "FPM input dropped, by kind.")
+      .sample(s.malformed, {{"kind", "malformed"}})
+      .sample(s.stream_errors, {{"kind", "stream"}});
+  w.counter("vxfed_bgp_fpm_resyncs_total", "Full-table resyncs completed after zebra (re)connected.", s.resyncs);
+  w.counter("vxfed_bgp_fpm_swept_total", "Routes removed at a resync because zebra did not resend them.", s.swept);
+  w.gauge("vxfed_bgp_fpm_resyncing", "1 while a resync is in progress.", s.resyncing ? 1 : 0);
+  w.counter("vxfed_bgp_frr_applies_total", "FRR configurations applied.", s.applies);
+  w.gauge("vxfed_bgp_frr_last_apply_seconds", "Duration of the last FRR configuration apply.", s.last_apply_seconds);
+}
+
+}  // namespace vxfed::control
