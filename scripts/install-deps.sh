@@ -29,6 +29,9 @@ PACKAGES=(
   mmdebstrap podman runc busybox-static
   # the manifests' validation against the Kubernetes API types (tests/deploy)
   python3-yaml python3-kubernetes
+  # monitoring: a real Prometheus scrapes a node in the integration test; promtool checks the
+  # scraped text and unit-tests the alert rules (deploy/monitoring/)
+  prometheus curl
 )
 
 missing=()
@@ -58,3 +61,5 @@ echo "install-deps: $site/vxfed-harness.pth -> $root/harness"
 if systemctl is-active --quiet frr 2>/dev/null; then systemctl stop frr || true; fi
 # Debian starts an etcd on 127.0.0.1:2379 at install; the tests run their own clusters.
 if systemctl is-active --quiet etcd 2>/dev/null; then systemctl stop etcd || true; fi
+# Debian's Prometheus service is not needed: the tests run their own, in their namespaces.
+if systemctl is-active --quiet prometheus 2>/dev/null; then systemctl stop prometheus || true; fi
