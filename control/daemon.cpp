@@ -18,6 +18,7 @@
 #include "control/metrics_server.hpp"
 #include "control/metrics_text.hpp"
 #include "control/node_state.hpp"
+#include "control/tcp_counters.hpp"
 
 namespace vxfed::control {
 
@@ -154,6 +155,21 @@ struct Daemon::Impl {
         in.pods.push_back({e.network(), field("K8S_POD_NAMESPACE"), field("K8S_POD_NAME"), e.ifname(), std::move(*counters)});
       }
       in.bpf_read_errors = bpf_read_errors;
+    }
+    if (bgp) {
+      BgpFigures figures;
+      figures.stats = bgp->stats();
+      figures.peers = bgp->peers();
+      const auto tcp = read_tcp_ext();  // this namespace's: where FRR's BGP sockets are
+      const auto counter = [&tcp](const char* name) -> std::optional<std::uint64_t> {
+        auto it = tcp.find(name);
+        if (it == tcp.end()) return std::nullopt;
+        return it->second;
+      };
+      figures.md5_failure = counter("TCPMD5Failure");
+      figures.md5_not_found = counter("TCPMD5NotFound");
+      figures.md5_unexpected = counter("TCPMD5Unexpected");
+      in.bgp = std::move(figures);
     }
     return render_metrics(in);
   }

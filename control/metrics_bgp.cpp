@@ -60,8 +60,8 @@ void render_bgp_metrics(Exposition& w, const BgpFigures& bgp) {
              "TCP segments the kernel rejected for their MD5 signature (BGP with a wrong or missing password), "
              "in vxfedd's network namespace.")
         .sample(*bgp.md5_failure, {{"reason", "wrong_signature"}})
-        .sample(bgp.md5_not_found.value_or(0), {{"reason", "no_key"}})
-        .sample(bgp.md5_unexpected.value_or(0), {{"reason", "unsigned"}});
+        .sample(bgp.md5_not_found.value_or(0), {{"reason", "unsigned"}})   // we hold a key, it sent none
+        .sample(bgp.md5_unexpected.value_or(0), {{"reason", "no_key"}});   // it signed, we hold no key
   }
 
   const auto& s = bgp.stats;

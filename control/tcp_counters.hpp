@@ -1,7 +1,8 @@
 // The kernel's TCP extension counters of vxfedd's network namespace (/proc/net/netstat,
 // "TcpExt:" header and value lines), for the ones an operator needs from vxfedd's metrics:
-// TCP MD5 segments the kernel rejected (TCPMD5NotFound: signed segment, no key for the peer;
-// TCPMD5Unexpected: unsigned segment where a key is set; TCPMD5Failure: wrong signature).
+// TCP MD5 segments the kernel rejected (TCPMD5NotFound: an unsigned segment from a peer we
+// hold a key for; TCPMD5Unexpected: a signed segment from a peer we hold no key for;
+// TCPMD5Failure: a wrong signature).
 // On a node these are BGP sessions with a wrong or missing password (docs/bgp.md).
 #pragma once
 

@@ -168,6 +168,8 @@ def main() -> None:
         code, _ = fetch(a.ns, f"http://{METRICS}/metrics", method="POST")
         assert code == 405, f"POST /metrics answered {code}, expected 405 (read-only)"
         wait('vxfedd_metrics_rejected_total{reason="method"}', lambda v: v >= 1, "the POST to be counted")
+        wait('vxfed_bgp_tcp_md5_rejected_total{reason="wrong_signature"}', lambda v: v >= 0,
+             "the kernel's TCP MD5 rejections to be exported (tests/integration/bgp/test_bgp_md5.py moves them)")
         t.log("refusals: FPM from nobody and POST /metrics, both counted")
 
         # ---- 6. rules and dashboard ----
