@@ -3,11 +3,13 @@
 // No allocation (except mbufs for generated ICMP replies), locks, syscalls or logging.
 //
 // Uplink (process_uplink_burst):
+//   unicast to another MAC than the uplink's -> dropped (not_our_mac)
 //   ARP request for our VTEP IPv4 -> reply on the uplink (in place)
 //   ARP from a known VTEP (reply or request) -> its MAC is learned into the neighbour cache
 //   VXLAN -> validate (parse_uplink_frame), VTEP known, VNI configured, VTEP allowed for the
-//            VNI, inner destination a local endpoint of that VNI, inner size <= network MTU ->
-//            strip the outer headers, inner dst MAC = pod MAC, src MAC = gateway MAC,
+//            VNI, inner destination a local endpoint of that VNI, inner size <= network MTU,
+//            inner TTL > 1 (else inner_ttl_expired) -> strip the outer headers, TTL - 1 (one
+//            router hop: the gateway), inner dst MAC = pod MAC, src MAC = gateway MAC,
 //            stage on the endpoint's port
 //   anything else -> dropped by reason
 // Pod port (process_pod_burst):

@@ -13,6 +13,23 @@ using namespace pipeline_detail;
 
 namespace {
 
+// The forwarder is the router its gateway MAC says it is: a decapsulated packet crosses it as
+// one hop. TTL 0 or 1 would expire here: false (drop and count; no ICMP time-exceeded is
+// generated, docs/security.md). Else TTL - 1 and the header checksum updated incrementally
+// (RFC 1624: the 16-bit word TTL|protocol drops by 0x0100, so the checksum rises by it, with
+// the end-around carry; a sum of 0xffff becomes 0x0000, what a full recomputation gives).
+[[gnu::always_inline]] inline bool decrement_ttl(std::uint8_t* ip) {
+  if (ip[8] <= 1) [[unlikely]] return false;
+  --ip[8];
+  std::uint16_t be;
+  std::memcpy(&be, ip + 10, 2);
+  std::uint32_t sum = static_cast<std::uint32_t>(wire::from_be16(be)) + 0x0100;
+  sum += sum >= 0xffff;
+  be = wire::to_be16(static_cast<std::uint16_t>(sum));
+  std::memcpy(ip + 10, &be, 2);
+  return true;
+}
+
 [[gnu::noinline]] void uplink_arp(const ForwardingTables& t, rte_mbuf* m, const ArpFields& arp,
                        TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
@@ -56,6 +73,8 @@ namespace {
   if (f.inner_ip_total_len > net->mtu) [[unlikely]] return drop(m, DropReason::InnerTooBig, port, c);
   const auto ep = t.endpoint(ni, f.inner_dst_ip_be);
   if (!ep) [[unlikely]] return drop(m, DropReason::NoEndpoint, port, c);
+  auto* inner_ip = rte_pktmbuf_mtod_offset(m, std::uint8_t*, kVxlanOverhead + sizeof(EthernetHeader));
+  if (!decrement_ttl(inner_ip)) return drop(m, DropReason::InnerTtlExpired, port, c);
 
   rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
   const std::uint32_t excess = rte_pktmbuf_pkt_len(m) - f.inner_len;   // outer Ethernet padding
@@ -93,6 +112,13 @@ namespace {
       return drop(m, DropReason::BadIpChecksum, port, c);
   }
   opt.outer_ip_checksum_verified = csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  // Unicast to another MAC (a NIC in promiscuous mode, a flooding switch): not ours to route.
+  // Broadcast and multicast (ARP requests) go on to the parser.
+  if (rte_pktmbuf_data_len(m) >= 6) {
+    const auto* dst = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    if ((dst[0] & 0x01) == 0 && std::memcmp(dst, t.uplink_mac().data(), 6) != 0)
+      return drop(m, DropReason::NotOurMac, port, c);
+  }
   const UplinkFrame f = parse_uplink_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m), opt);
   if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
   if (f.kind != FrameKind::Vxlan) return drop(m, f.drop, port, c);
@@ -113,6 +139,12 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
                                    std::uint16_t n, TxStage& tx, WorkerCounters& counters) {
   const std::uint16_t uplink = tables.uplink_port();
   const std::uint32_t vtep_ip = tables.local_vtep_ip_be();
+  // The uplink's MAC as two loads' worth: a frame unicast elsewhere takes the slow path, which
+  // drops it (not_our_mac).
+  std::uint32_t mac_lo;
+  std::uint16_t mac_hi;
+  std::memcpy(&mac_lo, tables.uplink_mac().data(), 4);
+  std::memcpy(&mac_hi, tables.uplink_mac().data() + 4, 2);
   std::uint64_t rx_bytes = 0;
   // Per-VNI decap counters, added when the network changes and at the end.
   std::uint32_t vni_slot = ~0u;
@@ -156,8 +188,13 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     rx_bytes += pkt_len;
     const std::uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
     const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    std::uint32_t dst_lo;
+    std::uint16_t dst_hi;
+    std::memcpy(&dst_lo, p, 4);
+    std::memcpy(&dst_hi, p + 4, 2);
     if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
-        !uplink_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len, vtep_ip, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) [[unlikely]] {
+        !uplink_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len, vtep_ip, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD) ||
+        ((dst_lo ^ mac_lo) | static_cast<std::uint32_t>(dst_hi ^ mac_hi)) != 0) [[unlikely]] {
       flush_run();
       uplink_slow(tables, m, tx, counters);
       continue;
@@ -189,6 +226,10 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     }
     if (uplink_fast_inner_ip_total(p) > net->mtu) [[unlikely]] {
       drop(m, DropReason::InnerTooBig, uplink, counters);
+      continue;
+    }
+    if (!decrement_ttl(const_cast<std::uint8_t*>(p) + fast_layout::kInnerIp)) [[unlikely]] {
+      drop(m, DropReason::InnerTtlExpired, uplink, counters);
       continue;
     }
     if (m->nb_segs == 1) [[likely]] {

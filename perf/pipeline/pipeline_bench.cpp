@@ -38,6 +38,7 @@ constexpr std::uint16_t kUplink = 0;
 constexpr std::uint16_t kPods = 16;          // local endpoints on ports 1..16
 constexpr std::uint32_t kFlows = 4096;       // distinct mbufs / flows per case
 constexpr std::uint32_t kVni = 1001;
+constexpr std::uint8_t kUplinkMac[6] = {2, 0, 0, 0, 0, 1};
 
 std::uint32_t vtep_ip(std::uint32_t index) {  // 198.18.x.y, host order
   return (198u << 24) | (18u << 16) | ((index / 250) << 8) | (2 + index % 250);
@@ -110,7 +111,7 @@ bool build_tables(Setup& s, std::uint32_t routes, int underlay_vlan) {
   }
   dp::BuildContext ctx;
   ctx.local_vtep_ip_be = htonl((198u << 24) | (18u << 16) | 1);
-  ctx.uplink_mac = {2, 0, 0, 0, 0, 1};
+  std::copy(std::begin(kUplinkMac), std::end(kUplinkMac), ctx.uplink_mac.begin());
   ctx.underlay_mtu = 9000;
   ctx.uplink_port = kUplink;
   ctx.port_for_iface = [](const std::string& i) -> std::optional<std::uint16_t> {
@@ -142,6 +143,7 @@ std::vector<rte_mbuf*> make_frames(rte_mempool* pool, const Setup& s, bool encap
       const std::uint32_t pod = 1 + k % kPods;
       write_udp_frame(b, 0, frame + 50, vtep_ip(route % s.vteps), (198u << 24) | (18u << 16) | 1,
                       static_cast<std::uint16_t>(49152 + k % 16384), 4789);
+      std::memcpy(&b[0], kUplinkMac, 6);  // to the uplink's MAC: others are dropped (not_our_mac)
       b[42] = 0x08;
       put32(b, 46, kVni << 8);
       write_udp_frame(b, 50, frame, route_prefix(route) + 5, (10u << 24) | (244u << 16) | (1u << 8) | pod,
@@ -156,6 +158,17 @@ std::vector<rte_mbuf*> make_frames(rte_mempool* pool, const Setup& s, bool encap
     out.push_back(m);
   }
   return out;
+}
+
+// Inner IPv4 header back to TTL 64 with its checksum (after decapsulation took one hop).
+void restore_inner_ttl(std::uint8_t* ip) {
+  ip[8] = 64;
+  ip[10] = ip[11] = 0;
+  std::uint32_t s = 0;
+  for (int i = 0; i < 20; i += 2) s += (ip[i] << 8) | ip[i + 1];
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  ip[10] = static_cast<std::uint8_t>((~s >> 8) & 0xff);
+  ip[11] = static_cast<std::uint8_t>(~s & 0xff);
 }
 
 struct RunResult {
@@ -192,8 +205,13 @@ RunResult run(const Setup& s, std::vector<rte_mbuf*>& frames, bool encap, std::u
     tx.n_dirty = 0;
     if (staged != kBurst) return RunResult{-1, -1, done};
     for (std::uint16_t i = 0; i < kBurst; ++i) {
-      if (encap) rte_pktmbuf_adj(burst[i], 50);
-      else rte_pktmbuf_prepend(burst[i], 50);
+      if (encap) {
+        rte_pktmbuf_adj(burst[i], 50);
+      } else {
+        // The outer headers are back; the inner TTL the pipeline decremented is restored.
+        rte_pktmbuf_prepend(burst[i], 50);
+        restore_inner_ttl(rte_pktmbuf_mtod(burst[i], std::uint8_t*) + 50 + 14);
+      }
     }
     done += kBurst;
     pos = (pos + kBurst) % frames.size();

@@ -64,12 +64,24 @@ Bytes remote_inner(std::uint32_t vni, std::uint32_t dst, std::size_t udp_payload
 Bytes from_vtep(int n, std::uint32_t vni, const Bytes& inner) {
   return vxlan_frame(kUplinkMac, neighbor_mac(n), vtep(n), kVtep, 50000, vni, inner);
 }
-// What a local pod receives: the inner frame from its gateway.
+// What a local pod receives from another pod of this node: the frame from its gateway, as
+// the sender set it otherwise (pod-to-pod on one node is not decremented, docs/security.md).
 Bytes delivered(const Bytes& inner, const Mac& pod_mac, std::uint32_t vni) {
   Bytes b = inner;
   std::copy(pod_mac.begin(), pod_mac.end(), b.begin());
   const Mac gw = gateway_mac(vni);
   std::copy(gw.begin(), gw.end(), b.begin() + 6);
+  return b;
+}
+// What a local pod receives from a remote VTEP: the same, one router hop later (TTL - 1, the
+// header checksum computed afresh here, not updated the way the pipeline does it).
+Bytes decapsulated(const Bytes& inner, const Mac& pod_mac, std::uint32_t vni) {
+  Bytes b = delivered(inner, pod_mac, vni);
+  b.at(14 + 8) -= 1;
+  b[14 + 10] = b[14 + 11] = 0;
+  const std::uint16_t sum = checksum(b.data() + 14, (b[14] & 0x0fu) * 4u);
+  b[14 + 10] = static_cast<std::uint8_t>(sum >> 8);
+  b[14 + 11] = static_cast<std::uint8_t>(sum & 0xff);
   return b;
 }
 
@@ -117,30 +129,56 @@ std::vector<Case> cases() {
   {
     const Bytes inner = remote_inner(kVniA, kPod1Ip, 100);
     c.push_back(forward("decap_to_pod1", "VXLAN from a route's VTEP to a local pod: outer stripped, MACs from the gateway",
-                        kUplink, from_vtep(2, kVniA, inner), kPod1, delivered(inner, kPod1Mac, kVniA)));
+                        kUplink, from_vtep(2, kVniA, inner), kPod1, decapsulated(inner, kPod1Mac, kVniA)));
     c.push_back(forward("decap_from_explicit_vtep", "VXLAN from an explicitly allowed VTEP",
-                        kUplink, from_vtep(9, kVniA, inner), kPod1, delivered(inner, kPod1Mac, kVniA)));
+                        kUplink, from_vtep(9, kVniA, inner), kPod1, decapsulated(inner, kPod1Mac, kVniA)));
     Bytes padded = from_vtep(2, kVniA, inner);
     padded.insert(padded.end(), {0xde, 0xad, 0xbe, 0xef});
     c.push_back(forward("decap_ignores_trailing_padding", "bytes after the outer IPv4 packet are not delivered",
-                        kUplink, padded, kPod1, delivered(inner, kPod1Mac, kVniA)));
+                        kUplink, padded, kPod1, decapsulated(inner, kPod1Mac, kVniA)));
     const Bytes inner_b = remote_inner(kVniB, kPod3Ip, 64);
     c.push_back(forward("decap_tenant_b", "tenant B's VTEP and VNI reach tenant B's pod",
-                        kUplink, from_vtep(5, kVniB, inner_b), kPod3, delivered(inner_b, kPod3Mac, kVniB)));
+                        kUplink, from_vtep(5, kVniB, inner_b), kPod3, decapsulated(inner_b, kPod3Mac, kVniB)));
     const Bytes inner_frag = remote_inner(kVniA, kPod1Ip, 100, Ipv4Opts{.mf = true});
     c.push_back(forward("decap_inner_fragment", "inner fragments are the pods' business: delivered",
-                        kUplink, from_vtep(2, kVniA, inner_frag), kPod1, delivered(inner_frag, kPod1Mac, kVniA)));
+                        kUplink, from_vtep(2, kVniA, inner_frag), kPod1, decapsulated(inner_frag, kPod1Mac, kVniA)));
+    // The forwarder is a router hop: TTL 2 arrives as 1; 1 and 0 would expire here.
+    const Bytes ttl2 = remote_inner(kVniA, kPod1Ip, 100, Ipv4Opts{.ttl = 2});
+    c.push_back(forward("decap_ttl_2_delivered_with_1", "inner TTL 2: delivered with TTL 1 and its checksum updated",
+                        kUplink, from_vtep(2, kVniA, ttl2), kPod1, decapsulated(ttl2, kPod1Mac, kVniA)));
+    // An id chosen so that the header checksum is 0xfeff: after TTL - 1 it must be 0x0000 (the
+    // incremental update's corner case), what a full recomputation gives.
+    const std::uint16_t c0 = [] {
+      Bytes h = remote_inner(kVniA, kPod1Ip, 77, Ipv4Opts{.ttl = 255});
+      h[14 + 10] = h[14 + 11] = 0;
+      return checksum(h.data() + 14, 20);  // ~(sum without id), id = 0
+    }();
+    std::uint32_t id = 0x0100u + c0;
+    id = (id & 0xffff) + (id >> 16);
+    const Bytes ttl_ff = remote_inner(kVniA, kPod1Ip, 77, Ipv4Opts{.ttl = 255, .id = static_cast<std::uint16_t>(id)});
+    c.push_back(forward("decap_ttl_checksum_corner", "TTL 255, checksum 0xfeff: 0x0000 after the hop, not 0xffff",
+                        kUplink, from_vtep(2, kVniA, ttl_ff), kPod1, decapsulated(ttl_ff, kPod1Mac, kVniA)));
+    for (std::uint8_t ttl : {0, 1})
+      c.push_back(dropped("decap_ttl_" + std::to_string(ttl) + "_expires", "inner TTL would expire at this hop",
+                          kUplink, from_vtep(2, kVniA, remote_inner(kVniA, kPod1Ip, 100, Ipv4Opts{.ttl = ttl})),
+                          DropReason::InnerTtlExpired));
+    // Frames unicast to another MAC are not ours to route (a promiscuous NIC, a flooding switch).
+    c.push_back(dropped("uplink_unicast_to_other_mac", "valid VXLAN frame addressed to 02:00:00:00:00:99", kUplink,
+                        vxlan_frame(mac("02:00:00:00:00:99"), neighbor_mac(2), vtep(2), kVtep, 50000, kVniA, inner),
+                        DropReason::NotOurMac));
+    c.push_back(dropped("uplink_unicast_mac_differs_in_last_byte", "one bit off in the last MAC byte", kUplink,
+                        with(from_vtep(2, kVniA, inner), 5, 0x00), DropReason::NotOurMac));
   }
   // --- jumbo, both ways, single and chained mbufs ---
   {
     const Bytes inner = remote_inner(kVniA, kPod1Ip, 8950 - 28, df);  // inner IPv4 8950 bytes
     const Bytes in = from_vtep(2, kVniA, inner);                     // outer IPv4 9000 bytes
     Case one = forward("decap_jumbo_single_segment", "9014-byte frame (outer IPv4 9000) in one mbuf", kUplink, in, kPod1,
-                       delivered(inner, kPod1Mac, kVniA));
+                       decapsulated(inner, kPod1Mac, kVniA));
     one.jumbo_pool = true;
     c.push_back(one);
     Case chained = forward("decap_jumbo_chained", "9014-byte frame in 2 KiB segments", kUplink, in, kPod1,
-                           delivered(inner, kPod1Mac, kVniA));
+                           decapsulated(inner, kPod1Mac, kVniA));
     chained.seg_size = 2048;
     c.push_back(chained);
     Case tiny = chained;
