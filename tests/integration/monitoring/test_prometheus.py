@@ -173,6 +173,11 @@ def main() -> None:
         t.log("refusals: FPM from nobody and POST /metrics, both counted")
 
         # ---- 6. rules and dashboard ----
+        # A store write inside the dashboard's rate window: the attaches above may predate the
+        # first scrape, and a rate needs two samples that differ.
+        a.vxfedctl("add-network", "scratch", "--subnet", "10.250.0.0/24")
+        wait("sum(increase(vxfedd_store_write_duration_seconds_count[2m]))", lambda v: v > 0,
+             "the store write to be seen")
         rules = prom.rules()
         assert len(rules) >= 10, f"only {len(rules)} rules loaded"
         bad_rules = [(r["name"], r.get("lastError")) for r in rules if r.get("health") != "ok"]
