@@ -68,7 +68,11 @@ void render_bgp_metrics(Exposition& w, const BgpFigures& bgp) {
   w.gauge("vxfed_bgp_routes", "Routes learned from FRR over FPM.", static_cast<double>(s.routes));
   w.family("vxfed_bgp_routes_withheld", Type::gauge, "Routes learned but not installed, by reason.")
       .sample(s.withheld, {{"reason", "over_max_prefix"}})
-      .sample(s.unresolved_routes, {{"reason", "no_network"}});
+      .sample(s.unresolved_routes, {{"reason", "no_network"}})
+      .sample(s.no_allowed_next_hop, {{"reason", "next_hop_not_allowed"}});
+  w.counter("vxfed_bgp_next_hops_refused_total",
+            "Next hops from zebra outside their cluster's bgp.vtep_ranges (refused: they would become allowed VTEPs).",
+            s.next_hops_refused);
   w.family("vxfed_bgp_route_messages_ignored_total", Type::counter, "Route messages from zebra not used, by reason.")
       .sample(s.no_peer, {{"reason", "outside_accept_list"}})
       .sample(s.non_bgp_ignored, {{"reason", "not_bgp"}});
