@@ -261,11 +261,12 @@ KeyValue from_pb(const pb::KeyValue& kv, const std::string& prefix) {
 
 }  // namespace
 
-StoreResult<RangeResult> EtcdClient::get(const std::string& key) {
+StoreResult<RangeResult> EtcdClient::range(const char* what, const std::string& key, const std::string& range_end) {
   pb::RangeRequest request;
-  request.set_key(prefix_ + key);
+  request.set_key(key);
+  if (!range_end.empty()) request.set_range_end(range_end);
   pb::RangeResponse response;
-  auto ok = call("get", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Range(&c, request, &response); });
+  auto ok = call(what, [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Range(&c, request, &response); });
   if (!ok) return ok.store_error();
   cluster_id_.store(response.header().cluster_id());
   RangeResult out;
@@ -274,18 +275,10 @@ StoreResult<RangeResult> EtcdClient::get(const std::string& key) {
   return out;
 }
 
+StoreResult<RangeResult> EtcdClient::get(const std::string& key) { return range("get", prefix_ + key, ""); }
+
 StoreResult<RangeResult> EtcdClient::get_prefix(const std::string& prefix) {
-  pb::RangeRequest request;
-  request.set_key(prefix_ + prefix);
-  request.set_range_end(prefix_range_end(prefix_ + prefix));
-  pb::RangeResponse response;
-  auto ok = call("range", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Range(&c, request, &response); });
-  if (!ok) return ok.store_error();
-  cluster_id_.store(response.header().cluster_id());
-  RangeResult out;
-  out.revision = response.header().revision();
-  for (const auto& kv : response.kvs()) out.kvs.push_back(from_pb(kv, prefix_));
-  return out;
+  return range("range", prefix_ + prefix, prefix_range_end(prefix_ + prefix));
 }
 
 StoreResult<TxnResult> EtcdClient::txn(const std::vector<Compare>& compares, const std::vector<Op>& success,

@@ -94,6 +94,8 @@ class EtcdClient final : public Kv {
   EtcdClient(std::unique_ptr<Members> members, EtcdOptions options);
   template <typename Call>
   StoreStatus call(const char* what, Call&& call);
+  // One Range RPC: the key alone (range_end empty) or every key in [key, range_end).
+  StoreResult<RangeResult> range(const char* what, const std::string& key, const std::string& range_end);
 
   std::unique_ptr<Members> members_;
   EtcdOptions options_;

@@ -65,6 +65,18 @@ def eal_args(file_prefix: str, vdevs: list[str], lcores: str, memory_mb: int = M
     return args + list(extra)
 
 
+def canonical_tables(dump: dict) -> dict:
+    """The dataplane's tables (vxfed-dpctl dump) without the generation, order-independent: two
+    dumps of the same forwarding state compare equal."""
+    tables = dump.get("tables", {})
+    out = {}
+    for key, id_of in (("networks", lambda e: str(e["vni"])), ("endpoints", lambda e: e["id"]),
+                       ("routes", lambda e: f'{e["vni"]}/{e["prefix"]}'),
+                       ("vteps", lambda e: e["ip"]), ("neighbors", lambda e: e["ip"])):
+        out[key] = {id_of(e): json.dumps(e, sort_keys=True) for e in tables.get(key, [])}
+    return out
+
+
 @dataclass
 class DataplaneLaunch:
     file_prefix: str                          # unique on the machine: EAL's run directory name

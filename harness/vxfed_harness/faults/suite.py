@@ -15,7 +15,6 @@ loss (traffic flowing again).
 from __future__ import annotations
 
 import array
-import json
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..dataplane import canonical_tables
 from ..env import SOURCE_DIR
 from ..proc import PartUnavailable
 from ..twocluster import plan as plan_mod
@@ -56,15 +56,6 @@ class Probe:
     dst: object
     proc: Optional[subprocess.Popen] = None
 
-
-def canonical_tables(dump: dict) -> dict:
-    tables = dump.get("tables", {})
-    out = {}
-    for key, id_of in (("networks", lambda e: str(e["vni"])), ("endpoints", lambda e: e["id"]),
-                       ("routes", lambda e: f'{e["vni"]}/{e["prefix"]}'),
-                       ("vteps", lambda e: e["ip"]), ("neighbors", lambda e: e["ip"])):
-        out[key] = {id_of(e): json.dumps(e, sort_keys=True) for e in tables.get(key, [])}
-    return out
 
 
 def node_state(n) -> Optional[dict]:

@@ -26,7 +26,7 @@ import time
 
 import vxfed_harness as t
 from vxfed_harness import vxfedd
-from vxfed_harness.dataplane import Dataplane, DataplaneLaunch
+from vxfed_harness.dataplane import Dataplane, DataplaneLaunch, canonical_tables
 
 VTEP = "198.18.0.1"
 PEER_VTEP = "198.18.0.2"
@@ -39,16 +39,6 @@ ENDPOINTS = [  # container id, network, ip, mac
     ("ctr-blue-2", "blue", "10.244.2.12", "02:00:0a:f4:02:0c"),
 ]
 
-
-def canonical_tables(dump: dict) -> dict:
-    """The dataplane's tables without the generation, order-independent."""
-    tables = dump.get("tables", {})
-    out = {}
-    for key, id_of in (("networks", lambda e: str(e["vni"])), ("endpoints", lambda e: e["id"]),
-                       ("routes", lambda e: f'{e["vni"]}/{e["prefix"]}'),
-                       ("vteps", lambda e: e["ip"]), ("neighbors", lambda e: e["ip"])):
-        out[key] = {id_of(e): json.dumps(e, sort_keys=True) for e in tables.get(key, [])}
-    return out
 
 
 class Control:
