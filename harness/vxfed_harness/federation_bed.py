@@ -17,6 +17,7 @@ Underlay 198.18.0.0/24: cluster c (0-based) has its reflector at .(10c+10) and n
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import subprocess
 from dataclasses import dataclass, field
@@ -35,6 +36,13 @@ NETWORK = "fed"
 ETCD_IP = "198.18.0.250"
 UNDERLAY = "198.18.0.0/24"
 KEY_PREFIX = "/vxfed"
+
+
+def side_by_side(fn, items) -> None:
+    """fn(item) for every item, each on its own thread; raises the first error once all are done."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        for f in [pool.submit(fn, i) for i in items]:
+            f.result()
 
 
 def cluster_name(c: int) -> str:
@@ -143,20 +151,31 @@ class FederationBed:
         cl.reflector.write_conf(run([tool, "--config", str(path), "--print"]).stdout)
         cl.reflector.start()
 
-    def up(self, timeout: float = 120) -> None:
+    def up(self, timeout: float = 120, progress=None) -> None:
+        """etcd, the reflectors, every node's FRR, dataplane and vxfedd; returns once every node
+        routes every other node's block. progress(line): what it is doing (the demo prints it)."""
+        say = progress or (lambda _line: None)
+        say(f"etcd: starting {len(self.etcd.dirs)} members at {ETCD_IP}")
         self.etcd.start()
         for cl in self.clusters:
+            say(f"{cl.name}: starting its route reflector (FRR, config from vxfed-reflector) at {cl.reflector_ip}, "
+                f"AS {cl.asn}")
             self.start_reflector(cl)
-        for n in self.nodes.values():
-            n.start_frr()
-        for n in self.nodes.values():
-            n.start_dataplane(timeout=60)
+        # The nodes are independent: their daemons start side by side (the first error is raised).
+        side_by_side(lambda n: n.start_frr(), self.nodes.values())
+        say(f"nodes: FRR (zebra with dplane_fpm_nl, bgpd, bfdd) started on {', '.join(self.nodes)}")
+        side_by_side(lambda n: n.start_dataplane(timeout=60), self.nodes.values())
+        say(f"nodes: vxfed-dataplane (af_packet uplink ul0, VTEP = the node's address) started on "
+            f"{', '.join(self.nodes)}")
         for cl in self.clusters:
             for n in cl.nodes:
                 n.start_vxfedd(self.vxfedd_config(n, cl), wait=True, timeout=60)
         for n in self.nodes.values():
             n.vxfedd.wait_ready(timeout)
-        self.wait_converged(timeout)
+        say(f"nodes: vxfedd ready on {', '.join(self.nodes)} (network {NETWORK!r}: VNI and node blocks from etcd, "
+            f"iBGP to the cluster's reflector); waiting for every node to route every other node's block")
+        took = self.wait_converged(timeout)
+        say(f"converged in {took:.1f} s: every node routes every other node's block to that node's VTEP")
 
     def check_alive(self, except_node: Optional[Node] = None) -> None:
         """Raises (naming the part) if a daemon of a node has died (except_node: one being killed)."""
@@ -215,3 +234,8 @@ class FederationBed:
         pod = Pod(f"{n.short}-{name}", n, ns, ip, cid)
         self.pods.append(pod)
         return pod
+
+    def delete_pod(self, pod: Pod) -> None:
+        """CNI DEL, as the runtime runs it at the pod's end (its ADD's result as prevResult)."""
+        self.runtimes[pod.node.short].delete(self.cni_config(pod.node), pod.container_id, pod.ns.path, "eth0")
+        self.pods.remove(pod)

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """The two-cluster latency suite: builds the demo topology in each variant (vxfed = "ours",
-the Linux kernel VXLAN path = "kernel"), runs iperf3 and sockperf between a pod in cluster A
-and a pod in cluster B, and reports every figure as ours, kernel and ratio.
+the Linux kernel VXLAN path = "kernel"), N nodes per cluster, runs iperf3 and sockperf between
+a pod in cluster A and a pod in cluster B (across clusters) and between pods on two nodes of
+cluster A (same cluster), and reports every figure as ours, kernel and ratio, naming the nodes
+the measured pods sit on.
 
     sudo perf/latency/latency_suite.py                       # both variants, defaults (< 3 min)
     sudo perf/latency/latency_suite.py --variants kernel     # the baseline alone
     sudo perf/latency/latency_suite.py --runs 3 --duration 10 --suites latency
+    sudo perf/latency/latency_suite.py --nodes-per-cluster 3 --same-cluster-suites all
 
 Exit status: 0 every SLO met; 1 an SLO failed; 3 a variant could not come up (the message
 names the missing or failing part); 4 a measurement failed; 130/143 interrupted. Everything the
@@ -49,8 +52,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=1,
                    help="rounds of the whole suite; figures are medians, with min-max (default 1)")
     p.add_argument("--mtu", type=int, default=9000, choices=(9000, 1500), help="underlay MTU (default 9000)")
-    p.add_argument("--pods", type=int, default=1, help="pods per cluster (default 1; the suite runs "
-                   "between the first pod of each cluster, connectivity is checked for all)")
+    p.add_argument("--nodes-per-cluster", type=int, default=2,
+                   help="nodes per cluster, 1..5 (default 2: what the demo's time allows on 2 cores; "
+                        "the vxfed variant adds a route reflector per cluster and a three-member etcd)")
+    p.add_argument("--pods", type=int, default=1, help="pods per node (default 1; the suite runs between "
+                   "the first pod of each cluster and between the first pods of two nodes of cluster A, "
+                   "connectivity is checked for all)")
+    p.add_argument("--same-cluster-suites", default="pp_udp",
+                   help="what runs between pods on two nodes of cluster A: suites or groups as --suites, "
+                        "or none (default: pp_udp, the latency figures, which is what fits the demo's time; "
+                        "ignored with one node per cluster)")
     p.add_argument("--udp-rate", default="200M",
                    help="iperf3 UDP offered rate, bit/s (default 200M: what this 2-core machine's "
                         "sender reaches even under load; see docs/demo.md)")
@@ -67,6 +78,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     try:
         args.variant_list = report.parse_variants(args.variants)
         args.suite_list = report.parse_suites(args.suites)
+        args.same_suite_list = ([] if args.same_cluster_suites.strip() == "none"
+                                else report.parse_suites(args.same_cluster_suites))
         if args.duration < 1 or args.duration > 600:
             raise ValueError("--duration must be 1..600 seconds")
         if not 1 <= args.runs <= 20:
@@ -74,7 +87,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         report.rate_mbps(args.udp_rate)
         if not 64 <= args.udp_len <= (args.mtu - 50 - 28):
             raise ValueError(f"--udp-len must be 64..{args.mtu - 78} for MTU {args.mtu} (no fragmentation)")
-        args.plan = make_plan(args.mtu, args.pods)
+        args.plan = make_plan(args.mtu, args.pods, args.nodes_per_cluster)
+        if args.nodes_per_cluster == 1:
+            args.same_suite_list = []
     except ValueError as exc:
         p.error(str(exc))
     if args.out is None:
@@ -94,13 +109,27 @@ def preflight() -> None:
 def make_variant(name: str, args) -> Variant:
     if name == "kernel":
         return KernelVariant(args.plan)
-    from vxfed_harness.twocluster.vxfed import VxfedVariant   # imported late: only this variant needs it
-    return VxfedVariant(args.plan, build_dir=args.build_dir, source_dir=SOURCE_DIR,
-                        up_timeout=args.up_timeout)
+    from vxfed_harness.twocluster.federated import FederatedVariant   # imported late: only this variant needs it
+    return FederatedVariant(args.plan, build_dir=args.build_dir, source_dir=SOURCE_DIR,
+                            up_timeout=args.up_timeout)
 
 
-def run_suite(suite: str, v: Variant, opts: measure.SuiteOptions) -> dict:
-    a, b = v.pods["a"][0], v.pods["b"][0]
+PATHS = ("cross_cluster", "same_cluster")
+PATH_LABELS = {"cross_cluster": "across clusters", "same_cluster": "same cluster, two nodes"}
+
+
+def path_suites(args) -> dict[str, list[str]]:
+    return {"cross_cluster": args.suite_list, "same_cluster": args.same_suite_list}
+
+
+def pair_info(v: Variant, path: str) -> dict:
+    a, b = path_checks.measured_pairs(v)[path]
+    return {"client": {"pod": a.name, "ip": a.ip, "node": f"node-{a.node}"},
+            "server": {"pod": b.name, "ip": b.ip, "node": f"node-{b.node}"}}
+
+
+def run_suite(suite: str, v: Variant, opts: measure.SuiteOptions, path: str = "cross_cluster") -> dict:
+    a, b = path_checks.measured_pairs(v)[path]
     if suite == "tcp1":
         return measure.iperf3(a, b, opts, streams=1)
     if suite == "tcp4":
@@ -134,7 +163,8 @@ def main(argv: list[str]) -> int:
     up: dict[str, Variant] = {}
     unavailable: dict[str, dict] = {}
     errors: list[str] = []
-    raw: dict[str, list[dict]] = {v: [] for v in args.variant_list}
+    raw: dict[str, list[dict]] = {v: [] for v in args.variant_list}          # cross_cluster
+    raw_same: dict[str, list[dict]] = {v: [] for v in args.variant_list}     # same_cluster
     samples: dict[str, dict[str, list[float]]] = {v: {} for v in args.variant_list}
     counters: dict[str, dict] = {}
     checks: dict[str, dict] = {}
@@ -168,13 +198,19 @@ def main(argv: list[str]) -> int:
             v = make_variant(name, args)
             created.append(v)
             workdirs.extend(v.owned_paths())
-            log(f"{name}: bringing up the two-cluster topology (underlay MTU {args.mtu}, {args.pods} pod(s) per cluster)")
+            log(f"{name}: bringing up the two-cluster topology ({args.nodes_per_cluster} node(s) per cluster, "
+                f"{args.pods} pod(s) per node, underlay MTU {args.mtu})")
             try:
                 v.up()
                 log(f"{name}: checking pod-to-pod reachability and the {args.plan.pod_mtu}-byte DF path")
                 checks[name] = path_checks.check(v)
                 log(f"{name}: up: {len(checks[name]['pairs'])} pod pairs reach each other, "
-                    f"{args.plan.pod_mtu}-byte DF ping passes, {args.plan.pod_mtu + 1} is refused")
+                    f"{args.plan.pod_mtu}-byte DF ping passes, {args.plan.pod_mtu + 1} is refused "
+                    f"({', '.join(checks[name]['df_paths'])})")
+                checks[name]["measured"] = {path: pair_info(v, path) for path in checks[name]["df_paths"]}
+                for path, info in checks[name]["measured"].items():
+                    log(f"{name}: {PATH_LABELS[path]}: {info['client']['pod']} on {info['client']['node']} -> "
+                        f"{info['server']['pod']} on {info['server']['node']}")
                 up[name] = v
             except (tl.PartUnavailable, path_checks.PathError, TimeoutError, RuntimeError) as exc:
                 component = getattr(exc, "component", None) or f"{name} variant setup"
@@ -191,23 +227,25 @@ def main(argv: list[str]) -> int:
             for rnd in range(args.runs):
                 # Alternate which variant goes first, so neither always gets the warmer machine.
                 round_order = order if rnd % 2 == 0 else list(reversed(order))
-                per_variant = {n: {} for n in order}
-                for suite in args.suite_list:
-                    for name in round_order:
-                        log(f"run {rnd + 1}/{args.runs}: {name}: {suite} ({args.duration:g}s)")
-                        try:
-                            result = run_suite(suite, up[name], opts)
-                        except measure.MeasurementError as exc:
-                            errors.append(f"{name} {suite}: {exc}")
-                            log(f"{name}: {suite} FAILED: {exc}")
-                            continue
-                        figs = report.figures_from(suite, result)
-                        log(f"  {name}: {short(suite, figs)}")
-                        if "samples" in result:
-                            samples[name].setdefault(suite[3:], []).extend(result.pop("samples"))
-                        per_variant[name][suite] = {"figures": figs, "result": result}
-                for name in order:
-                    raw[name].append(per_variant[name])
+                for path, suites in path_suites(args).items():
+                    per_variant = {n: {} for n in order}
+                    for suite in suites:
+                        for name in round_order:
+                            log(f"run {rnd + 1}/{args.runs}: {name}: {suite} ({args.duration:g}s, {PATH_LABELS[path]})")
+                            try:
+                                result = run_suite(suite, up[name], opts, path)
+                            except measure.MeasurementError as exc:
+                                errors.append(f"{name} {suite} ({path}): {exc}")
+                                log(f"{name}: {suite} FAILED: {exc}")
+                                continue
+                            figs = report.figures_from(suite, result)
+                            log(f"  {name}: {short(suite, figs)}")
+                            samples_of = result.pop("samples", None)
+                            if samples_of is not None and path == "cross_cluster":
+                                samples[name].setdefault(suite[3:], []).extend(samples_of)
+                            per_variant[name][suite] = {"figures": figs, "result": result}
+                    for name in order:
+                        (raw if path == "cross_cluster" else raw_same)[name].append(per_variant[name])
             for name, v in up.items():
                 try:
                     counters[name] = v.counters()
@@ -224,10 +262,16 @@ def main(argv: list[str]) -> int:
     if interrupted:
         return interrupted
 
-    doc = assemble(args, started, time.monotonic() - t0, raw, samples, unavailable, errors,
+    doc = assemble(args, started, time.monotonic() - t0, raw, raw_same, samples, unavailable, errors,
                    counters, checks, after)
-    print()
-    print(report.table(doc))
+    for path in PATHS:
+        if path not in doc["paths"]:
+            continue
+        print()
+        print(f"{PATH_LABELS[path]}: " + "; ".join(
+            f"{name} {pods['client']['pod']} on {pods['client']['node']} -> {pods['server']['pod']} on "
+            f"{pods['server']['node']}" for name, pods in doc["paths"][path]["pods"].items()))
+        print(report.table(doc["paths"][path]))
     print()
     for line in report.slo_lines(doc):
         print(line)
@@ -264,7 +308,8 @@ def sent_mbps(rounds: list[dict]):
     return report.spread(values).median
 
 
-def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters, checks, after) -> dict:
+def summarize(raw: dict[str, list[dict]]) -> tuple[dict, dict, dict]:
+    """Medians, spreads and ratios over the rounds of one path."""
     spreads: dict[str, dict] = {}
     medians: dict[str, dict] = {}
     for name in ("ours", "kernel"):
@@ -277,6 +322,19 @@ def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters
             if values:
                 spreads[name][key] = {"median": sp.median, "min": sp.minimum, "max": sp.maximum, "runs": sp.runs}
     ratios = {k: report.ratio(medians["ours"][k], medians["kernel"][k]) for k in report.KEY_NAMES}
+    return medians, spreads, ratios
+
+
+def assemble(args, started, elapsed, raw, raw_same, samples, unavailable, errors, counters, checks, after) -> dict:
+    medians, spreads, ratios = summarize(raw)
+    paths = {}
+    for path, rounds, suites in (("cross_cluster", raw, args.suite_list), ("same_cluster", raw_same, args.same_suite_list)):
+        pods = {name: c["measured"][path] for name, c in checks.items() if path in c.get("measured", {})}
+        if not suites or not pods:
+            continue
+        m, sp, r = summarize(rounds)
+        paths[path] = {"label": PATH_LABELS[path], "suites": suites, "pods": pods, "ours": m["ours"],
+                       "kernel": m["kernel"], "ratio": r, "spread": sp, "runs": rounds}
     distributions = {}
     for name, by_proto in samples.items():
         for proto, s in by_proto.items():
@@ -299,7 +357,8 @@ def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters
         "config": {
             "variants": args.variant_list, "suites": args.suite_list, "duration_s": args.duration,
             "runs": args.runs, "underlay_mtu": args.mtu, "pod_mtu": args.plan.pod_mtu,
-            "pods_per_cluster": args.pods, "udp_offered_rate": args.udp_rate,
+            "nodes_per_cluster": args.nodes_per_cluster, "pods_per_node": args.pods,
+            "same_cluster_suites": args.same_suite_list, "udp_offered_rate": args.udp_rate,
             "udp_datagram_bytes": args.udp_len, "sockperf_msg_bytes": args.msg_size,
             "latency_definition": "sockperf ping-pong one-way latency = RTT/2, microseconds",
         },
@@ -312,6 +371,8 @@ def assemble(args, started, elapsed, raw, samples, unavailable, errors, counters
         "kernel": medians["kernel"],
         "ratio": ratios,
         "ratio_definition": "ours / kernel (null when a side is missing or the kernel figure is 0)",
+        "figures_are": "cross_cluster (paths.cross_cluster); paths.same_cluster: pods on two nodes of cluster A",
+        "paths": paths,
         "spread": spreads,
         "slo": {name: report.slo_verdicts(medians[name], args.udp_rate, sent_mbps(raw.get(name, [])))
                 for name in args.variant_list if name not in unavailable},

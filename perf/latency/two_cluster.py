@@ -3,7 +3,7 @@
 down on Ctrl-C, SIGTERM or when the given command ends.
 
     sudo perf/latency/two_cluster.py --variant kernel                  # up until Ctrl-C
-    sudo perf/latency/two_cluster.py --variant ours --pods 2
+    sudo perf/latency/two_cluster.py --variant ours --pods 2 --nodes-per-cluster 3
     sudo perf/latency/two_cluster.py --variant kernel -- ip netns list  # run a command, then down
 
 While it is up, the namespace names and pod addresses are printed, e.g.
@@ -31,18 +31,19 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", choices=("kernel", "ours"), default="kernel")
     p.add_argument("--mtu", type=int, choices=(9000, 1500), default=9000)
-    p.add_argument("--pods", type=int, default=1)
+    p.add_argument("--nodes-per-cluster", type=int, default=2, help="1..5 (default 2)")
+    p.add_argument("--pods", type=int, default=1, help="pods per node (default 1)")
     p.add_argument("--build-dir", type=Path, default=tl.BUILD_DIR)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command to run while it is up")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("two_cluster: must run as root")
-    plan = make_plan(args.mtu, args.pods)
+    plan = make_plan(args.mtu, args.pods, args.nodes_per_cluster)
     if args.variant == "kernel":
         v = KernelVariant(plan)
     else:
-        from vxfed_harness.twocluster.vxfed import VxfedVariant
-        v = VxfedVariant(plan, build_dir=args.build_dir, source_dir=SOURCE_DIR)
+        from vxfed_harness.twocluster.federated import FederatedVariant
+        v = FederatedVariant(plan, build_dir=args.build_dir, source_dir=SOURCE_DIR)
 
     def on_term(signum, _frame):
         raise KeyboardInterrupt
@@ -52,10 +53,11 @@ def main(argv: list[str]) -> int:
     try:
         v.up()
         path_checks.check(v)
-        for c in ("a", "b"):
-            tl.log(f"node {c.upper()}: {v.nodes[c].name}")
-            for pod in v.pods[c]:
-                tl.log(f"  {pod.name}: {pod.ns.name} {pod.ip}")
+        for short, ns in v.nodes.items():
+            tl.log(f"node-{short}: {ns.name}")
+            for pod in v.pods[short[0]]:
+                if pod.node == short:
+                    tl.log(f"  {pod.name}: {pod.ns.name} {pod.ip}")
         cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
         if cmd:
             status = subprocess.run(cmd).returncode

@@ -17,7 +17,7 @@ from ..env import log
 from ..node import prepare_node_namespace
 from ..proc import run
 from ..topology import Namespace, Topology
-from .plan import ClusterPlan, DemoPlan
+from .plan import DemoPlan, NodePlan
 
 Progress = Callable[[str], None]
 
@@ -29,6 +29,7 @@ class Pod:
     ns: Namespace
     ip: str
     ifname: str = "eth0"
+    node: str = ""            # the node it sits on ("a1"; vxfed's node name is node-a1)
 
 
 class Variant:
@@ -40,7 +41,7 @@ class Variant:
         self.plan = plan
         self.progress = progress
         self.topo = Topology(self.tag())
-        self.nodes: dict[str, Namespace] = {}
+        self.nodes: dict[str, Namespace] = {}          # node short ("a1") -> its namespace
         self.pods: dict[str, list[Pod]] = {"a": [], "b": []}
 
     def tag(self) -> str:
@@ -61,18 +62,24 @@ class Variant:
     def close(self) -> None:
         self.topo.close()
 
-    def make_node(self, cluster: ClusterPlan) -> Namespace:
+    def make_node(self, node: NodePlan) -> Namespace:
         """A node namespace whose kernel forwards (prepare_node_namespace)."""
-        ns = self.topo.netns(cluster.node_short)
+        ns = self.topo.netns(node.short)
         prepare_node_namespace(ns, forwarding=True)
-        self.nodes[cluster.name] = ns
+        self.nodes[node.short] = ns
         return ns
 
     def make_underlay(self) -> None:
-        """One MTU-sized veth ul0 between node A and node B, each end addressed in 198.18.0.0/24."""
-        a, b = self.plan.a, self.plan.b
-        self.topo.wire(self.nodes["a"], [f"{a.underlay_ip}/24"], self.nodes["b"], [f"{b.underlay_ip}/24"],
-                       ifname="ul0", mtu=self.plan.underlay_mtu)
+        """The underlay ul0 of every node, addressed in 198.18.0.0/24: one MTU-sized veth between
+        two nodes, a bridge in a switch namespace ("sw", ports p<node>) for more."""
+        nodes = self.plan.nodes
+        if len(nodes) == 2:
+            a, b = nodes
+            self.topo.wire(self.nodes[a.short], [f"{a.underlay_ip}/24"], self.nodes[b.short], [f"{b.underlay_ip}/24"],
+                           ifname="ul0", mtu=self.plan.underlay_mtu)
+            return
+        self.topo.switch("sw", [(f"p{n.short}", self.nodes[n.short], "ul0", [f"{n.underlay_ip}/24"]) for n in nodes],
+                         mtu=self.plan.underlay_mtu)
 
     def all_pids(self) -> set[int]:
         """Every process inside our namespaces now (for the leftover check after teardown)."""

@@ -1,4 +1,6 @@
-"""The vxfed path ("ours"): per node FRR (zebra + bgpd), vxfed-dataplane and vxfedd; pods made
+"""The vxfed path with one node per cluster, the two nodes peering eBGP directly (the faults
+suite's topology, perf/faults; the demo and the latency suite run the many-node model of
+federated.py): per node FRR (zebra + bgpd), vxfed-dataplane and vxfedd; pods made
 by invoking the vxfed CNI plugin the way a container runtime does. Nothing on the overlay is
 written by hand: vxfedd renders FRR's config, BGP exchanges the pod CIDRs, zebra streams the
 selected routes to vxfedd over FPM, vxfedd programs the dataplane.
@@ -81,6 +83,8 @@ class VxfedVariant(Variant):
 
     def __init__(self, plan: DemoPlan, build_dir: Path, source_dir: Path, up_timeout: float = 60,
                  **kw):
+        if plan.nodes_per_cluster != 1:
+            raise ValueError(f"the direct eBGP topology has one node per cluster, the plan {plan.nodes_per_cluster}")
         super().__init__(plan, **kw)
         self.build_dir = Path(build_dir)
         self.source_dir = Path(source_dir)
@@ -195,7 +199,7 @@ class VxfedVariant(Variant):
         except (KeyError, IndexError, TypeError):
             raise PartUnavailable("vxfed CNI plugin", f"ADD for {short} printed no IP: {result}") from None
         self.cni_added.append((c.name, container_id, pod_ns.path, "eth0"))
-        self.pods[c.name].append(Pod(name=short, cluster=c.name, ns=pod_ns, ip=ip))
+        self.pods[c.name].append(Pod(name=short, cluster=c.name, ns=pod_ns, ip=ip, node=c.node_short))
 
     def cni_config(self, c: ClusterPlan) -> dict:
         """docs/cni.md: the network configuration a runtime hands the plugin on stdin."""

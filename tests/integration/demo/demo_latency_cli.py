@@ -1,5 +1,6 @@
 """Integration: perf/latency/latency_suite.py end to end on the kernel variant, as a user runs
-it: exit status, the JSON's shape (ours / kernel / ratio with every key), the loss SLO verdict,
+it: exit status, the JSON's shape (ours / kernel / ratio with every key; the same-cluster path
+between two nodes and the nodes the measured pods sit on), the loss SLO verdict,
 and that the run left nothing behind. Timings are recorded, never asserted."""
 
 import json
@@ -19,7 +20,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vxfed-demo-cli-") as tmp:
         out = Path(tmp) / "latency.json"
         cmd = [sys.executable, str(tl.SOURCE_DIR / "perf/latency/latency_suite.py"), "--variants", "kernel",
-               "--suites", "udp,pp_udp", "--duration", "1", "--udp-rate", dc.UDP_RATE, "--out", str(out)]
+               "--suites", "udp,pp_udp", "--same-cluster-suites", "pp_udp", "--duration", "1", "--udp-rate", dc.UDP_RATE, "--out", str(out)]
         tl.log("running " + " ".join(cmd))
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
         print(res.stdout[-4000:])
@@ -36,6 +37,13 @@ def main() -> None:
         for key in ("tcp_gbps_1", "tcp_p99_us"):
             assert k[key] is None, f"kernel.{key} measured although its suite was not selected"
         assert all(v is None for v in doc["ours"].values()), "ours measured although not selected"
+        # Two nodes per cluster by default: the same figures between pods on two nodes of cluster A.
+        same = doc["paths"]["same_cluster"]
+        pods = same["pods"]["kernel"]
+        assert pods["client"]["node"] == "node-a1" and pods["server"]["node"] == "node-a2", pods
+        assert isinstance(same["kernel"]["udp_p50_us"], (int, float)) and same["kernel"]["udp_loss_pct"] is None, same
+        cross = doc["paths"]["cross_cluster"]["pods"]["kernel"]
+        assert cross["client"]["node"] == "node-a1" and cross["server"]["node"] == "node-b1", cross
         loss = [s for s in doc["slo"]["kernel"] if s["key"] == "udp_loss_pct"][0]
         assert loss["pass"] is True, f"loss SLO at {dc.UDP_RATE}bit/s: {loss}"
         dist = doc["distributions"]["kernel"]["udp"]

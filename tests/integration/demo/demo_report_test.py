@@ -164,6 +164,20 @@ class Plan(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "not supported"):
             make_plan(4000)
 
+    def test_nodes_per_cluster(self):
+        p = make_plan(9000, 2, nodes_per_cluster=3)
+        self.assertEqual([n.short for n in p.a.nodes], ["a1", "a2", "a3"])
+        self.assertEqual([n.underlay_ip for n in p.b.nodes], ["198.18.0.21", "198.18.0.22", "198.18.0.23"])
+        self.assertEqual((p.a.reflector_ip, p.b.reflector_ip), ("198.18.0.10", "198.18.0.20"))
+        self.assertEqual([n.block for n in p.a.nodes], ["10.244.0.0/24", "10.244.1.0/24", "10.244.2.0/24"])
+        self.assertEqual(p.a.nodes[1].gateway, "10.244.1.1")
+        # pods numbered across the cluster, node by node
+        self.assertEqual([(x.short, x.node, x.ip) for x in p.b.pods][2:4],
+                         [("podB2", "b2", "10.245.1.10"), ("podB3", "b2", "10.245.1.11")])
+        self.assertEqual(len({n.vtep_mac for n in p.nodes}), 6)
+        with self.assertRaisesRegex(ValueError, "nodes per cluster"):
+            make_plan(9000, 1, nodes_per_cluster=6)
+
 
 if __name__ == "__main__":
     unittest.main()
