@@ -7,10 +7,11 @@
 #   install-cni.sh [--check] [--bin-src F] [--bin-dir D] [--conf-src F] [--conf-dir D] [--conf-name N]
 #
 # --conf-src "" installs the binary alone (Multus networks come from NADs instead).
-# The conflist's @RANGE_START@/@RANGE_END@ become $VXFED_IPAM_RANGE_START/_END (host-local
-# needs a range per node). --check: check the arguments, that the binary runs and that the
-# rendered conflist is one the plugin accepts (`vxfed --check`), print what would be installed
-# and exit 0 (2 when something is wrong); nothing is written.
+# The conflist is installed as it is, the same on every node: its host-local section has no
+# ranges, and the plugin hands host-local this node's block from vxfedd (GetNetwork's
+# node_block, docs/cni.md). --check: check the arguments, that the binary runs and that the
+# conflist is one the plugin accepts (`vxfed --check`), print what would be installed and exit
+# 0 (2 when something is wrong); nothing is written.
 set -eu
 
 BIN_SRC=/opt/vxfed/bin/vxfed
@@ -50,11 +51,8 @@ done
 [ -f "$BIN_SRC" ] || { echo "install-cni.sh: $BIN_SRC does not exist" >&2; exit 2; }
 CNI_COMMAND=VERSION "$BIN_SRC" </dev/null >/dev/null || { echo "install-cni.sh: $BIN_SRC does not run" >&2; exit 2; }
 
-# host-local hands out addresses per node: the range comes from the node (the DaemonSet sets
-# these from a per-node source); whereabouts needs no substitution (docs/cni.md).
 render() {
-  sed -e "s|@RANGE_START@|${VXFED_IPAM_RANGE_START:-10.244.1.2}|g" \
-      -e "s|@RANGE_END@|${VXFED_IPAM_RANGE_END:-10.244.1.254}|g" "$CONF_SRC"
+  cat "$CONF_SRC"
 }
 if [ -n "$CONF_SRC" ]; then
   [ -f "$CONF_SRC" ] || { echo "install-cni.sh: --conf-src $CONF_SRC does not exist" >&2; exit 2; }

@@ -190,6 +190,7 @@ for line in "${layout_lines[@]}"; do
 done
 chroot "$rootfs" /opt/vxfed/bin/vxfedd --version >/dev/null || die "vxfedd does not run in the image"
 chroot "$rootfs" /opt/vxfed/bin/vxfed-dataplane --help >/dev/null || die "vxfed-dataplane does not run in the image"
+chroot "$rootfs" /opt/vxfed/bin/vxfed-reflector --help >/dev/null || die "vxfed-reflector does not run in the image"
 [[ -x $rootfs/usr/lib/frr/zebra && -x $rootfs/usr/lib/frr/bgpd && -x $rootfs/usr/lib/frr/frr-reload.py ]] ||
   die "FRR is incomplete in the image"
 

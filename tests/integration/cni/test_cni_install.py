@@ -2,7 +2,8 @@
 """deploy/install-cni.sh installs the plugin and its conflist atomically: the files arrive
 complete with the right modes, no temporary file stays behind, a runtime polling the binary
 during a re-install only ever sees a complete executable, and the installed conflist parses
-with the node's IPAM range substituted."""
+unchanged: one conflist for every node, host-local without ranges (the plugin hands it the
+node's block)."""
 
 import hashlib
 import json
@@ -19,16 +20,17 @@ def main():
     with tl.Topology("cniinst") as topo:
         w = topo.workdir
         bin_dir, conf_dir = w / "opt-cni-bin", w / "etc-cni-net.d"
-        env = dict(os.environ, VXFED_IPAM_RANGE_START="10.244.5.2", VXFED_IPAM_RANGE_END="10.244.5.254")
+        env = dict(os.environ)
         args = [str(script), "--bin-src", str(plugin), "--bin-dir", str(bin_dir),
                 "--conf-src", str(tl.SOURCE_DIR / "deploy/10-vxfed.conflist"), "--conf-dir", str(conf_dir)]
         tl.run(args, env=env)
         installed = bin_dir / "vxfed"
         assert hashlib.sha256(installed.read_bytes()).digest() == hashlib.sha256(plugin.read_bytes()).digest()
         assert installed.stat().st_mode & 0o777 == 0o755
-        conf = json.loads((conf_dir / "10-vxfed.conflist").read_text())
-        rng = conf["plugins"][0]["ipam"]["ranges"][0][0]
-        assert (rng["rangeStart"], rng["rangeEnd"]) == ("10.244.5.2", "10.244.5.254"), rng
+        text = (conf_dir / "10-vxfed.conflist").read_text()
+        assert text == (tl.SOURCE_DIR / "deploy/10-vxfed.conflist").read_text(), "the conflist was changed on install"
+        ipam = json.loads(text)["plugins"][0]["ipam"]
+        assert ipam["type"] == "host-local" and "ranges" not in ipam and "subnet" not in ipam, ipam
         assert sorted(os.listdir(bin_dir)) == ["vxfed"] and sorted(os.listdir(conf_dir)) == ["10-vxfed.conflist"]
 
         # A runtime execs the binary while it is re-installed 20 times: every exec must work.
