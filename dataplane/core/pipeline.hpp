@@ -8,6 +8,7 @@
 //   ARP from a known VTEP (reply or request) -> its MAC is learned into the neighbour cache
 //   VXLAN -> validate (parse_uplink_frame), VTEP known, VNI configured, VTEP allowed for the
 //            VNI, inner destination a local endpoint of that VNI, inner size <= network MTU,
+//            inner source routed on that VNI to the sending VTEP (else inner_source_spoofed),
 //            inner TTL > 1 (else inner_ttl_expired) -> strip the outer headers, TTL - 1 (one
 //            router hop: the gateway), inner dst MAC = pod MAC, src MAC = gateway MAC,
 //            stage on the endpoint's port

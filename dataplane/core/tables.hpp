@@ -220,6 +220,25 @@ class ForwardingTables {
     std::uint64_t v;
     return admission_.find(key, &v) ? static_cast<std::uint32_t>(v & 0xffff) : kNoNetwork;
   }
+  // Reverse-path check of decapsulation (docs/security.md): whether `src_ip_be`, the inner
+  // source of a packet on `network` from the VTEP at `vtep_ip_be`, lies in a prefix that
+  // network routes to that VTEP (its block, its cluster's CIDR). One LPM lookup, then the
+  // route's next-hop slots (a few) compared; a local endpoint's address is never routed away.
+  [[gnu::always_inline]] bool source_routed_to(std::uint16_t network, std::uint32_t src_ip_be,
+                                               std::uint32_t vtep_ip_be) const {
+    const Destination d = resolve(network, src_ip_be);
+    if (!d.group) return false;
+    const std::uint32_t* slots = group_slots_.data() + d.group->first;
+    for (std::uint32_t i = 0; i < d.group->count; ++i)
+      if (vteps_[slots[i]].ip_be == vtep_ip_be) return true;
+    return false;
+  }
+  // Whether (VTEP, VNI) is admitted by an explicit Vtep entry (which names no prefixes: such a
+  // VTEP may send any source its route check does not refuse). Asked only when that check failed.
+  bool explicitly_admitted(std::uint64_t admission_key) const {
+    std::uint64_t v;
+    return admission_.find(admission_key, &v) && (v >> kExplicitRefShift) != 0;
+  }
   // Longest-prefix match of dst (network order) in a network: the next-hop group, or null.
   // Why it is right: the longest union prefix P containing dst contains every route of any
   // VNI that contains dst, so this VNI's best route is its longest route containing P:
@@ -306,7 +325,9 @@ class ForwardingTables {
   std::array<std::atomic<const PodPortEntry*>, kMaxPorts> pod_ports_{};
   StableArray<VtepEntry> vteps_;
   RcuMap64<std::uint32_t> vtep_index_;                            // ip -> VTEP index
-  RcuMap64<std::uint64_t> admission_;                             // admission_key -> network | refs << 16
+  // admission_key -> network | route refs << 16 | explicit entry refs << kExplicitRefShift
+  RcuMap64<std::uint64_t> admission_;
+  static constexpr unsigned kExplicitRefShift = 48;
   LpmTable lpm_;                                                  // union of all prefixes -> prefix id
   StableArray<std::uint32_t> prefix_parent_;                      // prefix id -> next shorter union prefix id
   StableArray<PrefixInfo> prefix_info_;                           // prefix id -> its one network's answer

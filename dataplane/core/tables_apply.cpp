@@ -74,7 +74,7 @@ class TablesWriter {
       } else {
         vtep_vnis_before.push_back(it->second);
       }
-      for (std::uint32_t vni : v.vnis) admit(v.ip_be, vni, network_of(vni));
+      for (std::uint32_t vni : v.vnis) admit(v.ip_be, vni, network_of(vni), kExplicitRef);
     }
 
     // A. Removals, and the old place of what moves.
@@ -114,10 +114,10 @@ class TablesWriter {
     // C. What nothing refers to any more.
     for (const auto& [g, net] : old_groups) release_route_group(g, net);
     for (std::size_t i = 0; i < c.vteps.size(); ++i)
-      for (std::uint32_t vni : vtep_vnis_before[i]) unadmit(c.vteps[i].ip_be, vni);
+      for (std::uint32_t vni : vtep_vnis_before[i]) unadmit(c.vteps[i].ip_be, vni, kExplicitRef);
     for (std::size_t i = 0; i < c.vteps.size(); ++i) t_.explicit_vteps_[c.vteps[i].ip_be] = c.vteps[i].vnis;
     for (std::uint32_t ip : c.removed_vteps) {
-      for (std::uint32_t vni : t_.explicit_vteps_[ip]) unadmit(ip, vni);
+      for (std::uint32_t vni : t_.explicit_vteps_[ip]) unadmit(ip, vni, kExplicitRef);
       t_.explicit_vteps_.erase(ip);
       unref_vtep(*t_.vtep_index_.get(ip));
     }
@@ -250,18 +250,21 @@ class TablesWriter {
   }
 
   // ---- admission: (VTEP, VNI) -> network, counted by routes and explicit entries ----
-  void admit(std::uint32_t ip, std::uint32_t vni, std::uint16_t net) {
+  // (each its own count: the decap reverse-path check asks whether an explicit entry admits)
+  static constexpr std::uint64_t kRouteRef = 1ull << 16;
+  static constexpr std::uint64_t kExplicitRef = 1ull << ForwardingTables::kExplicitRefShift;
+  void admit(std::uint32_t ip, std::uint32_t vni, std::uint16_t net, std::uint64_t ref = kRouteRef) {
     const std::uint64_t key = ForwardingTables::admission_key(ip, vni);
     const auto v = t_.admission_.get(key);
-    t_.admission_.assign(key, v ? *v + (1ull << 16) : (std::uint64_t{net} | (1ull << 16)), r_);
+    t_.admission_.assign(key, v ? *v + ref : (std::uint64_t{net} | ref), r_);
   }
-  void unadmit(std::uint32_t ip, std::uint32_t vni) {
+  void unadmit(std::uint32_t ip, std::uint32_t vni, std::uint64_t ref = kRouteRef) {
     const std::uint64_t key = ForwardingTables::admission_key(ip, vni);
-    const std::uint64_t v = *t_.admission_.get(key);
-    if ((v >> 16) == 1) {
+    const std::uint64_t v = *t_.admission_.get(key) - ref;
+    if ((v >> 16) == 0) {
       t_.admission_.erase(key);
     } else {
-      t_.admission_.assign(key, v - (1ull << 16), r_);
+      t_.admission_.assign(key, v, r_);
     }
   }
 

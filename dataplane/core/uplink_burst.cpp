@@ -30,6 +30,22 @@ namespace {
   return true;
 }
 
+// The reverse-path check every overlay router does (docs/security.md): a VTEP may send only
+// inner sources its packet's network routes to it (its node's block, its cluster's CIDRs).
+// A VTEP admitted by an explicit Vtep entry, which names no prefixes, may send any source but
+// a local pod's; the gateway's address is never a remote source.
+[[gnu::noinline]] bool inner_source_explicit(const ForwardingTables& t, const NetworkEntry& net,
+                                             std::uint64_t admission_key, std::uint32_t src_ip_be) {
+  return t.explicitly_admitted(admission_key) && t.resolve(net.index, src_ip_be).endpoint == nullptr;
+}
+[[gnu::always_inline]] inline bool inner_source_ok(const ForwardingTables& t, const NetworkEntry& net,
+                                                   std::uint64_t admission_key, std::uint32_t src_ip_be) {
+  if (src_ip_be == net.gateway_ip_be) [[unlikely]] return false;
+  const auto vtep_ip_be = static_cast<std::uint32_t>(admission_key >> 24);
+  if (t.source_routed_to(net.index, src_ip_be, vtep_ip_be)) [[likely]] return true;
+  return inner_source_explicit(t, net, admission_key, src_ip_be);
+}
+
 [[gnu::noinline]] void uplink_arp(const ForwardingTables& t, rte_mbuf* m, const ArpFields& arp,
                        TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
@@ -74,6 +90,10 @@ namespace {
   const auto ep = t.endpoint(ni, f.inner_dst_ip_be);
   if (!ep) [[unlikely]] return drop(m, DropReason::NoEndpoint, port, c);
   auto* inner_ip = rte_pktmbuf_mtod_offset(m, std::uint8_t*, kVxlanOverhead + sizeof(EthernetHeader));
+  std::uint32_t inner_src;
+  std::memcpy(&inner_src, inner_ip + 12, 4);
+  if (!inner_source_ok(t, *net, ForwardingTables::admission_key(f.outer_src_ip_be, f.vni), inner_src)) [[unlikely]]
+    return drop(m, DropReason::InnerSourceSpoofed, port, c);
   if (!decrement_ttl(inner_ip)) return drop(m, DropReason::InnerTtlExpired, port, c);
 
   rte_pktmbuf_adj(m, static_cast<std::uint16_t>(kVxlanOverhead));  // headers are in segment 1
@@ -164,6 +184,9 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
   const NetworkEntry* net = nullptr;
   EndpointEntry ep{};
   std::uint64_t macs_lo = 0;  // the new Ethernet dst + src (12 bytes), built once per memo miss
+  // The reverse-path check's last success: the (VTEP, VNI) and inner source it passed.
+  std::uint64_t last_src_key = ~0ull;
+  std::uint32_t last_src = 0;
   std::uint32_t macs_hi = 0;
   // Decapsulated packets for one pod port gather in `run`, staged together when the port
   // changes, before the slow path (which may stage to a pod port too: order) and at the end.
@@ -227,6 +250,16 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     if (uplink_fast_inner_ip_total(p) > net->mtu) [[unlikely]] {
       drop(m, DropReason::InnerTooBig, uplink, counters);
       continue;
+    }
+    std::uint32_t inner_src;
+    std::memcpy(&inner_src, p + fast_layout::kInnerIp + 12, 4);
+    if (key != last_src_key || inner_src != last_src) {
+      if (!inner_source_ok(tables, *net, key, inner_src)) [[unlikely]] {
+        drop(m, DropReason::InnerSourceSpoofed, uplink, counters);
+        continue;
+      }
+      last_src_key = key;
+      last_src = inner_src;
     }
     if (!decrement_ttl(const_cast<std::uint8_t*>(p) + fast_layout::kInnerIp)) [[unlikely]] {
       drop(m, DropReason::InnerTtlExpired, uplink, counters);

@@ -320,9 +320,9 @@ TEST_F(PacketFlow, PodBurstMatchesPacketsSentOneAtATime) {
 // counters must be those of the same packets sent one at a time.
 TEST_F(PacketFlow, UplinkBurstMatchesPacketsSentOneAtATime) {
   auto to_pod = [](std::uint32_t pod_ip, std::uint16_t sport, std::uint32_t vtep = ip("198.18.0.2"),
-                   std::uint32_t vni = kVniA) {
+                   std::uint32_t vni = kVniA, std::uint32_t src = ip("10.245.0.9")) {
     const Bytes inner = ethernet(gateway_mac(vni), kZero, 0x0800,
-                                 ipv4(ip("10.245.0.9"), pod_ip, 17, udp(sport, 80, payload(30))));
+                                 ipv4(src, pod_ip, 17, udp(sport, 80, payload(30))));
     return vxlan_frame(kUplinkMac, neighbor_mac(2), vtep, ip("198.18.0.1"), sport, vni, inner);
   };
   const std::uint32_t pod1 = ip("10.244.1.10"), pod2 = ip("10.244.1.11");
@@ -340,16 +340,22 @@ TEST_F(PacketFlow, UplinkBurstMatchesPacketsSentOneAtATime) {
   burst.push_back(bad_checksum);
   burst.push_back(to_pod(ip("10.250.1.10"), 9, ip("198.18.0.5"), kVniB));  // pod3, tenant B
   for (std::uint16_t i = 10; i < 14; ++i) burst.push_back(to_pod(i % 2 ? pod1 : pod2, i));
+  // In a run from one VTEP to one pod, sources it has no route for (the reverse-path check
+  // is not skipped for a packet whose VTEP, VNI and destination match the one before).
+  burst.push_back(to_pod(pod1, 14, ip("198.18.0.2"), kVniA, pod2));
+  burst.push_back(to_pod(pod1, 15, ip("198.18.0.2"), kVniA, ip("10.245.7.9")));  // routed to .3/.4
+  burst.push_back(to_pod(pod1, 16));
 
   const auto r = run_both_ways(kUplink, burst);
   EXPECT_EQ(r.together, r.alone);
-  EXPECT_EQ(r.together.at(kPod1).size(), 8u);
+  EXPECT_EQ(r.together.at(kPod1).size(), 9u);
   EXPECT_EQ(r.together.at(kPod2).size(), 4u);
   EXPECT_EQ(r.together.at(kPod3).size(), 1u);
   EXPECT_EQ(r.together.at(kUplink).size(), 1u);  // the ARP reply
   expect_same_counters(*r.together_counters, *counters_);
   EXPECT_EQ(r.together_counters->drops[static_cast<int>(DropReason::UnknownVtep)].get(), 1u);
   EXPECT_EQ(r.together_counters->drops[static_cast<int>(DropReason::BadIpChecksum)].get(), 1u);
+  EXPECT_EQ(r.together_counters->drops[static_cast<int>(DropReason::InnerSourceSpoofed)].get(), 2u);
 }
 
 TEST_F(PacketFlow, DecapCountsPerVni) {

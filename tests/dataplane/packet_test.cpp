@@ -61,6 +61,10 @@ Bytes remote_inner(std::uint32_t vni, std::uint32_t dst, std::size_t udp_payload
   return ethernet(gateway_mac(vni), kRemotePodMac, 0x0800,
                   ipv4(ip("10.245.1.1"), dst, 17, udp(4000, 5000, payload(udp_payload)), o));
 }
+// The same from another source address (the reverse-path check's cases).
+Bytes remote_inner_from(std::uint32_t src, std::uint32_t vni, std::uint32_t dst) {
+  return ethernet(gateway_mac(vni), kRemotePodMac, 0x0800, ipv4(src, dst, 17, udp(4000, 5000, payload(100))));
+}
 Bytes from_vtep(int n, std::uint32_t vni, const Bytes& inner) {
   return vxlan_frame(kUplinkMac, neighbor_mac(n), vtep(n), kVtep, 50000, vni, inner);
 }
@@ -162,6 +166,31 @@ std::vector<Case> cases() {
       c.push_back(dropped("decap_ttl_" + std::to_string(ttl) + "_expires", "inner TTL would expire at this hop",
                           kUplink, from_vtep(2, kVniA, remote_inner(kVniA, kPod1Ip, 100, Ipv4Opts{.ttl = ttl})),
                           DropReason::InnerTtlExpired));
+    // The reverse-path check: a VTEP may send only inner sources its VNI routes to it.
+    const auto spoofed = [&](std::string name, std::string desc, int n, std::uint32_t src) {
+      c.push_back(dropped(std::move(name), std::move(desc), kUplink,
+                          from_vtep(n, kVniA, remote_inner_from(src, kVniA, kPod1Ip)), DropReason::InnerSourceSpoofed));
+    };
+    const auto accepted = [&](std::string name, std::string desc, int n, std::uint32_t src) {
+      const Bytes in = remote_inner_from(src, kVniA, kPod1Ip);
+      c.push_back(forward(std::move(name), std::move(desc), kUplink, from_vtep(n, kVniA, in), kPod1,
+                          decapsulated(in, kPod1Mac, kVniA)));
+    };
+    spoofed("decap_source_routed_to_another_vtep", "VTEP .3 sends 10.245.1.1, which VNI A routes to .2 (/16)", 3,
+            ip("10.245.1.1"));
+    spoofed("decap_source_less_specific_route_elsewhere", "VTEP .2 sends 10.245.7.9: the /24 to .3 and .4 wins over .2's /16", 2,
+            ip("10.245.7.9"));
+    accepted("decap_source_ecmp_member", "VTEP .4 sends 10.245.7.9: .4 is one of the /24's two next hops", 4, ip("10.245.7.9"));
+    accepted("decap_source_ecmp_other_member", "VTEP .3 sends 10.245.7.200 (the /24's other next hop)", 3, ip("10.245.7.200"));
+    spoofed("decap_source_unrouted", "VTEP .2 sends 10.99.0.1, routed nowhere", 2, ip("10.99.0.1"));
+    spoofed("decap_source_local_pod", "VTEP .2 sends as local pod 2 (10.244.1.11)", 2, kPod2Ip);
+    spoofed("decap_source_is_destination", "VTEP .2 sends as the destination pod itself", 2, kPod1Ip);
+    spoofed("decap_source_gateway", "VTEP .2 sends as VNI A's gateway 10.244.0.1", 2, kGwA);
+    spoofed("decap_source_other_vni_route", "VTEP .6 (VNI A's 10.246/16) sends 10.245.1.1, VNI B's route to .5 irrelevant", 6,
+            ip("10.245.1.1"));
+    accepted("decap_source_explicit_vtep_any", "VTEP .9 (explicit Vtep entry, no prefixes) sends 10.99.0.1", 9, ip("10.99.0.1"));
+    spoofed("decap_source_explicit_vtep_local_pod", "VTEP .9 (explicit) sends as local pod 2", 9, kPod2Ip);
+    spoofed("decap_source_explicit_vtep_gateway", "VTEP .9 (explicit) sends as the gateway", 9, kGwA);
     // Frames unicast to another MAC are not ours to route (a promiscuous NIC, a flooding switch).
     c.push_back(dropped("uplink_unicast_to_other_mac", "valid VXLAN frame addressed to 02:00:00:00:00:99", kUplink,
                         vxlan_frame(mac("02:00:00:00:00:99"), neighbor_mac(2), vtep(2), kVtep, 50000, kVniA, inner),

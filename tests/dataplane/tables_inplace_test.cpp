@@ -3,6 +3,7 @@
 // over a small universe (three VNIs sharing prefixes, /0 to /32, endpoints on the /32s of
 // routes, ECMP groups, explicit VTEPs, static neighbours, removals of absent keys, invalid
 // entries) must be accepted or refused alike, and leave tables that dump and look up alike.
+#include <algorithm>
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
@@ -156,6 +157,13 @@ void expect_same_lookups(const dp::ForwardingTables& a, const Node& na, const dp
       }
       EXPECT_EQ(slots_of(a, da.group), slots_of(b, db.group)) << where;
       EXPECT_EQ(slots_of(a, a.route(x->index, be(probe))), slots_of(b, b.route(y->index, be(probe)))) << where;
+      for (int v = 2; v <= 9; ++v) {
+        const std::uint32_t vtep = be("198.18.0." + std::to_string(v));
+        const auto slots = slots_of(a, da.group);
+        const bool routed = std::find(slots.begin(), slots.end(), vtep) != slots.end();
+        EXPECT_EQ(a.source_routed_to(x->index, be(probe), vtep), routed) << where << " vtep ." << v;
+        EXPECT_EQ(b.source_routed_to(y->index, be(probe), vtep), routed) << where << " vtep ." << v;
+      }
       const auto ea = a.endpoint(x->index, be(probe));
       const auto eb = b.endpoint(y->index, be(probe));
       ASSERT_EQ(ea.has_value(), eb.has_value()) << where;
@@ -164,12 +172,22 @@ void expect_same_lookups(const dp::ForwardingTables& a, const Node& na, const dp
       }
     }
   }
+  const auto dumped = a.dump();
   for (int v = 2; v <= 9; ++v) {
     const std::uint32_t vtep = be("198.18.0." + std::to_string(v));
     for (std::uint32_t vni : kVnis) {
       const auto xa = a.allowed_network(vtep, vni);
       const auto xb = b.allowed_network(vtep, vni);
       ASSERT_EQ(xa.has_value(), xb.has_value()) << context << " vtep ." << v;
+      // Explicitly admitted exactly when a Vtep entry of the tables names the pair (whatever
+      // routes also admit it): what the reverse-path check of decapsulation asks.
+      bool listed = false;
+      for (const auto& e : dumped.vteps())
+        if (be(e.ip()) == vtep)
+          for (std::uint32_t x : e.vnis()) listed |= x == vni;
+      const std::uint64_t key = dp::ForwardingTables::admission_key(vtep, vni);
+      EXPECT_EQ(a.explicitly_admitted(key), listed) << context << " vtep ." << v << " vni " << vni;
+      EXPECT_EQ(b.explicitly_admitted(key), listed) << context << " vtep ." << v << " vni " << vni;
       if (xa) {
         EXPECT_EQ(a.network(*xa).vni, vni);
         EXPECT_EQ(b.network(*xb).vni, vni);

@@ -5,7 +5,8 @@ both directions) and an iperf3 run; the dataplane's counters (read over its API)
 must. Also: datagrams above the pod MTU cross as fragments both ways (ping -M dont -s 10000,
 iperf3 UDP with 12,000- and 30,000-byte datagrams); nothing is forwarded before the first Snapshot; a pod packet over the network MTU
 gets ICMP fragmentation-needed naming MTU 8950 when DF is set, and is dropped and counted
-(too_big_no_df) when it is not."""
+(too_big_no_df) when it is not; a forged inner source from pod B (an address not routed to
+node B's VTEP) is dropped by the reverse-path check and counted (inner_source_spoofed)."""
 
 import json
 import time
@@ -90,6 +91,21 @@ def main() -> None:
                 t.log(f"iperf3 UDP {length}-byte datagrams {'B -> A' if reverse else 'A -> B'}: "
                       f"{udp['lost_packets']}/{udp['packets']} lost")
                 assert udp["packets"] > 100 and udp["lost_percent"] < 5, udp
+
+        # The reverse-path check (docs/security.md): pod B sends from an address the tables do
+        # not route to node B's VTEP (node B's kernel forwards it, rp_filter off); decapsulated,
+        # it is refused and counted, and pod B's own address still gets through.
+        spoof0 = d.drop_map(f.counters())["inner_source_spoofed"]
+        f.node_b.run("sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.hB.rp_filter=0")
+        f.pod_b.run("ip addr add 10.99.0.7/32 dev eth0")
+        r = f.pod_b.run(["ping", "-n", "-c", "3", "-i", "0.2", "-W", "1", "-I", "10.99.0.7", d.POD_A], check=False)
+        assert r.returncode != 0, "a forged inner source was delivered:\n" + r.stdout
+        spoof1 = d.drop_map(f.counters())["inner_source_spoofed"]
+        t.log(f"forged inner source 10.99.0.7 from pod B: inner_source_spoofed {spoof0} -> {spoof1}")
+        assert spoof1 >= spoof0 + 3, (spoof0, spoof1)
+        f.pod_b.run("ip addr del 10.99.0.7/32 dev eth0")
+        r = f.pod_b.ping(d.POD_A, count=2)
+        assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
 
         after = f.counters()
         v0, v1 = d.vni_counters(before), d.vni_counters(after)
