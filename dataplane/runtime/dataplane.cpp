@@ -103,9 +103,11 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     }
     ctx->pod_fd = d->ports_->pod_sockets().fd(w);
     ctx->pool = d->ports_->pool();
+    ctx->capture = &d->capture_tap_;
     d->contexts_.push_back(std::move(ctx));
   }
 
+  d->capture_ = std::make_unique<CaptureSession>(d->capture_tap_, d->qs_, d->workers_);
   Dataplane* self = d.get();
   auto arp = ArpResolver::create(d->neighbors_, options.parsed.underlay,
                                  [self](std::uint32_t ip) { return self->send_arp_request(ip); });
@@ -124,6 +126,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
 Dataplane::~Dataplane() {
   stop_workers();
   api_.reset();
+  capture_.reset();
   // Workers are gone: no grace period needed. Deferred frees first (they refer to the tables).
   if (reclaimer_) reclaimer_->run_all();
   state_.reset();
@@ -179,6 +182,7 @@ Status Dataplane::run(const std::atomic<bool>& stop) {
       ::nanosleep(&ts, nullptr);
     }
     reclaimer_->poll();
+    check_capture();  // after the reclaimer: a detached pod's port may be reused by the next request
     arp_->tick(std::chrono::steady_clock::now());
   }
   spdlog::info("stopping");
@@ -341,15 +345,28 @@ void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneRespons
   switch (request.op_case()) {
     case v1::DataplaneRequest::kSnapshot:
       st = apply_snapshot(request.snapshot());
+      check_capture();  // a port it detached may be reused by the next request
       break;
     case v1::DataplaneRequest::kDelta:
       st = apply_delta(request.delta());
+      check_capture();
       break;
     case v1::DataplaneRequest::kGetStatus:
       fill_status(*response.mutable_status());
       break;
     case v1::DataplaneRequest::kGetCounters:
       fill_counters(*response.mutable_counters());
+      break;
+    case v1::DataplaneRequest::kStartCapture:
+      st = start_capture(request.start_capture());
+      if (st) capture_->read(*response.mutable_capture());
+      break;
+    case v1::DataplaneRequest::kReadCapture:
+      check_capture();
+      capture_->read(*response.mutable_capture());
+      break;
+    case v1::DataplaneRequest::kStopCapture:
+      capture_->stop(*response.mutable_capture());
       break;
     case v1::DataplaneRequest::kDumpTables: {
       auto* t = response.mutable_tables();
@@ -367,6 +384,30 @@ void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneRespons
     if (!refused_endpoint_.empty()) response.set_refused_endpoint(refused_endpoint_);
     spdlog::warn("API: refused request {}: {}", request.request_id(), st.error());
   }
+}
+
+Status Dataplane::start_capture(const v1::StartCapture& request) {
+  std::uint32_t port;
+  if (request.port() == "uplink") {
+    port = ports_->uplink();
+  } else {
+    const auto& eps = ports_->endpoint_ports();
+    auto it = eps.find(request.port());
+    if (it == eps.end() || detach_pending_.count(request.port()))
+      return make_error("port: '" + request.port() + "' is neither \"uplink\" nor the interface of an attached pod");
+    port = it->second.port_id;
+  }
+  return capture_->start(request, port, request.port(), std::chrono::steady_clock::now());
+}
+
+void Dataplane::check_capture() {
+  if (!capture_->active()) return;
+  const std::string& name = capture_->port_name();
+  if (name != "uplink" && (!ports_->endpoint_ports().count(name) || detach_pending_.count(name))) {
+    capture_->port_removed();
+    return;
+  }
+  capture_->tick(std::chrono::steady_clock::now());
 }
 
 void Dataplane::fill_status(v1::DataplaneStatus& s) const {

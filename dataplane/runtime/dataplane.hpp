@@ -16,6 +16,8 @@
 
 #include "dataplane/runtime/api_server.hpp"
 #include "dataplane/runtime/arp_resolver.hpp"
+#include "dataplane/runtime/capture_session.hpp"
+#include "dataplane/runtime/capture_tap.hpp"
 #include "dataplane/core/counters.hpp"
 #include "dataplane/core/neighbor_cache.hpp"
 #include "dataplane/core/tx_stage.hpp"
@@ -61,6 +63,10 @@ class Dataplane {
   // ports nothing uses any more, after the grace period.
   void publish_state();
   bool send_arp_request(std::uint32_t target_ip_be);
+  // StartCapture: the port by its name ("uplink" or a pod's interface).
+  Status start_capture(const v1::StartCapture& request);
+  // Once a second at most: ends a capture whose time is up or whose pod port went away.
+  void check_capture();
   void stop_workers();
 
   Options options_;
@@ -88,6 +94,8 @@ class Dataplane {
   bool workers_running_ = false;
   std::unique_ptr<ArpResolver> arp_;
   std::unique_ptr<ApiServer> api_;
+  CaptureTap capture_tap_;                   // read by the workers
+  std::unique_ptr<CaptureSession> capture_;  // StartCapture / ReadCapture / StopCapture
 
   std::uint64_t generation_ = 0;
   bool ready_ = false;

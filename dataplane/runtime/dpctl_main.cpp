@@ -4,6 +4,8 @@
 //     (several files and/or --repeat: sent back to back on one connection, cycling through
 //      the files, generations N, N+1, ...: for table-churn tests)
 //   vxfed-dpctl --socket S delta FILE.json
+//   vxfed-dpctl --socket S capture --port uplink|IFACE --out FILE.pcap [--count N] [--seconds S] ...
+//     (capture_client.hpp: a pcap of one port's packets as the forwarder sees them)
 // Prints the DataplaneResponse as JSON (proto field names); exits 1 when ok is false.
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
+#include "dataplane/runtime/capture_client.hpp"
 #include "dataplane/runtime/tables_json.hpp"
 
 using namespace vxfed;
@@ -40,7 +43,29 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   auto* delta = app.add_subcommand("delta", "send a Delta read from a JSON file");
   delta->add_option("file", file, "Delta in protobuf JSON")->required();
+  auto* capture = app.add_subcommand(
+      "capture", "write a pcap of one port's packets as the forwarder sees them (received: before the pipeline; "
+                 "sent: as handed to the port, super-packets whole); ends at the first limit or on Ctrl-C");
+  dataplane::CaptureRequestOptions cap;
+  capture->add_option("--port", cap.port, "\"uplink\" or a pod's host-side interface (vxfedctl endpoints)")->required();
+  capture->add_option("--out", cap.out, "pcap file to write, - for standard output")->required();
+  capture->add_option("--count", cap.count, "stop after this many packets (0: the dataplane's default, 1000)");
+  capture->add_option("--seconds", cap.seconds, "stop after this long (0: the dataplane's default, 10; at most 3600)");
+  capture->add_option("--max-bytes", cap.max_bytes, "stop after this many bytes kept (0: 64 MiB)");
+  capture->add_option("--snaplen", cap.snaplen, "bytes kept of each packet (0: 9216; 64 .. 65535)");
+  capture->add_option("--ring-kib", cap.ring_kib, "each worker's capture ring (0: 4096; 64 .. 65536)");
+  capture->add_option("--direction", cap.direction, "both, received or sent")->capture_default_str();
+  capture->add_option("--interval-ms", cap.interval_ms, "how often the rings are emptied")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (capture->parsed()) {
+    // A capture outlives the per-call timeout: each exchange has it, the whole run has its limits.
+    auto cfd = connect_unix(socket_path, timeout_ms);
+    if (!cfd) {
+      std::cerr << "vxfed-dpctl: " << cfd.error() << "\n";
+      return 2;
+    }
+    return dataplane::run_capture(*cfd, cap, timeout_ms);
+  }
 
   v1::DataplaneRequest request;
   request.set_request_id(1);

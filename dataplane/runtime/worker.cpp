@@ -23,7 +23,10 @@ namespace vxfed::dataplane {
 namespace {
 
 // Runs one uplink burst through the pipeline (or drops it before the first snapshot).
-inline void handle_uplink(WorkerContext& w, const ForwardingState* s, rte_mbuf** pkts, std::uint16_t n) {
+// `captured`: the port a capture copies now (capture_tap.hpp).
+inline void handle_uplink(WorkerContext& w, const ForwardingState* s, std::uint32_t captured, rte_mbuf** pkts,
+                          std::uint16_t n) {
+  capture_if(w.capture, captured, w.uplink, w.id, pkts, n, false);
   if (s == nullptr) {
     drop_burst(pkts, n, w.uplink, DropReason::NoTables, *w.counters);
     return;
@@ -81,7 +84,8 @@ void take_pod_vnet(rte_mbuf** pkts, const wire::VirtioNetHeader* vnet, unsigned*
 // Frames from the pod socket: runs of one interface go through the pipeline as one pod burst;
 // frames of no known pod, too big for their buffers or with a refused vnet header are
 // dropped on the "pods" port.
-void handle_pod_frames(WorkerContext& w, const ForwardingState* s, rte_mbuf** pkts, const unsigned* ifs, unsigned n) {
+void handle_pod_frames(WorkerContext& w, const ForwardingState* s, std::uint32_t captured, rte_mbuf** pkts,
+                       const unsigned* ifs, unsigned n) {
   if (s == nullptr) {
     drop_burst(pkts, static_cast<std::uint16_t>(n), kPodsPort, DropReason::NoTables, *w.counters);
     return;
@@ -109,6 +113,7 @@ void handle_pod_frames(WorkerContext& w, const ForwardingState* s, rte_mbuf** pk
     }
     unsigned j = i + 1;
     while (j < n && ifs[j] == ifindex) ++j;
+    capture_if(w.capture, captured, last_port, w.id, pkts + i, j - i, false);
     process_pod_burst(*s->tables, last_port, pkts + i, static_cast<std::uint16_t>(j - i), *w.tx, *w.counters);
     i = j;
   }
@@ -237,10 +242,15 @@ int worker_main(void* arg) {
   std::uint64_t lost_segments = 0, pod_refused = 0, uplink_refused = 0;
   const auto queue = static_cast<std::uint16_t>(w.id);
   const ForwardingState* s = nullptr;
+  // Without a capture tap (tests that build a context by hand) nothing is ever captured.
+  static CaptureTap no_capture;
+  if (w.capture == nullptr) w.capture = &no_capture;
+  std::uint32_t captured = CaptureTap::kNoCapture;
   // Pod ports are sent to through the pod socket by ifindex (super-packets whole), the uplink
   // socket gets super-packets cut into segments, DPDK ports go on our TX queue.
-  const auto send = [queue, &w, &s, &sender, &lost_segments](std::uint16_t port, rte_mbuf** p,
-                                                               std::uint16_t n) -> std::uint16_t {
+  const auto send = [queue, &w, &s, &sender, &lost_segments, &captured](std::uint16_t port, rte_mbuf** p,
+                                                                          std::uint16_t n) -> std::uint16_t {
+    capture_if(w.capture, captured, port, w.id, p, n, true);
     std::uint16_t sent;
     if (port >= kFirstPodPort) {
       const unsigned ifindex = s == nullptr ? 0 : s->pod_ifindex[port - kFirstPodPort];
@@ -263,6 +273,7 @@ int worker_main(void* arg) {
   while (!w.stop->load(std::memory_order_relaxed)) {
     const std::uint64_t loop_start = rte_rdtsc();
     s = w.state->read();
+    captured = w.capture->current();
     unsigned work = 0;
 
     // Uplink.
@@ -271,7 +282,7 @@ int worker_main(void* arg) {
       if (got) {
         work += got;
         const std::uint16_t n = take_uplink_frames(w, pkts, frame_vnet, frame_ifs, got);
-        if (n) handle_uplink(w, s, pkts, n);
+        if (n) handle_uplink(w, s, captured, pkts, n);
       }
       if (uplink_refused) [[unlikely]] {
         w.counters->drop(DropReason::UnreadableFrame, w.uplink, uplink_refused);
@@ -281,7 +292,7 @@ int worker_main(void* arg) {
       const std::uint16_t n = rte_eth_rx_burst(w.uplink, queue, pkts, kMaxBurst);
       if (n) {
         work += n;
-        handle_uplink(w, s, pkts, n);
+        handle_uplink(w, s, captured, pkts, n);
       }
     } else {
       if (w.id == 0) {
@@ -289,14 +300,14 @@ int worker_main(void* arg) {
         if (n) {
           work += n;
           n = distribute(w, pkts, n);
-          if (n) handle_uplink(w, s, pkts, n);
+          if (n) handle_uplink(w, s, captured, pkts, n);
         }
       } else {
         const unsigned n = rte_ring_dequeue_burst(w.handoff[w.id], reinterpret_cast<void**>(pkts),
                                                   kMaxBurst, nullptr);
         if (n) {
           work += n;
-          handle_uplink(w, s, pkts, static_cast<std::uint16_t>(n));
+          handle_uplink(w, s, captured, pkts, static_cast<std::uint16_t>(n));
         }
       }
     }
@@ -307,6 +318,7 @@ int worker_main(void* arg) {
         const std::uint16_t n = rte_eth_rx_burst(port, queue, pkts, kMaxBurst);
         if (n) {
           work += n;
+          capture_if(w.capture, captured, port, w.id, pkts, n, false);
           process_pod_burst(*s->tables, port, pkts, n, *w.tx, *w.counters);
         }
       }
@@ -318,7 +330,7 @@ int worker_main(void* arg) {
       if (n) {
         work += n;
         take_pod_vnet(pkts, frame_vnet, frame_ifs, n);
-        handle_pod_frames(w, s, pkts, frame_ifs, n);
+        handle_pod_frames(w, s, captured, pkts, frame_ifs, n);
       }
       if (pod_refused) [[unlikely]] {
         w.counters->drop(DropReason::UnreadableFrame, kPodsPort, pod_refused);

@@ -13,6 +13,7 @@
 
 #include "dataplane/core/counters.hpp"
 #include "dataplane/core/tx_stage.hpp"
+#include "dataplane/runtime/capture_tap.hpp"
 #include "dataplane/runtime/forwarding_state.hpp"
 #include "dataplane/runtime/idle_backoff.hpp"
 #include "dataplane/runtime/ports.hpp"
@@ -42,6 +43,7 @@ struct WorkerContext {
   unsigned uplink_segments = 1;       // mbufs per frame from the uplink socket
   rte_mempool* pool = nullptr;        // mbufs for frames from the sockets, and software segmentation
   const WakeEvent* wake = nullptr;
+  CaptureTap* capture = nullptr;      // packet capture (capture_tap.hpp); shared by the workers
   const std::atomic<bool>* stop = nullptr;
   // Written by the worker (relaxed load + store), read by the control thread for GetCounters.
   std::atomic<std::uint64_t> loops{0};
