@@ -12,6 +12,7 @@ The window (kill -> session re-established and the stale routes refreshed on A, 
 resync complete on B) is measured and printed.
 """
 import json
+import os
 import time
 
 import vxfed_harness as t
@@ -33,6 +34,38 @@ def main() -> None:
     print("RESULTS " + json.dumps(results))
 
 
+# bgpd processes route-map changes on a timer (`bgp route-map delay-timer`, 5 s by default):
+# the route-maps the driver's config created ~5 s after it applied them, by which time the
+# session is often up. A then asks B for a route refresh, and with enhanced route refresh
+# (RFC 7313) it marks B's routes stale at B's BoRR until B's EoRR. A session that drops inside
+# that window loses those routes even under graceful restart (they are stale already, and FRR
+# purges stale paths at the drop) - a property of FRR, not of the crash this test is about.
+ROUTE_MAP_DELAY_S = 5
+
+
+def wait_refresh_settled(a: Node, since: float) -> None:
+    """Until A's route-map timer has fired and any route refresh it asked for is over: past
+    the timer, B's route not stale and A's refresh counters unchanged for 1.5 s."""
+    def sample() -> tuple:
+        n = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]
+        stats = n.get("messageStats", {})
+        r = json.loads(a.vtysh("show bgp ipv4 unicast 10.245.0.0/16 json") or "{}")
+        stale = any(p.get("stale") for p in r.get("paths", [])) or not r.get("paths")
+        return stats.get("routeRefreshSent"), stats.get("routeRefreshRecv"), stale
+    last, steady_since = None, time.monotonic()
+
+    def settled() -> bool:
+        nonlocal last, steady_since
+        now_sample = sample()
+        if now_sample != last or now_sample[2]:
+            last, steady_since = now_sample, time.monotonic()
+            return False
+        return time.monotonic() - since > ROUTE_MAP_DELAY_S + 1 and time.monotonic() - steady_since >= 1.5
+    t.wait_for(settled, 60, "A's route-map processing and route refresh to settle")
+    t.log(f"route refresh settled (A sent {last[0]}, received {last[1]} route-refresh messages) "
+          f"{time.monotonic() - since:.1f} s after the drivers started")
+
+
 def run(topo, a: Node, b: Node, results: dict) -> None:
     timers = {"keepalive": 1, "hold": 3, "connect_retry": 1}
     a.write_config({
@@ -51,18 +84,20 @@ def run(topo, a: Node, b: Node, results: dict) -> None:
     })
     for n in (a, b):
         n.start_frr()
+        if os.environ.get("VXFED_BGP_DEBUG") == "1":
+            n.vtysh("debug bgp graceful-restart", "debug bgp updates in", "debug bgp neighbor-events")
     a.start_driver(["10.244.0.0/16"], {"fed": VNI})
     b.start_driver(["10.245.0.0/16"], {"fed": VNI})
+    drivers_started = time.monotonic()
     a.wait_route("10.245.0.0/16", 90)
     b.wait_route("10.244.0.0/16", 90)
     t.wait_for(lambda: a.peer("198.18.0.2")["state"] == "Established", 20, "A's session to B in status")
     gr = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]["gracefulRestartInfo"]
     t.log(f"GR negotiated: local {gr.get('localGrMode')}, remote {gr.get('remoteGrMode')}")
     assert "Restart" in gr.get("remoteGrMode", "") and "Helper" not in gr.get("remoteGrMode", "x"), gr
+    wait_refresh_settled(a, drivers_started)
     b_resyncs = b.state()["stats"]["resyncs"]
 
-    if __import__("os").environ.get("VXFED_BGP_DEBUG") == "1":
-        a.vtysh("debug bgp graceful-restart", "debug bgp updates in", "debug bgp neighbor-events")
     # ---- crash B's FRR ----
     kill_ms = time.time() * 1000
     t0 = time.monotonic()
