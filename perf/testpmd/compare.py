@@ -11,6 +11,11 @@ Rates: testpmd's own per-second Tx-pps of the null port; the dataplane's tx coun
 port read over its API before and after a window. Prints and writes JSON (perf/results/).
 
   sudo perf/testpmd/compare.py --build-dir build [--runs 5] [--seconds 5] [--direction decap]
+
+--capture-other-pod: the dataplane also serves an idle pod (a third, silent net_null port), and
+each of its runs is two windows back to back, the second with `vxfed-dpctl capture` of that idle
+pod running: what a capture costs the pods it does not capture (docs/dataplane.md, "Packet
+capture"). The JSON gets capture_on_over_off per direction.
 """
 
 from __future__ import annotations
@@ -81,7 +86,10 @@ def run_testpmd(direction: str, pcap: str, seconds: float, tag: str) -> float:
     return statistics.median(rates) / 1e6
 
 
-def run_ours(build: Path, direction: str, pcap: str, seconds: float, tag: str, workdir: Path) -> float:
+def run_ours(build: Path, direction: str, pcap: str, seconds: float, tag: str, workdir: Path,
+             capture_other_pod: bool = False) -> tuple[float, float | None]:
+    """The dataplane's rate (Mpps), and with capture_other_pod its rate in a second window while
+    an idle pod's port is captured (else None)."""
     devs, rx_dev, tx_dev = vdevs(direction, pcap)
     tables = {
         "generation": 1,
@@ -93,13 +101,19 @@ def run_ours(build: Path, direction: str, pcap: str, seconds: float, tag: str, w
             "neighbors": [{"ip": frames.VTEP_REMOTE, "mac": frames.REMOTE_MAC.hex(":")}],
         },
     }
+    endpoint_dev = tx_dev if direction == "decap" else rx_dev
+    uplink_dev = rx_dev if direction == "decap" else tx_dev
+    endpoint_ports = {"bench0": endpoint_dev}
+    if capture_other_pod:
+        devs = devs + ["net_null2,no-rx=1"]
+        endpoint_ports["idle0"] = "net_null2"
+        tables["tables"]["endpoints"].append({"id": "idle", "vni": frames.VNI, "ip": "10.244.1.3",
+                                              "mac": "02:00:0a:f4:01:03", "iface": "idle0"})
     tables_file = workdir / "tables.json"
     tables_file.write_text(json.dumps(tables))
     sock = workdir / f"dp{tag}.sock"
-    endpoint_dev = tx_dev if direction == "decap" else rx_dev
-    uplink_dev = rx_dev if direction == "decap" else tx_dev
     launch = DataplaneLaunch(file_prefix=f"vxbo{tag}", api_socket=sock, vtep_ip=frames.VTEP_LOCAL, vdevs=devs,
-                             uplink=uplink_dev, tables_file=tables_file, endpoint_ports={"bench0": endpoint_dev},
+                             uplink=uplink_dev, tables_file=tables_file, endpoint_ports=endpoint_ports,
                              eal_extra=QUIET_EAL, extra=["--log-level", "warn"])
     cmd = launch.argv(build / DATAPLANE)
     log = open(workdir / f"ours{tag}.log", "w")
@@ -121,11 +135,27 @@ def run_ours(build: Path, direction: str, pcap: str, seconds: float, tag: str, w
         a, ta = tx_packets(), time.monotonic()
         time.sleep(seconds)
         b, tb = tx_packets(), time.monotonic()
+        with_capture = None
+        if capture_other_pod:
+            cap = subprocess.Popen([dpctl, "--socket", str(sock), "capture", "--port", "idle0", "--out", "/dev/null",
+                                    "--seconds", str(seconds + 5)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+            time.sleep(0.5)
+            if cap.poll() is not None:
+                raise RuntimeError("vxfed-dpctl capture ended early: " + cap.stderr.read())
+            c, tc = tx_packets(), time.monotonic()
+            time.sleep(seconds)
+            d, td = tx_packets(), time.monotonic()
+            cap.send_signal(signal.SIGINT)
+            _, err = cap.communicate(timeout=30)
+            if cap.returncode != 0 or "ended: stopped" not in err:
+                raise RuntimeError("vxfed-dpctl capture: " + err)
+            with_capture = (d - c) / (td - tc) / 1e6
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
         shutil.rmtree(launch.runtime_dir(), ignore_errors=True)
-    return (b - a) / (tb - ta) / 1e6
+    return (b - a) / (tb - ta) / 1e6, with_capture
 
 
 def summary(values: list[float]) -> dict:
@@ -141,6 +171,8 @@ def main() -> None:
     ap.add_argument("--direction", choices=["decap", "encap", "both"], default="both")
     ap.add_argument("--frame-bytes", type=int, default=64, help="inner (decap) or pod (encap) frame size")
     ap.add_argument("--out", default=str(ROOT / "perf/results/testpmd.json"))
+    ap.add_argument("--capture-other-pod", action="store_true",
+                    help="also measure the dataplane while an idle pod's port is captured")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("compare.py: run as root (DPDK)")
@@ -151,13 +183,18 @@ def main() -> None:
         for direction in (["decap", "encap"] if args.direction == "both" else [args.direction]):
             pcap = str(workdir / f"{direction}.pcap")
             frames.write(pcap, direction, args.frame_bytes)
-            ours, theirs = [], []
+            ours, theirs, captured = [], [], []
             for i in range(args.runs):
                 tag = f"{os.getpid() % 10000}{i}"
                 theirs.append(run_testpmd(direction, pcap, args.seconds, tag))
-                ours.append(run_ours(build, direction, pcap, args.seconds, tag, workdir))
-                print(f"{direction} run {i + 1}/{args.runs}: ours {ours[-1]:.2f} Mpps, testpmd {theirs[-1]:.2f} Mpps",
-                      flush=True)
+                rate, with_capture = run_ours(build, direction, pcap, args.seconds, tag, workdir,
+                                              args.capture_other_pod)
+                ours.append(rate)
+                line = f"{direction} run {i + 1}/{args.runs}: ours {ours[-1]:.2f} Mpps, testpmd {theirs[-1]:.2f} Mpps"
+                if with_capture is not None:
+                    captured.append(with_capture)
+                    line += f", ours while another pod is captured {with_capture:.2f} Mpps"
+                print(line, flush=True)
             o, t = summary(ours), summary(theirs)
             results.append({
                 "direction": direction, "frame_bytes": args.frame_bytes,
@@ -171,6 +208,9 @@ def main() -> None:
                 # shared machine the per-run ratio is the steadier figure.
                 "ratio_runs": summary([a / b for a, b in zip(ours, theirs)]),
             })
+            if captured:
+                results[-1]["ours_capturing_other_pod"] = summary(captured)
+                results[-1]["capture_on_over_off"] = summary([c / o for c, o in zip(captured, ours)])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

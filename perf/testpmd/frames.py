@@ -18,7 +18,11 @@ POD_LOCAL_MAC = bytes.fromhex("02000af40102")
 POD_REMOTE = "10.245.1.2"
 GATEWAY_MAC = bytes.fromhex("020000000101")
 REMOTE_MAC = bytes.fromhex("020000000202")
-UPLINK_MAC = bytes.fromhex("020000000303")
+# The uplink's own MAC: decapsulated frames must be addressed to it (the forwarder drops
+# unicast to any other MAC as not_our_mac). In decap the uplink is net_pcap0, and DPDK's pcap
+# PMD gives its devices the fixed address 02:70:63:61:70:NN ("\x02pcap", NN the device's
+# index), checked with dpdk-testpmd ("Port 0: 02:70:63:61:70:00").
+UPLINK_MAC = bytes.fromhex("027063617000")
 
 
 def checksum(data: bytes) -> int:
