@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "bgp/frr_apply.hpp"
 #include "bgp/frr_render.hpp"
@@ -20,6 +21,10 @@ Adapter::Adapter(asio::io_context& io, AdapterOptions opts)
       table_(opts_.config.peers, opts_.vni_of),
       resync_timer_(io),
       poll_timer_(io),
+      restart_hold_(std::chrono::seconds(opts_.config.restart_time_s)),
+      // FRR writes its pid files beside its vty sockets (Debian: /run/frr, alias /var/run/frr).
+      bgpd_pid_file_((opts_.config.frr.vty_socket_dir.empty() ? std::string("/var/run/frr")
+                                                              : opts_.config.frr.vty_socket_dir) + "/bgpd.pid"),
       alive_(std::make_shared<std::atomic<bool>>(true)) {
   for (const auto& p : opts_.config.peers) {
     PeerStatus s;
@@ -77,7 +82,7 @@ Status Adapter::open_fpm() {
     resync_timer_.cancel();
     spdlog::info("bgp: FPM connection lost; keeping {} routes until zebra resyncs", table_.size());
   };
-  h.on_route = [this](const fpm::RouteMessage& m) { table_.apply(m); };
+  h.on_route = [this](const fpm::RouteMessage& m) { on_route(m); };
   h.on_batch_end = [this] { on_batch_end(); };
   asio::ip::tcp::endpoint ep(asio::ip::address_v4(opts_.config.fpm.listen.value), opts_.config.fpm.port);
   auto zebra = uid_of_user(opts_.config.fpm.zebra_user);
@@ -93,6 +98,7 @@ Status Adapter::start() {
   if (auto st = apply(); !st) return st;
   if (auto st = open_fpm(); !st) return st;
   started_ = true;
+  check_bgpd_pid();  // the bgpd we start with: no hold
   poll_peers();
   return {};
 }
@@ -249,6 +255,44 @@ void Adapter::flush() {
   if (opts_.on_routes) opts_.on_routes(u);
 }
 
+namespace {
+
+std::string read_pid_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string pid;
+  if (in) in >> pid;
+  return pid;
+}
+
+}  // namespace
+
+void Adapter::check_bgpd_pid() {
+  if (!opts_.config.graceful_restart) return;
+  pid_checked_at_ = std::chrono::steady_clock::now();
+  const std::string pid = read_pid_file(bgpd_pid_file_);
+  if (!restart_hold_.on_pid(pid, pid_checked_at_)) return;
+  ++bgpd_restarts_;
+  table_.hold_deletes(true);
+  spdlog::info("bgp: a new bgpd (pid {}): holding zebra's deletes until {} peer(s) are back with their routes "
+               "(at most {} s)", pid, restart_hold_.awaited().size(), opts_.config.restart_time_s);
+}
+
+void Adapter::on_route(const fpm::RouteMessage& m) {
+  // A delete may be zebra sweeping a restarted bgpd's routes: look at the pid file first (at
+  // most every 100 ms: a withdrawal of many routes reads it once).
+  if (m.is_delete && !restart_hold_.holding() &&
+      std::chrono::steady_clock::now() - pid_checked_at_ > std::chrono::milliseconds(100))
+    check_bgpd_pid();
+  table_.apply(m);
+}
+
+void Adapter::end_restart_hold() {
+  table_.hold_deletes(false);
+  const std::size_t removed = table_.release_held();
+  spdlog::info("bgp: restart hold over ({}): {} held route(s) removed", restart_hold_.closed_because(), removed);
+  flush();
+}
+
 void Adapter::poll_peers() {
   if (!started_) return;
   if (!polling_) {
@@ -258,14 +302,15 @@ void Adapter::poll_peers() {
     for (auto& a : peer_status_commands(opts_.config)) argv.push_back(a);
     BgpConfig cfg = opts_.config;
     auto alive = alive_;
-    poll_thread_ = std::thread([this, argv = std::move(argv), cfg = std::move(cfg), alive] {
+    const auto polled_at = std::chrono::steady_clock::now();
+    poll_thread_ = std::thread([this, argv = std::move(argv), cfg = std::move(cfg), alive, polled_at] {
       auto r = run_command(argv, std::chrono::seconds(10));
       std::vector<PeerStatus> status =
           parse_peer_status(cfg, r && r->exit_code == 0 ? r->output : std::string());
       if (!r || r->exit_code != 0) {
         spdlog::debug("bgp: peer status poll failed: {}", r ? "vtysh exit " + std::to_string(r->exit_code) : r.error());
       }
-      asio::post(io_, [this, status = std::move(status), alive] {
+      asio::post(io_, [this, status = std::move(status), alive, polled_at] {
         if (!alive->load()) return;
         polling_ = false;
         // Only keep entries for peers still configured.
@@ -275,7 +320,9 @@ void Adapter::poll_peers() {
             if (s.address == p.address.str()) kept.push_back(s);
           }
         }
+        check_bgpd_pid();  // first: a poll of a bgpd that is already gone decides nothing
         peers_ = std::move(kept);
+        if (restart_hold_.on_peers(peers_, polled_at, std::chrono::steady_clock::now())) end_restart_hold();
         if (opts_.on_peers) opts_.on_peers(peers_);
       });
     });
@@ -311,6 +358,10 @@ AdapterStats Adapter::stats() const {
   s.swept = t.swept;
   s.max_prefix_exceeded = t.max_prefix_exceeded;
   s.withheld = t.withheld;
+  s.deletes_held = t.deletes_held;
+  s.held_released = t.held_released;
+  s.bgpd_restarts = bgpd_restarts_;
+  s.holding_deletes = table_.holding_deletes();
   s.next_hops_refused = t.next_hops_refused;
   s.no_allowed_next_hop = t.no_allowed_next_hop;
   s.routes = table_.size();

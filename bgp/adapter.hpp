@@ -14,6 +14,10 @@
 // fpm.resync_min_ms have passed since the connection (a restarted zebra needs bgpd to
 // re-learn its routes first); then on_routes gets {full = true}. When zebra disconnects the
 // routes stay: the dataplane keeps forwarding on them.
+//
+// bgpd restarts (zebra stays): with graceful_restart, zebra's deletes are held from the moment
+// bgpd's pid file names a new bgpd until its peers are back with their routes
+// (restart_hold.hpp, docs/bgp.md "bgpd restarts").
 #pragma once
 
 #include <atomic>
@@ -29,6 +33,7 @@
 #include "bgp/config.hpp"
 #include "bgp/fpm_server.hpp"
 #include "bgp/peer_status.hpp"
+#include "bgp/restart_hold.hpp"
 #include "bgp/route_table.hpp"
 #include "common/routes.hpp"
 
@@ -50,6 +55,10 @@ struct AdapterStats {
   std::uint64_t swept = 0;
   std::uint64_t max_prefix_exceeded = 0;
   std::uint64_t withheld = 0;          // routes of peers over max_prefix, not installed
+  std::uint64_t deletes_held = 0;      // zebra deletes held while our bgpd restarted
+  std::uint64_t held_released = 0;     // of those, removed once its peers were back
+  std::uint64_t bgpd_restarts = 0;     // new bgpd processes seen (pid file)
+  bool holding_deletes = false;
   std::uint64_t next_hops_refused = 0;    // next hops outside their cluster's vtep_ranges
   std::uint64_t no_allowed_next_hop = 0;  // routes withheld: none of their next hops allowed
   std::uint64_t routes = 0;
@@ -118,6 +127,10 @@ class Adapter : public AdapterInterface {
   void arm_resync_timer();
   void flush();
   void poll_peers();
+  void on_route(const fpm::RouteMessage& m);
+  // Reads bgpd's pid file; a new bgpd opens the restart hold.
+  void check_bgpd_pid();
+  void end_restart_hold();
 
   boost::asio::io_context& io_;
   AdapterOptions opts_;
@@ -131,6 +144,10 @@ class Adapter : public AdapterInterface {
   std::uint64_t applies_ = 0;
   double last_apply_seconds_ = 0;
   std::vector<PeerStatus> peers_;
+  RestartHold restart_hold_;
+  std::string bgpd_pid_file_;
+  std::chrono::steady_clock::time_point pid_checked_at_{};
+  std::uint64_t bgpd_restarts_ = 0;
   std::vector<std::string> over_limit_;
   std::vector<std::string> over_limit_kept_;  // warning-only peers over their limit
   std::thread poll_thread_;

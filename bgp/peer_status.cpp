@@ -72,6 +72,11 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
       if (s.state == "Established") {
         s.uptime_s = n.value("bgpTimerUpMsec", std::uint64_t{0}) / 1000;
         s.established_epoch = n.value("bgpTimerUpEstablishedEpoch", std::uint64_t{0});
+        // FRR lists the address families whose End-of-RIB this session received.
+        if (n.contains("gracefulRestartInfo") && n["gracefulRestartInfo"].contains("endOfRibRecv")) {
+          const json& eor = n["gracefulRestartInfo"]["endOfRibRecv"];
+          s.end_of_rib_received = eor.is_object() && eor.value("ipv4Unicast", false);
+        }
       }
       if (n.contains("addressFamilyInfo") && n["addressFamilyInfo"].contains("ipv4Unicast")) {
         const json& af = n["addressFamilyInfo"]["ipv4Unicast"];

@@ -24,6 +24,7 @@ struct PeerStatus {  // maps 1:1 onto control.proto PeerInfo
   std::uint32_t prefixes_stale = 0;       // kept by graceful restart while the peer restarts
   std::uint32_t connections_dropped = 0;
   std::uint64_t established_epoch = 0;    // when the session came up (unix s); 0: not up
+  bool end_of_rib_received = false;       // this session's End-of-RIB (IPv4 unicast) is in
 };
 
 // The vtysh argument list (after the vtysh command itself) that produces what

@@ -118,6 +118,7 @@ void RouteTable::check_limits() {
 }
 
 void RouteTable::erase(std::uint64_t k) {
+  held_.erase(k);
   auto it = entries_.find(k);
   if (it == entries_.end()) return;
   withdraw(it->second);
@@ -168,6 +169,10 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
     // zebra may leave the protocol unset on deletes; a delete of a BGP/unspecified route for
     // a prefix we hold removes it.
     if (msg.protocol == fpm::kRtprotBgp || msg.protocol == 0) {
+      if (holding_ && entries_.count(k)) {
+        if (held_.insert(k).second) ++stats_.deletes_held;
+        return;
+      }
       erase(k);
       check_limits();
     } else {
@@ -175,6 +180,7 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
     }
     return;
   }
+  held_.erase(k);  // zebra has a route for it again: whatever follows decides
   if (msg.protocol != fpm::kRtprotBgp) {
     ++stats_.non_bgp_ignored;
     erase(k);  // zebra selected another protocol's route for this prefix
@@ -230,11 +236,20 @@ void RouteTable::begin_resync() {
   for (auto& [k, e] : entries_) e.stale = true;
 }
 
+std::size_t RouteTable::release_held() {
+  const std::vector<std::uint64_t> keys(held_.begin(), held_.end());
+  for (const std::uint64_t k : keys) erase(k);
+  stats_.held_released += keys.size();
+  if (!keys.empty()) check_limits();
+  return keys.size();
+}
+
 void RouteTable::end_resync() {
   if (!resyncing_) return;
   resyncing_ = false;
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.stale) {
+      held_.erase(it->first);
       withdraw(it->second);
       count(it->second.peer, -1);
       ++stats_.swept;

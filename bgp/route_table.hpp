@@ -17,6 +17,9 @@
 //   route left with none is withheld (RouteTableStats::no_allowed_next_hop).
 // - Resync (mark and sweep): when zebra (re)connects it resends its whole table; begin_resync()
 //   marks every route stale, each resent route is unmarked, end_resync() removes the rest.
+// - Held deletes: while the local bgpd restarts (the adapter decides when: docs/bgp.md,
+//   "bgpd restarts"), zebra's deletes of BGP routes are held: the consumer keeps the route;
+//   one zebra sends again is no longer held; release_held() removes what is still held.
 // Changes accumulate and are taken as one RouteUpdate (common/routes.hpp) with
 // take_pending(); every route given out carries its VNI and its peer's address.
 #pragma once
@@ -26,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "bgp/config.hpp"
@@ -60,6 +64,8 @@ struct RouteTableStats {
   std::uint64_t withheld = 0;        // current routes withheld (peer over max_prefix)
   std::uint64_t next_hops_refused = 0;    // next hops outside the peer's vtep_ranges (per message)
   std::uint64_t no_allowed_next_hop = 0;  // current routes withheld: no next hop in vtep_ranges
+  std::uint64_t deletes_held = 0;         // zebra deletes held while bgpd restarted
+  std::uint64_t held_released = 0;        // of those, routes removed by release_held()
 };
 
 class RouteTable {
@@ -71,6 +77,14 @@ class RouteTable {
   void reresolve();
 
   void apply(const fpm::RouteMessage& msg);
+
+  // While on, zebra's deletes of BGP routes we hold are held (see above).
+  void hold_deletes(bool on) { holding_ = on; }
+  bool holding_deletes() const { return holding_; }
+  // Removes the routes whose delete is still held (zebra did not send them again). Returns
+  // how many.
+  std::size_t release_held();
+  std::size_t held() const { return held_.size(); }
 
   void begin_resync();
   void end_resync();
@@ -131,6 +145,8 @@ class RouteTable {
   };
   std::unordered_map<std::uint64_t, PendingOp> pending_;
   bool resyncing_ = false;
+  bool holding_ = false;
+  std::unordered_set<std::uint64_t> held_;  // keys whose delete is held
   RouteTableStats stats_;
 };
 

@@ -91,6 +91,13 @@ void render_bgp_metrics(Exposition& w, const BgpFigures& bgp) {
   w.counter("vxfed_bgp_fpm_resyncs_total", "Full-table resyncs completed after zebra (re)connected.", s.resyncs);
   w.counter("vxfed_bgp_fpm_swept_total", "Routes removed at a resync because zebra did not resend them.", s.swept);
   w.gauge("vxfed_bgp_fpm_resyncing", "1 while a resync is in progress.", s.resyncing ? 1 : 0);
+  w.counter("vxfed_bgp_bgpd_restarts_total", "New bgpd processes seen (its pid file) while vxfedd ran.", s.bgpd_restarts);
+  w.gauge("vxfed_bgp_fpm_holding_deletes", "1 while zebra's deletes are held after a bgpd restart.",
+          s.holding_deletes ? 1 : 0);
+  w.counter("vxfed_bgp_fpm_deletes_held_total", "Zebra deletes held while bgpd restarted (the route kept).",
+            s.deletes_held);
+  w.counter("vxfed_bgp_fpm_held_removed_total",
+            "Held routes removed when the restart hold ended (their peer did not send them again).", s.held_released);
   w.counter("vxfed_bgp_frr_applies_total", "FRR configurations applied.", s.applies);
   w.gauge("vxfed_bgp_frr_last_apply_seconds", "Duration of the last FRR configuration apply.", s.last_apply_seconds);
 }

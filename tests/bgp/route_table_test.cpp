@@ -236,4 +236,41 @@ TEST_F(Fixture, PeerChangeReresolves) {
   EXPECT_EQ(str(table.take_pending()), "delta -10.246.0.0/16@2000");
 }
 
+// bgpd restarted (RestartHold decides when): zebra's sweep of its stale routes is held; the
+// routes the peer sends again stay without any change reaching the consumer; release_held()
+// removes the rest.
+TEST_F(Fixture, HeldDeletesKeepTheRouteUntilReleasedAndAResendCancelsThem) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  apply("10.245.1.0/24", {ip("198.18.0.12")});
+  table.take_pending();
+  table.hold_deletes(true);
+  apply("10.245.0.0/16", {}, true);
+  apply("10.245.1.0/24", {}, true);
+  apply("10.245.9.0/24", {}, true);  // a delete of a route we never had: nothing to hold
+  EXPECT_TRUE(table.take_pending().empty());
+  EXPECT_EQ(table.held(), 2u);
+  EXPECT_EQ(table.stats().deletes_held, 2u);
+  apply("10.245.0.0/16", {ip("198.18.0.12")});  // the peer sent it again: unchanged, not held
+  EXPECT_TRUE(table.take_pending().empty());
+  EXPECT_EQ(table.held(), 1u);
+  table.hold_deletes(false);
+  EXPECT_EQ(table.release_held(), 1u);
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.1.0/24@1500");
+  EXPECT_EQ(table.stats().held_released, 1u);
+  apply("10.245.0.0/16", {}, true);  // not holding: at once
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.0.0/16@1500");
+}
+
+TEST_F(Fixture, ARouteOfAnotherProtocolIsNotHeld) {
+  apply("10.245.0.0/16", {ip("198.18.0.12")});
+  table.take_pending();
+  table.hold_deletes(true);
+  apply("10.245.0.0/16", {}, true);
+  auto other = fpm::make_bgp_route(pfx("10.245.0.0/16"), {ip("198.18.0.12")}, false);
+  other.protocol = 4;  // static: zebra forwards the prefix elsewhere now
+  table.apply(other);
+  EXPECT_EQ(str(table.take_pending()), "delta -10.245.0.0/16@1500");
+  EXPECT_EQ(table.held(), 0u);
+}
+
 }  // namespace
