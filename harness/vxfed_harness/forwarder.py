@@ -119,6 +119,14 @@ class ForwarderTopology:
         self.dataplane.start()
         return self.dataplane.proc
 
+    def up(self) -> None:
+        """The common start: namespaces and links, the dataplane, tables generation 1, and pod A
+        reaching pod B through it."""
+        self.build()
+        self.start()
+        self.send_snapshot(tables(generation=1))
+        self.wait_reachable()
+
     @property
     def proc(self) -> subprocess.Popen:
         return self.dataplane.proc

@@ -57,10 +57,7 @@ def main() -> None:
     t.require_root()
     with t.Topology("dpcap") as topo:
         f = d.ForwarderTopology(topo)
-        f.build()
-        f.start()
-        f.send_snapshot(d.tables(generation=1))
-        f.wait_reachable()
+        f.up()
         drops_before = d.drop_map(f.counters())
 
         # 1. pod A's port, 8 packets.

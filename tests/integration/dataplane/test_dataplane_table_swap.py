@@ -20,10 +20,7 @@ def main() -> None:
     t.require_root()
     with t.Topology("dpswap") as topo:
         f = d.ForwarderTopology(topo)
-        f.build()
-        f.start()
-        f.send_snapshot(d.tables(generation=1))
-        f.wait_reachable()
+        f.up()
         no_tables_before = d.drop_map(f.counters())["no_tables"]
         small = topo.workdir / "small.json"
         big = topo.workdir / "big.json"
