@@ -386,16 +386,22 @@ void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneRespons
   }
 }
 
+std::optional<std::uint16_t> Dataplane::attached_pod_port(const std::string& iface) const {
+  const auto& eps = ports_->endpoint_ports();
+  auto it = eps.find(iface);
+  if (it == eps.end() || detach_pending_.count(iface)) return std::nullopt;
+  return it->second.port_id;
+}
+
 Status Dataplane::start_capture(const v1::StartCapture& request) {
   std::uint32_t port;
   if (request.port() == "uplink") {
     port = ports_->uplink();
   } else {
-    const auto& eps = ports_->endpoint_ports();
-    auto it = eps.find(request.port());
-    if (it == eps.end() || detach_pending_.count(request.port()))
+    const auto pod = attached_pod_port(request.port());
+    if (!pod)
       return make_error("port: '" + request.port() + "' is neither \"uplink\" nor the interface of an attached pod");
-    port = it->second.port_id;
+    port = *pod;
   }
   return capture_->start(request, port, request.port(), std::chrono::steady_clock::now());
 }
@@ -403,7 +409,7 @@ Status Dataplane::start_capture(const v1::StartCapture& request) {
 void Dataplane::check_capture() {
   if (!capture_->active()) return;
   const std::string& name = capture_->port_name();
-  if (name != "uplink" && (!ports_->endpoint_ports().count(name) || detach_pending_.count(name))) {
+  if (name != "uplink" && !attached_pod_port(name)) {
     capture_->port_removed();
     return;
   }

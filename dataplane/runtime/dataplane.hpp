@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,9 +64,12 @@ class Dataplane {
   // ports nothing uses any more, after the grace period.
   void publish_state();
   bool send_arp_request(std::uint32_t target_ip_be);
+  // The port index of a pod's interface while it is attached and not on its way out.
+  std::optional<std::uint16_t> attached_pod_port(const std::string& iface) const;
   // StartCapture: the port by its name ("uplink" or a pod's interface).
   Status start_capture(const v1::StartCapture& request);
-  // Once a second at most: ends a capture whose time is up or whose pod port went away.
+  // Every control loop (20 ms) and after every table change: ends a capture whose time is up
+  // or whose pod port is going away (before another pod can get its index).
   void check_capture();
   void stop_workers();
 
