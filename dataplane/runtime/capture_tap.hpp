@@ -1,7 +1,7 @@
 // The workers' side of packet capture (docs/dataplane.md, "Packet capture"): while a capture
 // runs, the packets of one port are copied into a ring per worker that the control thread
-// empties (capture_session.hpp). Off, it costs a worker one relaxed load per loop and one
-// compare per burst; on, the other ports pay only that compare. The copy (at most snaplen
+// empties (capture_session.hpp). Off, it costs a worker one load per loop (acquire: a plain
+// load on x86) and one compare per burst; on, the other ports pay only that compare. The copy (at most snaplen
 // bytes) happens on the worker, before the pipeline for received packets and just before the
 // port takes them for sent ones, so the capture shows what the forwarder saw and sent.
 #pragma once
