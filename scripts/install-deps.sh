@@ -21,8 +21,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev valgrind
   iproute2 iputils-ping tcpdump python3-scapy gnuplot-nox iperf3 sockperf openssl
   containernetworking-plugins procps psmisc kmod ethtool
-  # BGP
-  frr frr-pythontools
+  # BGP; exabgp plays many nodes' BGP speakers in perf/federation/scale.py and cluster_scale
+  frr frr-pythontools exabgp
   # the container image (scripts/build-image.sh) and the tests that run it; podman's CNI
   # backend as a real runtime for the CNI tests (harness/vxfed_harness/podman.py), whose
   # image is a busybox-static root filesystem

@@ -75,6 +75,33 @@ class Cluster:
         return f"198.18.0.{16 * self.index}/28"
 
 
+def node_runtime(n: Node, build_dir: Optional[Path] = None) -> Runtime:
+    """A CNI runtime for n: our plugin and the reference ones, run inside n's namespace (the
+    node is the pods' host), with its cache under n's directory."""
+    (n.dir / "cni").mkdir(exist_ok=True)
+    return Runtime([str(binary("cni", build_dir)), "/usr/lib/cni"], n.dir / "cni-cache", prefix=n.ns.prefix())
+
+
+def node_cni_config(n: Node, network: str = NETWORK) -> dict:
+    """No ranges: the plugin hands host-local this node's block (docs/cni.md)."""
+    return {"cniVersion": "1.0.0", "name": network, "type": "vxfed", "socket": str(n.vxfedd.socket),
+            "stateDir": str(n.dir / "cni"),
+            "ipam": {"type": "host-local", "dataDir": str(n.dir / "ipam"), "routes": [{"dst": "0.0.0.0/0"}]}}
+
+
+def add_node_pod(topo: Topology, runtime: Runtime, n: Node, name: str, network: str = NETWORK) -> Pod:
+    """A pod (its own namespace) on n through the CNI plugin: CNI ADD, as a runtime runs it."""
+    ns = topo.netns(f"{n.short}{name}")
+    cid = f"fedbed-{topo.suffix}-{n.short}-{name}"
+    try:
+        res = runtime.add(node_cni_config(n, network), cid, ns.path, "eth0",
+                          args={"IgnoreUnknown": 1, "K8S_POD_NAMESPACE": "fed", "K8S_POD_NAME": f"{n.short}-{name}"})
+    except subprocess.TimeoutExpired:
+        raise PartUnavailable("vxfed CNI plugin", f"ADD {cid} did not return in time") from None
+    ip = res["ips"][0]["address"].split("/")[0]
+    return Pod(f"{n.short}-{name}", n, ns, ip, cid)
+
+
 class FederationBed:
     def __init__(self, topo: Topology, clusters: int = 2, nodes_per_cluster: int = 3, build_dir: Optional[Path] = None,
                  mtu: int = 9000):
@@ -94,11 +121,9 @@ class FederationBed:
                 short = f"{chr(ord('a') + c)}{i + 1}"
                 n = Node(topo, short, f"198.18.0.{10 * c + 11 + i}", cl.pod_cidr, asn=cl.asn, node_name=f"node-{short}",
                          cluster=cl.name, mtu=mtu, bfdd=True, build_dir=build_dir)
-                (n.dir / "cni").mkdir()
                 cl.nodes.append(n)
                 self.nodes[short] = n
-                self.runtimes[short] = Runtime([str(binary("cni", build_dir)), "/usr/lib/cni"], n.dir / "cni-cache",
-                                               prefix=n.ns.prefix())
+                self.runtimes[short] = node_runtime(n, build_dir)
             cl.reflector_ns = topo.netns(f"rr{c}")
             prepare_node_namespace(cl.reflector_ns, forwarding=False)
             cl.reflector = Frr(cl.reflector_ns, topo.workdir / f"rr{c}" / "frr", bfdd=True)
@@ -216,22 +241,10 @@ class FederationBed:
 
     # ------------------------------------------------------------------ pods
     def cni_config(self, n: Node) -> dict:
-        """No ranges: the plugin hands host-local this node's block (docs/cni.md)."""
-        return {"cniVersion": "1.0.0", "name": NETWORK, "type": "vxfed", "socket": str(n.vxfedd.socket),
-                "stateDir": str(n.dir / "cni"),
-                "ipam": {"type": "host-local", "dataDir": str(n.dir / "ipam"), "routes": [{"dst": "0.0.0.0/0"}]}}
+        return node_cni_config(n)
 
     def add_pod(self, n: Node, name: str) -> Pod:
-        ns = self.topo.netns(f"{n.short}{name}")
-        cid = f"fedbed-{self.topo.suffix}-{n.short}-{name}"
-        try:
-            res = self.runtimes[n.short].add(self.cni_config(n), cid, ns.path, "eth0",
-                                             args={"IgnoreUnknown": 1, "K8S_POD_NAMESPACE": "fed",
-                                                   "K8S_POD_NAME": f"{n.short}-{name}"})
-        except subprocess.TimeoutExpired:
-            raise PartUnavailable("vxfed CNI plugin", f"ADD {cid} did not return in time") from None
-        ip = res["ips"][0]["address"].split("/")[0]
-        pod = Pod(f"{n.short}-{name}", n, ns, ip, cid)
+        pod = add_node_pod(self.topo, self.runtimes[n.short], n, name)
         self.pods.append(pod)
         return pod
 

@@ -1,0 +1,151 @@
+"""One run on a ScaleBed (scale_bed.py): the speaker's burst into the node's dataplane, then one
+new node block, each timed where it happens. perf/federation/scale.py repeats it; the
+integration test cluster_scale runs it once at small scale and checks what arrived.
+
+Clocks: every time is CLOCK_REALTIME. Wire times are tcpdump's capture times: on the
+reflector's uplink (an UPDATE's arrival there, the reflector's UPDATEs to the node), on the
+node's loopback (zebra's FPM frames to vxfedd), on the underlay router (the node's VXLAN
+packets). The dataplane's route count is polled (vxfed-dpctl status every `poll` s), so its
+times are late by up to one poll plus one call.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .proc import wait_until
+from .scale_bed import NODE_IP, RR_IP, SPK_A_IP, SPK_B_IP, ScaleBed
+from .wire_capture import Capture, first_update, last_data, vxlan_inner_dst, vxlan_vni
+
+SPEAKERS = (SPK_A_IP, SPK_B_IP)
+PING_INTERVAL = 0.01
+
+
+@dataclass
+class Timeline:
+    """Seconds since the epoch (None: not seen)."""
+    speaker_started: float = 0.0
+    first_update_at_rr: Optional[float] = None     # the speaker's first UPDATE reaching the reflector
+    last_update_at_rr: Optional[float] = None      # its last UPDATE bytes of the burst
+    rr_first_to_node: Optional[float] = None       # the reflector's first UPDATE to the node
+    rr_last_to_node: Optional[float] = None
+    fpm_first: Optional[float] = None              # zebra's first FPM frame to vxfedd
+    fpm_last: Optional[float] = None
+    dataplane_all: Optional[float] = None          # the dataplane holds every route (polled)
+    dataplane_previous_poll: Optional[float] = None
+    new_announced: Optional[float] = None          # the API command written to the speaker
+    new_update_at_rr: Optional[float] = None       # its UPDATE reaching the reflector
+    new_rr_to_node: Optional[float] = None
+    new_fpm: Optional[float] = None
+    new_in_dataplane: Optional[float] = None       # polled
+    new_forwarded: Optional[float] = None          # first VXLAN packet to the new VTEP at the router
+    new_forwarded_vni: Optional[int] = None
+    withdrawn_all: Optional[float] = None          # speaker stopped -> dataplane back to its base
+    speaker_stopped: Optional[float] = None
+    memory: dict = field(default_factory=dict)
+    capture_drops: dict = field(default_factory=dict)
+
+    def since(self, a: Optional[float], b: Optional[float]) -> Optional[float]:
+        return round(b - a, 4) if a is not None and b is not None else None
+
+
+def poll_count(bed: ScaleBed, want: int, timeout: float, poll: float) -> tuple[float, float]:
+    """Polls the dataplane's route count until it is `want`; returns (time it was seen, time
+    of the poll before)."""
+    prev = time.time()
+    deadline = prev + timeout
+    while True:
+        n = bed.dataplane_routes()
+        now = time.time()
+        if n == want:
+            return now, prev
+        if now > deadline:
+            raise TimeoutError(f"dataplane holds {n} routes, not {want}, after {timeout:.0f} s")
+        bed.check_alive()
+        prev = now
+        time.sleep(poll)
+
+
+def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: bool = True,
+             log=lambda _m: None) -> Timeline:
+    """The speaker started (its whole list sent), every route into the dataplane, the new
+    block announced and forwarded; with withdraw, the speaker stopped and the routes gone
+    again (so the next run starts from the same state)."""
+    topo = bed.topo
+    tl = Timeline()
+    base = bed.dataplane_routes()
+    wd = topo.workdir
+    bed.runs += 1
+    n = bed.runs
+    # Only what the timeline needs: the speaker's UPDATEs in, the reflector's out to the node
+    # (what it reflects back to the speaker's client session is left out).
+    rr_cap = Capture(bed.rr_ns, "ul0", f"tcp port 179 and (src host {SPK_A_IP} or src host {SPK_B_IP} or "
+                     f"(src host {RR_IP} and dst host {NODE_IP}))", wd / f"rr-{n}.pcap", snaplen=128)
+    fpm_cap = Capture(bed.node.ns, "lo", "tcp dst port 2620", wd / f"fpm-{n}.pcap", snaplen=96)
+    gw_cap = Capture(bed.gw_ns, "ul0", "udp dst port 4789", wd / f"gw-{n}.pcap", snaplen=128)
+    for c in (rr_cap, fpm_cap, gw_cap):
+        c.start()
+
+    tl.speaker_started = time.time()
+    bed.start_speaker()
+    log(f"speaker started ({bed.total} routes); waiting for the dataplane to hold {base + bed.total}")
+    tl.dataplane_all, tl.dataplane_previous_poll = poll_count(bed, base + bed.total, timeout, poll)
+    tl.memory = {k: vars(v) for k, v in bed.memory().items()}
+    log(f"every route in the dataplane {tl.dataplane_all - tl.speaker_started:.2f} s after the speaker started")
+
+    # The new block: the pod sends to an address in it all along; the first VXLAN packet to
+    # its VTEP at the router is the moment the node forwards to it.
+    prefix, new_vtep = bed.new_block
+    target = str(ipaddress.IPv4Network(prefix)[1])
+    ping = subprocess.Popen(bed.pod.ns.prefix() + ["ping", "-q", "-i", str(PING_INTERVAL), "-W", "1", target],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        tl.new_announced = time.time()
+        bed.announce_new_block()
+        tl.new_in_dataplane, _ = poll_count(bed, base + bed.total + 1, 60, 0.02)
+        time.sleep(0.5)      # a few packets to it
+    finally:
+        ping.terminate()
+        ping.wait(timeout=5)
+
+    rr_pk, fpm_pk, gw_pk = rr_cap.stop(), fpm_cap.stop(), gw_cap.stop()
+    tl.capture_drops = {"reflector": rr_cap.dropped, "fpm": fpm_cap.dropped, "router": gw_cap.dropped}
+    burst = [p for p in rr_pk if p.ts < tl.new_announced]
+    firsts = [p.ts for p in (first_update(burst, s) for s in SPEAKERS) if p]
+    tl.first_update_at_rr = min(firsts) if firsts else None
+    lasts = [p.ts for p in (last_data(burst, s) for s in SPEAKERS) if p]
+    tl.last_update_at_rr = max(lasts) if lasts else None
+    p = first_update(burst, RR_IP)
+    tl.rr_first_to_node = p.ts if p else None
+    p = last_data(burst, RR_IP, dst=NODE_IP)
+    tl.rr_last_to_node = p.ts if p else None
+    data = [p for p in fpm_pk if p.length > 0]
+    burst_fpm = [p for p in data if p.ts < tl.new_announced]
+    tl.fpm_first = burst_fpm[0].ts if burst_fpm else None
+    tl.fpm_last = burst_fpm[-1].ts if burst_fpm else None
+    p = first_update(rr_pk, SPK_B_IP, after=tl.new_announced)
+    tl.new_update_at_rr = p.ts if p else None
+    p = first_update(rr_pk, RR_IP, after=tl.new_announced)
+    tl.new_rr_to_node = p.ts if p else None
+    after = [p for p in data if p.ts >= tl.new_announced]
+    tl.new_fpm = after[0].ts if after else None
+    to_new = [p for p in gw_pk if p.dst == new_vtep and vxlan_inner_dst(p) == target]
+    if to_new:
+        tl.new_forwarded, tl.new_forwarded_vni = to_new[0].ts, vxlan_vni(to_new[0])
+    stray = [p for p in gw_pk if p.ts < tl.new_announced]
+    if stray:
+        raise AssertionError(f"{len(stray)} VXLAN packets left the node before the new block was announced "
+                             f"(first to {stray[0].dst})")
+
+    if withdraw:
+        tl.speaker_stopped = time.time()
+        bed.stop_speaker()
+        tl.withdrawn_all, _ = poll_count(bed, base, timeout, poll)
+        # The speaker's routes leave the reflector too before the next run starts.
+        wait_until(lambda: bed.reflector_received() == 0, 120, "the reflector to drop the speaker's routes")
+    return tl

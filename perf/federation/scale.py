@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""Scale of many nodes per cluster: 130,000 node-block routes through a route reflector into one
+vxfed node's dataplane, and one new node block after them.
+
+    sudo perf/federation/scale.py --build-dir build                    # 130,000 routes, 3 runs
+    sudo perf/federation/scale.py --build-dir build --routes 20000 --runs 2
+    sudo perf/federation/scale.py --build-dir build --vteps 100        # routes sharing 100 VTEPs per cluster
+
+The bed (harness/vxfed_harness/scale_bed.py): ExaBGP stands for the other nodes of both
+clusters (half the routes as an iBGP client of the reflector, half as the other cluster's
+reflector over eBGP), each route a /26 block with a VTEP of its own; the reflector is FRR with
+vxfed-reflector's config; the node runs FRR (bgpd, zebra with FPM), vxfedd, vxfed-dataplane and
+a CNI pod. Each run (harness/vxfed_harness/scale_run.py) starts the speaker, waits until the
+dataplane holds every route, announces one more block while the pod sends to it, and stops the
+speaker (every route withdrawn) before the next run.
+
+JSON to --out (default perf/results/federation-scale-<UTC time>.json): per run the timeline,
+medians with min/max over runs, the daemons' memory, the load average, and `goals` (the
+issue's: 130k end to end < 8 s, vxfed's share < 1 s, a new block forwarding < 1 s after its
+UPDATE reached the reflector) with met true/false. Exit status 0 all met, 1 not, 3 the bed did
+not come up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import vxfed_harness as tl
+from vxfed_harness.exabgp import require_exabgp
+from vxfed_harness.frr import require_frr
+from vxfed_harness.latency.report import spread
+from vxfed_harness.scale_bed import ScaleBed
+from vxfed_harness.scale_run import Timeline, run_once
+
+GOAL_END_TO_END_S = 8.0
+GOAL_VXFED_SHARE_S = 1.0
+GOAL_NEW_BLOCK_S = 1.0
+
+
+def figures(t: Timeline) -> dict:
+    """One run's figures in seconds, each from the run's timeline (scale_run.py says where
+    each time is taken)."""
+    t0 = t.first_update_at_rr
+    return {
+        # the issue's three
+        "end_to_end_s": t.since(t0, t.dataplane_all),
+        "vxfed_share_s": t.since(t.fpm_first, t.dataplane_all),
+        "new_block_to_forwarding_s": t.since(t.new_update_at_rr, t.new_forwarded),
+        # where the time goes, each from the first UPDATE's arrival at the reflector
+        "speaker_last_update_s": t.since(t0, t.last_update_at_rr),
+        "reflector_first_to_node_s": t.since(t0, t.rr_first_to_node),
+        "reflector_last_to_node_s": t.since(t0, t.rr_last_to_node),
+        "fpm_first_s": t.since(t0, t.fpm_first),
+        "fpm_last_s": t.since(t0, t.fpm_last),
+        # vxfed's part that does not overlap zebra's stream
+        "vxfed_after_last_fpm_s": t.since(t.fpm_last, t.dataplane_all),
+        "dataplane_poll_resolution_s": t.since(t.dataplane_previous_poll, t.dataplane_all),
+        "speaker_start_to_first_update_s": t.since(t.speaker_started, t0),
+        # the new block, stage by stage from its UPDATE's arrival at the reflector
+        "new_block_reflector_to_node_s": t.since(t.new_update_at_rr, t.new_rr_to_node),
+        "new_block_fpm_s": t.since(t.new_update_at_rr, t.new_fpm),
+        "new_block_in_dataplane_s": t.since(t.new_update_at_rr, t.new_in_dataplane),
+        "withdraw_all_s": t.since(t.speaker_stopped, t.withdrawn_all),
+    }
+
+
+def loadavg() -> list[str]:
+    return Path("/proc/loadavg").read_text().split()[:3]
+
+
+def git_commit() -> str:
+    res = subprocess.run(["git", "-C", str(tl.SOURCE_DIR), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True)
+    return res.stdout.strip()
+
+
+def summarize(runs: list[dict], memory: list[dict], routes: int) -> dict:
+    keys = runs[0]["figures"].keys()
+    sp = {k: spread([r["figures"][k] for r in runs if r["figures"][k] is not None]) for k in keys}
+    out = {k: {"median": s.median, "min": s.minimum, "max": s.maximum} for k, s in sp.items()}
+    mem = {}
+    for proc in memory[0]:
+        for kind in ("rss_mb", "hwm_mb"):
+            mem[f"{proc}_{kind}"] = max(m[proc][kind] for m in memory)
+    suffix = f"_{routes // 1000}k"
+    e2e, share, new = sp["end_to_end_s"], sp["vxfed_share_s"], sp["new_block_to_forwarding_s"]
+    head = {
+        f"end_to_end_s{suffix}": e2e.median, f"vxfed_share_s{suffix}": share.median,
+        "new_block_to_forwarding_s": new.median,
+        "frr_bgpd_rss_mb": mem["node_bgpd_rss_mb"], "frr_zebra_rss_mb": mem["node_zebra_rss_mb"],
+        "reflector_bgpd_rss_mb": mem["reflector_bgpd_rss_mb"], "reflector_zebra_rss_mb": mem["reflector_zebra_rss_mb"],
+        "vxfedd_rss_mb": mem["vxfedd_rss_mb"], "dataplane_rss_mb": mem["dataplane_rss_mb"],
+    }
+
+    def met(s, limit):
+        return None if s.median is None else bool(s.maximum < limit)
+    goals = {
+        "end_to_end_under_8s": {"met": met(e2e, GOAL_END_TO_END_S), "median_s": e2e.median, "max_s": e2e.maximum,
+                                "routes": routes},
+        "vxfed_share_under_1s": {"met": met(share, GOAL_VXFED_SHARE_S), "median_s": share.median,
+                                 "max_s": share.maximum},
+        "new_block_under_1s": {"met": met(new, GOAL_NEW_BLOCK_S), "median_s": new.median, "max_s": new.maximum},
+    }
+    return {"headline": head, "figures": out, "memory_mb": mem, "goals": goals}
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--build-dir", type=Path, default=tl.BUILD_DIR)
+    p.add_argument("--out", type=Path)
+    p.add_argument("--routes", type=int, default=130000, help="node blocks in all, half per cluster")
+    p.add_argument("--vteps", type=int, default=0,
+                   help="VTEPs per cluster the blocks are spread over (default 0: one per block, as real nodes)")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=1800, help="seconds a run may take to get every route in")
+    p.add_argument("--poll", type=float, default=0.1, help="seconds between dataplane route counts")
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        sys.exit("scale: must run as root (network namespaces)")
+    if args.routes < 2 or args.routes % 2:
+        p.error("--routes must be an even number >= 2 (half per cluster)")
+    require_frr()
+    require_exabgp()
+    tl.require_binary("bgp/vxfed-reflector", args.build_dir)
+    out = args.out or tl.SOURCE_DIR / "perf" / "results" / \
+        f"federation-scale-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = {"benchmark": "federation_scale", "routes": args.routes, "vteps_per_cluster": args.vteps or "one per block",
+              "runs": args.runs, "commit": git_commit(), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "cpus": os.cpu_count(), "loadavg_at_start": loadavg()}
+    tl.log(f"load average {' '.join(result['loadavg_at_start'])} on {os.cpu_count()} CPUs")
+    with tl.Topology("fedscale") as topo:
+        bed = ScaleBed(topo, args.routes // 2, vteps=args.vteps, build_dir=args.build_dir)
+        try:
+            bed.up()
+        except tl.PartUnavailable as exc:
+            print(f"scale: the bed did not come up: {exc}", file=sys.stderr)
+            return 3
+        runs, memory = [], []
+        for i in range(args.runs):
+            load = loadavg()
+            t = run_once(bed, timeout=args.timeout, poll=args.poll, log=lambda m, i=i: tl.log(f"run {i + 1}: {m}"))
+            f = figures(t)
+            runs.append({"loadavg_at_start": load, "figures": f, "timeline": vars(t)})
+            memory.append(t.memory)
+            tl.log(f"run {i + 1}: end to end {f['end_to_end_s']} s, vxfed share {f['vxfed_share_s']} s "
+                   f"(after the last FPM frame {f['vxfed_after_last_fpm_s']} s), new block {f['new_block_to_forwarding_s']} s; "
+                   f"load {' '.join(load)}")
+        result["runs_detail"] = runs
+        result.update(summarize(runs, memory, args.routes))
+    result["loadavg_at_end"] = loadavg()
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({"headline": result["headline"], "goals": result["goals"]}, indent=1))
+    tl.log(f"wrote {out}")
+    return 0 if all(g["met"] for g in result["goals"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
