@@ -46,6 +46,8 @@ class Timeline:
     new_forwarded_vni: Optional[int] = None
     withdrawn_all: Optional[float] = None          # speaker stopped -> dataplane back to its base
     speaker_stopped: Optional[float] = None
+    timed_out: bool = False                        # the burst did not complete within the timeout
+    progress: list = field(default_factory=list)   # [seconds since the speaker started, dataplane routes], ~1/s
     memory: dict = field(default_factory=dict)
     capture_drops: dict = field(default_factory=dict)
 
@@ -53,14 +55,17 @@ class Timeline:
         return round(b - a, 4) if a is not None and b is not None else None
 
 
-def poll_count(bed: ScaleBed, want: int, timeout: float, poll: float) -> tuple[float, float]:
+def poll_count(bed: ScaleBed, want: int, timeout: float, poll: float,
+               progress: Optional[list] = None) -> tuple[float, float]:
     """Polls the dataplane's route count until it is `want`; returns (time it was seen, time
-    of the poll before)."""
-    prev = time.time()
+    of the poll before). progress: gets [seconds, count] about once a second."""
+    prev = start = time.time()
     deadline = prev + timeout
     while True:
         n = bed.dataplane_routes()
         now = time.time()
+        if progress is not None and (not progress or now - start - progress[-1][0] >= 1.0 or n == want):
+            progress.append([round(now - start, 2), n])
         if n == want:
             return now, prev
         if now > deadline:
@@ -93,7 +98,16 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     tl.speaker_started = time.time()
     bed.start_speaker()
     log(f"speaker started ({bed.total} routes); waiting for the dataplane to hold {base + bed.total}")
-    tl.dataplane_all, tl.dataplane_previous_poll = poll_count(bed, base + bed.total, timeout, poll)
+    try:
+        tl.dataplane_all, tl.dataplane_previous_poll = poll_count(bed, base + bed.total, timeout, poll, tl.progress)
+    except TimeoutError as exc:
+        # What got through by then is the result (how far, how fast); the rest is not timed.
+        log(f"{exc}; stopping this run")
+        tl.timed_out = True
+        tl.memory = {k: vars(v) for k, v in bed.memory().items()}
+        for c in (rr_cap, fpm_cap, gw_cap):
+            c.stop()
+        return tl
     tl.memory = {k: vars(v) for k, v in bed.memory().items()}
     log(f"every route in the dataplane {tl.dataplane_all - tl.speaker_started:.2f} s after the speaker started")
 

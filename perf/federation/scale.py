@@ -85,7 +85,7 @@ def summarize(runs: list[dict], memory: list[dict], routes: int) -> dict:
     sp = {k: spread([r["figures"][k] for r in runs if r["figures"][k] is not None]) for k in keys}
     out = {k: {"median": s.median, "min": s.minimum, "max": s.maximum} for k, s in sp.items()}
     mem = {}
-    for proc in memory[0]:
+    for proc in memory[0] if memory else []:
         for kind in ("rss_mb", "hwm_mb"):
             mem[f"{proc}_{kind}"] = max(m[proc][kind] for m in memory)
     suffix = f"_{routes // 1000}k"
@@ -93,16 +93,24 @@ def summarize(runs: list[dict], memory: list[dict], routes: int) -> dict:
     head = {
         f"end_to_end_s{suffix}": e2e.median, f"vxfed_share_s{suffix}": share.median,
         "new_block_to_forwarding_s": new.median,
-        "frr_bgpd_rss_mb": mem["node_bgpd_rss_mb"], "frr_zebra_rss_mb": mem["node_zebra_rss_mb"],
-        "reflector_bgpd_rss_mb": mem["reflector_bgpd_rss_mb"], "reflector_zebra_rss_mb": mem["reflector_zebra_rss_mb"],
-        "vxfedd_rss_mb": mem["vxfedd_rss_mb"], "dataplane_rss_mb": mem["dataplane_rss_mb"],
+        "frr_bgpd_rss_mb": mem.get("node_bgpd_rss_mb"), "frr_zebra_rss_mb": mem.get("node_zebra_rss_mb"),
+        "reflector_bgpd_rss_mb": mem.get("reflector_bgpd_rss_mb"),
+        "reflector_zebra_rss_mb": mem.get("reflector_zebra_rss_mb"),
+        "vxfedd_rss_mb": mem.get("vxfedd_rss_mb"), "dataplane_rss_mb": mem.get("dataplane_rss_mb"),
     }
 
+    timed_out = [r for r in runs if r["timeline"]["timed_out"]]
+
     def met(s, limit):
+        if timed_out:
+            return False
         return None if s.median is None else bool(s.maximum < limit)
     goals = {
         "end_to_end_under_8s": {"met": met(e2e, GOAL_END_TO_END_S), "median_s": e2e.median, "max_s": e2e.maximum,
-                                "routes": routes},
+                                "routes": routes,
+                                "timed_out": [{"after_s": r["timeline"]["progress"][-1][0],
+                                               "routes_in_dataplane": r["timeline"]["progress"][-1][1]}
+                                              for r in timed_out if r["timeline"]["progress"]]},
         "vxfed_share_under_1s": {"met": met(share, GOAL_VXFED_SHARE_S), "median_s": share.median,
                                  "max_s": share.maximum},
         "new_block_under_1s": {"met": met(new, GOAL_NEW_BLOCK_S), "median_s": new.median, "max_s": new.maximum},
@@ -148,8 +156,13 @@ def main(argv: list[str]) -> int:
             load = loadavg()
             t = run_once(bed, timeout=args.timeout, poll=args.poll, log=lambda m, i=i: tl.log(f"run {i + 1}: {m}"))
             f = figures(t)
-            runs.append({"loadavg_at_start": load, "figures": f, "timeline": vars(t)})
+            runs.append({"loadavg_at_start": load, "loadavg_at_end": loadavg(), "figures": f, "timeline": vars(t)})
             memory.append(t.memory)
+            if t.timed_out:
+                reached = t.progress[-1] if t.progress else [args.timeout, 0]
+                tl.log(f"run {i + 1}: {reached[1]} of {args.routes} routes in the dataplane after {reached[0]} s; "
+                       f"no further runs")
+                break
             tl.log(f"run {i + 1}: end to end {f['end_to_end_s']} s, vxfed share {f['vxfed_share_s']} s "
                    f"(after the last FPM frame {f['vxfed_after_last_fpm_s']} s), new block {f['new_block_to_forwarding_s']} s; "
                    f"load {' '.join(load)}")
