@@ -102,18 +102,24 @@ def summarize(runs: list[dict], memory: list[dict], routes: int) -> dict:
     timed_out = [r for r in runs if r["timeline"]["timed_out"]]
 
     def met(s, limit):
+        """On the median over runs (docs/conventions.md: measuring); every_run says whether
+        the slowest run met it too."""
         if timed_out:
             return False
-        return None if s.median is None else bool(s.maximum < limit)
+        return None if s.median is None else bool(s.median < limit)
+
+    def every(s, limit):
+        return False if timed_out else (None if s.maximum is None else bool(s.maximum < limit))
     goals = {
-        "end_to_end_under_8s": {"met": met(e2e, GOAL_END_TO_END_S), "median_s": e2e.median, "max_s": e2e.maximum,
-                                "routes": routes,
+        "end_to_end_under_8s": {"met": met(e2e, GOAL_END_TO_END_S), "every_run": every(e2e, GOAL_END_TO_END_S),
+                                "median_s": e2e.median, "max_s": e2e.maximum, "routes": routes,
                                 "timed_out": [{"after_s": r["timeline"]["progress"][-1][0],
                                                "routes_in_dataplane": r["timeline"]["progress"][-1][1]}
                                               for r in timed_out if r["timeline"]["progress"]]},
-        "vxfed_share_under_1s": {"met": met(share, GOAL_VXFED_SHARE_S), "median_s": share.median,
-                                 "max_s": share.maximum},
-        "new_block_under_1s": {"met": met(new, GOAL_NEW_BLOCK_S), "median_s": new.median, "max_s": new.maximum},
+        "vxfed_share_under_1s": {"met": met(share, GOAL_VXFED_SHARE_S), "every_run": every(share, GOAL_VXFED_SHARE_S),
+                                 "median_s": share.median, "max_s": share.maximum},
+        "new_block_under_1s": {"met": met(new, GOAL_NEW_BLOCK_S), "every_run": every(new, GOAL_NEW_BLOCK_S),
+                               "median_s": new.median, "max_s": new.maximum},
     }
     return {"headline": head, "figures": out, "memory_mb": mem, "goals": goals}
 
