@@ -5,7 +5,8 @@
 //
 // A cache, not a store: it is rewritten whole (temp file + rename, mode 0640) at most once
 // per interval, so the last changes before a crash may be missing from it; the resync after
-// the restart corrects them. Text format: {"version":1,"routes":[{prefix,vteps,vni,peer}]}
+// the restart corrects them. Text format (JSON, one route per line, written and read without
+// holding a document of all routes): {"version":1,"routes":[{prefix,vteps,vni,peer}]}
 // (files written before routes lost their network name also carry "network": ignored, the
 // route source re-resolves every replayed route's peer and VNI from the current config).
 #pragma once

@@ -58,6 +58,7 @@ void RouteSource::stop() {
   start_timer_.cancel();
   save_timer_.cancel();
   preserve_timer_.cancel();
+  if (cache_writer_.joinable()) cache_writer_.join();
   if (!sink_) return;  // never started
   if (!preserving_) save_cache();
   adapter_->stop();
@@ -161,6 +162,20 @@ void RouteSource::save_cache() {
     log_->warn("bgp: route cache not written: {}", ok.error());
 }
 
+void RouteSource::save_cache_in_background() {
+  if (cache_writing_) {  // the write in progress has older routes: once more after it
+    schedule_save();
+    return;
+  }
+  if (cache_writer_.joinable()) cache_writer_.join();
+  cache_writing_ = true;
+  cache_writer_ = std::thread([this, routes = adapter_->routes()] {
+    if (auto ok = save_route_cache(options_.cache_path, routes); !ok)
+      log_->warn("bgp: route cache not written: {}", ok.error());
+    cache_writing_ = false;
+  });
+}
+
 // The cache only has to be recent, not exact: the resync after a restart corrects it.
 void RouteSource::schedule_save() {
   if (save_pending_ || options_.cache_path.empty()) return;
@@ -168,7 +183,7 @@ void RouteSource::schedule_save() {
   save_timer_.expires_after(options_.save_interval);
   save_timer_.async_wait([this](const boost::system::error_code& ec) {
     save_pending_ = false;
-    if (!ec && !preserving_) save_cache();
+    if (!ec && !preserving_) save_cache_in_background();
   });
 }
 

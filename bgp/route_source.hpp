@@ -23,10 +23,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>  // before asio: Boost 1.74 awaitable.hpp needs std::exchange
 #include <vector>
 
@@ -87,7 +89,8 @@ class RouteSource {
   void refresh_advertised();
   void try_start();
   std::vector<std::optional<std::uint32_t>> peer_network_vnis() const;
-  void save_cache();
+  void save_cache();           // now, on this thread (at stop)
+  void save_cache_in_background();
   void schedule_save();
   void deliver(const RouteUpdate& update);
 
@@ -102,6 +105,11 @@ class RouteSource {
   boost::asio::steady_timer save_timer_;
   boost::asio::steady_timer preserve_timer_;
   boost::asio::steady_timer start_timer_;
+  // The periodic save writes on a thread of its own: 130,000 routes are ~11 MB of text, tens
+  // of milliseconds the route updates behind it would otherwise wait. One write at a time;
+  // the routes are copied on the io_context's thread first.
+  std::thread cache_writer_;
+  std::atomic<bool> cache_writing_{false};
 };
 
 }  // namespace vxfed::bgp

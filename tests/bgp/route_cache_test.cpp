@@ -104,6 +104,30 @@ TEST(RouteCache, SaveAndLoad) {
   EXPECT_EQ(*loaded, std::vector<RemoteRoute>{sample()[1]});
 }
 
+// A federation's table: written in pieces and read as a stream, it comes back whole and equal
+// to what the text encoder writes in one go.
+TEST(RouteCache, ManyRoutesRoundTripThroughTheFile) {
+  TempDir dir;
+  const std::string file = (dir.path / "bgp-routes.json").string();
+  std::vector<RemoteRoute> many;
+  for (std::uint32_t i = 0; i < 20000; ++i) {
+    RemoteRoute r;
+    r.prefix = Ipv4Prefix::make(0x0a000000u + (i << 6), 26);
+    r.vni = 1500 + i % 3;
+    r.vteps.push_back(Ipv4Addr{0xc6120002u + i % 1000});
+    if (i % 7 == 0) r.vteps.push_back(Ipv4Addr{0xc6130002u + i % 500});
+    r.peer = Ipv4Addr{i % 2 ? 0xc613fffeu : 0u};
+    many.push_back(std::move(r));
+  }
+  ASSERT_TRUE(save_route_cache(file, many).ok());
+  std::ifstream in(file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, encode_route_cache(many));
+  auto loaded = load_route_cache(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(*loaded, many);
+}
+
 TEST(RouteCache, DamagedFileIsAnErrorNamingIt) {
   TempDir dir;
   const std::string file = (dir.path / "bgp-routes.json").string();
