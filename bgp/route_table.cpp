@@ -34,10 +34,9 @@ Attribution attribute(const std::vector<PeerConfig>& peers, const VniLookup& vni
 }
 
 // Next hops of `offered` that lie in `ranges` (all of them when no ranges are configured).
-static std::vector<net::Ipv4Addr> allowed_next_hops(const std::vector<net::Ipv4Addr>& offered,
-                                                    const std::vector<net::Ipv4Prefix>& ranges) {
+static VtepList allowed_next_hops(const VtepList& offered, const std::vector<net::Ipv4Prefix>& ranges) {
   if (ranges.empty()) return offered;
-  std::vector<net::Ipv4Addr> out;
+  VtepList out;
   for (const auto& nh : offered) {
     if (std::any_of(ranges.begin(), ranges.end(), [&](const net::Ipv4Prefix& r) { return r.contains(nh); }))
       out.push_back(nh);
@@ -130,7 +129,7 @@ void RouteTable::reresolve() {
   peer_counts_.assign(peers_.size(), 0);
   over_limit_.resize(peers_.size(), false);
   exceeded_.resize(peers_.size(), false);
-  std::unordered_map<std::uint64_t, std::tuple<int, std::uint32_t, std::vector<net::Ipv4Addr>>> before;
+  std::unordered_map<std::uint64_t, std::tuple<int, std::uint32_t, VtepList>> before;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
     const int old_peer = e.peer;

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "common/net/ipv4.hpp"
 
 namespace vxfed {
@@ -24,10 +26,14 @@ struct RouteKey {
   auto operator<=>(const RouteKey&) const = default;
 };
 
+// A route's VTEPs: nearly always one or two (ECMP), held inline; more spill to the heap. A
+// std::vector cost every route (and every copy of it) one more allocation.
+using VtepList = boost::container::small_vector<net::Ipv4Addr, 2>;
+
 struct RemoteRoute {
   net::Ipv4Prefix prefix;
   std::uint32_t vni = 0;                  // never 0 in an update: sources resolve it first
-  std::vector<net::Ipv4Addr> vteps;       // ECMP next hops, sorted, unique, never empty
+  VtepList vteps;                         // ECMP next hops, sorted, unique, never empty
   net::Ipv4Addr peer;                     // BGP peer whose accept list matched; 0: static
   RouteKey key() const { return RouteKey{vni, prefix}; }
   bool operator==(const RemoteRoute&) const = default;

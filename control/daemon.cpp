@@ -1,4 +1,5 @@
 #include "control/daemon.hpp"
+#include "control/memory_trim.hpp"
 
 #include <grp.h>
 
@@ -36,6 +37,7 @@ struct Daemon::Impl {
   DaemonOptions options;
   std::shared_ptr<spdlog::logger> log;
   asio::io_context io;
+  MemoryTrim memory_trim{io};                  // before the route source that feeds it
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<NodeState> state;
   std::unique_ptr<DataplaneClient> dataplane;
@@ -108,6 +110,10 @@ struct Daemon::Impl {
     in.dataplane_deltas_refused = ds.deltas_refused;
     in.dataplane_endpoints_refused = ds.endpoints_refused;
     in.dataplane_last_sync_ms = ds.last_sync_ms;
+    in.dataplane_deltas_queued = dataplane->deltas_queued();
+    in.dataplane_deltas_in_flight = dataplane->deltas_in_flight();
+    in.dataplane_oldest_unacked_age_s = dataplane->oldest_unacked_age_s();
+    in.dataplane_delta_latency = &dataplane->delta_latency();
     const auto& as = api->stats();
     in.api_connections = as.connections;
     in.api_denied = as.denied;
@@ -340,7 +346,11 @@ int Daemon::run() {
   d.tick_housekeeping();
   if (d.bgp) {
     auto* state = d.state.get();
-    d.bgp->start([state](const RouteUpdate& update) { state->apply_routes(RouteOrigin::bgp, update); });
+    auto* trim = &d.memory_trim;
+    d.bgp->start([state, trim](const RouteUpdate& update) {
+      state->apply_routes(RouteOrigin::bgp, update);
+      trim->changed(update.full ? state->route_count() : update.upserts.size() + update.removals.size());
+    });
   }
   if (d.config.bpf.reconcile) {
     // Before the API serves: no CNI DEL can race it; a CNI ADD in flight is covered by the grace.

@@ -24,11 +24,11 @@ const dp::Endpoint* upserted(const dp::Delta& delta, const std::string& id) {
   return nullptr;
 }
 
-bool empty_delta(const dp::Delta& d) {
+std::size_t entries_of(const dp::Delta& d) {
   const auto& u = d.upsert();
-  return u.networks_size() == 0 && u.endpoints_size() == 0 && u.routes_size() == 0 && u.vteps_size() == 0 &&
-         u.neighbors_size() == 0 && d.remove_networks_size() == 0 && d.remove_endpoints_size() == 0 &&
-         d.remove_routes_size() == 0;
+  return static_cast<std::size_t>(u.networks_size() + u.endpoints_size() + u.routes_size() + u.vteps_size() +
+                                  u.neighbors_size() + d.remove_networks_size() + d.remove_endpoints_size() +
+                                  d.remove_routes_size());
 }
 
 // The delta without the upsert of one endpoint (the rest was not at fault).
@@ -58,7 +58,10 @@ void DataplaneClient::notify() {
 }
 
 void DataplaneClient::carried_apply(const dp::Delta& delta) {
-  for (const auto& e : delta.upsert().endpoints()) carried_[e.id()] = e;
+  for (const auto& e : delta.upsert().endpoints()) {
+    carried_[e.id()] = e;
+    refused_.erase(e.id());  // an attach made after one the dataplane refused: it took this one
+  }
   for (auto vni : delta.remove_networks())
     std::erase_if(carried_, [vni](const auto& kv) { return kv.second.vni() == vni; });
   for (const auto& id : delta.remove_endpoints()) carried_.erase(id);
@@ -70,9 +73,19 @@ bool DataplaneClient::will_carry(const std::string& id) const {
     if (p.endpoints.count(id)) return true;
     if (upserted(p.delta, id)) return true;
   }
-  for (const auto& d : resend_)
-    if (upserted(d, id)) return true;
-  return false;
+  return queue_.upserts_endpoint(id);
+}
+
+double DataplaneClient::oldest_unacked_age_s() const {
+  std::optional<SteadyClock::time_point> oldest;
+  for (const auto& p : pending_)
+    if (p.kind == Kind::delta) {
+      oldest = p.queued;  // pending_ is in send order, and deltas are sent in queue order
+      break;
+    }
+  if (!oldest && !queue_.empty()) oldest = queue_.front().queued;
+  if (!oldest) return 0;
+  return std::chrono::duration<double>(SteadyClock::now() - *oldest).count();
 }
 
 bool DataplaneClient::table_request_in_flight() const {
@@ -84,8 +97,8 @@ bool DataplaneClient::table_request_in_flight() const {
 void DataplaneClient::refuse_endpoint(const dp::Endpoint& endpoint, const std::string& reason) {
   ++stats_.endpoints_refused;
   refused_[endpoint.id()] = Refused{endpoint, reason};
-  // A removal merged behind it would name an endpoint the dataplane never had.
-  merger_.drop_endpoint_removal(endpoint.id());
+  // A removal queued behind it would name an endpoint the dataplane never had.
+  queue_.drop_endpoint_removals(endpoint.id());
   log_->error("dataplane refused endpoint {} (iface {}): {}", endpoint.id(), endpoint.iface(), reason);
 }
 
@@ -98,7 +111,8 @@ DataplaneClient::DataplaneClient(asio::io_context& io, Options options, NodeStat
       reconnect_timer_(io),
       tick_timer_(io),
       watch_timer_(io),
-      backoff_ms_(options_.reconnect_min_ms) {}
+      backoff_ms_(options_.reconnect_min_ms),
+      queue_(options_.max_delta_entries) {}
 
 DataplaneClient::~DataplaneClient() { stop(); }
 
@@ -224,14 +238,14 @@ void DataplaneClient::send_snapshot(bool with_endpoints) {
               snapshot->tables().networks_size(), snapshot->tables().endpoints_size(),
               snapshot->tables().routes_size());
   resync_in_flight_ = true;
-  merger_.clear();  // the snapshot carries every pending change
-  resend_.clear();
+  last_snapshot_generation_ = generation_;
+  queue_.clear();  // the snapshot carries every change not sent yet
   ++stats_.snapshots_sent;
   send(request, with_endpoints ? Kind::snapshot : Kind::base_snapshot, generation_, std::move(carried));
 }
 
-std::uint64_t DataplaneClient::publish(const TablesDelta& given) {
-  if (!conn_ || hello_in_flight_) return 0;  // the snapshot at the next connect carries it
+void DataplaneClient::publish(const TablesDelta& given) {
+  if (!conn_ || hello_in_flight_) return;  // the snapshot at the next connect carries it
   TablesDelta delta = given;
   // An endpoint attached anew gets a new chance; the removal of one the dataplane never took
   // (it refused it) is not sent: the dataplane would refuse "not present".
@@ -239,45 +253,38 @@ std::uint64_t DataplaneClient::publish(const TablesDelta& given) {
   std::erase_if(delta.removed_endpoints, [this](const std::string& id) {
     if (will_carry(id)) return false;
     refused_.erase(id);
-    merger_.forget_endpoint(id);  // an upsert of it waiting to be sent goes with the removal
     return true;
   });
-  if (delta.empty()) return generation_;
-  if (merger_.empty()) merged_generation_ = ++generation_;
-  const std::uint64_t generation = merged_generation_;
-  if (!merger_.add(delta)) {
-    merger_.clear();
-    request_resync();
-    return generation;  // the snapshot's generation is higher
-  }
+  if (delta.empty()) return;
+  queue_.push(delta, SteadyClock::now());
   try_send_delta();
-  return generation;
+  stats_.deltas_queued_peak = std::max<std::uint64_t>(stats_.deltas_queued_peak, queue_.size());
 }
 
 void DataplaneClient::try_send_delta() {
-  if (!conn_ || delta_in_flight_ || resync_in_flight_ || table_request_in_flight()) return;
-  if (!resend_.empty()) {
-    dp::Delta d = std::move(resend_.front());
-    resend_.pop_front();
-    d.set_generation(++generation_);
-    send_delta(std::move(d));
-    return;
+  if (!conn_ || resync_in_flight_ || table_request_in_flight()) return;
+  while (!queue_.empty() && !endpoint_delta_in_flight_ && deltas_in_flight_ < options_.max_deltas_in_flight) {
+    if (queue_.front().entries == 0) {  // emptied by a refusal's clean-up
+      queue_.pop_front();
+      continue;
+    }
+    if (queue_.front().upserts_endpoints && deltas_in_flight_ > 0) return;  // goes alone
+    send_delta(queue_.pop_front());
   }
-  if (merger_.empty()) return;
-  dp::Delta d = merger_.build();
-  d.set_generation(merged_generation_);
-  merger_.clear();
-  send_delta(std::move(d));
 }
 
-void DataplaneClient::send_delta(dp::Delta delta) {
+void DataplaneClient::send_delta(DeltaQueue::Item item) {
   dp::DataplaneRequest request;
-  *request.mutable_delta() = delta;
-  delta_in_flight_ = true;
+  item.delta.set_generation(++generation_);
+  *request.mutable_delta() = item.delta;
+  ++deltas_in_flight_;
+  endpoint_delta_in_flight_ = item.upserts_endpoints;
   ++stats_.deltas_sent;
   Pending carried;
-  carried.delta = std::move(delta);
-  send(request, Kind::delta, request.delta().generation(), std::move(carried));
+  carried.queued = item.queued;
+  carried.upserts_endpoints = item.upserts_endpoints;
+  carried.delta = std::move(item.delta);
+  send(request, Kind::delta, generation_, std::move(carried));
 }
 
 void DataplaneClient::request_resync() {
@@ -434,25 +441,39 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
       try_send_delta();
       notify();
       return;
-    case Kind::delta:
-      delta_in_flight_ = false;
+    case Kind::delta: {
+      --deltas_in_flight_;
+      if (p.upserts_endpoints) endpoint_delta_in_flight_ = false;
+      // Sent before the last snapshot: that snapshot replaces whatever this delta did or not.
+      const bool superseded = p.generation < last_snapshot_generation_;
       if (response.ok()) {
         acked_generation_ = std::max(acked_generation_, p.generation);
         carried_apply(p.delta);
+        delta_latency_.observe(std::chrono::duration<double>(SteadyClock::now() - p.queued).count());
       } else if (const dp::Endpoint* named = refused_id.empty() ? nullptr : upserted(p.delta, refused_id)) {
-        // Refused alone: the rest of the delta goes again, without it.
+        // Refused alone: the rest of the delta goes again, without it, before anything queued.
         ++stats_.deltas_refused;
         refuse_endpoint(*named, response.error());
-        dp::Delta rest = without_endpoint(p.delta, refused_id);
-        if (!empty_delta(rest)) resend_.push_front(std::move(rest));
+        DeltaQueue::Item rest;
+        rest.delta = without_endpoint(p.delta, refused_id);
+        rest.entries = entries_of(rest.delta);
+        rest.upserts_endpoints = rest.delta.upsert().endpoints_size() > 0;
+        rest.queued = p.queued;
+        if (!superseded && rest.entries > 0) queue_.push_front(std::move(rest));
       } else {
         ++stats_.deltas_refused;
-        log_->error("dataplane refused delta {}: {}; resending the full snapshot", p.generation, response.error());
-        request_resync();
+        if (superseded) {
+          log_->warn("dataplane refused delta {} (sent before snapshot {}): {}", p.generation,
+                     last_snapshot_generation_, response.error());
+        } else {
+          log_->error("dataplane refused delta {}: {}; resending the full snapshot", p.generation, response.error());
+          request_resync();
+        }
       }
       try_send_delta();
       notify();
       return;
+    }
     case Kind::counters:
       if (response.ok() && response.has_counters()) {
         counters_ = response.counters();
@@ -477,9 +498,9 @@ void DataplaneClient::drop_connection(const std::string& why) {
   hello_in_flight_ = false;
   resync_in_flight_ = false;
   resync_again_ = false;
-  delta_in_flight_ = false;
-  merger_.clear();
-  resend_.clear();
+  deltas_in_flight_ = 0;
+  endpoint_delta_in_flight_ = false;
+  queue_.clear();
   carried_.clear();
   schedule_reconnect();
   notify();

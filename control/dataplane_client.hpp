@@ -19,10 +19,18 @@
 // every endpoint as its own delta.
 // Lost connection: reconnect with exponential backoff (reconnect_min_ms .. reconnect_max_ms),
 // or at once when the socket file is created anew (a dataplane that restarted).
-// At most one Delta is in flight, and none while a snapshot or endpoint probe is: changes
-// made meanwhile are merged into the next one (DeltaMerger), because each Delta costs the
-// dataplane a table rebuild, and a delta pipelined behind a request that is refused would
-// rest on tables the dataplane does not have.
+//
+// Changes flow as they happen: each publish() is queued (DeltaQueue: in order, at most
+// max_delta_entries entries per message) and sent at once while fewer than
+// max_deltas_in_flight Deltas await their answer (the dataplane applies a Delta in place, in
+// microseconds per entry, so there is nothing to gain by holding changes back to merge them).
+// Two things stop the pipeline: a snapshot or endpoint probe in flight (what follows must
+// rest on its result), and a Delta that upserts endpoints, which goes alone — the dataplane
+// may refuse one of its endpoints, and the rest is sent again without it before anything
+// queued behind it. A Delta refused for any other reason resends the full snapshot, which
+// replaces whatever the Deltas pipelined with it did. Back-pressure is visible: deltas_queued(),
+// deltas_in_flight() and oldest_unacked_age_s() (metrics), and each change's time from
+// publish() to the dataplane's acknowledgement (delta_latency()).
 #pragma once
 
 #include <chrono>
@@ -40,7 +48,8 @@
 
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
-#include "control/delta_merger.hpp"
+#include "common/metrics/histogram.hpp"
+#include "control/delta_queue.hpp"
 #include "control/node_state.hpp"
 
 namespace vxfed::control {
@@ -53,6 +62,8 @@ class DataplaneClient : public TablesSink {
     std::uint32_t reconnect_max_ms = 5000;
     std::uint32_t counters_interval_ms = 2000;
     std::uint32_t request_timeout_ms = 10000;
+    std::size_t max_delta_entries = DeltaQueue::kDefaultMaxEntries;  // per Delta message
+    std::uint32_t max_deltas_in_flight = 8;
   };
   struct Stats {
     std::uint64_t connects = 0;
@@ -60,6 +71,7 @@ class DataplaneClient : public TablesSink {
     std::uint64_t snapshots_sent = 0;
     std::uint64_t snapshots_refused = 0;
     std::uint64_t deltas_sent = 0;
+    std::uint64_t deltas_queued_peak = 0;     // most Deltas waiting to be sent at once
     std::uint64_t deltas_refused = 0;
     std::uint64_t endpoints_refused = 0;
     double last_sync_ms = 0;            // connect -> snapshot applied, last time
@@ -73,7 +85,7 @@ class DataplaneClient : public TablesSink {
   void stop();
 
   // TablesSink
-  std::uint64_t publish(const TablesDelta& delta) override;
+  void publish(const TablesDelta& delta) override;
   bool ready() const override { return ready_; }
   bool carries(const dp::Endpoint& endpoint) const override;
   std::optional<std::string> refusal(const std::string& endpoint_id) const override;
@@ -91,6 +103,14 @@ class DataplaneClient : public TablesSink {
   std::chrono::steady_clock::time_point counters_time() const { return counters_time_; }
   const dp::DataplaneStatus& status() const { return status_; }
 
+  // Back-pressure: Deltas waiting to be sent, Deltas sent and not answered yet, and the age of
+  // the oldest change not acknowledged yet (0 when everything published is acknowledged).
+  std::size_t deltas_queued() const { return queue_.size(); }
+  std::size_t deltas_in_flight() const { return deltas_in_flight_; }
+  double oldest_unacked_age_s() const;
+  // Per acknowledged Delta: publish() of its change -> the dataplane's acknowledgement.
+  const metrics::Histogram& delta_latency() const { return delta_latency_; }
+
  private:
   enum class Kind { hello, snapshot, base_snapshot, delta, endpoint_probe, counters, status };
   struct Pending {
@@ -98,6 +118,8 @@ class DataplaneClient : public TablesSink {
     Kind kind;
     std::uint64_t generation;
     std::chrono::steady_clock::time_point sent;
+    std::chrono::steady_clock::time_point queued;  // delta: when its change was published
+    bool upserts_endpoints = false;                // delta: sent alone (see above)
     dp::Delta delta;                               // delta, endpoint_probe: what it carried
     std::map<std::string, dp::Endpoint> endpoints; // snapshot, base_snapshot: its endpoints
   };
@@ -124,13 +146,16 @@ class DataplaneClient : public TablesSink {
   void on_connected();
   void read(std::shared_ptr<Connection> conn);
   void on_response(const dp::DataplaneResponse& response);
-  void send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation, Pending carried = {});
+  void send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation, Pending carried);
+  void send(dp::DataplaneRequest& request, Kind kind, std::uint64_t generation) {
+    send(request, kind, generation, Pending{});
+  }
   void flush(std::shared_ptr<Connection> conn);
   void drop_connection(const std::string& why);
   void send_snapshot(bool with_endpoints);
   void request_resync();
   void try_send_delta();
-  void send_delta(dp::Delta delta);
+  void send_delta(DeltaQueue::Item item);
   void tick();
   void notify();
   void carried_apply(const dp::Delta& delta);
@@ -154,9 +179,11 @@ class DataplaneClient : public TablesSink {
   bool hello_in_flight_ = false;      // the connection's first GetStatus (its generation) is out
   bool resync_in_flight_ = false;
   bool resync_again_ = false;        // another resync was asked for while one was in flight
-  DeltaMerger merger_;               // changes waiting for the in-flight delta's answer
-  std::uint64_t merged_generation_ = 0;
-  bool delta_in_flight_ = false;
+  DeltaQueue queue_;                 // changes not sent yet, in order
+  std::size_t deltas_in_flight_ = 0;
+  bool endpoint_delta_in_flight_ = false;
+  std::uint64_t last_snapshot_generation_ = 0;  // a delta sent before it needs no resync of its own
+  metrics::Histogram delta_latency_;
   std::uint64_t next_request_id_ = 1;
   std::uint64_t generation_ = 0;
   std::uint64_t acked_generation_ = 0;
@@ -167,7 +194,6 @@ class DataplaneClient : public TablesSink {
     std::string reason;
   };
   std::map<std::string, Refused> refused_;           // by endpoint id, until attached anew or reconnect
-  std::deque<dp::Delta> resend_;                     // refused deltas without their refused endpoint
   std::function<void()> listener_;
   std::chrono::steady_clock::time_point connected_at_;
   std::chrono::steady_clock::time_point last_counters_poll_;

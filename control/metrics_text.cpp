@@ -45,6 +45,18 @@ void render_vxfedd_metrics(Exposition& w, const MetricsInput& in) {
   w.counter("vxfedd_dataplane_deltas_refused_total", "Deltas the dataplane refused.", in.dataplane_deltas_refused);
   w.counter("vxfedd_dataplane_endpoints_refused_total", "Endpoints the dataplane refused.", in.dataplane_endpoints_refused);
   w.gauge("vxfedd_dataplane_last_sync_seconds", "Connect to snapshot applied, last time.", in.dataplane_last_sync_ms / 1000.0);
+  w.gauge("vxfedd_dataplane_deltas_queued", "Deltas waiting to be sent to the dataplane.",
+          static_cast<double>(in.dataplane_deltas_queued));
+  w.gauge("vxfedd_dataplane_deltas_in_flight", "Deltas sent and not answered yet.",
+          static_cast<double>(in.dataplane_deltas_in_flight));
+  w.gauge("vxfedd_dataplane_oldest_unacked_change_seconds",
+          "Age of the oldest table change the dataplane has not acknowledged (0: none).",
+          in.dataplane_oldest_unacked_age_s);
+  if (in.dataplane_delta_latency != nullptr) {
+    w.family("vxfedd_dataplane_delta_duration_seconds", Type::histogram,
+             "Table change published to the dataplane's acknowledgement of its Delta (queue wait included).")
+        .histogram(*in.dataplane_delta_latency);
+  }
 
   w.counter("vxfedd_api_connections_total", "API connections accepted.", in.api_connections);
   if (in.api != nullptr) {

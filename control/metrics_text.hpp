@@ -60,6 +60,10 @@ struct MetricsInput {
   std::uint64_t dataplane_connects = 0, dataplane_snapshots = 0, dataplane_snapshots_refused = 0;
   std::uint64_t dataplane_deltas = 0, dataplane_deltas_refused = 0, dataplane_endpoints_refused = 0;
   double dataplane_last_sync_ms = 0;
+  // Back-pressure toward the dataplane (control/dataplane_client.hpp).
+  std::uint64_t dataplane_deltas_queued = 0, dataplane_deltas_in_flight = 0;
+  double dataplane_oldest_unacked_age_s = 0;
+  const metrics::Histogram* dataplane_delta_latency = nullptr;
   std::uint64_t api_connections = 0, api_denied = 0, api_bad_frames = 0, api_malformed = 0, api_unknown = 0;
   const ApiCounters* api = nullptr;
   MetricsServerStats metrics_server;

@@ -309,7 +309,7 @@ Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_
   // Routes other sources learned for this VNI before the network existed.
   const std::uint32_t vni = it->second.vni;
   for (auto r = routes_.lower_bound(RouteKey{vni, {}}); r != routes_.end() && r->first.vni == vni; ++r) {
-    if (r->second.count(RouteOrigin::static_config)) continue;  // set_static_routes sent it
+    if (r->second.has(RouteOrigin::static_config)) continue;  // set_static_routes sent it
     if (const auto* e = effective_route(r->first)) delta.routes.push_back(*e);
   }
   publish(delta);
@@ -746,10 +746,20 @@ std::vector<RemoteRoute> static_routes_of(const NetworkConfig& config, std::uint
 
 }  // namespace
 
+void NodeState::RouteVersions::erase(RouteOrigin origin) {
+  if (origin == RouteOrigin::static_config) static_.reset();
+  else learned_.reset();
+}
+
+void NodeState::RouteVersions::set(RouteOrigin origin, const RemoteRoute& route) {
+  if (origin == RouteOrigin::static_config) static_ = std::make_unique<RemoteRoute>(route);
+  else learned_ = route;
+}
+
 const RemoteRoute* NodeState::effective_route(const RouteKey& key) const {
   auto it = routes_.find(key);
   if (it == routes_.end() || it->second.empty()) return nullptr;
-  return &it->second.begin()->second;  // the lowest origin: static first
+  return &it->second.best();
 }
 
 void NodeState::collect_route_change(const RouteKey& key, const RemoteRoute* before, TablesDelta& delta) const {
@@ -768,7 +778,7 @@ void NodeState::set_static_routes(const Network& network, TablesDelta* delta) {
   for (auto& r : static_routes_of(network.config, network.vni)) wanted[r.key()] = std::move(r);
   std::vector<RouteKey> keys;
   for (auto it = routes_.lower_bound(RouteKey{network.vni, {}}); it != routes_.end() && it->first.vni == network.vni; ++it)
-    if (it->second.count(RouteOrigin::static_config)) keys.push_back(it->first);
+    if (it->second.has(RouteOrigin::static_config)) keys.push_back(it->first);
   for (const auto& [key, route] : wanted) keys.push_back(key);
   for (const auto& key : keys) {
     std::optional<RemoteRoute> before;
@@ -779,7 +789,7 @@ void NodeState::set_static_routes(const Network& network, TablesDelta* delta) {
       versions.erase(RouteOrigin::static_config);
       if (versions.empty()) routes_.erase(key);
     } else {
-      routes_[key][RouteOrigin::static_config] = w->second;
+      routes_[key].set(RouteOrigin::static_config, w->second);
     }
     if (delta) collect_route_change(key, before ? &*before : nullptr, *delta);
   }
@@ -803,14 +813,14 @@ void NodeState::apply_routes(RouteOrigin origin, const RouteUpdate& update) {
   if (update.full) {
     std::vector<RouteKey> mine;
     for (const auto& [key, versions] : routes_)
-      if (versions.count(origin)) mine.push_back(key);
+      if (versions.has(origin)) mine.push_back(key);
     for (const auto& key : mine) erase(key);
   }
   for (const auto& k : update.removals) erase(k);
   for (const auto& r : update.upserts) {
     if (r.vni == 0 || r.vteps.empty()) continue;  // a source's bug: never a route without VNI or VTEP
     remember(r.key());
-    routes_[r.key()][origin] = r;
+    routes_[r.key()].set(origin, r);
   }
   for (const auto& [key, was] : before) collect_route_change(key, was ? &*was : nullptr, delta);
   if (!delta.routes.empty() || !delta.removed_routes.empty()) publish(delta);
@@ -820,7 +830,8 @@ std::vector<v1::RouteInfo> NodeState::list_routes() const {
   std::vector<v1::RouteInfo> out;
   for (const auto& [key, versions] : routes_) {
     if (versions.empty()) continue;
-    const auto& [origin, route] = *versions.begin();
+    const RouteOrigin origin = versions.best_origin();
+    const RemoteRoute& route = versions.best();
     v1::RouteInfo info;
     auto n = network_of_vni_.find(key.vni);
     info.set_network(n != network_of_vni_.end() ? n->second : "");
@@ -843,7 +854,9 @@ std::size_t NodeState::route_count() const {
 
 // ---------------------------------------------------------------- dataplane
 
-std::uint64_t NodeState::publish(const TablesDelta& delta) { return sink_ ? sink_->publish(delta) : 0; }
+void NodeState::publish(const TablesDelta& delta) {
+  if (sink_) sink_->publish(delta);
+}
 
 dp::Tables NodeState::tables() const {
   dp::Tables t;
@@ -851,7 +864,7 @@ dp::Tables NodeState::tables() const {
   for (const auto& [id, e] : endpoints_) *t.add_endpoints() = dp_endpoint(e.info);
   for (const auto& [key, versions] : routes_) {
     if (!network_of_vni_.count(key.vni) || versions.empty()) continue;
-    to_wire(versions.begin()->second, t.add_routes());
+    to_wire(versions.best(), t.add_routes());
   }
   return t;
 }

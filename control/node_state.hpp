@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,13 +27,13 @@
 
 namespace vxfed::control {
 
-// Where changes go: the dataplane client. publish() returns the generation the delta was sent
-// with, or 0 when it was not sent (the next snapshot carries it). What the dataplane carries
+// Where changes go: the dataplane client, which queues each change as it is published (or
+// drops it when no snapshot has been sent yet: the next snapshot carries it). What the dataplane carries
 // is the sink's knowledge, from the dataplane's acknowledgements (never from what was sent).
 class TablesSink {
  public:
   virtual ~TablesSink() = default;
-  virtual std::uint64_t publish(const TablesDelta& delta) = 0;
+  virtual void publish(const TablesDelta& delta) = 0;
   virtual bool ready() const = 0;
   // The dataplane acknowledged tables that hold this endpoint exactly as given.
   virtual bool carries(const dp::Endpoint& endpoint) const = 0;
@@ -139,8 +140,23 @@ class NodeState {
   struct Endpoint {
     v1::EndpointInfo info;
   };
-  // What each origin says about one (VNI, prefix); begin() is the effective route.
-  using RouteVersions = std::map<RouteOrigin, RemoteRoute>;
+  // What each origin says about one (VNI, prefix). A federation hands a node ~130,000 routes,
+  // nearly all of them learned only: the learned version is held inline and the operator's
+  // static one, rare, behind a pointer (a std::map per route cost two more allocations).
+  class RouteVersions {
+   public:
+    bool empty() const { return !learned_ && !static_; }
+    bool has(RouteOrigin origin) const { return origin == RouteOrigin::static_config ? static_ != nullptr : learned_.has_value(); }
+    void erase(RouteOrigin origin);
+    void set(RouteOrigin origin, const RemoteRoute& route);
+    // The effective version: the lowest origin's (static overrides learned). Not for empty().
+    RouteOrigin best_origin() const { return static_ ? RouteOrigin::static_config : RouteOrigin::bgp; }
+    const RemoteRoute& best() const { return static_ ? *static_ : *learned_; }
+
+   private:
+    std::optional<RemoteRoute> learned_;
+    std::unique_ptr<RemoteRoute> static_;
+  };
   // Marks an operation that may change networks; the outermost one tells the observer.
   class NetworkChangeScope {
    public:
@@ -162,7 +178,7 @@ class NodeState {
   const RemoteRoute* effective_route(const RouteKey& key) const;
   void collect_route_change(const RouteKey& key, const RemoteRoute* before, TablesDelta& delta) const;
   void set_static_routes(const Network& network, TablesDelta* delta);
-  std::uint64_t publish(const TablesDelta& delta);
+  void publish(const TablesDelta& delta);
   v1::EndpointInfo with_status(const Endpoint& endpoint) const;
   Status remove_endpoint(const std::string& id);
   void remove_network_now(const std::string& name);
@@ -180,7 +196,10 @@ class NodeState {
   std::map<std::string, Network> networks_;
   std::map<std::string, Endpoint> endpoints_;               // by endpoint id
   std::map<std::pair<std::string, std::string>, std::string> ip_owner_;  // (network, ip) -> id
-  std::map<RouteKey, RouteVersions> routes_;
+  // In a pool of their own, away from the short-lived buffers of a route burst (see
+  // bgp/route_table.hpp: in the general heap they pin the pages those buffers free).
+  std::pmr::unsynchronized_pool_resource routes_pool_;
+  std::pmr::map<RouteKey, RouteVersions> routes_{&routes_pool_};
   std::map<std::uint32_t, std::string> network_of_vni_;   // changes set networks_changed_
   std::map<std::string, std::size_t> endpoints_per_network_;
   std::function<void()> networks_observer_;

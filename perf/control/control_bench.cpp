@@ -5,7 +5,7 @@
 //
 // vxfedd runs as a child process with its own temp state dir on the real disk (every change is
 // fdatasync'ed), talking to an in-process null dataplane that acknowledges every request (so
-// the delta path is exercised; the real dataplane's table rebuild cost is its own benchmark).
+// the delta path is exercised; the real dataplane's in-place table updates are perf/tables').
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -27,6 +27,8 @@
 #include "proto/control.pb.h"
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
+#include "perf/control/null_dataplane.hpp"
+#include "perf/control/vxfedd_process.hpp"
 
 namespace v1 = vxfed::control::v1;
 namespace dp = vxfed::dataplane::v1;
@@ -34,68 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Acknowledges every dataplane request; counts what it saw.
-class NullDataplane {
- public:
-  explicit NullDataplane(std::string path) : path_(std::move(path)) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path_.c_str());
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 4) != 0) {
-      std::perror("null dataplane");
-      std::exit(1);
-    }
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~NullDataplane() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    if (conn_ >= 0) ::shutdown(conn_, SHUT_RDWR);
-    thread_.join();
-  }
-  std::atomic<std::uint64_t> snapshots{0}, deltas{0}, delta_changes{0};
-
- private:
-  void serve() {
-    for (;;) {
-      const int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      conn_ = c;
-      vxfed::DelimitedDecoder decoder(256u << 20);
-      char chunk[65536];
-      for (;;) {
-        auto frame = decoder.next();
-        if (!frame) break;
-        if (!frame->has_value()) {
-          const ssize_t n = ::recv(c, chunk, sizeof chunk, 0);
-          if (n <= 0) break;
-          decoder.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
-          continue;
-        }
-        dp::DataplaneRequest request;
-        if (!request.ParseFromString(**frame)) break;
-        if (request.has_snapshot()) ++snapshots;
-        if (request.has_delta()) {
-          ++deltas;
-          delta_changes += request.delta().upsert().endpoints_size() + request.delta().remove_endpoints_size() +
-                           request.delta().upsert().networks_size();
-        }
-        dp::DataplaneResponse response;
-        response.set_request_id(request.request_id());
-        response.set_ok(true);
-        if (request.has_get_status()) response.mutable_status()->set_ready(true);
-        if (!vxfed::write_delimited(c, response, 5000)) break;
-      }
-      ::close(c);
-      conn_ = -1;
-    }
-  }
-  std::string path_;
-  int fd_ = -1;
-  std::atomic<int> conn_{-1};
-  std::thread thread_;
-};
+using vxfed::perf::NullDataplane;
+using vxfed::perf::VxfeddProcess;
 
 struct Summary {
   std::size_t ops = 0;
@@ -187,28 +129,17 @@ int main(int argc, char** argv) {
   char tmpl[256];
   std::snprintf(tmpl, sizeof tmpl, "%s/vxfed-ctlbench-XXXXXX", state_root.c_str());
   const std::string dir = ::mkdtemp(tmpl);
-  const std::string socket = dir + "/run/vxfedd.sock", dp_socket = dir + "/dp.sock";
-  {
-    std::ofstream cfg(dir + "/vxfedd.yaml");
-    cfg << "node: {name: bench, vtep_ip: 198.18.0.1}\n"
-           "cluster: {name: bench, pod_cidrs: [10.0.0.0/8]}\n"
-           "daemon: {metrics_listen: \"\", log_level: warn, max_connections: 64}\n"
-           "dataplane: {socket: " << dp_socket << "}\n"
-           "vni: {pools: [{name: bench, ranges: [\"100000-199999\"]}]}\n"
-           "networks: [{name: pods, subnet: 10.128.0.0/9}]\n";
-  }
+  const std::string dp_socket = dir + "/dp.sock";
   NullDataplane dataplane(dp_socket);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string log = dir + "/vxfedd.log";
-    std::freopen(log.c_str(), "w", stderr);
-    ::execl(vxfedd.c_str(), vxfedd.c_str(), "--config", (dir + "/vxfedd.yaml").c_str(), "--state-dir",
-            (dir + "/state").c_str(), "--socket", socket.c_str(), "--foreground", nullptr);
-    _exit(127);
-  }
-  {
-    Client probe(socket);  // waits for the socket
-  }
+  VxfeddProcess daemon(vxfedd, dir,
+                       "node: {name: bench, vtep_ip: 198.18.0.1}\n"
+                       "cluster: {name: bench, pod_cidrs: [10.0.0.0/8]}\n"
+                       "daemon: {metrics_listen: \"\", log_level: warn, max_connections: 64}\n"
+                       "dataplane: {socket: " + dp_socket + "}\n"
+                       "vni: {pools: [{name: bench, ranges: [\"100000-199999\"]}]}\n"
+                       "networks: [{name: pods, subnet: 10.128.0.0/9}]\n");
+  const std::string& socket = daemon.socket();
+  const pid_t pid = daemon.pid();
   std::cerr << "vxfedd pid " << pid << ", state in " << dir << "\n";
 
   auto nets = run(socket, networks, clients, [](std::size_t i) {
@@ -251,9 +182,7 @@ int main(int argc, char** argv) {
   const double churn_s = std::chrono::duration<double>(Clock::now() - churn_start).count();
   std::cerr << "endpoints: " << attach.ops << " attach + " << detach.ops << " detach in " << churn_s << " s\n";
 
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const int vxfedd_exit = daemon.stop();
   double load[3] = {0, 0, 0};
   ::getloadavg(load, 3);
   nlohmann::json result = {
@@ -269,7 +198,7 @@ int main(int argc, char** argv) {
                           {"ops_per_s", (attach.ops + detach.ops) / churn_s}}},
       {"dataplane", {{"snapshots", dataplane.snapshots.load()}, {"deltas", dataplane.deltas.load()},
                      {"changes_in_deltas", dataplane.delta_changes.load()}}},
-      {"vxfedd_exit", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
+      {"vxfedd_exit", vxfedd_exit},
   };
   std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty() ? "." : std::filesystem::path(out).parent_path());
   std::ofstream(out) << result.dump(2) << "\n";

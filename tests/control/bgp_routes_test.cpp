@@ -27,10 +27,10 @@ peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: green, acc
 
 class CountingSink : public TablesSink {
  public:
-  std::uint64_t publish(const TablesDelta& delta) override {
+  void publish(const TablesDelta& delta) override {
     for (const auto& r : delta.routes) upserted.push_back(r.prefix.str() + "@" + std::to_string(r.vni));
     for (const auto& k : delta.removed_routes) removed.push_back(k.prefix.str() + "@" + std::to_string(k.vni));
-    return ++generation;
+    ++generation;
   }
   bool ready() const override { return true; }
   bool carries(const dp::Endpoint&) const override { return true; }

@@ -104,6 +104,7 @@ class FakeDataplane {
 
  public:
   std::atomic<bool> names_refused{true};
+  std::atomic<bool> paused{false};  // a dataplane busy elsewhere: requests wait unanswered
 
  private:
 
@@ -147,6 +148,7 @@ class FakeDataplane {
           decoder.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
           continue;
         }
+        while (paused && running_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         dp::DataplaneRequest request;
         if (!request.ParseFromString(**frame)) break;
         dp::DataplaneResponse response;
@@ -227,8 +229,12 @@ class SyncTest : public ::testing::Test {
     work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });
   }
-  std::unique_ptr<DataplaneClient> make_client() {
-    return std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 20, 200, 100, 2000}, *state_, log_);
+  std::unique_ptr<DataplaneClient> make_client(std::size_t max_delta_entries = DeltaQueue::kDefaultMaxEntries,
+                                               std::uint32_t max_in_flight = 8) {
+    DataplaneClient::Options o{socket_, 20, 200, 100, 2000};
+    o.max_delta_entries = max_delta_entries;
+    o.max_deltas_in_flight = max_in_flight;
+    return std::make_unique<DataplaneClient>(io_, o, *state_, log_);
   }
   template <typename F>
   auto on_io(F fn) {
@@ -297,6 +303,56 @@ TEST_F(SyncTest, SnapshotFirstThenDeltasAndReplayAfterDataplaneRestart) {
   ASSERT_TRUE(converged()) << "tables not replayed after the dataplane restarted";
   EXPECT_TRUE(on_io([&] { return state_->check("c4", "net1", &code)->in_dataplane(); }));
   EXPECT_EQ(on_io([this] { return client_->stats().connects; }), 2u);
+  fake_->stop();
+}
+
+vxfed::RouteUpdate one_route(int i, std::size_t count = 1) {
+  vxfed::RouteUpdate u;
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::string prefix = "10.246." + std::to_string(i + static_cast<int>(k)) + ".0/24";
+    u.upserts.push_back({*vxfed::net::Ipv4Prefix::parse(prefix), 5000, {*vxfed::net::Ipv4Addr::parse("198.18.0.9")}, {}});
+  }
+  return u;
+}
+
+// Changes go out as they happen, several Deltas in flight, none merged; while the dataplane
+// does not answer, the queue and the age of the oldest change show it.
+TEST_F(SyncTest, ChangesArePipelinedAndBackPressureIsVisible) {
+  client_ = make_client(/*max_delta_entries=*/2, /*max_in_flight=*/3);
+  on_io([this] {
+    client_->start();
+    return 0;
+  });
+  fake_->start();
+  ASSERT_TRUE(converged());
+  const auto deltas_before = on_io([this] { return client_->stats().deltas_sent; });
+  fake_->paused = true;
+  for (int i = 0; i < 10; ++i) on_io([&] {
+      state_->apply_routes(RouteOrigin::bgp, one_route(i));
+      return 0;
+    });
+  on_io([&] {
+    state_->apply_routes(RouteOrigin::bgp, one_route(100, 5));  // 5 routes: 3 Deltas of <= 2
+    return 0;
+  });
+  v1::ErrorCode code;
+  on_io([&] { return state_->attach(endpoint("c5", "blue", "10.244.2.9", "vxf5"), &code).ok(); });
+  EXPECT_EQ(on_io([this] { return client_->deltas_in_flight(); }), 3u);
+  EXPECT_EQ(on_io([this] { return client_->deltas_queued(); }), 10u + 3u + 1u - 3u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  EXPECT_GE(on_io([this] { return client_->oldest_unacked_age_s(); }), 0.1);
+  EXPECT_FALSE(on_io([&] { return state_->check("c5", "net1", &code)->in_dataplane(); }));
+  fake_->paused = false;
+  ASSERT_TRUE(converged()) << "queued changes not applied in order";
+  EXPECT_EQ(on_io([this] { return client_->deltas_queued(); }), 0u);
+  EXPECT_EQ(on_io([this] { return client_->deltas_in_flight(); }), 0u);
+  EXPECT_EQ(on_io([this] { return client_->oldest_unacked_age_s(); }), 0.0);
+  EXPECT_EQ(on_io([this] { return client_->stats().deltas_sent; }) - deltas_before, 14u);
+  EXPECT_GE(on_io([this] { return client_->stats().deltas_queued_peak; }), 11u);
+  const auto latency = on_io([this] { return client_->delta_latency(); });
+  EXPECT_GE(latency.count(), 14u);
+  EXPECT_GE(latency.sum(), 14 * 0.1);  // every one of them waited out the pause
+  EXPECT_TRUE(on_io([&] { return state_->check("c5", "net1", &code)->in_dataplane(); }));
   fake_->stop();
 }
 

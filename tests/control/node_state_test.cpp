@@ -31,9 +31,9 @@ RemoteRoute route(std::uint32_t vni, const char* prefix, std::vector<const char*
 // be compared with NodeState::tables().
 class RecordingSink : public TablesSink {
  public:
-  std::uint64_t publish(const TablesDelta& delta) override {
+  void publish(const TablesDelta& delta) override {
     deltas.push_back(to_wire(delta));
-    return ++generation;
+    ++generation;
   }
   bool ready() const override { return true; }
   bool carries(const dp::Endpoint&) const override { return true; }
@@ -466,7 +466,7 @@ TEST(NodeStateFederation, WithoutTheStoreTheConfigBlockIsTheNodes) {
 // The dataplane as ApiHandler's waiting attaches see it: told what it carries and refused.
 class ControlledSink : public TablesSink {
  public:
-  std::uint64_t publish(const TablesDelta&) override { return ++generation; }
+  void publish(const TablesDelta&) override { ++generation; }
   bool ready() const override { return true; }
   bool carries(const dp::Endpoint& e) const override { return carried.count(e.id()) > 0; }
   std::optional<std::string> refusal(const std::string& id) const override {
