@@ -103,7 +103,7 @@ def main():
     summary["vxfedd"] = vx
     out.write_text(json.dumps(summary, indent=2) + "\n")
     for k, v in summary.items():
-        if k not in ("detail", "goals", "command"):
+        if k not in ("detail", "goals", "command", "vxfedd"):
             print(f"{k:36s} {v}")
     for k, v in summary["goals"].items():
         print(f"  goal {k:40s} {'met' if v else ('not measured' if v is None else 'NOT met')}")

@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
   std::uint32_t changes = 1000;
   double churn_seconds = 2, window_seconds = 0.5, churn_rate = 10000;
   int windows = 10, worker_cpu = 1, control_cpu = 0;
+  bool pacing_only = false;
   app.add_option("--out", out, "JSON file");
   app.add_option("--routes", route_counts, "installed route counts");
   app.add_option("--changes", changes, "changes timed per kind");
@@ -280,6 +281,8 @@ int main(int argc, char** argv) {
   app.add_option("--windows", windows, "windows per condition (churn / no churn, alternating)");
   app.add_option("--worker-cpu", worker_cpu, "CPU of the forwarding thread (-1: any)");
   app.add_option("--control-cpu", control_cpu, "CPU of the control thread (-1: any)");
+  app.add_flag("--pacing-only", pacing_only,
+               "control experiment: churn windows wake at --churn-rate but apply nothing (what the wake-ups alone cost the worker)");
   CLI11_PARSE(app, argc, argv);
 
   const std::string prefix = "vxfedtables" + std::to_string(getpid());
@@ -305,7 +308,7 @@ int main(int argc, char** argv) {
   }
   dp::RcuReclaimer reclaimer(qs);
 
-  nlohmann::json result = {{"changes_per_kind", changes}};
+  nlohmann::json result = {{"changes_per_kind", changes}, {"pacing_only", pacing_only}};
   for (std::uint32_t routes : route_counts) {
     Setup s;
     const auto b0 = Clock::now();
@@ -386,8 +389,8 @@ int main(int argc, char** argv) {
             continue;
           }
           const std::uint32_t r = static_cast<std::uint32_t>(k / 2) % 4096;
-          if (!apply(s, k % 2 == 0 ? route_add_delta(r) : route_withdraw_delta(r), reclaimer)) return 1;
-          ++k;
+          if (!pacing_only && !apply(s, k % 2 == 0 ? route_add_delta(r) : route_withdraw_delta(r), reclaimer)) return 1;
+          if (!pacing_only) ++k;
           ++applied;
           reclaimer.poll();
           next += std::chrono::duration_cast<Clock::duration>(gap);
