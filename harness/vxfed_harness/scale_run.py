@@ -139,7 +139,10 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     p = last_data(burst, RR_IP, dst=NODE_IP)
     tl.rr_last_to_node = p.ts if p else None
     data = [p for p in fpm_pk if p.length > 0]
-    burst_fpm = [p for p in data if p.ts < tl.new_announced]
+    # Frames before the speaker's first UPDATE reached the reflector cannot carry a node block:
+    # they are zebra's own start (its resync after FRR's config reload), not the burst.
+    start = tl.first_update_at_rr if tl.first_update_at_rr is not None else 0.0
+    burst_fpm = [p for p in data if start <= p.ts < tl.new_announced]
     tl.fpm_first = burst_fpm[0].ts if burst_fpm else None
     tl.fpm_last = burst_fpm[-1].ts if burst_fpm else None
     p = first_update(rr_pk, SPK_B_IP, after=tl.new_announced)
