@@ -349,7 +349,7 @@ int Daemon::run() {
     auto* trim = &d.memory_trim;
     d.bgp->start([state, trim](const RouteUpdate& update) {
       state->apply_routes(RouteOrigin::bgp, update);
-      trim->changed(update.full ? state->route_count() : update.upserts.size() + update.removals.size());
+      trim->changed(update.upserts.size() + update.removals.size());  // a full update lists every route
     });
   }
   if (d.config.bpf.reconcile) {
