@@ -9,48 +9,71 @@ namespace vxfed::dataplane {
 // ones.
 LpmTable::LpmTable() : tbl24_(std::size_t{1} << 24, /*huge_pages=*/true), tbl8_(std::size_t{kMaxGroups} << 8) {}
 
-void LpmTable::paint(std::uint32_t* entries, std::uint32_t count, std::uint32_t value, std::uint8_t len,
+void LpmTable::paint(std::uint64_t* entries, std::uint32_t count, std::uint64_t entry, std::uint8_t len,
                      const std::uint8_t* depth) {
-  const std::uint32_t v = value + 1;
   // Runs of one value are common (a /16 over empty space): one depth look-up per run.
   std::uint32_t last = ~0u;
   bool shallower = false;
   for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint32_t e = entries[i];
+    const auto e = static_cast<std::uint32_t>(entries[i]);
     if (e != last) {
       last = e;
       shallower = e == 0 || depth[e - 1] < len;
     }
-    if (shallower) __atomic_store_n(&entries[i], v, __ATOMIC_RELEASE);
+    if (shallower) __atomic_store_n(&entries[i], entry, __ATOMIC_RELEASE);
   }
 }
 
-void LpmTable::replace(std::uint32_t* entries, std::uint32_t count, std::uint32_t from, std::uint32_t to) {
+void LpmTable::replace(std::uint64_t* entries, std::uint32_t count, std::uint32_t from, std::uint64_t to) {
   for (std::uint32_t i = 0; i < count; ++i)
-    if (entries[i] == from) __atomic_store_n(&entries[i], to, __ATOMIC_RELEASE);
+    if (static_cast<std::uint32_t>(entries[i]) == from) __atomic_store_n(&entries[i], to, __ATOMIC_RELEASE);
 }
 
-bool LpmTable::insert(std::uint32_t addr, std::uint8_t len, std::uint32_t value, const std::uint8_t* depth) {
-  std::uint32_t* t24 = tbl24_.data();
-  std::uint32_t* t8 = tbl8_.data();
+void LpmTable::replace_in_range(std::uint32_t addr, std::uint8_t len, std::uint32_t from, std::uint64_t to) {
+  std::uint64_t* t24 = tbl24_.data();
+  std::uint64_t* t8 = tbl8_.data();
+  if (len <= 24) {
+    const std::uint32_t first = addr >> 8;
+    const std::uint32_t count = 1u << (24 - len);
+    for (std::uint32_t i = first; i < first + count; ++i) {
+      const auto e = static_cast<std::uint32_t>(t24[i]);
+      if (e & kGroup) {
+        replace(t8 + (std::size_t{e & ~kGroup} << 8), 256, from, to);
+      } else if (e == from) {
+        __atomic_store_n(&t24[i], to, __ATOMIC_RELEASE);
+      }
+    }
+    return;
+  }
+  const auto slot = static_cast<std::uint32_t>(t24[addr >> 8]);
+  if (!(slot & kGroup)) return;  // not painted: nothing to do
+  replace(t8 + (std::size_t{slot & ~kGroup} << 8) + (addr & 0xff), 1u << (32 - len), from, to);
+}
+
+bool LpmTable::insert(std::uint32_t addr, std::uint8_t len, std::uint32_t value, std::uint32_t answer,
+                      const std::uint8_t* depth) {
+  std::uint64_t* t24 = tbl24_.data();
+  std::uint64_t* t8 = tbl8_.data();
+  const std::uint64_t entry = make_entry(value, answer);
   if (len <= 24) {
     const std::uint32_t first = addr >> 8;
     const std::uint32_t count = 1u << (24 - len);
     // First-level entries outside groups in runs, then the groups the range contains.
     std::uint32_t run = first;
     for (std::uint32_t i = first; i < first + count; ++i) {
-      if (!(t24[i] & kGroup)) continue;
-      paint(t24 + run, i - run, value, len, depth);
-      paint(t8 + ((t24[i] & ~kGroup) << 8), 256, value, len, depth);
+      const auto e = static_cast<std::uint32_t>(t24[i]);
+      if (!(e & kGroup)) continue;
+      paint(t24 + run, i - run, entry, len, depth);
+      paint(t8 + (std::size_t{e & ~kGroup} << 8), 256, entry, len, depth);
       run = i + 1;
     }
-    paint(t24 + run, first + count - run, value, len, depth);
+    paint(t24 + run, first + count - run, entry, len, depth);
     return true;
   }
-  std::uint32_t& slot = t24[addr >> 8];
+  std::uint64_t& slot = t24[addr >> 8];
   std::uint32_t group;
-  if (slot & kGroup) {
-    group = slot & ~kGroup;
+  if (static_cast<std::uint32_t>(slot) & kGroup) {
+    group = static_cast<std::uint32_t>(slot) & ~kGroup;
   } else {
     if (!free_groups_.empty()) {
       group = free_groups_.back();
@@ -61,41 +84,34 @@ bool LpmTable::insert(std::uint32_t addr, std::uint8_t len, std::uint32_t value,
     } else {
       return false;
     }
-    // Filled with what the block resolves to now, before the first level points at it.
-    std::fill(t8 + (group << 8), t8 + (group << 8) + 256, slot);
-    __atomic_store_n(&slot, group | kGroup, __ATOMIC_RELEASE);
+    // Filled with what the block resolves to now (prefix and answer), before the first level
+    // points at it.
+    std::fill(t8 + (std::size_t{group} << 8), t8 + (std::size_t{group} << 8) + 256, slot);
+    __atomic_store_n(&slot, std::uint64_t{group | kGroup}, __ATOMIC_RELEASE);
   }
   ++group_prefixes_[group];
-  paint(t8 + (group << 8) + (addr & 0xff), 1u << (32 - len), value, len, depth);
+  paint(t8 + (std::size_t{group} << 8) + (addr & 0xff), 1u << (32 - len), entry, len, depth);
   return true;
 }
 
 void LpmTable::erase(std::uint32_t addr, std::uint8_t len, std::uint32_t value, std::uint32_t replacement,
-                     Reclaimer& reclaimer) {
-  std::uint32_t* t24 = tbl24_.data();
-  std::uint32_t* t8 = tbl8_.data();
-  const std::uint32_t from = value + 1, to = replacement + 1;  // kNone + 1 == 0: empty
-  if (len <= 24) {
-    const std::uint32_t first = addr >> 8;
-    const std::uint32_t count = 1u << (24 - len);
-    for (std::uint32_t i = first; i < first + count; ++i) {
-      const std::uint32_t e = t24[i];
-      if (e & kGroup) {
-        replace(t8 + ((e & ~kGroup) << 8), 256, from, to);
-      } else if (e == from) {
-        __atomic_store_n(&t24[i], to, __ATOMIC_RELEASE);
-      }
-    }
-    return;
-  }
-  std::uint32_t& slot = t24[addr >> 8];
-  if (!(slot & kGroup)) return;  // not painted: nothing to do
-  const std::uint32_t group = slot & ~kGroup;
-  replace(t8 + (group << 8) + (addr & 0xff), 1u << (32 - len), from, to);
+                     std::uint32_t replacement_answer, Reclaimer& reclaimer) {
+  // kNone + 1 == 0: empty, and an empty entry carries no answer.
+  const std::uint64_t to = replacement == kNone ? 0 : make_entry(replacement, replacement_answer);
+  replace_in_range(addr, len, value + 1, to);
+  if (len <= 24) return;
+  std::uint64_t* t8 = tbl8_.data();
+  std::uint64_t& slot = tbl24_.data()[addr >> 8];
+  if (!(static_cast<std::uint32_t>(slot) & kGroup)) return;
+  const std::uint32_t group = static_cast<std::uint32_t>(slot) & ~kGroup;
   if (--group_prefixes_[group] != 0) return;
   // No prefix longer than /24 left in the block: every entry now holds the block's cover.
-  __atomic_store_n(&slot, t8[group << 8], __ATOMIC_RELEASE);
+  __atomic_store_n(&slot, t8[std::size_t{group} << 8], __ATOMIC_RELEASE);
   reclaimer.defer([this, group] { free_groups_.push_back(group); });
+}
+
+void LpmTable::set_answer(std::uint32_t addr, std::uint8_t len, std::uint32_t value, std::uint32_t answer) {
+  replace_in_range(addr, len, value + 1, make_entry(value, answer));
 }
 
 }  // namespace vxfed::dataplane

@@ -7,13 +7,19 @@
 // by repainting the entries it covers (one for a /24), and the caller keeps the rules: entry
 // values are the caller's prefix ids, and insert() is told each id's length.
 //
-// Why a lookup never sees a half-applied change: every entry is one 32-bit word written with
+// Every entry also carries an `answer` beside the prefix id: 32 bits the caller defines and
+// keeps equal for every entry of one prefix (the forwarding tables fold the prefix's
+// PrefixInfo into it). A lookup then returns the answer with the prefix id in one 64-bit
+// read, instead of the id and then a dependent read of a per-prefix array: with 130,000
+// routes that array is a megabyte of randomly read lines (docs/dataplane-pipeline.md).
+//
+// Why a lookup never sees a half-applied change: every entry is one 64-bit word written with
 // one store, so a lookup reads an entry before or after the store. A new second-level group is
 // filled before the first-level entry points at it; a group no longer needed is unlinked from
 // the first level and reused only after a grace period (Reclaimer). A prefix covering many
 // entries is painted entry by entry: while that goes on, some destinations of the prefix
-// already resolve to it and others still to what they resolved to before — each destination
-// to an answer that was valid before or after the change.
+// already resolve to it (or to its new answer) and others still to what they resolved to
+// before — each destination to an answer that was valid before or after the change.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +34,7 @@ class LpmTable {
  public:
   static constexpr std::uint32_t kNone = ~0u;
   static constexpr std::uint32_t kMaxValue = (1u << 31) - 2;
-  // Second-level groups (1 KiB each) reserved up front: 1 GiB of address space, backed only
+  // Second-level groups (2 KiB each) reserved up front: 2 GiB of address space, backed only
   // where used (every /24 block holding a prefix longer than /24 needs one).
   static constexpr std::uint32_t kMaxGroups = 1u << 20;
 
@@ -36,29 +42,39 @@ class LpmTable {
 
   // ---- readers ----
   // Value of the longest prefix containing ip (host order), or kNone.
-  std::uint32_t lookup(std::uint32_t ip) const { return lookup_in(tbl24(), tbl8(), ip); }
-  // The same on the raw levels (for burst loops that keep them in registers).
-  [[gnu::always_inline]] static std::uint32_t lookup_in(const std::uint32_t* t24, const std::uint32_t* t8,
+  std::uint32_t lookup(std::uint32_t ip) const { return value_of(lookup_in(tbl24(), tbl8(), ip)); }
+  // The entry of the longest prefix containing ip, on the raw levels (for burst loops that
+  // keep them in registers): value_of() and answer_of() take it apart.
+  [[gnu::always_inline]] static std::uint64_t lookup_in(const std::uint64_t* t24, const std::uint64_t* t8,
                                                         std::uint32_t ip) {
-    std::uint32_t e = __atomic_load_n(&t24[ip >> 8], __ATOMIC_ACQUIRE);
-    if (e & kGroup) [[unlikely]] e = __atomic_load_n(&t8[((e & ~kGroup) << 8) | (ip & 0xff)], __ATOMIC_ACQUIRE);
-    return e - 1;  // 0 (empty) becomes kNone
+    std::uint64_t e = __atomic_load_n(&t24[ip >> 8], __ATOMIC_ACQUIRE);
+    if (e & kGroup) [[unlikely]]
+      e = __atomic_load_n(&t8[((static_cast<std::uint32_t>(e) & ~kGroup) << 8) | (ip & 0xff)], __ATOMIC_ACQUIRE);
+    return e;
   }
-  const std::uint32_t* tbl24() const { return tbl24_.data(); }
-  const std::uint32_t* tbl8() const { return tbl8_.data(); }
+  // The prefix id of an entry (kNone: no prefix contains the address).
+  static std::uint32_t value_of(std::uint64_t entry) { return static_cast<std::uint32_t>(entry) - 1; }  // 0 -> kNone
+  // The caller's answer of that prefix (0 where no prefix contains the address).
+  static std::uint32_t answer_of(std::uint64_t entry) { return static_cast<std::uint32_t>(entry >> 32); }
+  const std::uint64_t* tbl24() const { return tbl24_.data(); }
+  const std::uint64_t* tbl8() const { return tbl8_.data(); }
   // First-level address for ip: prefetch it ahead of lookup.
   const void* first_level(std::uint32_t ip) const { return tbl24() + (ip >> 8); }
 
   // ---- the writer (control thread) ----
-  // Makes the prefix (addr host order, host bits zero; len 0..32) resolve to `value` wherever
-  // it is the longest: entries of its range that hold a shorter prefix (depth[v] < len for
-  // value v) or nothing get `value`. The prefix must not be in the table yet. False when no
-  // second-level group is left (nothing changed).
-  bool insert(std::uint32_t addr, std::uint8_t len, std::uint32_t value, const std::uint8_t* depth);
-  // Entries of the prefix's range that hold `value` get `replacement` (the value of its next
-  // shorter prefix, or kNone).
+  // Makes the prefix (addr host order, host bits zero; len 0..32) resolve to `value` (with
+  // `answer`) wherever it is the longest: entries of its range that hold a shorter prefix
+  // (depth[v] < len for value v) or nothing get it. The prefix must not be in the table yet.
+  // False when no second-level group is left (nothing changed).
+  bool insert(std::uint32_t addr, std::uint8_t len, std::uint32_t value, std::uint32_t answer,
+              const std::uint8_t* depth);
+  // Entries of the prefix's range that hold `value` get `replacement` with its answer (the
+  // next shorter prefix, or kNone with answer 0).
   void erase(std::uint32_t addr, std::uint8_t len, std::uint32_t value, std::uint32_t replacement,
-             Reclaimer& reclaimer);
+             std::uint32_t replacement_answer, Reclaimer& reclaimer);
+  // Entries of the prefix's range that hold `value` get `answer`: the prefix's answer changed.
+  // Costs the entries of its range (one for a /24).
+  void set_answer(std::uint32_t addr, std::uint8_t len, std::uint32_t value, std::uint32_t answer);
   // Calls f(value) for every run of equal values in the prefix's range (second levels
   // included, kNone skipped): the prefixes inside it that some address resolves to.
   template <typename F>
@@ -70,13 +86,21 @@ class LpmTable {
   std::size_t resident_bytes() const { return tbl24_.resident_bytes() + tbl8_.resident_bytes(); }
 
  private:
+  // In the low word of a first-level entry: the rest of the low word is a group index.
   static constexpr std::uint32_t kGroup = 1u << 31;
-  void paint(std::uint32_t* entries, std::uint32_t count, std::uint32_t value, std::uint8_t len,
+  static std::uint64_t make_entry(std::uint32_t value, std::uint32_t answer) {
+    return (static_cast<std::uint64_t>(answer) << 32) | (value + 1);
+  }
+  void paint(std::uint64_t* entries, std::uint32_t count, std::uint64_t entry, std::uint8_t len,
              const std::uint8_t* depth);
-  static void replace(std::uint32_t* entries, std::uint32_t count, std::uint32_t from, std::uint32_t to);
+  // Entries whose value is `from` (value + 1, in the low word) become `to`.
+  static void replace(std::uint64_t* entries, std::uint32_t count, std::uint32_t from, std::uint64_t to);
+  // Calls replace() on every entry of the prefix's range, first level and groups.
+  void replace_in_range(std::uint32_t addr, std::uint8_t len, std::uint32_t from, std::uint64_t to);
 
-  StableArray<std::uint32_t> tbl24_;  // value + 1, or group | kGroup; 0 = empty
-  StableArray<std::uint32_t> tbl8_;   // groups of 256 entries: value + 1; 0 = empty
+  // Low word: value + 1, or group | kGroup (first level only); 0 = empty. High word: answer.
+  StableArray<std::uint64_t> tbl24_;
+  StableArray<std::uint64_t> tbl8_;   // groups of 256 entries
   std::vector<std::uint16_t> group_prefixes_;  // prefixes longer than /24 painted in each group
   std::vector<std::uint32_t> free_groups_;
   std::uint32_t next_group_ = 0;
@@ -85,26 +109,27 @@ class LpmTable {
 template <typename F>
 void LpmTable::for_each_value(std::uint32_t addr, std::uint8_t len, F&& f) const {
   std::uint32_t last = 0;
-  auto visit = [&](std::uint32_t e) {
+  auto visit = [&](std::uint64_t entry) {
+    const auto e = static_cast<std::uint32_t>(entry);
     if (e != last && e != 0) f(e - 1);
     last = e;
   };
-  const std::uint32_t* t24 = tbl24();
-  const std::uint32_t* t8 = tbl8();
+  const std::uint64_t* t24 = tbl24();
+  const std::uint64_t* t8 = tbl8();
   if (len > 24) {
-    const std::uint32_t e = t24[addr >> 8];
+    const auto e = static_cast<std::uint32_t>(t24[addr >> 8]);
     if (!(e & kGroup)) return visit(e);
-    const std::uint32_t* g = t8 + ((e & ~kGroup) << 8);
+    const std::uint64_t* g = t8 + (std::size_t{e & ~kGroup} << 8);
     for (std::uint32_t i = addr & 0xff, n = i + (1u << (32 - len)); i < n; ++i) visit(g[i]);
     return;
   }
   for (std::uint32_t i = addr >> 8, n = i + (1u << (24 - len)); i < n; ++i) {
-    const std::uint32_t e = t24[i];
+    const auto e = static_cast<std::uint32_t>(t24[i]);
     if (!(e & kGroup)) {
-      visit(e);
+      visit(t24[i]);
       continue;
     }
-    const std::uint32_t* g = t8 + ((e & ~kGroup) << 8);
+    const std::uint64_t* g = t8 + (std::size_t{e & ~kGroup} << 8);
     for (std::uint32_t k = 0; k < 256; ++k) visit(g[k]);
   }
 }

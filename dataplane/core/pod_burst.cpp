@@ -325,17 +325,17 @@ struct PodBurstTotals {
 // Any pod burst, in three passes over it (l3fwd style), so that the table reads of different
 // packets overlap instead of waiting one after another:
 //   1. parse + checks (fast path), flow hash, prefetch the LPM first-level entry;
-//   2. LPM lookup, prefetch the prefix's PrefixInfo;
-//   3. in arrival order: resolve, encapsulate / deliver locally / drop; packets the fast
-//      path did not take go through pod_slow here, in their place, so order is kept.
+//   2. LPM lookup, whose entry carries the prefix's answer (no further table read), pick
+//      the VTEP by flow hash, prefetch its entry;
+//   3. in arrival order: encapsulate / deliver locally / drop; packets the fast path did not
+//      take go through pod_slow here, in their place, so order is kept.
 [[gnu::always_inline]] inline void pod_burst_general(const ForwardingTables& tables, const PodBurstFacts& k,
                                          const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
                                          std::uint16_t n, EncapBatch& batch, PodBurstTotals& totals,
                                          TxStage& tx, WorkerCounters& counters) {
-  const std::uint32_t* t24 = tables.lpm().tbl24();
-  const std::uint32_t* t8 = tables.lpm().tbl8();
-  const PrefixInfo* info = tables.prefix_info();
-  std::uint32_t dst[kMaxBurst], hash[kMaxBurst], prefix[kMaxBurst];
+  const std::uint64_t* t24 = tables.lpm().tbl24();
+  const std::uint64_t* t8 = tables.lpm().tbl8();
+  std::uint32_t dst[kMaxBurst], hash[kMaxBurst];
   std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks
   std::uint64_t rx_bytes = 0;
   for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
@@ -357,28 +357,20 @@ struct PodBurstTotals {
     if (t24) rte_prefetch0(t24 + (from_be32(d) >> 8));
   }
   // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
-  // the destination of the one before it takes that one's answer, without a lookup.
-  std::uint32_t last_dst = 0, last_id = LpmTable::kNone;
-  if (fast) last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
-  for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
-    const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
-    if (dst[i] != last_dst) {
-      last_dst = dst[i];
-      last_id = t24 ? LpmTable::lookup_in(t24, t8, from_be32(last_dst)) : LpmTable::kNone;
-      if (last_id != LpmTable::kNone) rte_prefetch0(info + last_id);
-    }
-    prefix[i] = last_id;
-  }
+  // the destination of the one before it takes that one's answer, without a lookup. The LPM
+  // entry holds the prefix's answer (FoldedAnswer), so lookup, resolve and the VTEP's pick
+  // are one pass; the VTEP's entry is prefetched for the last pass.
   const VtepEntry* vtep[kMaxBurst];
   const EndpointEntry* local[kMaxBurst];
   Destination last{};
-  std::uint32_t last_resolved_dst = 0;
-  if (fast) last_resolved_dst = ~dst[__builtin_ctzll(fast)];
+  std::uint32_t last_dst = 0;
+  if (fast) last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
   for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
-    if (dst[i] != last_resolved_dst) {  // a shared prefix resolves per destination, so key on it
-      last_resolved_dst = dst[i];
-      last = tables.resolve_prefix(k.network, dst[i], prefix[i]);
+    if (dst[i] != last_dst) {  // a shared prefix resolves per destination, so key on it
+      last_dst = dst[i];
+      last = t24 ? tables.resolve_entry(k.network, last_dst, LpmTable::lookup_in(t24, t8, from_be32(last_dst)))
+                 : Destination{};
     }
     local[i] = last.endpoint;
     vtep[i] = nullptr;
@@ -434,15 +426,15 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   EncapBatch batch;
   PodBurstTotals totals;
   std::uint16_t done = 0;
-  const std::uint32_t* t24 = tables.lpm().tbl24();
+  const std::uint64_t* t24 = tables.lpm().tbl24();
   // One pass when the first and last packets go to the same destination (it has a route,
   // and is not the gateway); the general passes otherwise.
   const rte_mbuf* last = pkts[n - 1];
   if (t24 && rte_pktmbuf_data_len(pkts[0]) >= kPodFastMinFirst && rte_pktmbuf_data_len(last) >= kPodFastMinFirst) {
     const std::uint32_t dst = pod_fast_dst(rte_pktmbuf_mtod(pkts[0], const std::uint8_t*));
     if (dst == pod_fast_dst(rte_pktmbuf_mtod(last, const std::uint8_t*)) && dst != k.gateway_ip_be) {
-      const Destination d = tables.resolve_prefix(
-          k.network, dst, LpmTable::lookup_in(t24, tables.lpm().tbl8(), from_be32(dst)));
+      const Destination d =
+          tables.resolve_entry(k.network, dst, LpmTable::lookup_in(t24, tables.lpm().tbl8(), from_be32(dst)));
       if (d.group)
         done = pod_burst_one_destination(tables, k, dst, *d.group, pkts, n, rx_port, batch, totals, counters);
     }

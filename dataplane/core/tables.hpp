@@ -13,7 +13,8 @@
 //                every local endpoint's /32 (so 130k routes in any number of VNIs cost one
 //                64 MiB first level, not one per VNI), then
 //                prefix id -> PrefixInfo (dense): the answer when one network owns the
-//                prefix (the common case: no hash lookup), else
+//                prefix (the common case: no hash lookup; folded into the LPM entry itself,
+//                FoldedAnswer, so the encapsulation reads no second level), else
 //                (prefix, network) -> next-hop group, walking to the next shorter prefix
 //                of the union when this VNI has no route at that exact prefix
 //   groups       next-hop group -> weighted slots of VTEP indexes (ECMP by flow hash)
@@ -135,6 +136,27 @@ struct alignas(8) PrefixInfo {
 };
 static_assert(sizeof(PrefixInfo) == 8);
 
+// A PrefixInfo folded into the 32-bit answer every LPM entry of its prefix carries
+// (lpm_table.hpp), so that one read of the LPM gives the answer: bit 31 set when the prefix
+// is one network's alone and its value fits, then that network (12 bits), the kind (an
+// endpoint or a next-hop group) and the value (18 bits). Otherwise 0, and readers resolve
+// through the prefix id as before (PrefixInfo, then the shared maps).
+struct FoldedAnswer {
+  static constexpr std::uint32_t kDirect = 1u << 31;
+  static constexpr unsigned kNetworkShift = 19;
+  static constexpr std::uint32_t kEndpoint = 1u << 18;
+  static constexpr std::uint32_t kValueMask = kEndpoint - 1;
+  static_assert(kMaxNetworks <= (1u << (31 - kNetworkShift)), "network indexes fit the answer");
+
+  static std::uint32_t of(const PrefixInfo& p) {
+    if (p.network == PrefixInfo::kShared || p.value > kValueMask) return 0;
+    return kDirect | (std::uint32_t{p.network} << kNetworkShift) |
+           (p.kind == PrefixInfo::kEndpoint ? kEndpoint : 0) | p.value;
+  }
+  // What answer >> kNetworkShift is when the answer is direct for `network`.
+  static std::uint32_t direct_for(std::uint16_t network) { return (kDirect >> kNetworkShift) | network; }
+};
+
 // Where a pod's IPv4 packet goes: a local endpoint, a next-hop group, or nowhere (no route).
 // Both point at entries that stay as they are until the reader's next quiescent point.
 struct Destination {
@@ -255,21 +277,25 @@ class ForwardingTables {
   // Local endpoint or route for dst in a network: one LPM lookup over routes and endpoints
   // together (what the encap path uses; same answer as endpoint() then route()).
   Destination resolve(std::uint16_t network, std::uint32_t dst_ip_be) const {
-    return resolve_prefix(network, dst_ip_be, lpm_.lookup(wire::from_be32(dst_ip_be)));
+    const std::uint32_t dst = wire::from_be32(dst_ip_be);
+    return resolve_entry(network, dst_ip_be, LpmTable::lookup_in(lpm_.tbl24(), lpm_.tbl8(), dst));
   }
-  // The same, given the LPM's answer for dst (prefix id, from lpm().lookup, e.g. batched).
-  [[gnu::always_inline]] Destination resolve_prefix(std::uint16_t network, std::uint32_t dst_ip_be,
-                                                    std::uint32_t prefix_id) const {
-    if (prefix_id == LpmTable::kNone) return {};
-    const PrefixInfo p = load_word(&prefix_info_[prefix_id]);
-    if (p.network == network) [[likely]] {
-      if (p.kind == PrefixInfo::kEndpoint) return {&endpoint_slots_[p.value], nullptr};
-      return {nullptr, &groups_[p.value]};
+  // The same, given the LPM's entry for dst (LpmTable::lookup_in, e.g. batched): the answer
+  // folded into it when the prefix is this network's alone (no further table read), else
+  // through the prefix id.
+  [[gnu::always_inline]] Destination resolve_entry(std::uint16_t network, std::uint32_t dst_ip_be,
+                                                   std::uint64_t lpm_entry) const {
+    const std::uint32_t answer = LpmTable::answer_of(lpm_entry);
+    if ((answer >> FoldedAnswer::kNetworkShift) == FoldedAnswer::direct_for(network)) [[likely]] {
+      const std::uint32_t value = answer & FoldedAnswer::kValueMask;
+      if (answer & FoldedAnswer::kEndpoint) return {&endpoint_slots_[value], nullptr};
+      return {nullptr, &groups_[value]};
     }
+    const std::uint32_t prefix_id = LpmTable::value_of(lpm_entry);
+    if (prefix_id == LpmTable::kNone) return {};
     return resolve_shared(network, dst_ip_be, prefix_id);
   }
   const LpmTable& lpm() const { return lpm_; }
-  const PrefixInfo* prefix_info() const { return prefix_info_.data(); }
 
   // VTEP index chosen by flow hash among a group's weighted slots.
   std::uint32_t pick(const NextHopGroup& g, std::uint32_t hash) const {
@@ -296,7 +322,8 @@ class ForwardingTables {
   ForwardingTables();
   friend class TablesPlanner;
   friend class TablesWriter;
-  // resolve_prefix when the prefix is not one network's alone: walk the shorter prefixes.
+  // resolve_entry when the answer is not folded for this network (the prefix is another
+  // network's, or several networks', or its value does not fit): walk the shorter prefixes.
   Destination resolve_shared(std::uint16_t network, std::uint32_t dst_ip_be, std::uint32_t prefix_id) const;
   static std::uint64_t endpoint_key(std::uint16_t network, std::uint32_t ip_be) {
     return (static_cast<std::uint64_t>(network) << 32) | ip_be;

@@ -350,7 +350,7 @@ class TablesWriter {
   void link_prefix(std::uint32_t id) {
     const std::uint32_t addr = t_.prefix_addr_[id];
     const std::uint8_t len = t_.prefix_len_[id];
-    t_.lpm_.insert(addr, len, id, t_.prefix_len_.data());
+    t_.lpm_.insert(addr, len, id, FoldedAnswer::of(t_.prefix_info_[id]), t_.prefix_len_.data());
     t_.lpm_.for_each_value(addr, len, [&](std::uint32_t x) {
       while (x != id && t_.prefix_len_[x] > len) {
         const std::uint32_t p = t_.prefix_parent_[x];
@@ -369,7 +369,7 @@ class TablesWriter {
     const std::uint32_t addr = t_.prefix_addr_[id];
     const std::uint8_t len = t_.prefix_len_[id];
     const std::uint32_t parent = t_.prefix_parent_[id];
-    t_.lpm_.erase(addr, len, id, parent, r_);
+    t_.lpm_.erase(addr, len, id, parent, parent == LpmTable::kNone ? 0 : FoldedAnswer::of(t_.prefix_info_[parent]), r_);
     t_.prefix_ids_.erase(prefix_key(addr, len));
     t_.lpm_.for_each_value(addr, len, [&](std::uint32_t x) {
       while (x != LpmTable::kNone && t_.prefix_len_[x] > len) {
@@ -417,8 +417,12 @@ class TablesWriter {
     if (it == t_.endpoint_by_addr_.end()) return std::nullopt;
     return t_.endpoint_state_.at(it->second).slot;
   }
-  // Writes the prefix's PrefixInfo from its networks' routes and endpoints (one store).
-  void refresh_prefix(std::uint32_t id) {
+  // Writes the prefix's PrefixInfo from its networks' routes and endpoints (one store), then,
+  // for a prefix already in the LPM (`linked`), the answer folded into its entries where that
+  // changed (one store per entry: a /24 has one; while a wider prefix's entries are
+  // rewritten, each destination resolves to the old answer or the new one).
+  void refresh_prefix(std::uint32_t id, bool linked = true) {
+    const std::uint32_t folded_before = FoldedAnswer::of(t_.prefix_info_[id]);
     PrefixInfo info;
     const std::uint16_t owner = t_.prefix_network_[id];
     if (owner == PrefixInfo::kShared) {
@@ -435,6 +439,8 @@ class TablesWriter {
       }
     }
     store_word(&t_.prefix_info_[id], info);
+    const std::uint32_t folded = FoldedAnswer::of(info);
+    if (linked && folded != folded_before) t_.lpm_.set_answer(t_.prefix_addr_[id], t_.prefix_len_[id], id, folded);
   }
   // An endpoint of `net` (in endpoint slot `slot`) appeared at the /32 prefix p.
   std::uint32_t prefix_user_added(const Prefix& p, std::uint16_t net, std::uint32_t slot) {
@@ -442,7 +448,7 @@ class TablesWriter {
     const std::uint32_t id = prefix_for(p, &fresh);
     t_.route_group_.assign(ForwardingTables::endpoint_at_key(id, net), slot, r_);
     add_network_at(id, net);
-    refresh_prefix(id);
+    refresh_prefix(id, /*linked=*/!fresh);
     if (fresh) link_prefix(id);
     return id;
   }
@@ -469,7 +475,7 @@ class TablesWriter {
     const std::uint32_t id = prefix_for(r.prefix, &fresh);
     t_.route_group_.assign(ForwardingTables::route_key(id, net), g, r_);
     add_network_at(id, net);
-    refresh_prefix(id);
+    refresh_prefix(id, /*linked=*/!fresh);
     if (fresh) link_prefix(id);
     ++t_.network_state_by_vni_[r.vni].routes;
     return std::nullopt;

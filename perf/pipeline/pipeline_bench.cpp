@@ -82,7 +82,7 @@ struct Setup {
 };
 
 // underlay_vlan >= 0: every encapsulated frame asks the port for that 802.1Q tag (--underlay-vlan).
-bool build_tables(Setup& s, std::uint32_t routes, int underlay_vlan) {
+bool build_tables(Setup& s, std::uint32_t routes, std::uint32_t max_vteps, int underlay_vlan) {
   vxfed::dataplane::v1::Tables t;
   auto* n = t.add_networks();
   n->set_vni(kVni);
@@ -97,7 +97,7 @@ bool build_tables(Setup& s, std::uint32_t routes, int underlay_vlan) {
     e->set_mac(mac);
     e->set_iface("p" + std::to_string(p));
   }
-  s.vteps = std::min<std::uint32_t>(routes, 1000);
+  s.vteps = std::min<std::uint32_t>(routes, max_vteps);
   for (std::uint32_t i = 0; i < routes; ++i) {
     auto* r = t.add_routes();
     r->set_vni(kVni);
@@ -235,6 +235,7 @@ int main(int argc, char** argv) {
   int runs = 5;
   bool no_json = false;
   int underlay_vlan = -1;
+  std::uint32_t max_vteps = 1000;
   app.add_option("--out", out_dir, "directory for the JSON files (one per case)");
   app.add_option("--direction", directions, "encap and/or decap")->check(CLI::IsMember({"encap", "decap"}));
   app.add_option("--frame-bytes", frame_sizes, "pod-side frame sizes (decap input is 50 bytes more)");
@@ -243,6 +244,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "runs per case (median, min, max reported)");
   app.add_option("--warmup", warmup, "packets before the timed runs (0 under callgrind)");
   app.add_flag("--no-json", no_json, "print only (used under callgrind)");
+  app.add_option("--vteps", max_vteps, "VTEPs the routes are spread over (at most one per route; default 1000)")
+      ->check(CLI::Range(1u, 4000u));
   app.add_option("--underlay-vlan", underlay_vlan, "tag encapsulated frames with this VLAN ID (-1: untagged)")
       ->check(CLI::Range(-1, 4094));
   CLI11_PARSE(app, argc, argv);
@@ -270,7 +273,7 @@ int main(int argc, char** argv) {
   int status = 0;
   for (std::uint32_t routes : route_counts) {
     Setup s;
-    if (!build_tables(s, routes, underlay_vlan)) return 1;
+    if (!build_tables(s, routes, max_vteps, underlay_vlan)) return 1;
     for (const auto& dir : directions) {
       const bool encap = dir == "encap";
       for (std::uint32_t frame : frame_sizes) {
@@ -302,6 +305,7 @@ int main(int argc, char** argv) {
             {"underlay_vlan", underlay_vlan},
             {"burst", kBurst},
             {"flows", kFlows},
+            {"vteps", s.vteps},
             {"packets_per_run", packets},
             {"runs", cpp},
             {"runs_mean_cycles_per_packet", mean},

@@ -106,13 +106,15 @@ std::uint32_t brute_lpm(const std::map<std::pair<std::uint32_t, int>, std::uint3
   return value;
 }
 
-TEST(LpmTable, InsertAndEraseMatchBruteForce) {
+// Every change is checked by brute force: the prefix id each address resolves to and the
+// answer its entry carries (each prefix's current answer, which set_answer changes).
+TEST(LpmTable, InsertEraseAndAnswersMatchBruteForce) {
   std::mt19937 rng(11);
   dp::LpmTable lpm;
   dp::ImmediateReclaimer r;
   std::vector<std::uint8_t> depth(4096);
+  std::vector<std::uint32_t> answer(4096);
   std::map<std::pair<std::uint32_t, int>, std::uint32_t> rules;  // (addr, len) -> value
-  std::map<std::pair<std::uint32_t, int>, std::uint32_t> parent_of;
   const int lens[] = {8, 12, 16, 20, 23, 24, 25, 26, 28, 30, 31, 32};
   std::uint32_t next_value = 0;
   auto longest_shorter = [&](std::uint32_t addr, int len) {
@@ -128,21 +130,33 @@ TEST(LpmTable, InsertAndEraseMatchBruteForce) {
     const std::uint32_t addr = ((10u << 24) | (rng() & 0x0003ffff)) & mask;  // 10.0.0.0/14: overlaps
     if (auto it = rules.find({addr, len}); it != rules.end()) {
       const std::uint32_t v = it->second;
+      if (rng() % 3 == 0) {  // the prefix's answer changes (a route's next hops, an endpoint)
+        answer[v] = static_cast<std::uint32_t>(rng());
+        lpm.set_answer(addr, static_cast<std::uint8_t>(len), v, answer[v]);
+        continue;
+      }
       rules.erase(it);
-      lpm.erase(addr, static_cast<std::uint8_t>(len), v, longest_shorter(addr, len), r);
+      const std::uint32_t parent = longest_shorter(addr, len);
+      lpm.erase(addr, static_cast<std::uint8_t>(len), v, parent, parent == dp::LpmTable::kNone ? 0 : answer[parent], r);
     } else {
       const std::uint32_t v = next_value++;
       depth[v] = static_cast<std::uint8_t>(len);
-      ASSERT_TRUE(lpm.insert(addr, static_cast<std::uint8_t>(len), v, depth.data()));
+      answer[v] = static_cast<std::uint32_t>(rng());
+      ASSERT_TRUE(lpm.insert(addr, static_cast<std::uint8_t>(len), v, answer[v], depth.data()));
       rules[{addr, len}] = v;
     }
     if (i % 50 == 0)
       for (int k = 0; k < 200; ++k) {
         const std::uint32_t ip = (10u << 24) | (rng() & 0x0003ffff);
-        ASSERT_EQ(lpm.lookup(ip), brute_lpm(rules, ip)) << "after " << i << " changes, ip " << std::hex << ip;
+        const std::uint32_t want = brute_lpm(rules, ip);
+        const std::uint64_t e = dp::LpmTable::lookup_in(lpm.tbl24(), lpm.tbl8(), ip);
+        ASSERT_EQ(dp::LpmTable::value_of(e), want) << "after " << i << " changes, ip " << std::hex << ip;
+        ASSERT_EQ(dp::LpmTable::answer_of(e), want == dp::LpmTable::kNone ? 0 : answer[want])
+            << "after " << i << " changes, ip " << std::hex << ip;
       }
   }
-  for (const auto& [p, v] : rules) lpm.erase(p.first, static_cast<std::uint8_t>(p.second), v, dp::LpmTable::kNone, r);
+  for (const auto& [p, v] : rules)
+    lpm.erase(p.first, static_cast<std::uint8_t>(p.second), v, dp::LpmTable::kNone, 0, r);
   EXPECT_EQ(lpm.groups(), 0u) << "every second-level group is released once no prefix needs it";
 }
 
@@ -150,19 +164,21 @@ TEST(LpmTable, ASecondLevelGroupIsReusedOnlyAfterTheGracePeriod) {
   dp::LpmTable lpm;
   HeldReclaimer r;
   std::uint8_t depth[8] = {24, 32, 32};
-  ASSERT_TRUE(lpm.insert(0x0a010200, 24, 0, depth));
-  ASSERT_TRUE(lpm.insert(0x0a010201, 32, 1, depth));
+  ASSERT_TRUE(lpm.insert(0x0a010200, 24, 0, 100, depth));
+  ASSERT_TRUE(lpm.insert(0x0a010201, 32, 1, 101, depth));
   // A reader holds the group of 10.1.2.0/24 (it read the first level before the erase).
-  const std::uint32_t first = lpm.tbl24()[0x0a0102];
+  const std::uint64_t first = lpm.tbl24()[0x0a0102];
   ASSERT_TRUE(first & (1u << 31));
-  const std::uint32_t* group = lpm.tbl8() + ((first & ~(1u << 31)) << 8);
-  lpm.erase(0x0a010201, 32, 1, 0, r);
+  const std::uint64_t* group = lpm.tbl8() + ((static_cast<std::uint32_t>(first) & ~(1u << 31)) << 8);
+  lpm.erase(0x0a010201, 32, 1, 0, 100, r);
   EXPECT_EQ(lpm.lookup(0x0a010201), 0u);
-  EXPECT_EQ(lpm.tbl24()[0x0a0102], 1u) << "the first level holds the cover again";
+  EXPECT_EQ(lpm.tbl24()[0x0a0102], (std::uint64_t{100} << 32) | 1u)
+      << "the first level holds the cover again, with its answer";
   // Another block needs a group now: not the one the reader holds.
-  ASSERT_TRUE(lpm.insert(0x0a050501, 32, 2, depth));
+  ASSERT_TRUE(lpm.insert(0x0a050501, 32, 2, 102, depth));
   EXPECT_NE(lpm.tbl24()[0x0a0505], first) << "the held group is not handed to another block yet";
-  for (int i = 0; i < 256; ++i) ASSERT_EQ(group[i], 1u) << "the held group answers for 10.1.2.0/24 still: " << i;
+  for (int i = 0; i < 256; ++i)
+    ASSERT_EQ(group[i], (std::uint64_t{100} << 32) | 1u) << "the held group answers for 10.1.2.0/24 still: " << i;
   r.end_grace_period();
   EXPECT_EQ(lpm.groups(), 1u);
 }
