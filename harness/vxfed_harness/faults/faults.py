@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..proc import PartUnavailable
+from . import etcd_faults
 from .topologies import DEMO, FEDERATED, FaultTopology
 
 CHURN_PODS = 20
@@ -218,5 +219,10 @@ FAULTS = [
     Fault("pod_churn", "pods added and removed on every node (CNI ADD/DEL)", pod_churn, hitless=True),
     Fault("state_disk_full", "node A's state dir full: a network and a pod refused, vxfedd SIGKILL + restart; "
           "space back, both succeed", state_disk_full, hitless=True),
+    Fault("etcd_member_kills", "etcd members SIGKILLed one by one (quorum kept, then lost), held, restarted: "
+          "store operations refused while quorum is lost, nothing changed after", etcd_faults.etcd_member_kills,
+          hitless=True, topologies=(FEDERATED,),
+          why_not="it kills members of the federation store (etcd), which only the federated topology has "
+                  "(run with --nodes-per-cluster N)"),
 ]
 BY_NAME = {f.name: f for f in FAULTS}
