@@ -11,6 +11,7 @@ killed member or a restarted cluster settles in about a second.
     cluster.start()                      # waits until every member is healthy
     cluster.endpoints                    # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
     cluster.kill(0); cluster.restart(0)  # one member
+    cluster.leader()                     # which member leads now (None without quorum)
     cluster.stop_all(); cluster.start_all()
     cluster.wipe()                       # lose everything: a new, empty cluster on the same ports
     cluster.get_prefix("/vxfed/v1/")     # {key: value} through etcdctl
@@ -148,6 +149,26 @@ class EtcdCluster:
         self.kill(i)
         self.start_member(i)
         self.wait_healthy([i], timeout)
+
+    def leader(self) -> int | None:
+        """The index of the member that is the leader now, or None (no quorum, or no answer)."""
+        r = run([*self.ns.prefix(), self.etcdctl, "--endpoints", self.endpoints, "--command-timeout", "2s",
+                 *self._ctl_tls(), "endpoint", "status", "-w", "json"], check=False, timeout=10, env=self._env())
+        try:
+            statuses = json.loads(r.stdout) if r.stdout.strip() else []
+        except ValueError:
+            return None
+        for st in statuses:
+            s = st.get("Status", {})
+            if s.get("leader") and s.get("header", {}).get("member_id") == s.get("leader"):
+                address = st.get("Endpoint", "").split("://")[-1]
+                if address in self.endpoints.split(","):
+                    return self.endpoints.split(",").index(address)
+        return None
+
+    def running(self, i: int) -> bool:
+        proc = self.procs[i]
+        return proc is not None and proc.poll() is None
 
     def stop_all(self) -> None:
         for i in range(self.size):

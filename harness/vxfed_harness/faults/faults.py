@@ -1,9 +1,10 @@
-"""The faults, one function each: inject it on the running two-cluster topology and restart
-what it killed, as an operator or a supervisor (kubelet, systemd) would. Each returns once
-its commands are done; the suite then waits for recovery and measures.
+"""The faults, one function each: inject it on the running topology and restart what it
+killed, as an operator or a supervisor (kubelet, systemd) would. Each returns once its
+commands are done; the suite then waits for recovery and measures.
 
-Node A is "this node" (cluster A); node B is the remote node. Every fault is on node A unless
-its name says remote.
+Node A is "this node" (cluster A's first node); node B is the remote node (cluster B's first).
+Every fault is on node A unless its name says remote. A fault runs on the topologies it lists
+(topologies.py: "demo", "federated"); on another it is refused, with its reason.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
-from ..proc import PartUnavailable, run
-from ..twocluster.vxfed import VxfedVariant
+from ..proc import PartUnavailable
+from . import etcd_faults
+from .topologies import DEMO, FEDERATED, FaultTopology
 
 CHURN_PODS = 20
 
@@ -29,16 +31,25 @@ class Fault:
     inject: Callable[["FaultContext"], None]
     hitless: bool                 # the issue's goal: zero loss
     max_gap_ms: float | None = None   # the issue's goal on the longest gap, when not hitless
+    topologies: tuple[str, ...] = (DEMO, FEDERATED)
+    why_not: str = ""             # why it does not apply to the other topologies
+
+    def refusal(self, topology: FaultTopology) -> Optional[str]:
+        """None when the fault applies to the topology, else a sentence naming both and why."""
+        if topology.kind in self.topologies:
+            return None
+        return f"fault {self.name} does not apply to {topology.describe()}: {self.why_not}"
 
 
 class FaultContext:
-    def __init__(self, variant: VxfedVariant, progress: Callable[[str], None], churn_pods: int = CHURN_PODS):
-        self.v = variant
-        self.a = variant.vx_nodes["a"]
-        self.b = variant.vx_nodes["b"]
+    def __init__(self, topology: FaultTopology, progress: Callable[[str], None], churn_pods: int = CHURN_PODS):
+        self.t = topology
+        self.a = topology.node_a
+        self.b = topology.node_b
         self.progress = progress
         self.churn_pods = churn_pods
         self.notes: list[str] = []
+        self.observed: dict = {}      # figures a fault measures itself, into its JSON object
 
 
 def vxfedd_sigkill(ctx: FaultContext) -> None:
@@ -109,22 +120,16 @@ def underlay_flap(ctx: FaultContext) -> None:
 
 
 def pod_churn(ctx: FaultContext) -> None:
-    """churn_pods pods added on both nodes through the CNI plugin while the measured pods talk,
-    then removed (DEL) and their namespaces deleted."""
-    v = ctx.v
+    """churn_pods pods added on every node through the CNI plugin while the measured pods
+    talk, then removed (DEL) and their namespaces deleted."""
     added = []
-    for c in v.plan.clusters:
-        for i in range(ctx.churn_pods):
-            short = f"ch{c.name.upper()}{i}"
-            ns = v.topo.netns(short)
-            cid = f"vxfault-{v.topo.suffix}-{short.lower()}"
-            v._cni(c, "ADD", cid, ns.path, "eth0", short)
-            added.append((c, cid, ns, short))
-    for c, cid, ns, short in added:
-        v._cni(c, "DEL", cid, ns.path, "eth0", short)
-    for c, cid, ns, short in added:
-        run(["ip", "netns", "del", ns.name], check=False)
-        v.topo.namespaces.remove(ns)
+    try:
+        for label, node in ctx.t.nodes().items():
+            for i in range(ctx.churn_pods):
+                added.append(ctx.t.add_pod(node, f"ch{label.upper()}{i}"))
+    finally:
+        for pod in added:
+            ctx.t.delete_pod(pod)
 
 
 STATE_TMPFS_BYTES = 8 << 20     # node A's state dir is a tmpfs this big (FaultSuite.up), so it can fill
@@ -158,13 +163,9 @@ def state_disk_full(ctx: FaultContext) -> None:
     error naming the state dir; vxfedd SIGKILLed and restarted on the full disk must come back
     with everything it stored; once the space is back the same two changes succeed (and are
     undone, so that the state after recovery compares with before)."""
-    a, v = ctx.a, ctx.v
-    state_dir = str(a.dir / "state")
-    filler = a.dir / "state" / "fault-filler"
-    c = next(c for c in v.plan.clusters if v.vx_nodes[c.name] is a)
-    short = "dfA"
-    ns = v.topo.netns(short)
-    cid = f"vxfault-{v.topo.suffix}-{short.lower()}"
+    a, t = ctx.a, ctx.t
+    state_dir = str(t.state_dir_a())
+    filler = t.state_dir_a() / "fault-filler"
     network = ["add-network", "faultd", "--subnet", "10.247.0.0/24", "--vni", "1998"]
     problems = []
 
@@ -180,7 +181,7 @@ def state_disk_full(ctx: FaultContext) -> None:
             problems.append("add-network succeeded on a full state dir")
         refused("add-network", res.stdout + res.stderr)
         try:
-            v._cni(c, "ADD", cid, ns.path, "eth0", short)
+            t.delete_pod(t.add_pod(a, "dfA"))
             problems.append("CNI ADD succeeded on a full state dir")
         except PartUnavailable as exc:
             refused("CNI ADD", str(exc))
@@ -195,12 +196,9 @@ def state_disk_full(ctx: FaultContext) -> None:
     if res.returncode != 0:
         problems.append(f"add-network refused with space back: {(res.stdout + res.stderr).strip()[-300:]}")
     try:
-        v._cni(c, "ADD", cid, ns.path, "eth0", short)
+        t.delete_pod(t.add_pod(a, "dfA"))
     except PartUnavailable as exc:
         problems.append(f"CNI ADD refused with space back: {exc}")
-    v._cni(c, "DEL", cid, ns.path, "eth0", short)
-    run(["ip", "netns", "del", ns.name], check=False)
-    v.topo.namespaces.remove(ns)
     a.vxfedd.ctl("remove-network", "faultd")
     if problems:
         raise AssertionError("; ".join(problems))
@@ -218,8 +216,13 @@ FAULTS = [
     Fault("remote_dataplane_sigkill", "the remote node's vxfed-dataplane SIGKILL + restart",
           remote_dataplane_sigkill, hitless=False),
     Fault("underlay_flap", "node A's underlay link down 2 s, up", underlay_flap, hitless=False),
-    Fault("pod_churn", "pods added and removed on both nodes (CNI ADD/DEL)", pod_churn, hitless=True),
+    Fault("pod_churn", "pods added and removed on every node (CNI ADD/DEL)", pod_churn, hitless=True),
     Fault("state_disk_full", "node A's state dir full: a network and a pod refused, vxfedd SIGKILL + restart; "
           "space back, both succeed", state_disk_full, hitless=True),
+    Fault("etcd_member_kills", "etcd members SIGKILLed one by one (quorum kept, then lost), held, restarted: "
+          "store operations refused while quorum is lost, nothing changed after", etcd_faults.etcd_member_kills,
+          hitless=True, topologies=(FEDERATED,),
+          why_not="it kills members of the federation store (etcd), which only the federated topology has "
+                  "(run with --nodes-per-cluster N)"),
 ]
 BY_NAME = {f.name: f for f in FAULTS}

@@ -1,35 +1,37 @@
-"""The fault suite: the two-cluster demo topology (vxfed variant, two pods per cluster), four
-probe streams between the clusters' pods (A0->B0, B0->A0, A1->B1, B1->A1; stream.py), and the
-faults of faults.py injected one at a time with recovery between. Per fault: what the pods saw
+"""The fault suite: a two-cluster topology (topologies.py: the demo's, or the federated one
+with N nodes per cluster and a three-member etcd; two pods per cluster), four probe streams
+between the clusters' pods (A0->B0, B0->A0, A1->B1, B1->A1; stream.py), and the faults of
+faults.py injected one at a time with recovery between. Per fault: what the pods saw
 (analysis.py), how long until everything was back, and whether the state after recovery equals
 the state before.
 
-Recovery of a fault: every node's vxfedd reports its dataplane ready and its BGP peer
-Established, the state of both nodes
-(VNIs, endpoints, routes with their source, the dataplane's own tables) equals the state before
-the fault, and every probe has received a datagram within the last 0.3 s. recovered_s is from
-the start of the injection to the later of that moment and the first datagram after the last
-loss (traffic flowing again).
+Recovery of a fault: every node's vxfedd reports its dataplane ready and its BGP peers
+Established (and, with the federation store, that the store answers), the state of every node
+(VNIs, endpoints, routes with their source, the dataplane's own tables) and of the store (VNIs,
+node blocks, memberships: topologies.store_view) equals the state before the fault, and every
+probe has received a datagram within the last 0.3 s. recovered_s is from the start of the
+injection to the later of that moment and the first datagram after the last loss (traffic
+flowing again).
 """
 
 from __future__ import annotations
 
 import array
+import json
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 from ..dataplane import canonical_tables
 from ..env import SOURCE_DIR
 from ..proc import PartUnavailable
-from ..twocluster import plan as plan_mod
-from ..twocluster.vxfed import VxfedVariant
 from . import analysis, ping_probe, stream, tcp_probe
-from .faults import FAULTS, STATE_TMPFS_BYTES, Fault, FaultContext
+from .faults import STATE_TMPFS_BYTES, Fault, FaultContext
+from .topologies import FEDERATED, make_topology
 
 PROBE_PAIRS = [("a", 0, "b", 0), ("b", 0, "a", 0), ("a", 1, "b", 1), ("b", 1, "a", 1)]
 SETTLE_S = 1.0          # measured after recovery, before the window closes
@@ -45,7 +47,12 @@ class Options:
     baseline_s: float = 5.0
     ping: bool = False      # the ping-pong probe too (latency per fault; ping_probe.py)
     tcp: bool = False       # the TCP probe too (throughput dip, retransmits; tcp_probe.py)
+    nodes_per_cluster: Optional[int] = None   # None: the demo topology; N: the federated one
     progress: Callable[[str], None] = print
+
+
+class FaultNotApplicable(ValueError):
+    """A fault asked for on a topology it does not apply to (Fault.refusal says why)."""
 
 
 @dataclass
@@ -78,8 +85,9 @@ class FaultSuite:
     def __init__(self, opts: Options):
         self.opts = opts
         self.progress = opts.progress
-        self.plan = plan_mod.make_plan(9000, 2)
-        self.v = VxfedVariant(self.plan, build_dir=opts.build_dir, source_dir=SOURCE_DIR, progress=self.progress)
+        self.t = make_topology(opts.nodes_per_cluster, opts.build_dir, SOURCE_DIR, self.progress)
+        self.v = self.t.v
+        self.plan = self.t.plan
         self.probe_dir = self.v.workdir() / "probes"
         self.probe_dir.mkdir(parents=True, exist_ok=True)
         self.probes: list[Probe] = []
@@ -94,12 +102,12 @@ class FaultSuite:
     def up(self) -> None:
         # Node A's state dir on a small tmpfs of its own, so that the state_disk_full fault can
         # fill it without touching the machine's disk (unmounted after the node has stopped).
-        state = self.v.workdir() / self.plan.a.node_short / "state"
+        state = self.t.state_dir_a()
         state.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={STATE_TMPFS_BYTES},mode=0700", "tmpfs", str(state)],
                        check=True)
         self.v.topo.on_close("state tmpfs", lambda: subprocess.run(["umount", "-l", str(state)], check=False))
-        self.v.up()
+        self.t.up()
         for i, (sc, si, dc, di) in enumerate(PROBE_PAIRS):
             src, dst = self.v.pods[sc][si], self.v.pods[dc][di]
             self.probes.append(Probe(f"{src.name}->{dst.name}", i, src, dst))
@@ -152,13 +160,24 @@ class FaultSuite:
 
     # ------------------------------------------------------------ the run
     def state(self) -> dict:
-        return {c: node_state(n) for c, n in self.v.vx_nodes.items()}
+        out = {label: node_state(n) for label, n in self.t.nodes().items()}
+        if self.t.kind == FEDERATED:
+            out["store"] = self.t.store_state()
+        return out
 
     def ready(self) -> bool:
-        """Every vxfedd reports its dataplane ready and every BGP peer Established."""
-        for n in self.v.vx_nodes.values():
-            if n.vxfedd.ctl("status", timeout=10).returncode != 0:
+        """Every vxfedd reports its dataplane ready, every BGP peer Established and, with the
+        federation store, that the store answers."""
+        for n in self.t.nodes().values():
+            r = n.vxfedd.ctl("--json", "status", timeout=10)
+            if r.returncode != 0:
                 return False
+            if self.t.kind == FEDERATED:
+                try:
+                    if not json.loads(r.stdout).get("federation_available"):
+                        return False
+                except ValueError:
+                    return False
             try:
                 peers = n.vxfedctl("peers").get("peers", [])
             except (RuntimeError, ValueError, subprocess.SubprocessError):
@@ -176,8 +195,11 @@ class FaultSuite:
                                     "state_equal": True, "hitless_goal": True}
 
     def run_fault(self, f: Fault) -> None:
+        refusal = f.refusal(self.t)
+        if refusal:
+            raise FaultNotApplicable(refusal)
         before = self.state()
-        ctx = FaultContext(self.v, self.progress, churn_pods=self.opts.churn_pods)
+        ctx = FaultContext(self.t, self.progress, churn_pods=self.opts.churn_pods)
         self.progress(f"faults: {f.name}: {f.what}")
         t0 = time.time()
         error = None
@@ -192,8 +214,7 @@ class FaultSuite:
         deadline = time.monotonic() + self.opts.recovery_timeout
         while time.monotonic() < deadline:
             try:
-                self.v.vx_nodes["a"].check_alive()
-                self.v.vx_nodes["b"].check_alive()
+                self.t.check_alive()
             except PartUnavailable as exc:
                 error = error or str(exc)[:400]
                 break
@@ -215,6 +236,9 @@ class FaultSuite:
             "state_equal": after == before,
             "state_diff": None if after == before else diff(before, after),
             "error": error, "notes": ctx.notes}
+        clash = set(ctx.observed) & set(self.results[f.name])
+        assert not clash, f"{f.name}: observed figures {clash} would overwrite the suite's"
+        self.results[f.name].update(ctx.observed)
         time.sleep(QUIET_S)
 
     def stop_probes(self) -> None:
@@ -275,11 +299,15 @@ class FaultSuite:
 
     def close(self) -> None:
         self.stop_probes()
-        self.v.close()
+        self.t.close()
 
 
 def goal_met(r: dict) -> bool:
+    """Nothing misdelivered, the state equal, recovered, the injection's own checks passed
+    (no error, no shortfall it measured), and the fault's loss or gap goal."""
     if r["misdelivered"] or not r["state_equal"] or r["recovered_s"] is None:
+        return False
+    if r.get("error") or r.get("goal_shortfalls"):
         return False
     if r.get("hitless_goal"):
         return r["lost"] == 0
