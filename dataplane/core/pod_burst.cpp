@@ -20,8 +20,9 @@ namespace {
 
 // ICMP fragmentation-needed (RFC 792 / 1191) from the gateway to the pod, quoting the IP
 // header and first 8 payload bytes of m (which the caller then frees).
+// `mtu`: the largest inner packet that fits (the network's, or the path's toward the VTEP).
 [[gnu::noinline]] bool frag_needed(const NetworkEntry& net, const PodPortEntry& pod, rte_mbuf* m,
-                        const PodFrame& f, std::uint16_t port, TxStage& tx, WorkerCounters& c) {
+                        const PodFrame& f, std::uint32_t mtu, std::uint16_t port, TxStage& tx, WorkerCounters& c) {
   rte_mbuf* r = rte_pktmbuf_alloc(m->pool);
   if (!r) return false;
   const std::uint32_t quote_max = rte_pktmbuf_data_len(m) - sizeof(EthernetHeader);
@@ -49,13 +50,36 @@ namespace {
   IcmpHeader icmp{};
   icmp.type = kIcmpDestUnreachable;
   icmp.code = kIcmpCodeFragNeeded;
-  icmp.next_hop_mtu_be = to_be16(net.mtu);
+  icmp.next_hop_mtu_be = to_be16(static_cast<std::uint16_t>(mtu));
   std::memcpy(icmp_at, &icmp, sizeof(icmp));
   std::memcpy(icmp_at + sizeof(icmp), rte_pktmbuf_mtod_offset(m, const std::uint8_t*, sizeof(EthernetHeader)), quote);
   const std::uint16_t sum = ipv4_checksum(icmp_at, sizeof(icmp) + quote);
   icmp.checksum_be = to_be16(sum);
   std::memcpy(icmp_at, &icmp, sizeof(icmp));
   tx.stage(port, r, c);
+  return true;
+}
+
+// A packet toward VTEP v when the underlay told us of a smaller path toward it (path_mtu.hpp):
+// false when it fits (or nothing was learned); true when it was answered like a packet over
+// the network MTU — ICMP fragmentation-needed naming the inner size that fits the path, or
+// dropped without DF — and consumed. Called only while some path MTU is in force.
+[[gnu::noinline]] bool over_path_mtu(const ForwardingTables& t, const PodPortEntry& pod, const VtepEntry& v,
+                                     rte_mbuf* m, std::uint16_t rx_port, TxStage& tx, WorkerCounters& c) {
+  const std::uint16_t outer_mtu = t.path_mtus()->lookup(v.ip_be);
+  if (outer_mtu == 0) return false;
+  const std::uint32_t mtu = outer_mtu - kVxlanOverhead;  // outer_mtu >= 552: positive
+  const PodFrame f = parse_pod_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m));
+  if (f.kind != FrameKind::Ipv4 || f.ip_total_len <= mtu || gso_segments_fit(m, mtu)) return false;
+  if (!f.dont_fragment) {
+    drop(m, DropReason::PathTooBigNoDf, rx_port, c);
+    return true;
+  }
+  if (!frag_needed(t.network(pod.network), pod, m, f, mtu, rx_port, tx, c)) {
+    drop(m, DropReason::MbufAllocFailed, rx_port, c);
+    return true;
+  }
+  drop(m, DropReason::PathTooBigDf, rx_port, c);
   return true;
 }
 
@@ -116,11 +140,12 @@ template <typename CopyConstant>
 
 // Encapsulation of a packet the reference parser took (IPv4 with options, ICMP, fragments):
 // the same headers as the fast path's.
-[[gnu::always_inline]] inline void encap(const ForwardingTables& t, const NetworkEntry& net, const NextHopGroup& g,
-                                         rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port, TxStage& tx,
-                                         WorkerCounters& c) {
+[[gnu::always_inline]] inline void encap(const ForwardingTables& t, const PodPortEntry& pod, const NetworkEntry& net,
+                                         const NextHopGroup& g, rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port,
+                                         TxStage& tx, WorkerCounters& c) {
   const std::uint32_t hash = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
   const VtepEntry& v = t.vtep(t.pick(g, hash));
+  if (t.path_mtus() && t.path_mtus()->any() && over_path_mtu(t, pod, v, m, rx_port, tx, c)) [[unlikely]] return;
   const std::uint64_t nb = t.neighbors().read(v.neighbor_slot);
   if (!(nb & NeighborCache::kValid)) [[unlikely]] return drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
   std::uint32_t frame_len;
@@ -143,7 +168,7 @@ template <typename CopyConstant>
   if (f.dst_ip_be == net.gateway_ip_be) [[unlikely]] return drop(m, DropReason::ToGateway, rx_port, c);
   if (f.ip_total_len > net.mtu && !gso_segments_fit(m, net.mtu)) [[unlikely]] {
     if (!f.dont_fragment) return drop(m, DropReason::TooBigNoDf, rx_port, c);
-    if (!frag_needed(net, pod, m, f, rx_port, tx, c)) return drop(m, DropReason::MbufAllocFailed, rx_port, c);
+    if (!frag_needed(net, pod, m, f, net.mtu, rx_port, tx, c)) return drop(m, DropReason::MbufAllocFailed, rx_port, c);
     return drop(m, DropReason::TooBigDf, rx_port, c);
   }
   const Destination d = t.resolve(pod.network, f.dst_ip_be);
@@ -156,7 +181,7 @@ template <typename CopyConstant>
     return tx.stage(ep->port, m, c);
   }
   if (!d.group) [[unlikely]] return drop(m, DropReason::NoRoute, rx_port, c);
-  encap(t, net, *d.group, m, f, rx_port, tx, c);
+  encap(t, pod, net, *d.group, m, f, rx_port, tx, c);
 }
 
 // Everything the fast path did not take: ARP, IPv4 with options, and what gets dropped.
@@ -188,6 +213,7 @@ struct PodBurstFacts {
   const VtepEntry* vteps;
   const std::uint32_t* group_slots;
   const std::atomic<std::uint64_t>* neighbor_words;
+  const PathMtuCache* path_mtus;     // null unless some path MTU is in force (then every packet is checked)
   wire::MacAddress gateway_mac;
   std::uint64_t tag_flags;           // the tables' UnderlayTag
   const std::uint16_t* tci_of_tos;
@@ -388,6 +414,7 @@ struct PodBurstTotals {
       continue;
     }
     if (vtep[i]) [[likely]] {
+      if (k.path_mtus && over_path_mtu(tables, pod, *vtep[i], m, rx_port, tx, counters)) [[unlikely]] continue;
       batch.add(tables, k, *vtep[i], m, hash[i], rx_port, counters);
     } else if (const EndpointEntry* ep = local[i]) {
       set_macs(m, ep->mac, k.gateway_mac);
@@ -421,16 +448,18 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   const NetworkEntry& net = tables.network(pod->network);
   const PodBurstFacts k{pod->network, pod->ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
                         tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
-                        tables.neighbors().words(), net.gateway_mac, tables.underlay_tag().tx_flags,
+                        tables.neighbors().words(),
+                        tables.path_mtus() && tables.path_mtus()->any() ? tables.path_mtus() : nullptr,
+                        net.gateway_mac, tables.underlay_tag().tx_flags,
                         tables.underlay_tag().tci_of_tos.data()};
   EncapBatch batch;
   PodBurstTotals totals;
   std::uint16_t done = 0;
   const std::uint64_t* t24 = tables.lpm().tbl24();
   // One pass when the first and last packets go to the same destination (it has a route,
-  // and is not the gateway); the general passes otherwise.
+  // and is not the gateway) and no path MTU is in force; the general passes otherwise.
   const rte_mbuf* last = pkts[n - 1];
-  if (t24 && rte_pktmbuf_data_len(pkts[0]) >= kPodFastMinFirst && rte_pktmbuf_data_len(last) >= kPodFastMinFirst) {
+  if (t24 && !k.path_mtus && rte_pktmbuf_data_len(pkts[0]) >= kPodFastMinFirst && rte_pktmbuf_data_len(last) >= kPodFastMinFirst) {
     const std::uint32_t dst = pod_fast_dst(rte_pktmbuf_mtod(pkts[0], const std::uint8_t*));
     if (dst == pod_fast_dst(rte_pktmbuf_mtod(last, const std::uint8_t*)) && dst != k.gateway_ip_be) {
       const Destination d =

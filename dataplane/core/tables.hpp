@@ -43,6 +43,7 @@
 #include "dataplane/core/lpm_table.hpp"
 #include "dataplane/core/mapped_memory.hpp"
 #include "dataplane/core/neighbor_cache.hpp"
+#include "dataplane/core/path_mtu.hpp"
 #include "dataplane/core/rcu_map.hpp"
 #include "dataplane/core/reclaimer.hpp"
 #include "dataplane/core/underlay_tag.hpp"
@@ -63,6 +64,9 @@ struct BuildContext {
   // nullopt: unknown interface (the endpoint is refused).
   std::function<std::optional<std::uint16_t>(const std::string& iface)> port_for_iface;
   NeighborCache* neighbors = nullptr;     // required: every VTEP gets a slot
+  // Path MTUs toward VTEPs learned from the underlay's ICMP (path_mtu.hpp); null: none are
+  // learned and the encapsulation checks the network MTU only.
+  PathMtuCache* path_mtus = nullptr;
   VniCounterSlots* vni_slots = nullptr;   // required: every network gets a counter slot
   // Static underlay neighbours of the node (--static-neighbor), in force where the tables'
   // own `neighbors` do not name the address.
@@ -203,6 +207,7 @@ class ForwardingTables {
   std::uint16_t uplink_port() const { return uplink_port_; }
   std::uint32_t underlay_mtu() const { return underlay_mtu_; }
   NeighborCache& neighbors() const { return *neighbors_; }
+  PathMtuCache* path_mtus() const { return path_mtus_; }
   const UnderlayTag& underlay_tag() const { return underlay_tag_; }
 
   // ---- hot-path lookups (inline, no allocation; valid until the reader's next quiescent point) ----
@@ -348,6 +353,7 @@ class ForwardingTables {
   std::uint16_t uplink_port_ = 0;
   std::uint32_t underlay_mtu_ = 0;
   NeighborCache* neighbors_ = nullptr;
+  PathMtuCache* path_mtus_ = nullptr;
   UnderlayTag underlay_tag_;
 
   // ---- read by workers ----

@@ -613,6 +613,7 @@ Result<std::unique_ptr<ForwardingTables>> ForwardingTables::create(const v1::Tab
   t->uplink_port_ = context.uplink_port;
   t->underlay_mtu_ = context.underlay_mtu;
   t->neighbors_ = context.neighbors;
+  t->path_mtus_ = context.path_mtus;
   t->underlay_tag_ = context.underlay_tag;
   for (const auto& [ip, mac] : context.default_neighbors) t->default_neighbors_.emplace(ip, mac);
   auto change = plan_snapshot(*t, tables, context);

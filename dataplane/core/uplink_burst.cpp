@@ -1,7 +1,9 @@
 // Uplink bursts: VXLAN from remote VTEPs, decapsulated to this node's pods; ARP for the
-// VTEP address and from underlay neighbours (see pipeline.hpp for what happens to which packet).
+// VTEP address and from underlay neighbours; the underlay's ICMP fragmentation-needed (see
+// pipeline.hpp for what happens to which packet).
 #include <cstring>
 
+#include "dataplane/core/icmp_parse.hpp"
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
@@ -118,7 +120,19 @@ namespace {
   drop(m, DropReason::VniNotAllowedForVtep, port, c);
 }
 
-// Everything the fast path did not take: ARP, NIC-flagged checksums, malformed packets.
+// ICMP to our VTEP: a fragmentation-needed about a VXLAN packet we sent toward a known VTEP
+// lowers the path MTU toward it (path_mtu.hpp); anything else is counted and dropped.
+[[gnu::noinline]] void uplink_icmp(const ForwardingTables& t, rte_mbuf* m, const UnderlayIcmp& icmp,
+                                   WorkerCounters& c) {
+  const std::uint16_t port = t.uplink_port();
+  PathMtuCache* path_mtus = t.path_mtus();
+  if (icmp.kind != UnderlayIcmp::Kind::FragNeeded || !path_mtus || !t.vtep_index(icmp.vtep_ip_be))
+    return drop(m, DropReason::IcmpIgnored, port, c);
+  path_mtus->learn(icmp.vtep_ip_be, icmp.mtu, static_cast<std::uint16_t>(t.underlay_mtu()));
+  drop(m, DropReason::IcmpFragNeededLearned, port, c);
+}
+
+// Everything the fast path did not take: ARP, ICMP, NIC-flagged checksums, malformed packets.
 [[gnu::noinline]] void uplink_slow(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
   UplinkParseOptions opt;
@@ -139,6 +153,8 @@ namespace {
     if ((dst[0] & 0x01) == 0 && std::memcmp(dst, t.uplink_mac().data(), 6) != 0)
       return drop(m, DropReason::NotOurMac, port, c);
   }
+  const UnderlayIcmp icmp = parse_underlay_icmp(first_segment(m), rte_pktmbuf_pkt_len(m), t.local_vtep_ip_be());
+  if (icmp.kind != UnderlayIcmp::Kind::NotIcmp) return uplink_icmp(t, m, icmp, c);
   const UplinkFrame f = parse_uplink_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m), opt);
   if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
   if (f.kind != FrameKind::Vxlan) return drop(m, f.drop, port, c);

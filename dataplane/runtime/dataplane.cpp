@@ -184,6 +184,7 @@ Status Dataplane::run(const std::atomic<bool>& stop) {
     reclaimer_->poll();
     check_capture();  // after the reclaimer: a detached pod's port may be reused by the next request
     arp_->tick(std::chrono::steady_clock::now());
+    tick_path_mtus();
   }
   spdlog::info("stopping");
   stop_workers();
@@ -219,6 +220,7 @@ BuildContext Dataplane::build_context() const {
   ctx.uplink_port = ports_->uplink();
   ctx.underlay_tag = options_.parsed.underlay_tag;
   ctx.neighbors = const_cast<NeighborCache*>(&neighbors_);
+  ctx.path_mtus = const_cast<PathMtuCache*>(&path_mtus_);
   ctx.vni_slots = const_cast<VniCounterSlots*>(&vni_slots_);
   ctx.default_neighbors = default_neighbors_;
   const auto& eps = ports_->endpoint_ports();
@@ -538,7 +540,41 @@ std::string Dataplane::counters_text() const {
   }
   s << "  drops total: " << total << " (" << kDropReasonCount << " reasons; zeros not shown)\n";
   s << "  arp requests sent: " << arp_->requests_sent() << "\n";
+  for (const auto& e : path_mtus_.exceptions())
+    s << "  path mtu toward " << net::Ipv4Addr::from_network(e.vtep_ip_be).str() << ": " << e.mtu << " (expires in "
+      << e.expires_in_s << " s)\n";
   return s.str();
+}
+
+void Dataplane::tick_path_mtus() {
+  const auto now_s = static_cast<std::uint32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
+  if (now_s == path_mtu_tick_s_) return;
+  path_mtu_tick_s_ = now_s;
+  path_mtus_.tick(now_s);
+  // The log names every change of the set (a new or lowered path MTU, one expired), not its
+  // countdown.
+  auto now = path_mtus_.exceptions();
+  auto key = [](const std::vector<PathMtuCache::Exception>& v) {
+    std::vector<std::pair<std::uint32_t, std::uint16_t>> k;
+    for (const auto& e : v) k.emplace_back(e.vtep_ip_be, e.mtu);
+    std::sort(k.begin(), k.end());
+    return k;
+  };
+  const auto before = key(path_mtus_logged_), after = key(now);
+  if (before == after) return;
+  for (const auto& [ip, mtu] : after)
+    if (!std::binary_search(before.begin(), before.end(), std::make_pair(ip, mtu)))
+      spdlog::warn("path MTU toward VTEP {} is {} (an underlay router's ICMP fragmentation-needed): pod packets over "
+                   "{} bytes toward it are answered with fragmentation-needed for {} for {} s",
+                   net::Ipv4Addr::from_network(ip).str(), mtu, mtu - wire::kVxlanOverhead, mtu - wire::kVxlanOverhead,
+                   PathMtuCache::kLifetimeSeconds);
+  for (const auto& [ip, mtu] : before) {
+    const bool still = std::any_of(after.begin(), after.end(), [&](const auto& a) { return a.first == ip; });
+    if (!still) spdlog::info("path MTU toward VTEP {} back to the underlay's {} (the lowered {} expired)",
+                             net::Ipv4Addr::from_network(ip).str(), options_.mtu, mtu);
+  }
+  path_mtus_logged_ = std::move(now);
 }
 
 }  // namespace vxfed::dataplane

@@ -85,6 +85,11 @@ class Dataplane {
   std::set<std::string> detach_pending_;         // ifaces to detach once no worker polls them
   NeighborCache neighbors_;
   VniCounterSlots vni_slots_;
+  PathMtuCache path_mtus_;                       // learned by workers from the underlay's ICMP
+  std::uint32_t path_mtu_tick_s_ = ~0u;          // the last second path_mtus_ was ticked
+  std::vector<PathMtuCache::Exception> path_mtus_logged_;  // what the log last said
+  // Once a second: expires path MTUs and logs what changed (control thread).
+  void tick_path_mtus();
   std::vector<WorkerCounters*> counters_;
   std::vector<TxStage*> stages_;
   std::vector<std::unique_ptr<WorkerContext>> contexts_;

@@ -208,6 +208,90 @@ TEST_F(PacketFlow, UnresolvedNeighbourIsWantedThenLearnedFromArp) {
   EXPECT_EQ(take_all()[kUplink].size(), 1u);
 }
 
+// An underlay router's ICMP fragmentation-needed, answering an outer packet we sent (the
+// frame as it left the uplink): from `router` to our VTEP, quoting the outer IPv4 header and
+// its 8 UDP bytes (what RFC 792 routers quote at least).
+Bytes router_frag_needed(const Bytes& our_outer_frame, std::uint16_t mtu, std::uint32_t router = ip("198.18.0.254")) {
+  Bytes icmp = {3, 4, 0, 0, 0, 0, static_cast<std::uint8_t>(mtu >> 8), static_cast<std::uint8_t>(mtu)};
+  icmp.insert(icmp.end(), our_outer_frame.begin() + 14, our_outer_frame.begin() + 14 + 28);
+  const std::uint16_t c = checksum(icmp.data(), icmp.size());
+  icmp[2] = c >> 8;
+  icmp[3] = c & 0xff;
+  const Mac router_mac = {0x02, 0, 0, 0, 0xfe, 0x01};
+  return ethernet(kUplinkMac, router_mac, 0x0800, ipv4(router, ip("198.18.0.1"), 1, icmp));
+}
+Bytes pod_udp(std::uint32_t dst, std::size_t ip_total, bool df) {
+  return ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                  ipv4(ip("10.244.1.10"), dst, 17, udp(7, 80, payload(ip_total - 28)), Ipv4Opts{.df = df}));
+}
+std::uint16_t icmp_mtu(const Bytes& b) { return static_cast<std::uint16_t>(b[14 + 20 + 6] << 8 | b[14 + 20 + 7]); }
+
+TEST_F(PacketFlow, UnderlayFragNeededLowersThePathMtuTowardThatVtepOnly) {
+  auto run = [&](std::uint16_t port, const std::vector<Bytes>& frames) { PacketFlow::run(port, frames, jumbo_pool()); };
+  const std::uint32_t to_202 = ip("10.245.1.1");  // route -> 198.18.0.2
+  const std::uint32_t to_203_or_204 = ip("10.245.7.20");
+  run(kPod1, {pod_udp(to_202, 3000, true)});
+  auto out = take_all();
+  ASSERT_EQ(out[kUplink].size(), 1u) << "3000 bytes fit the network MTU: encapsulated";
+  const Bytes sent = out[kUplink][0];
+
+  // ICMP that must not count: quoting a packet that is not ours, and a next-hop MTU of 0.
+  Bytes not_ours = sent;
+  not_ours[14 + 12 + 3] ^= 1;  // the quoted source is another VTEP's
+  run(kUplink, {router_frag_needed(not_ours, 1500), router_frag_needed(sent, 0)});
+  EXPECT_TRUE(take_all().empty());
+  EXPECT_EQ(drops(DropReason::IcmpIgnored), 2u);
+  EXPECT_FALSE(node_.path_mtus.any());
+
+  // The router's answer to our packet: the path toward 198.18.0.2 is 1500.
+  run(kUplink, {router_frag_needed(sent, 1500)});
+  EXPECT_TRUE(take_all().empty()) << "consumed";
+  EXPECT_EQ(drops(DropReason::IcmpFragNeededLearned), 1u);
+  EXPECT_EQ(node_.path_mtus.lookup(htonl(ip("198.18.0.2"))), 1500);
+
+  // With DF: fragmentation-needed to the pod for the inner size that fits (1500 - 50).
+  const Bytes big_df = pod_udp(to_202, 3000, true);
+  run(kPod1, {big_df});
+  out = take_all();
+  ASSERT_EQ(out[kPod1].size(), 1u);
+  EXPECT_TRUE(out[kUplink].empty());
+  EXPECT_EQ(out[kPod1][0][14 + 20], 3);
+  EXPECT_EQ(out[kPod1][0][14 + 21], 4);
+  EXPECT_EQ(icmp_mtu(out[kPod1][0]), 1450);
+  EXPECT_EQ(drops(DropReason::PathTooBigDf), 1u);
+  // Without DF: dropped and counted. At the path's size: encapsulated. Both in one burst with
+  // the DF one, and alone (the one-destination pass is not taken while a path MTU is in force).
+  run(kPod1, {pod_udp(to_202, 3000, false), pod_udp(to_202, 1450, true), big_df});
+  out = take_all();
+  EXPECT_EQ(out[kUplink].size(), 1u) << "the 1450-byte packet";
+  EXPECT_EQ(out[kPod1].size(), 1u) << "one more fragmentation-needed";
+  EXPECT_EQ(drops(DropReason::PathTooBigNoDf), 1u);
+  EXPECT_EQ(drops(DropReason::PathTooBigDf), 2u);
+  // The slow path (an IPv4 option) takes the same check.
+  const Bytes big_df_options = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+      ipv4(ip("10.244.1.10"), to_202, 17, udp(7, 80, payload(3000 - 32)), Ipv4Opts{.df = true, .ihl = 6}));
+  run(kPod1, {big_df_options});
+  out = take_all();
+  EXPECT_EQ(out[kPod1].size(), 1u);
+  EXPECT_EQ(drops(DropReason::PathTooBigDf), 3u);
+  // Other VTEPs keep the underlay's MTU.
+  run(kPod1, {pod_udp(to_203_or_204, 3000, true)});
+  EXPECT_EQ(take_all()[kUplink].size(), 1u);
+
+  // Below 552 (Linux's floor) is raised to it; a higher answer does not raise the MTU again.
+  run(kUplink, {router_frag_needed(sent, 300)});
+  EXPECT_EQ(node_.path_mtus.lookup(htonl(ip("198.18.0.2"))), 552);
+  run(kUplink, {router_frag_needed(sent, 1500)});
+  EXPECT_EQ(node_.path_mtus.lookup(htonl(ip("198.18.0.2"))), 552);
+  take_all();
+
+  // Ten minutes later the exception is gone and the packet goes out again.
+  node_.path_mtus.tick(dp::PathMtuCache::kLifetimeSeconds + 1);
+  EXPECT_FALSE(node_.path_mtus.any());
+  run(kPod1, {big_df});
+  EXPECT_EQ(take_all()[kUplink].size(), 1u);
+}
+
 TEST_F(PacketFlow, ArpCannotOverrideStaticNeighbour) {
   const Mac evil = {0x02, 0xee, 0, 0, 0, 1};
   run(kUplink, {ethernet(kUplinkMac, evil, 0x0806, arp(2, evil, ip("198.18.0.2"), kUplinkMac, ip("198.18.0.1")))});

@@ -61,6 +61,7 @@ dp::BuildContext Node::context() {
   };
   c.neighbors = &neighbors;
   c.vni_slots = &vni_slots;
+  c.path_mtus = &path_mtus;
   return c;
 }
 

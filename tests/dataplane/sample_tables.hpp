@@ -37,6 +37,7 @@ struct Node {
   explicit Node(std::uint32_t neighbor_slots = 1024) : neighbors(neighbor_slots) {}
   dp::NeighborCache neighbors;
   dp::VniCounterSlots vni_slots;
+  dp::PathMtuCache path_mtus;
   dp::BuildContext context();
   Result<std::unique_ptr<dp::ForwardingTables>> build(const dataplane::v1::Tables& t) {
     return dp::ForwardingTables::create(t, context());

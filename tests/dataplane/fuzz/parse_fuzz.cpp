@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "dataplane/core/flow_hash.hpp"
+#include "dataplane/core/icmp_parse.hpp"
 #include "dataplane/core/parse.hpp"
 #include "dataplane/core/segment.hpp"
 #include "dataplane/core/vnet_parse.hpp"
@@ -75,6 +76,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
          (f.vni != r.vni || f.outer_src_ip_be != r.outer_src_ip_be || f.inner_len != r.inner_len ||
           f.inner_dst_ip_be != r.inner_dst_ip_be || f.inner_ip_total_len != r.inner_ip_total_len)))
       __builtin_trap();
+  }
+  // The underlay ICMP parser: a verdict names a VTEP and a positive MTU; the whole message is
+  // read from the first segment only.
+  for (const auto& span : {whole, head}) {
+    const auto icmp = dp::parse_underlay_icmp(span, static_cast<std::uint32_t>(size), opt.local_vtep_ip_be);
+    if (icmp.kind == dp::UnderlayIcmp::Kind::FragNeeded && (icmp.mtu == 0 || size < 14 + 20 + 8 + 28)) __builtin_trap();
   }
   const auto p = dp::parse_pod_frame(whole, static_cast<std::uint32_t>(size));
   if (p.kind == dp::FrameKind::Ipv4 && p.ip_total_len + 14u > size) __builtin_trap();
