@@ -88,9 +88,22 @@ std::vector<fed::Membership> FederationLink::apply_changes(std::vector<fed::Memb
   return snapshot;
 }
 
-void FederationLink::note_change(Change change) {
+std::uint64_t FederationLink::note_change(Change change) {
   std::lock_guard lock(changes_mutex_);
+  change.id = next_change_++;
   changes_.push_back(std::move(change));
+  return changes_.back().id;
+}
+
+void FederationLink::settle_change(std::uint64_t id) {
+  std::lock_guard lock(changes_mutex_);
+  for (auto& c : changes_)
+    if (c.id == id) c.pending = false;
+}
+
+std::string FederationLink::needs_store(const std::string& network, const std::string& why) const {
+  return "network '" + network + "' needs the federation store, and " + why +
+         " (networks this node has keep working; try again when it is back)";
 }
 
 void FederationLink::saw(const fed::StoreError* error) {
@@ -120,16 +133,22 @@ void FederationLink::saw(const fed::StoreError* error) {
 }
 
 Result<NetworkGrant> FederationLink::join(const NetworkConfig& network, v1::ErrorCode* code) {
+  if (auto it = prefetched_.find(network.name); it != prefetched_.end() && it->second.ask == network) {
+    const NetworkGrant grant = it->second.grant;
+    settle_change(it->second.change);  // the caller stores it in the node's copy now
+    prefetched_.erase(it);
+    if (code) *code = v1::OK;
+    return grant;
+  }
   const auto end = std::chrono::steady_clock::now() + api_budget();
-  const std::string needs = "network '" + network.name + "' needs the federation store, and ";
-  const std::string later = " (networks this node has keep working; try again when it is back)";
   std::unique_lock lock(store_mutex_, std::defer_lock);
   if (!lock.try_lock_until(end)) {
     // The worker is inside a store call that has not come back: the store is slow or has no
-    // quorum. Waiting longer would hold the API (and the CNI plugin) for it.
+    // quorum. Waiting longer would hold the io thread for it.
     if (code) *code = v1::UNAVAILABLE;
-    return make_error(needs + "UNAVAILABLE: federation store " + client_->describe() + " did not answer within " +
-                      std::to_string(api_budget().count()) + " ms (a background call to it is still waiting)" + later);
+    return make_error(needs_store(network.name, "federation store " + client_->describe() +
+                                                    " did not answer within " + std::to_string(api_budget().count()) +
+                                                    " ms (a background call to it is still waiting)"));
   }
   fed::NetworkRequest request{network.name, network.labels, network.pinned_vni, network.subnet, block_length_of(network)};
   fed::CallDeadline deadline(end);
@@ -139,12 +158,83 @@ Result<NetworkGrant> FederationLink::join(const NetworkConfig& network, v1::Erro
   saw(joined ? nullptr : &joined.store_error());
   if (!joined) {
     if (code) *code = api_code(joined.code());
-    if (joined.code() == fed::Code::unavailable) return make_error(needs + joined.error() + later);
+    if (joined.code() == fed::Code::unavailable) return make_error(needs_store(network.name, joined.error()));
     return make_error(joined.error());
   }
   if (code) *code = v1::OK;
   log_->info("federation: network '{}' has VNI {}, this node's block {}", network.name, joined->vni, joined->block);
   return NetworkGrant{joined->vni, joined->pool, joined->block};
+}
+
+namespace {
+
+// One prepare() in flight: answered once, by the worker's outcome or by the timer.
+struct PendingPrepare {
+  PendingPrepare(asio::io_context& io, NetworkAllocator::Prepared done) : timer(io), done(std::move(done)) {}
+  asio::steady_timer timer;
+  NetworkAllocator::Prepared done;
+  bool answered = false;
+};
+
+}  // namespace
+
+void FederationLink::prepare(const NetworkConfig& network, Prepared done) {
+  const auto end = std::chrono::steady_clock::now() + api_budget();
+  auto pending = std::make_shared<PendingPrepare>(io_, std::move(done));
+  pending->timer.expires_at(end);
+  pending->timer.async_wait([this, pending, name = network.name](const boost::system::error_code& ec) {
+    if (ec || pending->answered) return;
+    pending->answered = true;
+    // The worker has not come to it, or its call has not come back: the store is slow or has
+    // no quorum. The request gets its answer now; the worker's, if it comes, is dropped.
+    pending->done(v1::UNAVAILABLE, needs_store(name, "federation store " + client_->describe() +
+                                                         " did not answer within " +
+                                                         std::to_string(api_budget().count()) + " ms"));
+  });
+  worker_->post([this, pending, network, end] {
+    if (std::chrono::steady_clock::now() >= end) return;  // the timer answered
+    fed::NetworkRequest request{network.name, network.labels, network.pinned_vni, network.subnet, block_length_of(network)};
+    std::optional<fed::Membership> joined;
+    Outcome outcome;
+    std::uint64_t change = 0;
+    {
+      std::lock_guard lock(store_mutex_);
+      fed::CallDeadline deadline(end);
+      auto r = store_->join(request, system_unix_ms());
+      outcome = outcome_of(r);
+      if (r) {
+        joined = *r;
+        change = note_change(Change{true, *r, /*pending=*/true, 0});
+      }
+    }
+    asio::post(io_, [this, pending, network, joined, outcome, change] {
+      if (stopped_) return;
+      saw(outcome);
+      if (pending->answered) {
+        // Refused by the timer meanwhile: the node does not take the network, and the next
+        // reconcile leaves the membership the store granted.
+        if (change) settle_change(change);
+        return;
+      }
+      pending->answered = true;
+      pending->timer.cancel();
+      if (outcome) {
+        const auto code = api_code(outcome->code);
+        pending->done(code, outcome->code == fed::Code::unavailable ? needs_store(network.name, outcome->message)
+                                                                    : outcome->message);
+        return;
+      }
+      log_->info("federation: network '{}' has VNI {}, this node's block {}", network.name, joined->vni, joined->block);
+      prefetched_[network.name] = Prefetched{network, NetworkGrant{joined->vni, joined->pool, joined->block}, change};
+      pending->done(v1::OK, {});
+      // Not taken (the request failed on the node, or the network was added meanwhile):
+      // forgotten; the next reconcile leaves the membership unless the node has the network.
+      if (auto it = prefetched_.find(network.name); it != prefetched_.end() && it->second.change == change) {
+        prefetched_.erase(it);
+        settle_change(change);
+      }
+    });
+  });
 }
 
 void FederationLink::left(const std::string& network) {
@@ -252,8 +342,10 @@ void FederationLink::reconcile(const char* why) {
   for (const auto& n : state_->local_networks())
     local.push_back(fed::Membership{n.config.name, n.vni, n.pool, n.config.labels, block_length_of(n.config), n.block});
   {
+    // What the snapshot holds is no longer a change; a join prepare() made that the node has
+    // not stored yet still is.
     std::lock_guard lock(changes_mutex_);
-    changes_.clear();
+    std::erase_if(changes_, [](const Change& c) { return !c.pending; });
   }
   worker_->post([this, why, local = std::move(local)]() mutable {
     auto done = std::make_shared<ReconcileDone>();

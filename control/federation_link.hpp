@@ -6,16 +6,18 @@
 // store.
 //
 // Fail static: networks the node has work from its local copy; only something new needs the
-// store, and gets UNAVAILABLE naming it while it is away. Threads: the background calls run on
-// a StoreWorker, never on the io thread, so a store without quorum cannot hold the API; their
-// results come back to the io thread. join/left (an API request or a config network) run on
-// the io thread, one store user at a time with the worker, within api_budget(): they wait for
-// the worker's call in progress and for the store together at most that long, then refuse with
-// UNAVAILABLE naming the store.
+// store, and gets UNAVAILABLE naming it while it is away. Threads: the store calls run on a
+// StoreWorker, never on the io thread, so a store without quorum cannot hold the API; their
+// results come back to the io thread. An API AddNetwork is prepare()d there (refused with
+// UNAVAILABLE naming the store once api_budget() has passed), and its join() takes the grant
+// fetched. join() without a prepare() (config networks at start, reload, the retry after a
+// reconnect) and left() call the store from the io thread, one store user at a time with the
+// worker, within api_budget() for the wait and the calls together (left() does not wait).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,6 +59,9 @@ class FederationLink final : public NetworkAllocator {
 
   Result<NetworkGrant> join(const NetworkConfig& network, v1::ErrorCode* code) override;
   void left(const std::string& network) override;
+  // The store's join on the worker; `done` on the io thread with its outcome, or UNAVAILABLE
+  // once api_budget() has passed (the worker busy with a call that does not come back).
+  void prepare(const NetworkConfig& network, Prepared done) override;
 
   bool available() const { return available_; }
   std::string describe() const { return client_->describe(); }
@@ -77,6 +82,8 @@ class FederationLink final : public NetworkAllocator {
   struct Change {
     bool joined = false;
     federation::Membership membership;   // joined: what the store granted; left: the name
+    bool pending = false;                // joined by prepare(), not in the node's copy yet
+    std::uint64_t id = 0;
   };
   static std::vector<federation::Membership> apply_changes(std::vector<federation::Membership> snapshot,
                                                            const std::vector<Change>& changes);
@@ -95,7 +102,9 @@ class FederationLink final : public NetworkAllocator {
   void reconcile(const char* why);
   void schedule_keep_alive();
   void schedule_reconcile();
-  void note_change(Change change);
+  std::uint64_t note_change(Change change);
+  void settle_change(std::uint64_t id);   // a pending join is in the node's copy, or never will be
+  std::string needs_store(const std::string& network, const std::string& why) const;
 
   boost::asio::io_context& io_;
   Config::Federation settings_;
@@ -113,11 +122,19 @@ class FederationLink final : public NetworkAllocator {
   const char* reconcile_again_ = nullptr;  // asked for meanwhile: runs when it is done
   std::uint64_t cluster_id_ = 0;
   Stats stats_;
+  // Grants prepare() fetched, for the join() of the same network that follows.
+  struct Prefetched {
+    NetworkConfig ask;
+    NetworkGrant grant;
+    std::uint64_t change = 0;
+  };
+  std::map<std::string, Prefetched> prefetched_;
   // One user of store_ at a time (it is not thread-safe, and a reconcile must not interleave
   // with a join): the worker, or join/left on the io thread.
   std::timed_mutex store_mutex_;
   std::mutex changes_mutex_;
-  std::vector<Change> changes_;            // since the last reconcile's snapshot
+  std::vector<Change> changes_;            // since the last reconcile's snapshot, and pending joins
+  std::uint64_t next_change_ = 1;
   std::unique_ptr<StoreWorker> worker_;    // last: stopped before the rest goes
 };
 
