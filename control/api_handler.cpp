@@ -54,6 +54,25 @@ v1::ControlResponse ApiHandler::handle(const v1::ControlRequest& request) {
 
 void ApiHandler::handle(const v1::ControlRequest& request, Reply reply) {
   const auto started = std::chrono::steady_clock::now();
+  if (request.op_case() == v1::ControlRequest::kAddNetwork) {
+    // A new network may need the federation store: asked off this thread first, so that a
+    // slow store holds this request only, never the others.
+    state_.prepare_network(network_config_from_spec(request.add_network().spec()),
+                           [this, request, reply = std::move(reply), started](v1::ErrorCode code, const std::string& error) {
+                             v1::ControlResponse response;
+                             if (code == v1::OK) {
+                               response = answer(request);
+                             } else {
+                               ++counters_.requests;
+                               response.set_request_id(request.request_id());
+                               response.set_code(code);
+                               response.set_error(error);
+                             }
+                             finish(response, op_name(request), started);
+                             reply(std::move(response));
+                           });
+    return;
+  }
   auto response = answer(request);
   const std::uint32_t wait_ms =
       request.op_case() == v1::ControlRequest::kAttachEndpoint ? request.attach_endpoint().wait_ms() : 0;

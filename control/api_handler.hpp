@@ -48,7 +48,8 @@ class ApiHandler {
   static constexpr std::uint32_t kMaxAttachWaitMs = 30000;
 
   ApiHandler(NodeState& state, DaemonView view);
-  // Answers through reply, at once or, for an AttachEndpoint with wait_ms, once the dataplane
+  // Answers through reply, at once or, for an AddNetwork that needs the federation store, once
+  // it answered (NodeState::prepare_network) or, for an AttachEndpoint with wait_ms, once the dataplane
   // carries the endpoint, refused it, or wait_ms passed (progress() decides; on a refusal or
   // timeout the endpoint is detached again, so a failed attach leaves nothing behind).
   void handle(const v1::ControlRequest& request, Reply reply);

@@ -1,6 +1,7 @@
 #include "control/federation_link.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <boost/asio/post.hpp>
 
@@ -56,7 +57,8 @@ FederationLink::FederationLink(asio::io_context& io, const Config& config, std::
       client_(std::move(client)),
       log_(std::move(log)),
       keep_alive_timer_(io),
-      reconcile_timer_(io) {
+      reconcile_timer_(io),
+      worker_(std::make_unique<StoreWorker>()) {
   fed::FederationOptions options;
   options.node = config.node.name;
   options.vtep = config.node.vtep_ip;
@@ -68,9 +70,44 @@ FederationLink::FederationLink(asio::io_context& io, const Config& config, std::
   store_ = std::make_unique<fed::FederationStore>(*client_, options);
 }
 
-FederationLink::~FederationLink() = default;
+FederationLink::~FederationLink() {
+  stopped_ = true;
+  worker_.reset();  // its work uses store_ and client_
+}
+
+std::chrono::milliseconds FederationLink::api_budget() const {
+  return std::chrono::milliseconds(std::min(settings_.request_timeout_ms, kMaxApiBudgetMs));
+}
+
+std::vector<fed::Membership> FederationLink::apply_changes(std::vector<fed::Membership> snapshot,
+                                                           const std::vector<Change>& changes) {
+  for (const auto& c : changes) {
+    std::erase_if(snapshot, [&](const fed::Membership& m) { return m.network == c.membership.network; });
+    if (c.joined) snapshot.push_back(c.membership);
+  }
+  return snapshot;
+}
+
+std::uint64_t FederationLink::note_change(Change change) {
+  std::lock_guard lock(changes_mutex_);
+  change.id = next_change_++;
+  changes_.push_back(std::move(change));
+  return changes_.back().id;
+}
+
+void FederationLink::settle_change(std::uint64_t id) {
+  std::lock_guard lock(changes_mutex_);
+  for (auto& c : changes_)
+    if (c.id == id) c.pending = false;
+}
+
+std::string FederationLink::needs_store(const std::string& network, const std::string& why) const {
+  return "network '" + network + "' needs the federation store, and " + why +
+         " (networks this node has keep working; try again when it is back)";
+}
 
 void FederationLink::saw(const fed::StoreError* error) {
+  if (stopped_) return;
   if (error == nullptr) {
     const std::uint64_t id = client_->cluster_id();
     const bool replaced = cluster_id_ != 0 && id != 0 && id != cluster_id_;
@@ -96,14 +133,32 @@ void FederationLink::saw(const fed::StoreError* error) {
 }
 
 Result<NetworkGrant> FederationLink::join(const NetworkConfig& network, v1::ErrorCode* code) {
+  if (auto it = prefetched_.find(network.name); it != prefetched_.end() && it->second.ask == network) {
+    const NetworkGrant grant = it->second.grant;
+    settle_change(it->second.change);  // the caller stores it in the node's copy now
+    prefetched_.erase(it);
+    if (code) *code = v1::OK;
+    return grant;
+  }
+  const auto end = std::chrono::steady_clock::now() + api_budget();
+  std::unique_lock lock(store_mutex_, std::defer_lock);
+  if (!lock.try_lock_until(end)) {
+    // The worker is inside a store call that has not come back: the store is slow or has no
+    // quorum. Waiting longer would hold the io thread for it.
+    if (code) *code = v1::UNAVAILABLE;
+    return make_error(needs_store(network.name, "federation store " + client_->describe() +
+                                                    " did not answer within " + std::to_string(api_budget().count()) +
+                                                    " ms (a background call to it is still waiting)"));
+  }
   fed::NetworkRequest request{network.name, network.labels, network.pinned_vni, network.subnet, block_length_of(network)};
+  fed::CallDeadline deadline(end);
   auto joined = store_->join(request, system_unix_ms());
+  if (joined) note_change(Change{true, *joined});
+  lock.unlock();
   saw(joined ? nullptr : &joined.store_error());
   if (!joined) {
     if (code) *code = api_code(joined.code());
-    if (joined.code() == fed::Code::unavailable)
-      return make_error("network '" + network.name + "' needs the federation store, and " + joined.error() +
-                        " (networks this node has keep working; try again when it is back)");
+    if (joined.code() == fed::Code::unavailable) return make_error(needs_store(network.name, joined.error()));
     return make_error(joined.error());
   }
   if (code) *code = v1::OK;
@@ -111,29 +166,125 @@ Result<NetworkGrant> FederationLink::join(const NetworkConfig& network, v1::Erro
   return NetworkGrant{joined->vni, joined->pool, joined->block};
 }
 
+namespace {
+
+// One prepare() in flight: answered once, by the worker's outcome or by the timer.
+struct PendingPrepare {
+  PendingPrepare(asio::io_context& io, NetworkAllocator::Prepared done) : timer(io), done(std::move(done)) {}
+  asio::steady_timer timer;
+  NetworkAllocator::Prepared done;
+  bool answered = false;
+};
+
+}  // namespace
+
+void FederationLink::prepare(const NetworkConfig& network, Prepared done) {
+  const auto end = std::chrono::steady_clock::now() + api_budget();
+  auto pending = std::make_shared<PendingPrepare>(io_, std::move(done));
+  pending->timer.expires_at(end);
+  pending->timer.async_wait([this, pending, name = network.name](const boost::system::error_code& ec) {
+    if (ec || pending->answered) return;
+    pending->answered = true;
+    // The worker has not come to it, or its call has not come back: the store is slow or has
+    // no quorum. The request gets its answer now; the worker's, if it comes, is dropped.
+    pending->done(v1::UNAVAILABLE, needs_store(name, "federation store " + client_->describe() +
+                                                         " did not answer within " +
+                                                         std::to_string(api_budget().count()) + " ms"));
+  });
+  worker_->post([this, pending, network, end] {
+    if (std::chrono::steady_clock::now() >= end) return;  // the timer answered
+    fed::NetworkRequest request{network.name, network.labels, network.pinned_vni, network.subnet, block_length_of(network)};
+    std::optional<fed::Membership> joined;
+    Outcome outcome;
+    std::uint64_t change = 0;
+    {
+      std::lock_guard lock(store_mutex_);
+      fed::CallDeadline deadline(end);
+      auto r = store_->join(request, system_unix_ms());
+      outcome = outcome_of(r);
+      if (r) {
+        joined = *r;
+        change = note_change(Change{true, *r, /*pending=*/true, 0});
+      }
+    }
+    asio::post(io_, [this, pending, network, joined, outcome, change] {
+      if (stopped_) return;
+      saw(outcome);
+      if (pending->answered) {
+        // Refused by the timer meanwhile: the node does not take the network, and the next
+        // reconcile leaves the membership the store granted.
+        if (change) settle_change(change);
+        return;
+      }
+      pending->answered = true;
+      pending->timer.cancel();
+      if (outcome) {
+        const auto code = api_code(outcome->code);
+        pending->done(code, outcome->code == fed::Code::unavailable ? needs_store(network.name, outcome->message)
+                                                                    : outcome->message);
+        return;
+      }
+      log_->info("federation: network '{}' has VNI {}, this node's block {}", network.name, joined->vni, joined->block);
+      prefetched_[network.name] = Prefetched{network, NetworkGrant{joined->vni, joined->pool, joined->block}, change};
+      pending->done(v1::OK, {});
+      // Not taken (the request failed on the node, or the network was added meanwhile):
+      // forgotten; the next reconcile leaves the membership unless the node has the network.
+      if (auto it = prefetched_.find(network.name); it != prefetched_.end() && it->second.change == change) {
+        prefetched_.erase(it);
+        settle_change(change);
+      }
+    });
+  });
+}
+
 void FederationLink::left(const std::string& network) {
+  fed::Membership gone;
+  gone.network = network;
+  note_change(Change{false, gone});
+  // Best effort, and never a wait: what is not recorded now, the next reconcile records (the
+  // node's copy no longer has the network).
+  std::unique_lock lock(store_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    log_->info("federation: leaving network '{}' is left to the next reconcile (the store is busy)", network);
+    return;
+  }
+  fed::CallDeadline deadline(std::chrono::steady_clock::now() + api_budget());
   auto ok = store_->leave(network, system_unix_ms());
+  lock.unlock();
   saw(ok ? nullptr : &ok.store_error());
   if (!ok) log_->warn("federation: leaving network '{}' is not recorded yet ({}); the next reconcile does it", network, ok.error());
 }
 
 void FederationLink::start() {
-  auto registered = store_->register_node(system_unix_ms());
-  saw(registered ? nullptr : &registered.store_error());
-  if (registered)
-    log_->info("federation: node '{}' registered with {} (lease {}, {} s)", node_, client_->describe(), store_->lease(),
-               settings_.node_ttl_seconds);
-  else
-    log_->warn("federation: node '{}' could not register yet: {}", node_, registered.error());
-  asio::post(io_, [this] { reconcile("start"); });
-  schedule_keep_alive();
-  schedule_reconcile();
+  worker_->post([this] {
+    std::int64_t lease = 0;
+    Outcome outcome;
+    {
+      std::lock_guard lock(store_mutex_);
+      auto registered = store_->register_node(system_unix_ms());
+      outcome = outcome_of(registered);
+      lease = store_->lease();
+    }
+    asio::post(io_, [this, outcome, lease] {
+      if (stopped_) return;
+      saw(outcome);
+      if (!outcome)
+        log_->info("federation: node '{}' registered with {} (lease {}, {} s)", node_, client_->describe(), lease,
+                   settings_.node_ttl_seconds);
+      else
+        log_->warn("federation: node '{}' could not register yet: {}", node_, outcome->message);
+      reconcile("start");
+      schedule_keep_alive();
+      schedule_reconcile();
+    });
+  });
 }
 
 void FederationLink::stop() {
   stopped_ = true;
   keep_alive_timer_.cancel();
   reconcile_timer_.cancel();
+  worker_->stop();
 }
 
 void FederationLink::schedule_keep_alive() {
@@ -141,10 +292,19 @@ void FederationLink::schedule_keep_alive() {
   keep_alive_timer_.expires_after(std::chrono::seconds(period_s));
   keep_alive_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    auto alive = store_->keep_alive(system_unix_ms());
-    saw(alive ? nullptr : &alive.store_error());
-    if (!alive && alive.code() != fed::Code::unavailable) log_->error("federation: keep-alive: {}", alive.error());
-    schedule_keep_alive();
+    worker_->post([this] {
+      Outcome outcome;
+      {
+        std::lock_guard lock(store_mutex_);
+        outcome = outcome_of(store_->keep_alive(system_unix_ms()));
+      }
+      asio::post(io_, [this, outcome] {
+        if (stopped_) return;
+        saw(outcome);
+        if (outcome && outcome->code != fed::Code::unavailable) log_->error("federation: keep-alive: {}", outcome->message);
+        schedule_keep_alive();
+      });
+    });
   });
 }
 
@@ -157,40 +317,87 @@ void FederationLink::schedule_reconcile() {
   });
 }
 
+namespace {
+
+// What a reconcile on the worker brings back to the io thread.
+struct ReconcileDone {
+  std::vector<std::optional<fed::StoreError>> outcomes;  // every call's, in order, for saw()
+  std::optional<fed::ReconcileReport> report;
+  std::optional<std::size_t> released;
+};
+
+}  // namespace
+
+// The snapshot of the node's networks is taken here, on the io thread; the store calls run on
+// the worker, and the io thread hears back (bookkeeping, then the config networks waiting for
+// the store, which join on the io thread). One at a time: one asked for meanwhile runs after.
 void FederationLink::reconcile(const char* why) {
   if (state_ == nullptr || stopped_) return;
-  const std::uint64_t now = system_unix_ms();
+  if (reconciling_) {
+    reconcile_again_ = why;
+    return;
+  }
+  reconciling_ = true;
   std::vector<fed::Membership> local;
   for (const auto& n : state_->local_networks())
     local.push_back(fed::Membership{n.config.name, n.vni, n.pool, n.config.labels, block_length_of(n.config), n.block});
-  auto report = store_->reconcile(local, now);
-  saw(report ? nullptr : &report.store_error());
-  if (!report) {
-    if (report.code() != fed::Code::unavailable) log_->error("federation: reconcile ({}): {}", why, report.error());
-    return;
+  {
+    // What the snapshot holds is no longer a change; a join prepare() made that the node has
+    // not stored yet still is.
+    std::lock_guard lock(changes_mutex_);
+    std::erase_if(changes_, [](const Change& c) { return !c.pending; });
   }
-  ++stats_.reconciles;
-  stats_.restored += report->restored;
-  stats_.conflicts += report->conflicts.size();
-  for (const auto& c : report->conflicts) log_->error("federation: {}", c);
-  if (report->restored > 0 || report->left > 0)
-    log_->info("federation: reconcile ({}): {} records restored from this node's copy, {} memberships left", why,
-               report->restored, report->left);
-  if (state_->pending_count() > 0)
-    for (const auto& note : state_->retry_pending()) log_->info("federation: {}", note);
-  // Gone nodes and ended hold-downs: one node (the collector) scans for the federation.
-  auto collector = store_->collector();
-  saw(collector ? nullptr : &collector.store_error());
-  if (!collector || !*collector) return;
-  auto released = store_->collect_gone_nodes(now);
-  saw(released ? nullptr : &released.store_error());
-  if (released && *released > 0) {
-    stats_.nodes_released += *released;
-    log_->info("federation: released the blocks of {} nodes gone for over {} s", *released,
-               settings_.block_release_after_seconds);
-  }
-  auto expired = store_->expire_hold_downs(now);
-  saw(expired ? nullptr : &expired.store_error());
+  worker_->post([this, why, local = std::move(local)]() mutable {
+    auto done = std::make_shared<ReconcileDone>();
+    {
+      std::lock_guard lock(store_mutex_);
+      {
+        std::lock_guard changes(changes_mutex_);
+        local = apply_changes(std::move(local), changes_);
+      }
+      const std::uint64_t now = system_unix_ms();
+      auto report = store_->reconcile(local, now);
+      done->outcomes.push_back(outcome_of(report));
+      if (report) {
+        done->report = *report;
+        // Gone nodes and ended hold-downs: one node (the collector) scans for the federation.
+        auto collector = store_->collector();
+        done->outcomes.push_back(outcome_of(collector));
+        if (collector && *collector) {
+          auto released = store_->collect_gone_nodes(now);
+          done->outcomes.push_back(outcome_of(released));
+          if (released) done->released = *released;
+          done->outcomes.push_back(outcome_of(store_->expire_hold_downs(now)));
+        }
+      }
+    }
+    asio::post(io_, [this, why, done] {
+      reconciling_ = false;
+      if (stopped_) return;
+      for (const auto& outcome : done->outcomes) saw(outcome);
+      if (!done->report) {
+        const auto& error = *done->outcomes.front();
+        if (error.code != fed::Code::unavailable) log_->error("federation: reconcile ({}): {}", why, error.message);
+      } else {
+        const auto& report = *done->report;
+        ++stats_.reconciles;
+        stats_.restored += report.restored;
+        stats_.conflicts += report.conflicts.size();
+        for (const auto& c : report.conflicts) log_->error("federation: {}", c);
+        if (report.restored > 0 || report.left > 0)
+          log_->info("federation: reconcile ({}): {} records restored from this node's copy, {} memberships left", why,
+                     report.restored, report.left);
+        if (state_->pending_count() > 0)
+          for (const auto& note : state_->retry_pending()) log_->info("federation: {}", note);
+        if (done->released && *done->released > 0) {
+          stats_.nodes_released += *done->released;
+          log_->info("federation: released the blocks of {} nodes gone for over {} s", *done->released,
+                     settings_.block_release_after_seconds);
+        }
+      }
+      if (const char* again = std::exchange(reconcile_again_, nullptr)) reconcile(again);
+    });
+  });
 }
 
 }  // namespace vxfed::control

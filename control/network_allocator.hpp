@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/result.hpp"
@@ -35,6 +36,16 @@ class NetworkAllocator {
   // The node removed the network (it had no endpoints left). Best effort: what cannot be told
   // now is settled at the next reconcile.
   virtual void left(const std::string& network) = 0;
+
+  // Before an API request that will call join(network): gets the grant without holding the
+  // caller's thread, then calls `done` on that thread, either OK (join() with the same
+  // network then answers from what was fetched, without a store call) or with the refusal
+  // (code and message as join() would give). The default: nothing to fetch.
+  using Prepared = std::function<void(v1::ErrorCode code, const std::string& error)>;
+  virtual void prepare(const NetworkConfig& network, Prepared done) {
+    (void)network;
+    done(v1::OK, {});
+  }
 };
 
 }  // namespace vxfed::control

@@ -327,14 +327,13 @@ Result<NetworkGrant> NodeState::allocate_network(const NetworkConfig& network, v
   }
   // The federation: what this node already holds (its local copy) is used as it is, so known
   // networks come back without the store. Anything else is the store's decision.
-  const vni::Allocation* known = vnis_->allocator().find_network(network.name);
-  const auto block = block_store_->entries().find(network.name);
-  if (known != nullptr && block != block_store_->entries().end())
-    return NetworkGrant{known->vni, known->pool, block->second};
-  NetworkConfig ask = network;
-  if (known != nullptr && ask.pinned_vni == 0) ask.pinned_vni = known->vni;  // keep the VNI it has
+  const auto ask = store_request(network);
+  if (!ask) {
+    const vni::Allocation* known = vnis_->allocator().find_network(network.name);
+    return NetworkGrant{known->vni, known->pool, block_store_->entries().at(network.name)};
+  }
   v1::ErrorCode failed = v1::OK;
-  auto grant = options_.allocator->join(ask, &failed);
+  auto grant = options_.allocator->join(*ask, &failed);
   if (!grant) {
     set_code(code, failed);
     return make_error(grant.error());
@@ -351,6 +350,26 @@ Result<NetworkGrant> NodeState::allocate_network(const NetworkConfig& network, v
     return make_error(ok.error());
   }
   return *grant;
+}
+
+std::optional<NetworkConfig> NodeState::store_request(const NetworkConfig& network) const {
+  if (options_.allocator == nullptr) return std::nullopt;
+  const vni::Allocation* known = vnis_->allocator().find_network(network.name);
+  if (known != nullptr && block_store_->entries().count(network.name)) return std::nullopt;
+  NetworkConfig ask = network;
+  if (known != nullptr && ask.pinned_vni == 0) ask.pinned_vni = known->vni;  // keep the VNI it has
+  return ask;
+}
+
+void NodeState::prepare_network(NetworkConfig network, NetworkAllocator::Prepared ready) {
+  // What add_network would refuse or answer from what the node has needs nothing fetched.
+  const bool valid = normalize_network(network, config_.node.underlay_mtu).ok() && network.static_routes.empty();
+  const auto ask = valid && !networks_.count(network.name) ? store_request(network) : std::nullopt;
+  if (!ask) {
+    ready(v1::OK, {});
+    return;
+  }
+  options_.allocator->prepare(*ask, std::move(ready));
 }
 
 void NodeState::network_left(const std::string& name) {

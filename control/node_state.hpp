@@ -77,6 +77,10 @@ class NodeState {
 
   // ---- networks ----
   Result<v1::NetworkInfo> add_network(NetworkConfig network, bool from_config, v1::ErrorCode* code);
+  // An API AddNetwork in two steps, so that a store call never holds this (the io) thread:
+  // `ready` runs on it once add_network(network, false) can answer without waiting for the
+  // federation store, or with the store's refusal. At once when nothing is to be asked.
+  void prepare_network(NetworkConfig network, NetworkAllocator::Prepared ready);
   Status remove_network(const std::string& name, v1::ErrorCode* code);
   Result<v1::NetworkInfo> get_network(const std::string& name, v1::ErrorCode* code) const;
   std::vector<v1::NetworkInfo> list_networks() const;
@@ -183,6 +187,9 @@ class NodeState {
   Status remove_endpoint(const std::string& id);
   void remove_network_now(const std::string& name);
   Result<NetworkGrant> allocate_network(const NetworkConfig& network, v1::ErrorCode* code);
+  // What allocate_network asks the federation store for a new network, or nullopt when it
+  // asks nothing (no store, or this node's copy has the network's VNI and block).
+  std::optional<NetworkConfig> store_request(const NetworkConfig& network) const;
   void network_left(const std::string& name);
 
   Options options_;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <condition_variable>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
@@ -205,6 +206,18 @@ EtcdClient::EtcdClient(std::unique_ptr<Members> members, EtcdOptions options)
 
 EtcdClient::~EtcdClient() = default;
 
+namespace {
+thread_local std::optional<std::chrono::steady_clock::time_point> t_call_deadline;
+}  // namespace
+
+CallDeadline::CallDeadline(std::chrono::steady_clock::time_point end) : previous_(t_call_deadline) {
+  t_call_deadline = previous_ ? std::min(*previous_, end) : end;
+}
+
+CallDeadline::~CallDeadline() { t_call_deadline = previous_; }
+
+std::optional<std::chrono::steady_clock::time_point> CallDeadline::current() { return t_call_deadline; }
+
 // Runs one RPC against the member that answered last, moving on through the others while the
 // failure says "this member cannot serve now". A pass where every member is unreachable (its
 // channel cannot connect) fails at once: the store is down. A pass where some member answered
@@ -212,11 +225,22 @@ EtcdClient::~EtcdClient() = default;
 // leader died, or a member cut off from the quorum) is tried again after a short pause, within
 // a budget of request_timeout_ms per member, so an election does not fail the call. Retrying
 // is safe: the model guards its transactions, and its unguarded writes are idempotent.
+//
+// Two things keep a store without quorum from holding callers for that whole budget:
+// - every request carries etcd's `hasleader: true` metadata, so a member that has no leader
+//   refuses at once ("etcdserver: no leader") instead of waiting for a quorum read to time out;
+// - once a call has found the store unavailable, the next ones make a single pass (a store
+//   that stays down is not waited for again and again; a pass that succeeds ends it), and a
+//   CallDeadline on the calling thread caps the whole call.
 // `rpc(member, context)` returns the status.
 template <typename Call>
 StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
+  using Clock = std::chrono::steady_clock;
   const std::size_t n = members_->list.size();
-  const auto budget_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms) * n;
+  const auto per_member = std::chrono::milliseconds(options_.request_timeout_ms);
+  auto end = Clock::now() + per_member * n;
+  if (const auto limit = CallDeadline::current(); limit && *limit < end) end = *limit;
+  const bool one_pass = down_.load();
   std::size_t start = current_.load();
   std::string failures;
   for (;;) {
@@ -225,24 +249,35 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t index = (start + i) % n;
       auto& member = members_->list[index];
+      const auto now = Clock::now();
+      if (now >= end) {
+        failures += (failures.empty() ? "" : "; ") + member.address + ": not tried, the call's time was up";
+        continue;
+      }
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.request_timeout_ms));
+      context.AddMetadata("hasleader", "true");
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::duration_cast<std::chrono::milliseconds>(std::min<Clock::duration>(per_member, end - now)));
       const grpc::Status status = rpc(member, context);
       if (status.ok()) {
         current_.store(index);
+        down_.store(false);
         return Done{};
       }
-      if (!retryable(status))
+      if (!retryable(status)) {
+        down_.store(false);  // a member answered: the store is there, the request is wrong
         return store_error(code_of(status), "federation store " + description_ + ": " + what + " on " + member.address +
                                                 " failed: " + status_text(status));
+      }
       answered = answered || member.channel->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE;
       failures += (failures.empty() ? "" : "; ") + member.address + ": " + status_text(status);
     }
     start = (start + 1) % n;
     current_.store(start);
-    if (!answered || std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= budget_end) break;
+    if (one_pass || !answered || Clock::now() + std::chrono::milliseconds(100) >= end) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  down_.store(true);
   return store_error(Code::unavailable, "federation store " + description_ + " is unavailable (" + what + "): " + failures);
 }
 

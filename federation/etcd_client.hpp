@@ -3,14 +3,17 @@
 // one when a member is unreachable, times out or has no quorum), optional TLS with a client
 // certificate, a key prefix under which every key lives, a deadline per call, and watch
 // streams on their own thread. Blocking calls: each waits at most request_timeout_ms per
-// member tried.
+// member tried, less under a CallDeadline, and makes a single pass over the members once the
+// store is known to be unavailable. Thread-safe: calls may come from several threads.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +66,22 @@ class EtcdWatch {
   std::thread thread_;
 };
 
+// Bounds every EtcdClient call the current thread makes while it lives (nested ones: the
+// earlier end wins): a caller that must answer in time (vxfedd's API) gets UNAVAILABLE by
+// `end` instead of waiting through the election retries of each call.
+class CallDeadline {
+ public:
+  explicit CallDeadline(std::chrono::steady_clock::time_point end);
+  ~CallDeadline();
+  CallDeadline(const CallDeadline&) = delete;
+  CallDeadline& operator=(const CallDeadline&) = delete;
+  // The current thread's end, if any.
+  static std::optional<std::chrono::steady_clock::time_point> current();
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> previous_;
+};
+
 class EtcdClient final : public Kv {
  public:
   static StoreResult<std::unique_ptr<EtcdClient>> create(const EtcdOptions& options);
@@ -88,6 +107,9 @@ class EtcdClient final : public Kv {
                                           EtcdWatch::OnEvents on_events, EtcdWatch::OnState on_state);
 
   const std::string& key_prefix() const { return prefix_; }
+  // The last call found the store unavailable: the next one makes one pass over the members,
+  // without the retries that ride out an election.
+  bool known_down() const { return down_.load(); }
 
  private:
   struct Members;
@@ -103,6 +125,7 @@ class EtcdClient final : public Kv {
   std::string description_;
   std::atomic<std::size_t> current_{0};
   std::atomic<std::uint64_t> cluster_id_{0};
+  std::atomic<bool> down_{false};
 };
 
 }  // namespace vxfed::federation

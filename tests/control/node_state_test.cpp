@@ -448,6 +448,46 @@ TEST(NodeStateFederation, ConfigNetworksWaitForTheStoreInsteadOfFailingTheStart)
   EXPECT_EQ(local.size(), 3u);
 }
 
+// Records prepare() calls and answers them when the test says (the store's thread, played).
+class PreparingAllocator : public FakeAllocator {
+ public:
+  std::vector<std::pair<std::string, Prepared>> prepared;
+  void prepare(const NetworkConfig& n, Prepared done) override { prepared.emplace_back(n.name, std::move(done)); }
+};
+
+TEST(NodeStateFederation, AddNetworkIsPreparedOnlyWhenTheStoreIsNeeded) {
+  TempDir dir;
+  PreparingAllocator store;
+  auto s = open_federated(test_config(dir.path), store);  // red and blue joined at start
+  v1::ErrorCode code;
+  int ready = 0;
+  v1::ErrorCode got = v1::INTERNAL;
+  auto count = [&](v1::ErrorCode c, const std::string&) {
+    ++ready;
+    got = c;
+  };
+  // Known networks and invalid specs: ready at once, nothing asked.
+  s->prepare_network(s->local_networks()[0].config, count);
+  NetworkConfig bad;
+  bad.name = "bad";
+  bad.subnet = "not a subnet";
+  s->prepare_network(bad, count);
+  EXPECT_EQ(ready, 2);
+  EXPECT_TRUE(store.prepared.empty());
+  // A new network: asked, and ready only when the store's thread answers.
+  v1::NetworkSpec spec;
+  spec.set_name("green");
+  spec.set_subnet("10.244.3.0/24");
+  s->prepare_network(network_config_from_spec(spec), count);
+  ASSERT_EQ(store.prepared.size(), 1u);
+  EXPECT_EQ(store.prepared[0].first, "green");
+  EXPECT_EQ(ready, 2);
+  store.prepared[0].second(v1::UNAVAILABLE, "federation store fake etcd is unavailable");
+  EXPECT_EQ(ready, 3);
+  EXPECT_EQ(got, v1::UNAVAILABLE);
+  EXPECT_FALSE(s->get_network("green", &code).ok());
+}
+
 TEST(NodeStateFederation, WithoutTheStoreTheConfigBlockIsTheNodes) {
   TempDir dir;
   auto s = open(test_config(dir.path, "  - {name: green, subnet: 10.244.3.0/24, block: 10.244.3.128/25}\n"));
