@@ -6,6 +6,8 @@
 //   unicast to another MAC than the uplink's -> dropped (not_our_mac)
 //   ARP request for our VTEP IPv4 -> reply on the uplink (in place)
 //   ARP from a known VTEP (reply or request) -> its MAC is learned into the neighbour cache
+//   ICMP fragmentation-needed about our own VXLAN packet toward a known VTEP -> that VTEP's
+//            path MTU is lowered (icmp_frag_needed_learned); other ICMP -> icmp_ignored
 //   VXLAN -> validate (parse_uplink_frame), VTEP known, VNI configured, VTEP allowed for the
 //            VNI, inner destination a local endpoint of that VNI, inner size <= network MTU,
 //            inner source routed on that VNI to the sending VTEP (else inner_source_spoofed),
@@ -22,6 +24,8 @@
 //     49152 + flow hash % 16384, VXLAN VNI) -> staged on the uplink
 //     over the network MTU: DF set -> ICMP fragmentation-needed (next-hop MTU = network MTU)
 //     back to the pod; DF clear -> dropped (too_big_no_df; see docs/dataplane-pipeline.md)
+//     over the path MTU toward the chosen VTEP (learned from the underlay's ICMP
+//     fragmentation-needed, path_mtu.hpp) - 50: the same, naming that size (path_too_big_*)
 // Multi-segment mbufs are handled: headers must sit in the first segment (else dropped as
 // headers_split); payload segments are carried as they are.
 #pragma once

@@ -9,7 +9,9 @@ forwarder_demo.py) run on it.
                                                                        hB 10.245.0.1/16 --veth-- eth0 10.245.1.2/16
 
 Pod A reaches pod B through vxfed-dataplane (encap) and the kernel's vxlan device (decap), and
-back. Both pods have MTU 8950 (underlay 9000 - 50). Pod A's gateway 10.244.0.1 is answered by the
+back. With `router_mtu`, the underlay is routed instead: a router namespace between the nodes
+(r0 198.18.0.254/24 toward node A, r1 198.18.2.254/24 toward node B, that link's MTU
+router_mtu), node B's VTEP 198.18.2.2, the dataplane sending through --underlay-gateway. Both pods have MTU 8950 (underlay 9000 - 50). Pod A's gateway 10.244.0.1 is answered by the
 dataplane with GATEWAY_MAC; nodeB's vxlan0 carries that MAC so the inner frames the dataplane
 sends (dst MAC = the pod's gateway) are for it.
 """
@@ -38,8 +40,13 @@ UNDERLAY_MTU = 9000
 POD_MTU = UNDERLAY_MTU - 50
 
 
-def tables(generation: int = 1, extra_routes: Optional[list] = None) -> dict:
-    routes = [{"vni": VNI, "prefix": "10.245.0.0/16", "next_hops": [{"vtep": VTEP_B}]}]
+ROUTER_A_SIDE = "198.18.0.254"
+ROUTER_B_SIDE = "198.18.2.254"
+VTEP_B_ROUTED = "198.18.2.2"
+
+
+def tables(generation: int = 1, extra_routes: Optional[list] = None, vtep_b: str = VTEP_B) -> dict:
+    routes = [{"vni": VNI, "prefix": "10.245.0.0/16", "next_hops": [{"vtep": vtep_b}]}]
     routes += extra_routes or []
     return {
         "generation": generation,
@@ -53,11 +60,15 @@ def tables(generation: int = 1, extra_routes: Optional[list] = None) -> dict:
 
 class ForwarderTopology:
     def __init__(self, topo: Topology, queues: int = 1, build_dir: Optional[Path] = None,
-                 mtu: int = UNDERLAY_MTU, peer_partial_checksums: bool = False):
+                 mtu: int = UNDERLAY_MTU, peer_partial_checksums: bool = False,
+                 router_mtu: Optional[int] = None):
         """mtu: the underlay's (pods get mtu - 50). peer_partial_checksums: node B's kernel
         leaves the inner checksums of the frames it sends to the dataplane pending (its uplink
-        keeps TX checksum offload; segmentation stays off), as a peer dataplane does."""
+        keeps TX checksum offload; segmentation stays off), as a peer dataplane does.
+        router_mtu: a routed underlay whose link toward node B has this MTU (see above)."""
         self.topo = topo
+        self.router_mtu = router_mtu
+        self.vtep_b = VTEP_B_ROUTED if router_mtu else VTEP_B
         self.queues = queues
         self.mtu = mtu
         self.pod_mtu = mtu - 50
@@ -76,7 +87,19 @@ class ForwarderTopology:
         self.node_a = topo.netns("nodeA")
         self.node_b = topo.netns("nodeB")
         self.pod_b = topo.netns("podB")
-        topo.veth(self.node_a, "up0", self.node_b, "up1", mtu=self.mtu)
+        if self.router_mtu:
+            self.router = topo.netns("router")
+            topo.veth(self.node_a, "up0", self.router, "r0", mtu=self.mtu)
+            # Only the router's own side is small, so node B's vxlan device keeps the pod MTU
+            # (Linux caps a vxlan device at its lower device's MTU - 50).
+            topo.veth(self.router, "r1", self.node_b, "up1", mtu=self.mtu)
+            r = self.router
+            r.run(f"ip link set r1 mtu {self.router_mtu}")
+            r.run("sysctl -qw net.ipv4.ip_forward=1")
+            r.run(f"ip addr add {ROUTER_A_SIDE}/24 dev r0")
+            r.run(f"ip addr add {ROUTER_B_SIDE}/24 dev r1")
+        else:
+            topo.veth(self.node_a, "up0", self.node_b, "up1", mtu=self.mtu)
         topo.veth(self.pod_a, "eth0", self.node_a, "hA", mtu=self.mtu)
         topo.veth(self.pod_b, "eth0", self.node_b, "hB", mtu=self.mtu)
 
@@ -93,11 +116,13 @@ class ForwarderTopology:
         # Node B: a plain Linux VXLAN endpoint routing for pod B.
         b = self.node_b
         b.run("sysctl -qw net.ipv4.ip_forward=1")
-        b.run(f"ip addr add {VTEP_B}/24 dev up1")
+        b.run(f"ip addr add {self.vtep_b}/24 dev up1")
+        if self.router_mtu:
+            b.run(f"ip route add 198.18.0.0/24 via {ROUTER_B_SIDE}")
         # Underlay frames leave as segments, with finished inner checksums unless
         # peer_partial_checksums (then the dataplane carries the pending ones to the pod).
         b.run("ethtool -K up1 tso off gso off" + ("" if self.peer_partial_checksums else " tx off"))
-        b.run(f"ip link add vxlan0 type vxlan id {VNI} local {VTEP_B} dstport 4789 dev up1 nolearning")
+        b.run(f"ip link add vxlan0 type vxlan id {VNI} local {self.vtep_b} dstport 4789 dev up1 nolearning")
         b.run(f"ip link set vxlan0 address {GATEWAY_MAC} mtu {self.pod_mtu} up")
         b.run(f"bridge fdb append 00:00:00:00:00:00 dev vxlan0 dst {VTEP_A}")
         b.run(f"ip route add 10.244.0.0/16 via {GATEWAY_A} dev vxlan0 onlink")
@@ -114,7 +139,9 @@ class ForwarderTopology:
         launch = DataplaneLaunch(file_prefix=f"vxdp{self.topo.suffix}{self.topo.tag[:4]}",
                                  api_socket=Path(self.socket), vtep_ip=VTEP_A, uplink_iface="up0",
                                  queues=self.queues, mtu=self.mtu, tables_file=tables_file,
-                                 extra=list(extra or []))
+                                 extra=list(extra or []) + (
+                                     ["--underlay-gateway", ROUTER_A_SIDE, "--underlay-subnet", "198.18.0.0/24"]
+                                     if self.router_mtu else []))
         self.dataplane = Dataplane(self.node_a, launch, build_dir=self.build_dir)
         self.dataplane.start()
         return self.dataplane.proc
@@ -124,7 +151,7 @@ class ForwarderTopology:
         reaching pod B through it."""
         self.build()
         self.start()
-        self.send_snapshot(tables(generation=1))
+        self.send_snapshot(tables(generation=1, vtep_b=self.vtep_b))
         self.wait_reachable()
 
     @property
