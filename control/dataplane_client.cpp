@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace vxfed::control {
@@ -86,6 +88,18 @@ double DataplaneClient::oldest_unacked_age_s() const {
   if (!oldest && !queue_.empty()) oldest = queue_.front().queued;
   if (!oldest) return 0;
   return std::chrono::duration<double>(SteadyClock::now() - *oldest).count();
+}
+
+// Read off pending_ (at most max_deltas_in_flight deltas and a request or two), so that no
+// counter kept beside it can drift from what is really awaiting an answer.
+std::size_t DataplaneClient::deltas_in_flight() const {
+  return static_cast<std::size_t>(
+      std::count_if(pending_.begin(), pending_.end(), [](const Pending& p) { return p.kind == Kind::delta; }));
+}
+
+bool DataplaneClient::endpoint_delta_in_flight() const {
+  return std::any_of(pending_.begin(), pending_.end(),
+                     [](const Pending& p) { return p.kind == Kind::delta && p.upserts_endpoints; });
 }
 
 bool DataplaneClient::table_request_in_flight() const {
@@ -263,12 +277,12 @@ void DataplaneClient::publish(const TablesDelta& given) {
 
 void DataplaneClient::try_send_delta() {
   if (!conn_ || resync_in_flight_ || table_request_in_flight()) return;
-  while (!queue_.empty() && !endpoint_delta_in_flight_ && deltas_in_flight_ < options_.max_deltas_in_flight) {
+  while (!queue_.empty() && !endpoint_delta_in_flight() && deltas_in_flight() < options_.max_deltas_in_flight) {
     if (queue_.front().entries == 0) {  // emptied by a refusal's clean-up
       queue_.pop_front();
       continue;
     }
-    if (queue_.front().upserts_endpoints && deltas_in_flight_ > 0) return;  // goes alone
+    if (queue_.front().upserts_endpoints && deltas_in_flight() > 0) return;  // goes alone
     send_delta(queue_.pop_front());
   }
 }
@@ -277,8 +291,6 @@ void DataplaneClient::send_delta(DeltaQueue::Item item) {
   dp::DataplaneRequest request;
   item.delta.set_generation(++generation_);
   *request.mutable_delta() = item.delta;
-  ++deltas_in_flight_;
-  endpoint_delta_in_flight_ = item.upserts_endpoints;
   ++stats_.deltas_sent;
   Pending carried;
   carried.queued = item.queued;
@@ -442,8 +454,6 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
       notify();
       return;
     case Kind::delta: {
-      --deltas_in_flight_;
-      if (p.upserts_endpoints) endpoint_delta_in_flight_ = false;
       // Sent before the last snapshot: that snapshot replaces whatever this delta did or not.
       const bool superseded = p.generation < last_snapshot_generation_;
       if (response.ok()) {
@@ -498,8 +508,6 @@ void DataplaneClient::drop_connection(const std::string& why) {
   hello_in_flight_ = false;
   resync_in_flight_ = false;
   resync_again_ = false;
-  deltas_in_flight_ = 0;
-  endpoint_delta_in_flight_ = false;
   queue_.clear();
   carried_.clear();
   schedule_reconnect();

@@ -106,7 +106,7 @@ class DataplaneClient : public TablesSink {
   // Back-pressure: Deltas waiting to be sent, Deltas sent and not answered yet, and the age of
   // the oldest change not acknowledged yet (0 when everything published is acknowledged).
   std::size_t deltas_queued() const { return queue_.size(); }
-  std::size_t deltas_in_flight() const { return deltas_in_flight_; }
+  std::size_t deltas_in_flight() const;
   double oldest_unacked_age_s() const;
   // Per acknowledged Delta: publish() of its change -> the dataplane's acknowledgement.
   const metrics::Histogram& delta_latency() const { return delta_latency_; }
@@ -162,6 +162,7 @@ class DataplaneClient : public TablesSink {
   bool will_carry(const std::string& endpoint_id) const;  // carried, or in a request not answered yet
   void refuse_endpoint(const dp::Endpoint& endpoint, const std::string& reason);
   bool table_request_in_flight() const;
+  bool endpoint_delta_in_flight() const;  // a Delta that upserts endpoints is out: it goes alone
 
   boost::asio::io_context& io_;
   Options options_;
@@ -180,8 +181,6 @@ class DataplaneClient : public TablesSink {
   bool resync_in_flight_ = false;
   bool resync_again_ = false;        // another resync was asked for while one was in flight
   DeltaQueue queue_;                 // changes not sent yet, in order
-  std::size_t deltas_in_flight_ = 0;
-  bool endpoint_delta_in_flight_ = false;
   std::uint64_t last_snapshot_generation_ = 0;  // a delta sent before it needs no resync of its own
   metrics::Histogram delta_latency_;
   std::uint64_t next_request_id_ = 1;
