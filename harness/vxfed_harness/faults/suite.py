@@ -302,6 +302,25 @@ class FaultSuite:
         self.t.close()
 
 
+def invariant_failures(results: dict, recovery_bound_s: float) -> list[str]:
+    """What every fault must keep whatever its timings (the CI tests' assertions): nothing
+    misdelivered (the baseline included), no error in the fault's own checks, the state after
+    recovery equal to the state before, recovery within the bound. One line per failure."""
+    failures = []
+    for name, r in results.items():
+        if r["misdelivered"]:
+            failures.append(f"{name}: {r['misdelivered']} datagrams misdelivered")
+        if name == "baseline":
+            continue
+        if r.get("error"):
+            failures.append(f"{name}: {r['error']}")
+        if not r["state_equal"]:
+            failures.append(f"{name}: the state after recovery differs: {json.dumps(r['state_diff'])[:1500]}")
+        if r["recovered_s"] is None:
+            failures.append(f"{name}: not recovered within {recovery_bound_s:.0f} s")
+    return failures
+
+
 def goal_met(r: dict) -> bool:
     """Nothing misdelivered, the state equal, recovered, the injection's own checks passed
     (no error, no shortfall it measured), and the fault's loss or gap goal."""

@@ -23,7 +23,7 @@ import math
 
 import vxfed_harness as t
 from vxfed_harness.faults.faults import BY_NAME
-from vxfed_harness.faults.suite import FaultSuite, Options, table
+from vxfed_harness.faults.suite import FaultSuite, Options, invariant_failures, table
 from vxfed_harness.frr import require_frr
 
 HITLESS = ["vxfedd_sigkill", "vxfedd_sighup", "bgpd_kill", "zebra_kill", "pod_churn", "state_disk_full"]
@@ -52,18 +52,8 @@ def main() -> None:
     base = results["baseline"]
     rate = base["lost"] / base["sent"] if base["sent"] else 0.0
     assert base["sent"] > 0, "the probes sent nothing"
-    failures = []
+    failures = invariant_failures(results, RECOVERY_BOUND_S)
     for name, r in results.items():
-        if r["misdelivered"]:
-            failures.append(f"{name}: {r['misdelivered']} datagrams misdelivered")
-        if name == "baseline":
-            continue
-        if r.get("error"):
-            failures.append(f"{name}: {r['error']}")
-        if not r["state_equal"]:
-            failures.append(f"{name}: the state after recovery differs: {r['state_diff']}")
-        if r["recovered_s"] is None:
-            failures.append(f"{name}: not recovered within {RECOVERY_BOUND_S:.0f} s")
         if name in HITLESS:
             allowed = 0 if base["lost"] == 0 else math.ceil(3 * rate * r["sent"])
             if r["lost"] > allowed:
