@@ -73,8 +73,22 @@ def judge_segment(seg: list[Sample], tol: Tolerance, warmup_s: float, fraction: 
     last = statistics.median(s.value for s in kept[-n:])
     allowed = tol.allowed(first)
     out.update(first_median=first, last_median=last, growth=last - first, allowed=allowed,
-               window_samples=n, verdict=FLAT if last - first <= allowed else GROWS)
+               window_samples=n, slope_per_hour=slope_per_hour(kept),
+               verdict=FLAT if last - first <= allowed else GROWS)
     return out
+
+
+def slope_per_hour(samples: list[Sample]) -> float | None:
+    """The least-squares slope of the samples, per hour: reported beside the verdict (not
+    judged), so that a steady rise within the tolerance of a short segment is still seen."""
+    if len(samples) < 2:
+        return None
+    mt = statistics.fmean(s.t for s in samples)
+    mv = statistics.fmean(s.value for s in samples)
+    den = sum((s.t - mt) ** 2 for s in samples)
+    if den == 0:
+        return None
+    return round(3600 * sum((s.t - mt) * (s.value - mv) for s in samples) / den, 1)
 
 
 def judge(samples: list[Sample], tol: Tolerance, warmup_s: float, fraction: float = 0.2,

@@ -33,7 +33,8 @@ def _growth_detail(j: dict, unit: str) -> str:
         return f"not judged ({reasons})"
     worst = max(judged, key=lambda s: s["growth"] - s["allowed"])
     return (f"{len(judged)}/{len(j['segments'])} segment(s) judged; worst: {worst['first_median']:.0f} -> "
-            f"{worst['last_median']:.0f} {unit} (growth {worst['growth']:+.0f}, allowed {worst['allowed']:.0f})")
+            f"{worst['last_median']:.0f} {unit} (growth {worst['growth']:+.0f}, allowed {worst['allowed']:.0f}; "
+            f"slope {worst['slope_per_hour']:+.0f} {unit}/h)")
 
 
 def checks(misdelivered: int, leaks: dict, grow: dict, churn: dict, in_event, routes: dict, events: list) -> list[dict]:

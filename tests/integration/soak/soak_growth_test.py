@@ -33,6 +33,7 @@ def test_slow_leak_grows() -> None:
     assert j["verdict"] == growth.GROWS, j
     seg = j["segments"][0]
     assert seg["growth"] > seg["allowed"] == max(2048, 0.05 * seg["first_median"]), seg
+    assert abs(seg["slope_per_hour"] - 200 * 360) < 1, seg      # 200 KiB per 10 s sample
 
 
 def test_relative_tolerance_for_a_big_process() -> None:
