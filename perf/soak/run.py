@@ -129,6 +129,7 @@ def main(argv: list[str]) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        soak.stop_threads()          # no CNI call into a namespace being removed
         tl.log("soak: tearing down")
         suite.close()
     if soak.sampler is None or soak.routes is None:

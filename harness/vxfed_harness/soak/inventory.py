@@ -53,8 +53,9 @@ def cni_records(state_dir: Path) -> list[str]:
             queued = json.loads(pending.read_text() or "[]")
         except ValueError as exc:
             raise InventoryError(f"{pending}: not JSON: {exc}") from None
-        entries = queued if isinstance(queued, list) else queued.get("pending", queued.get("entries", [queued]))
-        out += [f"pending-detach {json.dumps(e, sort_keys=True)}" for e in entries if e]
+        if not isinstance(queued, list):         # cni/records.cpp writes a JSON array
+            raise InventoryError(f"{pending}: not a JSON array")
+        out += [f"pending-detach {json.dumps(e, sort_keys=True)}" for e in queued]
     return sorted(out)
 
 
