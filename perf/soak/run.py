@@ -154,6 +154,7 @@ def main(argv: list[str]) -> int:
            "started_unix": started, "soak_started_unix": soak.started, "soak_s": round(soak.ended - soak.started, 1),
            "duration_s": round(time.time() - started, 1),
            "series_columns": ["unix_time", "pid", "rss_kib", "fds"], "series": soak.sampler.series,
+           "dataplane_tables_bytes": soak.sampler.tables,
            "growth": grow, "probes": whole, "restarts": events, "pod_churn": churn,
            "route_churn": soak.routes.figures(), "leaks": leaks,
            "inventory_info": {n: {"start": soak.start_inventory[n]["info"],
@@ -162,6 +163,7 @@ def main(argv: list[str]) -> int:
            "checks": rows, "pass": all(r["pass"] for r in rows)}
     out.write_text(json.dumps(doc, indent=1, sort_keys=True))
     print(report.series_table(grow, soak.sampler.series))
+    print(report.tables_line(soak.sampler.tables))
     print(f"\nprobes: {whole['sent']} sent, {whole['lost']} lost ({whole['lost_outside_restarts']} outside the "
           f"restarts), longest gap {whole['longest_gap_ms']:.1f} ms, {whole['misdelivered']} misdelivered, "
           f"{whole['duplicates']} duplicated, {whole['reordered']} reordered")

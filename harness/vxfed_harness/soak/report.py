@@ -86,3 +86,13 @@ def series_table(grow: dict, series: dict) -> str:
         lines.append(f"{name:<22} {len(got):>7} {j['rss']['restarts']:>8} {rss:>26} {fds:>14}  "
                      f"{j['rss']['verdict']} / {j['fds']['verdict']}")
     return "\n".join(lines)
+
+
+def tables_line(tables: dict) -> str:
+    """The dataplanes' own figure for their forwarding tables, first/last/max (MiB)."""
+    parts = []
+    for name, rows in tables.items():
+        got = [b for _, b in rows if b is not None]
+        parts.append(f"{name} " + (f"{got[0] / 2**20:.1f}/{got[-1] / 2**20:.1f}/{max(got) / 2**20:.1f}"
+                                   if got else "- (no answer)"))
+    return "dataplane tables MiB first/last/max (its status tables_bytes): " + "; ".join(parts)

@@ -12,6 +12,7 @@ directory, etcd members by the EtcdCluster's Popens. A pid is only sampled when
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -70,14 +71,26 @@ def daemon_finders(topology) -> dict[str, tuple[str, Callable[[], Optional[int]]
     return out
 
 
+def dataplane_tables_bytes(node) -> Optional[int]:
+    """What the dataplane says its forwarding tables use (status tables_bytes: the mapped
+    arrays' resident pages), to tell the tables' share of its RSS; None when it does not answer."""
+    try:
+        return int(node.dataplane.status()["tables_bytes"])
+    except (RuntimeError, ValueError, KeyError, TypeError, OSError, subprocess.SubprocessError):
+        return None
+
+
 class Sampler(threading.Thread):
-    """series[name] = [[unix time, pid or None, rss KiB or None, fds or None], ...]."""
+    """series[name] = [[unix time, pid or None, rss KiB or None, fds or None], ...];
+    tables[<node>/vxfed-dataplane] = [[unix time, tables bytes or None], ...]."""
 
     def __init__(self, topology, interval_s: float = 10.0):
         super().__init__(name="soak-sampler", daemon=True)
         self.finders = daemon_finders(topology)
         self.interval = interval_s
         self.series: dict[str, list[list]] = {name: [] for name in self.finders}
+        self.nodes = topology.nodes()
+        self.tables: dict[str, list[list]] = {f"{label}/vxfed-dataplane": [] for label in self.nodes}
         self.stop = threading.Event()
 
     def sample_once(self) -> None:
@@ -95,6 +108,8 @@ class Sampler(threading.Thread):
                     except (OSError, ValueError):
                         pid = None       # exited between the lookup and the read
             self.series[name].append([round(now, 3), pid, rss, fds])
+        for label, n in self.nodes.items():
+            self.tables[f"{label}/vxfed-dataplane"].append([round(now, 3), dataplane_tables_bytes(n)])
 
     def missing(self) -> list[str]:
         """The daemons the last sample found no process of (at the start: a part not running)."""

@@ -100,6 +100,7 @@ class Soak:
         if missing:
             raise PartUnavailable(", ".join(missing), "not running (no process found to sample) at the start")
         self.sampler.series = {k: [] for k in self.sampler.series}
+        self.sampler.tables = {k: [] for k in self.sampler.tables}
         self.started = time.time()
         self.sampler.start()
         for label, n in self.t.nodes().items():
