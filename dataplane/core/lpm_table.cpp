@@ -4,10 +4,13 @@
 
 namespace vxfed::dataplane {
 
-// The first level on transparent huge pages (where THP is "madvise" or "always"): lookups over
-// 130k spread-out routes then miss the TLB on a few 2 MiB pages instead of hundreds of 4 KiB
-// ones.
-LpmTable::LpmTable() : tbl24_(std::size_t{1} << 24, /*huge_pages=*/true), tbl8_(std::size_t{kMaxGroups} << 8) {}
+// The first level on 4 KiB pages, not transparent huge pages: a worker's lookup of a range no
+// route painted (a pod sending anywhere, a reverse-path source) faulted a zeroed 2 MiB page
+// in, for good — up to the whole 128 MiB under the soak's pod churn with no table change at
+// all (docs/faults.md, "Soak"). On 4 KiB pages such a read maps the shared zero page and costs
+// nothing; the pipeline benchmark's 130k routes measured no difference (29.5 cycles either way
+// at 8950 B, docs/dataplane-pipeline.md).
+LpmTable::LpmTable() : tbl24_(std::size_t{1} << 24, /*huge_pages=*/false), tbl8_(std::size_t{kMaxGroups} << 8) {}
 
 void LpmTable::paint(std::uint64_t* entries, std::uint32_t count, std::uint64_t entry, std::uint8_t len,
                      const std::uint8_t* depth) {
