@@ -156,6 +156,10 @@ void DataplaneClient::stop() {
 void DataplaneClient::connect() {
   if (stopped_ || connecting_) return;
   connecting_ = true;
+  // The socket file as this attempt finds it: a dataplane that creates its socket while the
+  // attempt fails (or before its failure is handled) must count as new to the watch below,
+  // else the client would wait out the whole backoff beside a listening dataplane.
+  attempt_socket_ = socket_file();
   auto conn = std::make_shared<Connection>(io_);
   conn->socket.async_connect(asio::local::stream_protocol::endpoint(options_.socket),
                              [this, conn](const boost::system::error_code& ec) {
@@ -186,7 +190,7 @@ void DataplaneClient::schedule_reconnect() {
   reconnect_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) connect();
   });
-  watched_socket_ = socket_file();
+  watched_socket_ = attempt_socket_;
   watch_socket();
 }
 

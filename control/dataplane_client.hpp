@@ -172,7 +172,8 @@ class DataplaneClient : public TablesSink {
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer watch_timer_;   // the socket file, while disconnected
-  SocketFile watched_socket_;                // as it was when the last connect failed
+  SocketFile watched_socket_;                // as it was when the last failed connect began
+  SocketFile attempt_socket_;                // as it was when the connect in progress began
   bool connecting_ = false;
   std::uint32_t backoff_ms_;
   bool stopped_ = true;
