@@ -48,15 +48,12 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
                                                                  const NodeState& state,
                                                                  std::shared_ptr<spdlog::logger> log,
                                                                  const bgp::AdapterFactory& make_adapter) {
-  if (!config.bgp || config.bgp.IsNull()) return std::unique_ptr<bgp::RouteSource>();
-  auto parsed = bgp::parse_config(config.bgp);
-  if (!parsed) return make_error(config.source + ": " + parsed.error());
-  if (!parsed->enabled) return std::unique_ptr<bgp::RouteSource>();
-  if (auto own = check_own_prefixes(config, state, *parsed); !own) return make_error(own.error());
+  if (!config.bgp.enabled) return std::unique_ptr<bgp::RouteSource>();
+  if (auto own = check_own_prefixes(config, state, config.bgp); !own) return make_error(own.error());
   auto vtep = net::Ipv4Addr::parse(config.node.vtep_ip);
   if (!vtep) return make_error(config.source + ": node.vtep_ip: " + vtep.error());
   bgp::RouteSourceOptions options;
-  options.config = std::move(*parsed);
+  options.config = config.bgp;
   options.vtep = *vtep;
   options.advertise = advertised_prefixes(config, state);
   // The blocks change with the networks (a new network gets a block): the source asks again.
@@ -70,10 +67,8 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
 }
 
 Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config, const NodeState& state) {
-  auto parsed = bgp::parse_config(config.bgp);
-  if (!parsed) return make_error(parsed.error());
-  if (auto own = check_own_prefixes(config, state, *parsed); !own) return own;
-  return source.reconfigure(std::move(*parsed), advertised_prefixes(config, state));
+  if (auto own = check_own_prefixes(config, state, config.bgp); !own) return own;
+  return source.reconfigure(config.bgp, advertised_prefixes(config, state));
 }
 
 v1::PeerInfo peer_info(const bgp::PeerStatus& p) {

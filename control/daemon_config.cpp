@@ -194,9 +194,9 @@ void parse_into(Config& c, const YAML::Node& root) {
   }
 
   if (top.has("bgp")) {
-    c.bgp = root["bgp"];
-    auto bgp = vxfed::bgp::parse_config(c.bgp);
+    auto bgp = vxfed::bgp::parse_config(root["bgp"]);
     if (!bgp) fail(bgp.error(), "");  // already "bgp.field: reason"
+    else c.bgp = std::move(*bgp);
   }
 }
 

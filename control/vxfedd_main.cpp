@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
               << "), cluster " << config->cluster.name << ", " << config->networks.size() << " network(s), "
               << config->pools.size() << " VNI pool(s), state dir " << config->daemon.state_dir << ", socket "
               << config->daemon.socket << ", dataplane " << config->dataplane.socket
-              << (config->bgp && !config->bgp.IsNull() ? ", bgp section present" : "") << "\n";
+              << (config->bgp.enabled ? ", bgp enabled" : "") << "\n";
     return 0;
   }
 

@@ -17,6 +17,13 @@ using vxfed::RouteUpdate;
 using vxfed::bgp::testing::FakeAdapter;
 using vxfed::bgp::testing::fake_factory;
 
+// A bgp section as vxfedd's config reader would have parsed it.
+vxfed::bgp::BgpConfig parsed_bgp(const char* yaml) {
+  auto parsed = vxfed::bgp::parse_config(YAML::Load(yaml));
+  if (!parsed) throw std::runtime_error(parsed.error());
+  return std::move(*parsed);
+}
+
 constexpr const char* kBgp = R"(
 enabled: true
 asn: 65001
@@ -49,7 +56,7 @@ struct BgpRoutesTest : ::testing::Test {
   CountingSink sink;
 
   void SetUp() override {
-    config.bgp = YAML::Load(kBgp);
+    config.bgp = parsed_bgp(kBgp);
     NodeState::Options o;
     o.state_dir = dir.path;
     auto s = NodeState::open(config, o, nullptr);
@@ -89,7 +96,7 @@ TEST_F(BgpRoutesTest, BuiltFromTheConfig) {
 // statement and the node would lose its route to that cluster. Refused, naming both.
 TEST_F(BgpRoutesTest, OwnPodCidrsOverlappingAPeerClusterAreRefused) {
   Config clash = config;
-  clash.bgp = YAML::Load(R"(
+  clash.bgp = parsed_bgp(R"(
 enabled: true
 asn: 65001
 router_id: 198.18.0.1
@@ -129,7 +136,7 @@ TEST_F(BgpRoutesTest, ApiNetworkAddedInstallsRoutesLearnedBeforeAndRemovedWithdr
 TEST_F(BgpRoutesTest, NetworkAddedByAReloadInstallsTheRoutesToo) {
   fake->learn("10.245.9.0/24", {"198.18.0.12"});
   auto next = test_config(dir.path, "  - {name: green, subnet: 10.244.7.0/24}\n");
-  next.bgp = YAML::Load(kBgp);
+  next.bgp = parsed_bgp(kBgp);
   std::vector<std::string> notes;
   ASSERT_TRUE(state->reconfigure(next, &notes).ok());
   EXPECT_EQ(routes(), std::vector<std::string>{"green 10.245.9.0/24 via 198.18.0.12 bgp 198.18.0.2"});
