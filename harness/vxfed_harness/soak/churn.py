@@ -1,5 +1,5 @@
 """The soak's churn: pods added and removed on every node through the CNI plugin (a thread
-per node), and routes changed on node A by config reloads (SIGHUP).
+per node), and routes changed on node B by config reloads (SIGHUP).
 
 Pod churn: every `interval_s` a new pod is added on the node (CNI ADD, its own namespace);
 once `keep` churned pods are alive, the oldest is removed (CNI DEL, namespace deleted), so the
@@ -7,8 +7,9 @@ set stays bounded and every pod lives about keep * interval_s. A failed ADD is u
 runtime does (DEL) and counted with its time and error; a failed DEL is retried at the next
 tick and again at the end, as a runtime retries DEL until it succeeds.
 
-Route churn: node A's first network gets a rotating window of static routes (docs/control.md:
-networks[].static_routes) to prefixes in ROUTE_SPACE via node B's VTEP, one prefix in and one
+Route churn: one node's first network (the soak's node B, never restarted) gets a rotating
+window of static routes (docs/control.md: networks[].static_routes) to prefixes in ROUTE_SPACE
+via the other node's VTEP, one prefix in and one
 out per reload, applied by SIGHUP; each reload is checked by reading vxfedd's static routes.
 Those prefixes carry no traffic: the churn is of the tables (vxfedd's routes, the dataplane's
 route table), which is what must not leak.
@@ -94,12 +95,12 @@ class PodChurn(threading.Thread):
 
 
 class RouteChurn:
-    """Static routes on node A rotated by SIGHUP (run from the soak's main loop, never beside a
-    vxfedd restart)."""
+    """Static routes on `node` rotated by SIGHUP (run from the soak's main loop, never beside a
+    vxfedd restart), via `vtep`."""
 
-    def __init__(self, node_a, vtep: str):
-        self.node, self.vtep = node_a, vtep
-        self.original = copy.deepcopy(node_a.vxfedd.config)
+    def __init__(self, node, vtep: str):
+        self.node, self.vtep = node, vtep
+        self.original = copy.deepcopy(node.vxfedd.config)
         self.network = self.original["networks"][0]["name"]
         self.prefixes = list(ROUTE_SPACE.subnets(new_prefix=24))
         self.step = 0

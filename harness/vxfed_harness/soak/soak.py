@@ -1,8 +1,9 @@
 """The soak: the fault suite's topology and probe streams (faults/suite.py) kept up for a long
-time while pods churn on every node, node A's static routes churn by SIGHUP, and node A's
+time while pods churn on every node, node B's static routes churn by SIGHUP, and node A's
 vxfedd (SIGKILL) and vxfed-dataplane (SIGKILL) are restarted now and then (faults/faults.py's
 own functions). Node B's daemons are never restarted: their series run the whole soak, the
-longest look at growth there is.
+longest look at growth there is (the reloads' included: a restart would cut a leak per
+reload out of the series).
 
 At the end: the churned pods removed, the original config back; then the nodes' inventory
 compared with the start (inventory.py), the probes' datagrams (nothing misdelivered; loss per
@@ -93,7 +94,7 @@ class Soak:
         """The soak itself (the topology is up and the probes run)."""
         o = self.opts
         self.sampler = Sampler(self.t, o.sample_s)
-        self.routes = RouteChurn(self.t.node_a, self.t.node_b.ip)
+        self.routes = RouteChurn(self.t.node_b, self.t.node_a.ip)
         self.start_inventory = self._node_inventory()
         self.sampler.sample_once()
         missing = self.sampler.missing()
