@@ -384,23 +384,34 @@ struct PodBurstTotals {
   }
   // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
   // the destination of the one before it takes that one's answer, without a lookup. The LPM
-  // entry holds the prefix's answer (FoldedAnswer), so lookup, resolve and the VTEP's pick
-  // are one pass; the VTEP's entry is prefetched for the last pass.
+  // entry holds the prefix's answer (FoldedAnswer): for a route to one VTEP, that VTEP
+  // (no group or slot read); otherwise the group, whose slot the flow hash picks. So lookup,
+  // resolve and the VTEP's pick are one pass; the VTEP's entry is prefetched for the last pass.
   const VtepEntry* vtep[kMaxBurst];
   const EndpointEntry* local[kMaxBurst];
   Destination last{};
+  const VtepEntry* last_vtep = nullptr;  // set when the answer named the VTEP itself
   std::uint32_t last_dst = 0;
   if (fast) last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
   for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
     if (dst[i] != last_dst) {  // a shared prefix resolves per destination, so key on it
       last_dst = dst[i];
-      last = t24 ? tables.resolve_entry(k.network, last_dst, LpmTable::lookup_in(t24, t8, from_be32(last_dst)))
-                 : Destination{};
+      last = Destination{};
+      last_vtep = nullptr;
+      if (t24) [[likely]] {
+        const std::uint64_t entry = LpmTable::lookup_in(t24, t8, from_be32(last_dst));
+        if (std::uint32_t v; ForwardingTables::direct_vtep(k.network, entry, &v)) [[likely]] {
+          last_vtep = &k.vteps[v];
+          rte_prefetch0(last_vtep);
+        } else {
+          last = tables.resolve_entry(k.network, last_dst, entry);
+        }
+      }
     }
     local[i] = last.endpoint;
-    vtep[i] = nullptr;
-    if (last.group) [[likely]] {
+    vtep[i] = last_vtep;
+    if (last.group) {
       vtep[i] = &k.vteps[ForwardingTables::pick_slot(k.group_slots, *last.group, hash[i])];
       rte_prefetch0(vtep[i]);
     }

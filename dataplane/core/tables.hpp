@@ -142,20 +142,35 @@ static_assert(sizeof(PrefixInfo) == 8);
 
 // A PrefixInfo folded into the 32-bit answer every LPM entry of its prefix carries
 // (lpm_table.hpp), so that one read of the LPM gives the answer: bit 31 set when the prefix
-// is one network's alone and its value fits, then that network (12 bits), the kind (an
-// endpoint or a next-hop group) and the value (18 bits). Otherwise 0, and readers resolve
-// through the prefix id as before (PrefixInfo, then the shared maps).
+// is one network's alone and its value fits, then that network (12 bits), the kind (2 bits)
+// and the value (17 bits). The kinds: an endpoint slot; a next-hop group; or, for a route
+// whose group has a single VTEP (a node block: the common route), that VTEP's index itself,
+// so that the encapsulation reads neither the group nor its slots (two dependent reads that
+// miss the cache once a federation's thousand VTEPs are in use). A group is immutable while a
+// route uses it, so the VTEP folded in changes only when the route's group does, which
+// rewrites the answer. Otherwise 0, and readers resolve through the prefix id as before
+// (PrefixInfo, then the shared maps).
 struct FoldedAnswer {
   static constexpr std::uint32_t kDirect = 1u << 31;
   static constexpr unsigned kNetworkShift = 19;
-  static constexpr std::uint32_t kEndpoint = 1u << 18;
-  static constexpr std::uint32_t kValueMask = kEndpoint - 1;
+  static constexpr unsigned kKindShift = 17;
+  static constexpr std::uint32_t kKindMask = 3u << kKindShift;
+  static constexpr std::uint32_t kGroup = 0, kEndpoint = 1u << kKindShift, kVtep = 2u << kKindShift;
+  static constexpr std::uint32_t kValueMask = (1u << kKindShift) - 1;
   static_assert(kMaxNetworks <= (1u << (31 - kNetworkShift)), "network indexes fit the answer");
 
-  static std::uint32_t of(const PrefixInfo& p) {
-    if (p.network == PrefixInfo::kShared || p.value > kValueMask) return 0;
-    return kDirect | (std::uint32_t{p.network} << kNetworkShift) |
-           (p.kind == PrefixInfo::kEndpoint ? kEndpoint : 0) | p.value;
+  // groups / group_slots: the tables' arrays, for a route's group (read, not kept).
+  static std::uint32_t of(const PrefixInfo& p, const NextHopGroup* groups, const std::uint32_t* group_slots) {
+    if (p.network == PrefixInfo::kShared) return 0;
+    std::uint32_t kind = kGroup, value = p.value;
+    if (p.kind == PrefixInfo::kEndpoint) {
+      kind = kEndpoint;
+    } else if (const NextHopGroup& g = groups[p.value]; g.count == 1) {
+      kind = kVtep;
+      value = group_slots[g.first];
+    }
+    if (value > kValueMask) return 0;
+    return kDirect | (std::uint32_t{p.network} << kNetworkShift) | kind | value;
   }
   // What answer >> kNetworkShift is when the answer is direct for `network`.
   static std::uint32_t direct_for(std::uint16_t network) { return (kDirect >> kNetworkShift) | network; }
@@ -255,8 +270,9 @@ class ForwardingTables {
   // around each compare cost ~70 instructions per packet whose source the memo had not seen.
   [[gnu::always_inline]] bool source_routed_to(std::uint16_t network, std::uint32_t src_ip_be,
                                                std::uint32_t vtep_ip_be) const {
-    const Destination d =
-        resolve_entry(network, src_ip_be, LpmTable::lookup_in(lpm_.tbl24(), lpm_.tbl8(), wire::from_be32(src_ip_be)));
+    const std::uint64_t entry = LpmTable::lookup_in(lpm_.tbl24(), lpm_.tbl8(), wire::from_be32(src_ip_be));
+    if (std::uint32_t v; direct_vtep(network, entry, &v)) return vteps_[v].ip_be == vtep_ip_be;
+    const Destination d = resolve_entry(network, src_ip_be, entry);
     if (!d.group) return false;
     const NextHopGroup g = *d.group;
     const std::uint32_t* slots = group_slots_.data() + g.first;
@@ -298,12 +314,24 @@ class ForwardingTables {
     const std::uint32_t answer = LpmTable::answer_of(lpm_entry);
     if ((answer >> FoldedAnswer::kNetworkShift) == FoldedAnswer::direct_for(network)) [[likely]] {
       const std::uint32_t value = answer & FoldedAnswer::kValueMask;
-      if (answer & FoldedAnswer::kEndpoint) return {&endpoint_slots_[value], nullptr};
-      return {nullptr, &groups_[value]};
+      const std::uint32_t kind = answer & FoldedAnswer::kKindMask;
+      if (kind == FoldedAnswer::kEndpoint) return {&endpoint_slots_[value], nullptr};
+      if (kind == FoldedAnswer::kGroup) return {nullptr, &groups_[value]};
+      // kVtep: the answer names the route's VTEP, not its group: the group through the prefix id
+      // (callers that want the VTEP itself ask direct_vtep() first).
     }
     const std::uint32_t prefix_id = LpmTable::value_of(lpm_entry);
     if (prefix_id == LpmTable::kNone) return {};
     return resolve_shared(network, dst_ip_be, prefix_id);
+  }
+  // Whether the LPM's entry for a destination answers, for `network`, with a route to one
+  // VTEP (FoldedAnswer::kVtep); then *vtep is its index. The encapsulation's burst loop and the
+  // decap reverse-path check ask this first, and resolve_entry() otherwise.
+  [[gnu::always_inline]] static bool direct_vtep(std::uint16_t network, std::uint64_t lpm_entry, std::uint32_t* vtep) {
+    const std::uint32_t answer = LpmTable::answer_of(lpm_entry);
+    constexpr std::uint32_t kHigh = ~((1u << FoldedAnswer::kNetworkShift) - 1) | FoldedAnswer::kKindMask;
+    *vtep = answer & FoldedAnswer::kValueMask;
+    return (answer & kHigh) == ((FoldedAnswer::direct_for(network) << FoldedAnswer::kNetworkShift) | FoldedAnswer::kVtep);
   }
   const LpmTable& lpm() const { return lpm_; }
 

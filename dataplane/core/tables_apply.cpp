@@ -345,12 +345,17 @@ class TablesWriter {
     t_.prefix_ids_.assign(prefix_key(p.addr, p.len), id, r_);
     return id;
   }
+  // The answer a prefix's LPM entries carry for its PrefixInfo (read before any group it names
+  // is released: unused groups go in step C, after every prefix is refreshed).
+  std::uint32_t folded(const PrefixInfo& p) const {
+    return FoldedAnswer::of(p, t_.groups_.data(), t_.group_slots_.data());
+  }
   // Publishes a new prefix whose PrefixInfo is written: the LPM, then the parent of every
   // union prefix directly inside it (found through the LPM entries it covers).
   void link_prefix(std::uint32_t id) {
     const std::uint32_t addr = t_.prefix_addr_[id];
     const std::uint8_t len = t_.prefix_len_[id];
-    t_.lpm_.insert(addr, len, id, FoldedAnswer::of(t_.prefix_info_[id]), t_.prefix_len_.data());
+    t_.lpm_.insert(addr, len, id, folded(t_.prefix_info_[id]), t_.prefix_len_.data());
     t_.lpm_.for_each_value(addr, len, [&](std::uint32_t x) {
       while (x != id && t_.prefix_len_[x] > len) {
         const std::uint32_t p = t_.prefix_parent_[x];
@@ -369,7 +374,7 @@ class TablesWriter {
     const std::uint32_t addr = t_.prefix_addr_[id];
     const std::uint8_t len = t_.prefix_len_[id];
     const std::uint32_t parent = t_.prefix_parent_[id];
-    t_.lpm_.erase(addr, len, id, parent, parent == LpmTable::kNone ? 0 : FoldedAnswer::of(t_.prefix_info_[parent]), r_);
+    t_.lpm_.erase(addr, len, id, parent, parent == LpmTable::kNone ? 0 : folded(t_.prefix_info_[parent]), r_);
     t_.prefix_ids_.erase(prefix_key(addr, len));
     t_.lpm_.for_each_value(addr, len, [&](std::uint32_t x) {
       while (x != LpmTable::kNone && t_.prefix_len_[x] > len) {
@@ -422,7 +427,7 @@ class TablesWriter {
   // changed (one store per entry: a /24 has one; while a wider prefix's entries are
   // rewritten, each destination resolves to the old answer or the new one).
   void refresh_prefix(std::uint32_t id, bool linked = true) {
-    const std::uint32_t folded_before = FoldedAnswer::of(t_.prefix_info_[id]);
+    const std::uint32_t folded_before = folded(t_.prefix_info_[id]);
     PrefixInfo info;
     const std::uint16_t owner = t_.prefix_network_[id];
     if (owner == PrefixInfo::kShared) {
@@ -439,8 +444,9 @@ class TablesWriter {
       }
     }
     store_word(&t_.prefix_info_[id], info);
-    const std::uint32_t folded = FoldedAnswer::of(info);
-    if (linked && folded != folded_before) t_.lpm_.set_answer(t_.prefix_addr_[id], t_.prefix_len_[id], id, folded);
+    const std::uint32_t folded_now = folded(info);
+    if (linked && folded_now != folded_before)
+      t_.lpm_.set_answer(t_.prefix_addr_[id], t_.prefix_len_[id], id, folded_now);
   }
   // An endpoint of `net` (in endpoint slot `slot`) appeared at the /32 prefix p.
   std::uint32_t prefix_user_added(const Prefix& p, std::uint16_t net, std::uint32_t slot) {
