@@ -24,27 +24,19 @@
 #include <string>
 #include <vector>
 
-#include "common/net/ipv4.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/tables.hpp"
+#include "perf/common/bench_node.hpp"
 
 namespace dp = vxfed::dataplane;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {
 
-constexpr std::uint16_t kBurst = 32;
-constexpr std::uint16_t kUplink = 0;
-constexpr std::uint16_t kPods = 16;          // local endpoints on ports 1..16
-constexpr std::uint32_t kFlows = 4096;       // distinct mbufs / flows per case
-constexpr std::uint32_t kVni = 1001;
-constexpr std::uint8_t kUplinkMac[6] = {2, 0, 0, 0, 0, 1};
+using namespace vxfed::bench;  // the node: pods, routes, VTEPs (perf/common/bench_node.hpp)
 
-std::uint32_t vtep_ip(std::uint32_t index) {  // 198.18.x.y, host order
-  return (198u << 24) | (18u << 16) | ((index / 250) << 8) | (2 + index % 250);
-}
-std::uint32_t route_prefix(std::uint32_t i) { return (11u << 24) + (i << 8); }  // 11.x.y.0/24
-std::string ip_text(std::uint32_t host) { return vxfed::net::Ipv4Addr{host}.str(); }
+constexpr std::uint16_t kBurst = 32;
+constexpr std::uint32_t kFlows = 4096;       // distinct mbufs / flows per case
 
 void put16(Bytes& b, std::size_t at, std::uint16_t v) { b[at] = v >> 8; b[at + 1] = v & 255; }
 void put32(Bytes& b, std::size_t at, std::uint32_t v) { put16(b, at, v >> 16); put16(b, at + 2, v & 0xffff); }
@@ -83,50 +75,11 @@ struct Setup {
 
 // underlay_vlan >= 0: every encapsulated frame asks the port for that 802.1Q tag (--underlay-vlan).
 bool build_tables(Setup& s, std::uint32_t routes, std::uint32_t max_vteps, int underlay_vlan) {
-  vxfed::dataplane::v1::Tables t;
-  auto* n = t.add_networks();
-  n->set_vni(kVni);
-  n->set_gateway_ip("10.244.0.1");
-  for (std::uint32_t p = 1; p <= kPods; ++p) {
-    auto* e = t.add_endpoints();
-    e->set_id("pod" + std::to_string(p));
-    e->set_vni(kVni);
-    e->set_ip("10.244.1." + std::to_string(p));
-    char mac[18];
-    std::snprintf(mac, sizeof(mac), "02:aa:00:00:00:%02x", p);
-    e->set_mac(mac);
-    e->set_iface("p" + std::to_string(p));
-  }
   s.vteps = std::min<std::uint32_t>(routes, max_vteps);
-  for (std::uint32_t i = 0; i < routes; ++i) {
-    auto* r = t.add_routes();
-    r->set_vni(kVni);
-    r->set_prefix(ip_text(route_prefix(i)) + "/24");
-    r->add_next_hops()->set_vtep(ip_text(vtep_ip(i % s.vteps)));
-  }
-  for (std::uint32_t v = 0; v < s.vteps; ++v) {
-    auto* nb = t.add_neighbors();
-    nb->set_ip(ip_text(vtep_ip(v)));
-    nb->set_mac("02:00:00:00:02:02");
-  }
-  dp::BuildContext ctx;
-  ctx.local_vtep_ip_be = htonl((198u << 24) | (18u << 16) | 1);
-  std::copy(std::begin(kUplinkMac), std::end(kUplinkMac), ctx.uplink_mac.begin());
-  ctx.underlay_mtu = 9000;
-  ctx.uplink_port = kUplink;
-  ctx.port_for_iface = [](const std::string& i) -> std::optional<std::uint16_t> {
-    return static_cast<std::uint16_t>(std::stoi(i.substr(1)));
-  };
-  ctx.neighbors = &s.neighbors;
-  ctx.vni_slots = &s.slots;
+  dp::BuildContext ctx = node_context(&s.neighbors, &s.slots);
   if (underlay_vlan >= 0) ctx.underlay_tag = dp::UnderlayTag::make(static_cast<std::uint16_t>(underlay_vlan));
-  auto built = dp::ForwardingTables::create(t, ctx);
-  if (!built) {
-    std::fprintf(stderr, "tables: %s\n", built.error().c_str());
-    return false;
-  }
-  s.tables = std::move(*built);
-  return true;
+  s.tables = build_node_tables(node_tables(routes, s.vteps, 0), ctx);
+  return s.tables != nullptr;
 }
 
 // The frames of one case: encap = pod frames from pod 1; decap = VXLAN frames from VTEPs.
@@ -250,15 +203,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(-1, 4094));
   CLI11_PARSE(app, argc, argv);
 
-  const std::string prefix = "vxfedbench" + std::to_string(getpid());
-  std::vector<std::string> eal = {"pipeline_bench", "-l", "0", "--no-huge", "-m", "1024", "--no-pci",
-                                  "--no-shconf", "--no-telemetry", "--file-prefix", prefix, "--log-level=error"};
-  std::vector<char*> eal_argv;
-  for (auto& a : eal) eal_argv.push_back(a.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "EAL init failed\n");
-    return 1;
-  }
+  if (!init_eal("vxfed-pipeline-bench", 1024)) return 1;
   rte_mempool* small = rte_pktmbuf_pool_create("bench_small", kFlows + 512, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   rte_mempool* jumbo = rte_pktmbuf_pool_create("bench_jumbo", kFlows + 512, 256, 0, 9216 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
   if (!small || !jumbo) {

@@ -40,10 +40,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/net/ipv4.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/tables.hpp"
 #include "dataplane/runtime/rcu_reclaimer.hpp"
+#include "perf/common/bench_node.hpp"
 
 namespace dp = vxfed::dataplane;
 using Clock = std::chrono::steady_clock;
@@ -51,22 +51,15 @@ using Bytes = std::vector<std::uint8_t>;
 
 namespace {
 
+using namespace vxfed::bench;  // the node: pods, routes, VTEPs (perf/common/bench_node.hpp)
+
 constexpr std::uint16_t kBurst = 32;
-constexpr std::uint16_t kUplink = 0;
-constexpr std::uint16_t kPods = 16;       // steady endpoints on ports 1..16
 constexpr std::uint16_t kAttachPort = 100;  // where the benchmark's attached pod goes
 constexpr std::uint32_t kFlows = 4096;
-constexpr std::uint32_t kVni = 1001;
 constexpr std::uint32_t kVteps = 1000;
 
-std::uint32_t vtep_ip(std::uint32_t index) {  // 198.18.x.y, host order
-  return (198u << 24) | (18u << 16) | ((index / 250) << 8) | (2 + index % 250);
-}
-// Installed: /24s from 11.0.0.0 up (130,000 of them reach 12.251.207.0/24).
-std::uint32_t route_prefix(std::uint32_t i) { return (11u << 24) + (i << 8); }
 // Churned: /24s of 100.64.0.0/10, outside the installed ones.
 std::uint32_t churn_prefix(std::uint32_t i) { return (100u << 24) + (64u << 16) + ((i % 65536) << 8); }
-std::string ip_text(std::uint32_t host) { return vxfed::net::Ipv4Addr{host}.str(); }
 
 long rss_kib(const char* field) {  // VmRSS / VmHWM of this process
   std::ifstream f("/proc/self/status");
@@ -112,47 +105,10 @@ struct Setup {
 };
 
 bool build_tables(Setup& s, std::uint32_t routes) {
-  dp::v1::Tables t;
-  auto* n = t.add_networks();
-  n->set_vni(kVni);
-  n->set_gateway_ip("10.244.0.1");
-  for (std::uint32_t p = 1; p <= kPods; ++p) {
-    auto* e = t.add_endpoints();
-    e->set_id("pod" + std::to_string(p));
-    e->set_vni(kVni);
-    e->set_ip("10.244.1." + std::to_string(p));
-    char mac[18];
-    std::snprintf(mac, sizeof(mac), "02:aa:00:00:00:%02x", p);
-    e->set_mac(mac);
-    e->set_iface("p" + std::to_string(p));
-  }
-  const std::uint32_t vteps = std::min(routes, kVteps);
-  for (std::uint32_t i = 0; i < routes; ++i) {
-    auto* r = t.add_routes();
-    r->set_vni(kVni);
-    r->set_prefix(ip_text(route_prefix(i)) + "/24");
-    r->add_next_hops()->set_vtep(ip_text(vtep_ip(i % vteps)));
-  }
-  for (std::uint32_t v = 0; v < kVteps; ++v) {  // every VTEP a churned route may name is resolved
-    auto* nb = t.add_neighbors();
-    nb->set_ip(ip_text(vtep_ip(v)));
-    nb->set_mac("02:00:00:00:02:02");
-  }
-  s.ctx.local_vtep_ip_be = htonl((198u << 24) | (18u << 16) | 1);
-  s.ctx.uplink_mac = {2, 0, 0, 0, 0, 1};
-  s.ctx.underlay_mtu = 9000;
-  s.ctx.uplink_port = kUplink;
-  s.ctx.port_for_iface = [](const std::string& i) -> std::optional<std::uint16_t> {
-    return static_cast<std::uint16_t>(std::stoi(i.substr(1)));
-  };
-  s.ctx.neighbors = &s.neighbors;
-  s.ctx.vni_slots = &s.slots;
-  auto built = dp::ForwardingTables::create(t, s.ctx);
-  if (!built) {
-    std::fprintf(stderr, "tables: %s\n", built.error().c_str());
-    return false;
-  }
-  s.tables = std::move(*built);
+  // Every VTEP a churned route may name is resolved.
+  s.ctx = node_context(&s.neighbors, &s.slots);
+  s.tables = build_node_tables(node_tables(routes, std::min(routes, kVteps), kVteps), s.ctx);
+  if (!s.tables) return false;
   s.routes = routes;
   return true;
 }
@@ -285,15 +241,7 @@ int main(int argc, char** argv) {
                "control experiment: churn windows wake at --churn-rate but apply nothing (what the wake-ups alone cost the worker)");
   CLI11_PARSE(app, argc, argv);
 
-  const std::string prefix = "vxfedtables" + std::to_string(getpid());
-  std::vector<std::string> eal = {"tables_bench", "-l", "0", "--no-huge", "-m", "256", "--no-pci",
-                                  "--no-shconf", "--no-telemetry", "--file-prefix", prefix, "--log-level=error"};
-  std::vector<char*> eal_argv;
-  for (auto& a : eal) eal_argv.push_back(a.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "EAL init failed\n");
-    return 1;
-  }
+  if (!init_eal("vxfed-tables-bench", 256)) return 1;
   if (control_cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
