@@ -43,11 +43,14 @@ std::optional<std::uint32_t> NeighborCache::find_slot(std::uint32_t ip_be) const
 
 void NeighborCache::set_static(std::uint32_t slot, const MacAddress& mac) {
   words_[slot].store(wire::mac_to_u64(mac) | kValid | kStatic, std::memory_order_release);
+  changes_.fetch_add(1, std::memory_order_release);
 }
 
 void NeighborCache::clear_static(std::uint32_t slot) {
-  if (words_[slot].load(std::memory_order_relaxed) & kStatic)
+  if (words_[slot].load(std::memory_order_relaxed) & kStatic) {
     words_[slot].store(0, std::memory_order_release);
+    changes_.fetch_add(1, std::memory_order_release);
+  }
 }
 
 std::vector<std::uint32_t> NeighborCache::take_wanted() {
@@ -76,7 +79,10 @@ void NeighborCache::learn_slot(std::uint32_t slot, const MacAddress& mac) {
   std::uint64_t w = words_[slot].load(std::memory_order_relaxed);
   // Static entries are configuration; ARP never overrides them. Unchanged: no write.
   while (!(w & kStatic) && (w & (kMacMask | kValid)) != want) {
-    if (words_[slot].compare_exchange_weak(w, want, std::memory_order_release)) break;
+    if (words_[slot].compare_exchange_weak(w, want, std::memory_order_release)) {
+      changes_.fetch_add(1, std::memory_order_release);  // rare: a MAC learned or changed
+      break;
+    }
   }
 }
 

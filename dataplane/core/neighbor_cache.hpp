@@ -50,6 +50,10 @@ class NeighborCache {
   // VTEP's: gives each a slot. Call before the workers start; at most kMaxRouters.
   Status set_routers(const std::vector<std::uint32_t>& ips_be);
   std::uint32_t size() const { return static_cast<std::uint32_t>(ips_.size()); }
+  // Counts every change of a slot's MAC or its validity (a worker's learning included), so
+  // the control thread can tell when the copies in the VTEP entries are due
+  // (ForwardingTables::copy_neighbor_macs).
+  std::uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
   std::uint32_t capacity() const { return capacity_; }
 
   // ---- workers (lock-free) ----
@@ -78,6 +82,7 @@ class NeighborCache {
  private:
   std::uint32_t capacity_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> words_;
+  std::atomic<std::uint64_t> changes_{0};
   std::vector<std::uint32_t> ips_;                           // slot -> ip (network order)
   std::unordered_map<std::uint32_t, std::uint32_t> slot_of_; // ip -> slot
   struct RouterSlot {

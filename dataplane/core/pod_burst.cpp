@@ -128,13 +128,27 @@ template <typename CopyConstant>
   return true;
 }
 
-// The VTEP's constant outer headers with its underlay neighbour's MAC (`neighbor`: the
-// cache's word, valid) and the network's VNI.
-[[gnu::always_inline]] inline void copy_vtep_headers(VxlanOuterHeaders* o, const VtepEntry& v, std::uint64_t neighbor,
+// The first 8 bytes of the VTEP's outer headers with its underlay neighbour's MAC in place:
+// the entry's copy (VtepEntry::head), or the cache's word when the entry has none yet. False
+// when the cache has none either (then the caller asks for it and drops).
+[[gnu::always_inline]] inline bool neighbor_head(const std::atomic<std::uint64_t>* cache, const VtepEntry& v,
+                                                 std::uint64_t* head) {
+  const std::uint64_t h = load_word(&v.head);
+  if (h & VtepEntry::kHeadMac) [[likely]] {
+    *head = h;
+    return true;
+  }
+  const std::uint64_t nb = cache[v.neighbor_slot].load(std::memory_order_acquire);
+  if (!(nb & NeighborCache::kValid)) return false;
+  *head = VtepEntry::with_mac(h, nb);
+  return true;
+}
+
+// The VTEP's constant outer headers with `head` (neighbor_head()) and the network's VNI.
+[[gnu::always_inline]] inline void copy_vtep_headers(VxlanOuterHeaders* o, const VtepEntry& v, std::uint64_t head,
                                                      std::uint32_t vni_field_be) {
-  std::memcpy(o, &v.outer, sizeof(VxlanOuterHeaders));
-  const std::uint64_t mac_be = __builtin_bswap64(neighbor << 16);  // the cache holds it as a 48-bit number
-  std::memcpy(&o->eth.dst, &mac_be, 6);
+  std::memcpy(o, &head, sizeof(head));
+  std::memcpy(reinterpret_cast<std::uint8_t*>(o) + sizeof(head), v.tail.data(), v.tail.size());
   o->vxlan.vni_reserved_be = vni_field_be;
 }
 
@@ -146,12 +160,12 @@ template <typename CopyConstant>
   const std::uint32_t hash = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
   const VtepEntry& v = t.vtep(t.pick(g, hash));
   if (t.path_mtus() && t.path_mtus()->any() && over_path_mtu(t, pod, v, m, rx_port, tx, c)) [[unlikely]] return;
-  const std::uint64_t nb = t.neighbors().read(v.neighbor_slot);
-  if (!(nb & NeighborCache::kValid)) [[unlikely]] return drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
+  std::uint64_t head;
+  if (!neighbor_head(t.neighbors().words(), v, &head)) [[unlikely]] return drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
   std::uint32_t frame_len;
   const UnderlayTag& tag = t.underlay_tag();
   if (!prepend_outer(m, v.checksum_base, hash, rx_port, c, &frame_len, tag.tx_flags, tag.tci_of_tos.data(),
-                     [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, nb, net.vni_field_be); }))
+                     [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, head, net.vni_field_be); }))
     return;
   VniCounters& vc = c.vnis[net.counter_slot];
   vc.encap_packets.add(1);
@@ -232,10 +246,10 @@ struct OuterTemplate {
   // of the template then read across it (a store-forwarding stall per packet).
   [[gnu::noinline]] void build(const PodBurstFacts& k, const VtepEntry& v) {
     vtep = &v;
-    const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
-    resolved = (nb & NeighborCache::kValid) != 0;
+    std::uint64_t head = 0;
+    resolved = neighbor_head(k.neighbor_words, v, &head);
     checksum_base = v.checksum_base;
-    copy_vtep_headers(&headers, v, nb, k.vni_field_be);
+    copy_vtep_headers(&headers, v, head, k.vni_field_be);
   }
 };
 
@@ -245,13 +259,13 @@ struct OuterTemplate {
                                               const VtepEntry& v, rte_mbuf* m, std::uint32_t hash,
                                               std::uint16_t rx_port, WorkerCounters& c,
                                               std::uint32_t* frame_len_out) {
-  const std::uint64_t nb = k.neighbor_words[v.neighbor_slot].load(std::memory_order_acquire);
-  if (!(nb & NeighborCache::kValid)) [[unlikely]] {
+  std::uint64_t head;
+  if (!neighbor_head(k.neighbor_words, v, &head)) [[unlikely]] {
     drop_unresolved(t, v.neighbor_slot, m, rx_port, c);
     return false;
   }
   return prepend_outer(m, v.checksum_base, hash, rx_port, c, frame_len_out, k.tag_flags, k.tci_of_tos,
-                       [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, nb, k.vni_field_be); });
+                       [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, head, k.vni_field_be); });
 }
 
 // The encapsulated packets of one pod burst, staged on the uplink together, and their counts.

@@ -30,6 +30,21 @@ Destination ForwardingTables::resolve_shared(std::uint16_t network, std::uint32_
   return {};
 }
 
+std::size_t ForwardingTables::copy_neighbor_macs() {
+  std::size_t changed = 0;
+  for (std::uint32_t v = 0; v < vtep_state_.size(); ++v) {
+    if (vtep_state_[v].refs == 0) continue;  // free (or waiting for a grace period): nobody reads it
+    VtepEntry& e = vteps_[v];
+    const std::uint64_t nb = neighbors_->read(e.neighbor_slot);
+    const std::uint64_t head = e.head;  // this thread is its only writer
+    const std::uint64_t want = (nb & NeighborCache::kValid) ? VtepEntry::with_mac(head, nb) : (head & ~VtepEntry::kHeadMac);
+    if (want == head) continue;
+    store_word(&e.head, want);
+    ++changed;
+  }
+  return changed;
+}
+
 std::vector<std::uint16_t> ForwardingTables::pod_port_ids() const {
   std::vector<std::uint16_t> out;
   for (std::uint16_t p = 0; p < kMaxPorts; ++p)

@@ -26,6 +26,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -110,15 +111,29 @@ struct PodPortEntry {
   wire::MacAddress mac{};
 };
 
-// Outer headers toward one VTEP with everything constant filled in; per packet the pipeline
-// patches the neighbour MAC, TOS, lengths, checksum, UDP source port and VNI. Written once
-// when the VTEP is created, before anything refers to it.
-struct VtepEntry {
+// Outer headers toward one VTEP with everything constant filled in, in one cache line; per
+// packet the pipeline patches TOS, lengths, checksum, UDP source port and VNI. Written when the
+// VTEP is created, before anything refers to it, except `head`: the headers' first 8 bytes —
+// the underlay neighbour's MAC, then the first two bytes of ours — kept as a word of their
+// own, which the control thread rewrites whole when the neighbour cache changes
+// (ForwardingTables::copy_neighbor_macs), so that the encapsulation learns the MAC from the
+// line it reads anyway instead of a second, dependent read of the cache per packet. A zero MAC
+// in `head` means "not copied yet": readers then ask the cache (neighbor_head() in the pipeline).
+struct alignas(64) VtepEntry {
+  static constexpr std::uint64_t kHeadMac = (1ull << 48) - 1;  // the MAC's bytes of `head`
+  std::uint64_t head = 0;                                       // outer header bytes 0..7, as in memory
+  std::array<std::uint8_t, sizeof(wire::VxlanOuterHeaders) - 8> tail{};  // bytes 8..49
   std::uint32_t ip_be = 0;
   std::uint32_t neighbor_slot = 0;
   std::uint32_t checksum_base = 0;        // one's-complement sum of the constant IPv4 words
-  wire::VxlanOuterHeaders outer{};
+
+  // `head` with the MAC of a NeighborCache word (bits 0..47, most significant byte first) in place.
+  static std::uint64_t with_mac(std::uint64_t head, std::uint64_t cache_word) {
+    static_assert(std::endian::native == std::endian::little, "head holds the header bytes in memory order");
+    return (head & ~kHeadMac) | __builtin_bswap64(cache_word << 16);
+  }
 };
+static_assert(sizeof(VtepEntry) == 64);
 
 // Immutable while any route refers to it (a route whose next hops change moves to another group).
 struct NextHopGroup {
@@ -344,6 +359,11 @@ class ForwardingTables {
   }
   const std::uint32_t* group_slots() const { return group_slots_.data(); }
   const VtepEntry* vtep_entries() const { return vteps_.data(); }
+  // Control thread: copies the neighbour cache's MACs into the VTEP entries that use them
+  // (VtepEntry::head; a slot no longer resolved clears the copy). The runtime calls it when the
+  // cache's change count moved; until then the entries keep the MAC they had. Returns how many
+  // entries changed.
+  std::size_t copy_neighbor_macs();
 
   // ---- introspection (control thread, tests) ----
   std::size_t network_count() const { return network_state_by_vni_.size(); }

@@ -217,7 +217,7 @@ class TablesWriter {
     VtepEntry v;
     v.ip_be = ip_be;
     v.neighbor_slot = slot;
-    auto& o = v.outer;
+    wire::VxlanOuterHeaders o{};
     o.eth.src = t_.uplink_mac_;
     o.eth.ether_type_be = wire::to_be16(wire::kEtherTypeIpv4);
     o.ip.version_ihl = 0x45;
@@ -230,6 +230,10 @@ class TablesWriter {
     o.vxlan.flags = wire::kVxlanFlagsVni;
     // TOS, total length and checksum are 0 here: the pipeline adds the per-packet words.
     v.checksum_base = sum_words(&o.ip, sizeof(o.ip));
+    std::memcpy(&v.head, &o, sizeof(v.head));
+    std::memcpy(v.tail.data(), reinterpret_cast<const std::uint8_t*>(&o) + sizeof(v.head), v.tail.size());
+    if (const std::uint64_t nb = ctx_.neighbors->read(slot); nb & NeighborCache::kValid)
+      v.head = VtepEntry::with_mac(v.head, nb);
     return v;
   }
   // The VTEP of an address, created (entry written before the index is published) if new.

@@ -185,6 +185,7 @@ Status Dataplane::run(const std::atomic<bool>& stop) {
     check_capture();  // after the reclaimer: a detached pod's port may be reused by the next request
     arp_->tick(std::chrono::steady_clock::now());
     tick_path_mtus();
+    copy_neighbor_macs();
   }
   spdlog::info("stopping");
   stop_workers();
@@ -544,6 +545,18 @@ std::string Dataplane::counters_text() const {
     s << "  path mtu toward " << net::Ipv4Addr::from_network(e.vtep_ip_be).str() << ": " << e.mtu << " (expires in "
       << e.expires_in_s << " s)\n";
   return s.str();
+}
+
+// The VTEP entries carry their neighbour's MAC (VtepEntry::head): copied again whenever the
+// neighbour cache changed (ARP learned by a worker or by this thread, static entries of a
+// Delta). Until then an entry keeps the MAC it had: at most one loop of this thread (≤ 20 ms)
+// of packets toward a neighbour whose MAC just changed still go to the old one; an entry
+// with no MAC yet reads the cache itself.
+void Dataplane::copy_neighbor_macs() {
+  const std::uint64_t changes = neighbors_.changes();
+  if (changes == neighbor_changes_copied_ || !tables_) return;
+  neighbor_changes_copied_ = changes;
+  tables_->copy_neighbor_macs();
 }
 
 void Dataplane::tick_path_mtus() {

@@ -87,9 +87,11 @@ class Dataplane {
   VniCounterSlots vni_slots_;
   PathMtuCache path_mtus_;                       // learned by workers from the underlay's ICMP
   std::uint32_t path_mtu_tick_s_ = ~0u;          // the last second path_mtus_ was ticked
+  std::uint64_t neighbor_changes_copied_ = 0;    // neighbors_.changes() at the last copy into the VTEP entries
   std::vector<PathMtuCache::Exception> path_mtus_logged_;  // what the log last said
   // Once a second: expires path MTUs and logs what changed (control thread).
   void tick_path_mtus();
+  void copy_neighbor_macs();
   std::vector<WorkerCounters*> counters_;
   std::vector<TxStage*> stages_;
   std::vector<std::unique_ptr<WorkerContext>> contexts_;

@@ -208,6 +208,53 @@ TEST_F(PacketFlow, UnresolvedNeighbourIsWantedThenLearnedFromArp) {
   EXPECT_EQ(take_all()[kUplink].size(), 1u);
 }
 
+// The VTEP entries carry their neighbour's MAC (VtepEntry::head), copied from the cache by
+// the control thread (copy_neighbor_macs, when the cache's change count moves): an entry with
+// no copy reads the cache; a MAC that changed is used from the next copy on; a neighbour that
+// is no longer resolved clears the copy, and packets are dropped and the MAC asked for again.
+TEST_F(PacketFlow, VtepEntriesCarryTheNeighbourMacCopiedFromTheCache) {
+  const Bytes to_206 = flow(1, ip("10.246.0.5"));  // route -> 198.18.0.6, no static neighbour
+  const auto slot = node_.neighbors.find_slot(htonl(ip("198.18.0.6")));
+  ASSERT_TRUE(slot.has_value());
+  const auto outer_dst_mac = [&] {
+    run(kPod1, {to_206});
+    auto out = take_all();
+    Mac m{};
+    if (out[kUplink].size() == 1) std::copy(out[kUplink][0].begin(), out[kUplink][0].begin() + 6, m.begin());
+    return m;
+  };
+  const Mac mac_a = {0x02, 0, 0, 0, 0x0a, 0x06}, mac_b = {0x02, 0, 0, 0, 0x0b, 0x06};
+  const std::uint64_t changes_before = node_.neighbors.changes();
+  node_.neighbors.learn_slot(*slot, mac_a);  // a worker saw its ARP reply
+  EXPECT_GT(node_.neighbors.changes(), changes_before) << "learning counts as a change";
+  EXPECT_EQ(outer_dst_mac(), mac_a) << "no copy yet: the cache is read";
+  EXPECT_GE(tables_->copy_neighbor_macs(), 1u);
+  EXPECT_EQ(tables_->copy_neighbor_macs(), 0u) << "copied already: nothing to write";
+  EXPECT_EQ(outer_dst_mac(), mac_a);
+
+  node_.neighbors.learn_slot(*slot, mac_b);  // the VTEP's MAC changed
+  EXPECT_EQ(outer_dst_mac(), mac_a) << "until the next copy, the entry's MAC";
+  EXPECT_EQ(tables_->copy_neighbor_macs(), 1u);
+  EXPECT_EQ(outer_dst_mac(), mac_b);
+
+  node_.neighbors.set_static(*slot, mac_a);
+  node_.neighbors.clear_static(*slot);  // no longer resolved
+  tables_->copy_neighbor_macs();
+  const std::uint64_t unresolved_before = drops(DropReason::UnderlayNeighborUnresolved);
+  EXPECT_EQ(outer_dst_mac(), Mac{}) << "no MAC anywhere: dropped";
+  EXPECT_EQ(drops(DropReason::UnderlayNeighborUnresolved), unresolved_before + 1);
+  const auto wanted = node_.neighbors.take_wanted();
+  EXPECT_EQ(wanted, std::vector<std::uint32_t>{htonl(ip("198.18.0.6"))}) << "and asked for again";
+
+  // Tables built while the cache knows the MAC start with it copied.
+  node_.neighbors.learn_slot(*slot, mac_b);
+  auto again = node_.build(sample_tables());
+  ASSERT_TRUE(again.ok());
+  tables_ = std::move(*again);
+  EXPECT_EQ(tables_->copy_neighbor_macs(), 0u) << "copied at creation";
+  EXPECT_EQ(outer_dst_mac(), mac_b);
+}
+
 // An underlay router's ICMP fragmentation-needed, answering an outer packet we sent (the
 // frame as it left the uplink): from `router` to our VTEP, quoting the outer IPv4 header and
 // its 8 UDP bytes (what RFC 792 routers quote at least).
