@@ -483,9 +483,17 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   const std::uint64_t* t24 = tables.lpm().tbl24();
   // One pass when the first and last packets go to the same destination (it has a route,
   // and is not the gateway) and no path MTU is in force; the general passes otherwise.
+  // The first packet must be one the fast path takes before its "destination" is looked up:
+  // the same bytes of an IPv6 frame (a new pod's router solicitations and DAD) are part of
+  // its source address, and their lookups read first-level LPM pages all over the address
+  // space (seen as the soak's dataplane growing with every pod that came up).
+  const rte_mbuf* first = pkts[0];
   const rte_mbuf* last = pkts[n - 1];
-  if (t24 && !k.path_mtus && rte_pktmbuf_data_len(pkts[0]) >= kPodFastMinFirst && rte_pktmbuf_data_len(last) >= kPodFastMinFirst) {
-    const std::uint32_t dst = pod_fast_dst(rte_pktmbuf_mtod(pkts[0], const std::uint8_t*));
+  if (t24 && !k.path_mtus && rte_pktmbuf_data_len(first) >= kPodFastMinFirst &&
+      rte_pktmbuf_data_len(last) >= kPodFastMinFirst &&
+      pod_fast_l4_ok(rte_pktmbuf_mtod(first, const std::uint8_t*), rte_pktmbuf_data_len(first),
+                     rte_pktmbuf_pkt_len(first))) {
+    const std::uint32_t dst = pod_fast_dst(rte_pktmbuf_mtod(first, const std::uint8_t*));
     if (dst == pod_fast_dst(rte_pktmbuf_mtod(last, const std::uint8_t*)) && dst != k.gateway_ip_be) {
       const Destination d =
           tables.resolve_entry(k.network, dst, LpmTable::lookup_in(t24, tables.lpm().tbl8(), from_be32(dst)));

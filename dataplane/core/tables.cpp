@@ -52,20 +52,39 @@ std::vector<std::uint16_t> ForwardingTables::pod_port_ids() const {
   return out;
 }
 
-std::size_t ForwardingTables::memory_bytes() const {
-  std::size_t b = vteps_.resident_bytes() + lpm_.resident_bytes() + prefix_parent_.resident_bytes() +
-                  prefix_info_.resident_bytes() + endpoint_slots_.resident_bytes() + groups_.resident_bytes() +
-                  group_slots_.resident_bytes() + prefix_addr_.resident_bytes() + prefix_len_.resident_bytes() +
-                  prefix_network_.resident_bytes();
-  b += network_index_.resident_bytes() + endpoints_.resident_bytes() + vtep_index_.resident_bytes() +
-       admission_.resident_bytes() + route_group_.resident_bytes() + prefix_ids_.resident_bytes() +
-       group_by_hash_.resident_bytes();
+std::vector<std::pair<const char*, std::size_t>> ForwardingTables::memory_by_part() const {
+  std::vector<std::pair<const char*, std::size_t>> out = {
+      {"vteps", vteps_.resident_bytes()},
+      {"lpm", lpm_.resident_bytes()},
+      {"prefix_parent", prefix_parent_.resident_bytes()},
+      {"prefix_info", prefix_info_.resident_bytes()},
+      {"endpoint_slots", endpoint_slots_.resident_bytes()},
+      {"groups", groups_.resident_bytes()},
+      {"group_slots", group_slots_.resident_bytes()},
+      {"prefix_addr", prefix_addr_.resident_bytes()},
+      {"prefix_len", prefix_len_.resident_bytes()},
+      {"prefix_network", prefix_network_.resident_bytes()},
+      {"network_index", network_index_.resident_bytes()},
+      {"endpoints", endpoints_.resident_bytes()},
+      {"vtep_index", vtep_index_.resident_bytes()},
+      {"admission", admission_.resident_bytes()},
+      {"route_group", route_group_.resident_bytes()},
+      {"prefix_ids", prefix_ids_.resident_bytes()},
+      {"group_by_hash", group_by_hash_.resident_bytes()},
+  };
   // Control-side containers: their elements plus a rough allocator overhead per node.
-  b += group_state_.capacity() * sizeof(GroupState) + vtep_state_.capacity() * sizeof(VtepState);
-  for (const auto& g : group_state_) b += g.hops.capacity() * sizeof(Hop);
-  b += endpoint_state_.size() * (sizeof(EndpointState) + 96) + endpoint_by_addr_.size() * 96;
-  b += shared_networks_.size() * 80 + explicit_vteps_.size() * 96 + network_state_by_vni_.size() * 64;
-  b += kMaxNetworks * sizeof(std::atomic<const NetworkEntry*>) + network_state_by_vni_.size() * sizeof(NetworkEntry);
+  std::size_t control = group_state_.capacity() * sizeof(GroupState) + vtep_state_.capacity() * sizeof(VtepState);
+  for (const auto& g : group_state_) control += g.hops.capacity() * sizeof(Hop);
+  control += endpoint_state_.size() * (sizeof(EndpointState) + 96) + endpoint_by_addr_.size() * 96;
+  control += shared_networks_.size() * 80 + explicit_vteps_.size() * 96 + network_state_by_vni_.size() * 64;
+  control += kMaxNetworks * sizeof(std::atomic<const NetworkEntry*>) + network_state_by_vni_.size() * sizeof(NetworkEntry);
+  out.emplace_back("control", control);
+  return out;
+}
+
+std::size_t ForwardingTables::memory_bytes() const {
+  std::size_t b = 0;
+  for (const auto& [part, bytes] : memory_by_part()) b += bytes;
   return b;
 }
 

@@ -375,6 +375,9 @@ class ForwardingTables {
   std::vector<std::uint16_t> pod_port_ids() const;
   // Bytes of RAM the tables use now (mapped arrays as resident, control maps estimated).
   std::size_t memory_bytes() const;
+  // The same by part (each mapped array's resident bytes; "control": the writer's own
+  // containers, estimated), for the status.
+  std::vector<std::pair<const char*, std::size_t>> memory_by_part() const;
 
  private:
   ForwardingTables();

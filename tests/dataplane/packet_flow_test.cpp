@@ -1,6 +1,7 @@
 // Packet tests that need more than one packet: ECMP spread and pinning, ARP learning of
 // underlay neighbours, mbuf pool exhaustion and recovery, full bursts, per-VNI counters.
 #include <arpa/inet.h>
+#include <sys/mman.h>
 #include <gtest/gtest.h>
 #include <rte_mbuf.h>
 
@@ -253,6 +254,44 @@ TEST_F(PacketFlow, VtepEntriesCarryTheNeighbourMacCopiedFromTheCache) {
   tables_ = std::move(*again);
   EXPECT_EQ(tables_->copy_neighbor_macs(), 0u) << "copied at creation";
   EXPECT_EQ(outer_dst_mac(), mac_b);
+}
+
+// A pod's frames that are not IPv4 (a new pod's IPv6 router solicitations and duplicate
+// address detection) are dropped without a route lookup: the bytes where an IPv4 destination
+// would be are part of the IPv6 source address, and looking them up read first-level LPM
+// pages all over the address space (the soak's dataplane grew with every pod that came up).
+// Checked by the page the lookup would have read: still not mapped after the frames.
+TEST_F(PacketFlow, NonIpv4PodFramesLookNothingUp) {
+  const std::uint32_t garbage = ip("198.51.85.119");  // frame bytes 30..33: IPv6 source bytes 8..11
+  const auto page_mapped = [&] {
+    const auto at = reinterpret_cast<std::uintptr_t>(tables_->lpm().tbl24() + (garbage >> 8));
+    const std::uintptr_t page = at & ~std::uintptr_t{4095};
+    unsigned char v = 0;
+    EXPECT_EQ(::mincore(reinterpret_cast<void*>(page), 4096, &v), 0);
+    return (v & 1) != 0;
+  };
+  ASSERT_FALSE(page_mapped()) << "nothing in the tables there";
+  Bytes ipv6(40 + 8, 0);
+  ipv6[0] = 0x60;
+  ipv6[5] = 8;     // payload length
+  ipv6[6] = 58;    // ICMPv6
+  ipv6[7] = 255;
+  ipv6[8] = 0xfe;  // source fe80::c633:5577:...
+  ipv6[9] = 0x80;
+  ipv6[16] = 198;
+  ipv6[17] = 51;
+  ipv6[18] = 85;
+  ipv6[19] = 119;
+  ipv6[24] = 0xff;  // destination ff02::2 (all routers)
+  ipv6[25] = 0x02;
+  ipv6[39] = 0x02;
+  ipv6[40] = 133;  // router solicitation
+  const Bytes frame = ethernet({0x33, 0x33, 0, 0, 0, 2}, kPod1Mac, 0x86dd, ipv6);
+  ASSERT_EQ(frame[30], 198);
+  run(kPod1, {frame});           // a burst of one: its first and last frame
+  run(kPod1, {frame, frame});
+  EXPECT_TRUE(take_all().empty());
+  EXPECT_FALSE(page_mapped()) << "an IPv6 frame's bytes were looked up as an IPv4 destination";
 }
 
 // An underlay router's ICMP fragmentation-needed, answering an outer packet we sent (the
