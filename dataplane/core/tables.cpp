@@ -35,9 +35,8 @@ std::size_t ForwardingTables::copy_neighbor_macs() {
   for (std::uint32_t v = 0; v < vtep_state_.size(); ++v) {
     if (vtep_state_[v].refs == 0) continue;  // free (or waiting for a grace period): nobody reads it
     VtepEntry& e = vteps_[v];
-    const std::uint64_t nb = neighbors_->read(e.neighbor_slot);
     const std::uint64_t head = e.head;  // this thread is its only writer
-    const std::uint64_t want = (nb & NeighborCache::kValid) ? VtepEntry::with_mac(head, nb) : (head & ~VtepEntry::kHeadMac);
+    const std::uint64_t want = VtepEntry::following(head, neighbors_->read(e.neighbor_slot));
     if (want == head) continue;
     store_word(&e.head, want);
     ++changed;

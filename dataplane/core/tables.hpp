@@ -132,6 +132,10 @@ struct alignas(64) VtepEntry {
     static_assert(std::endian::native == std::endian::little, "head holds the header bytes in memory order");
     return (head & ~kHeadMac) | __builtin_bswap64(cache_word << 16);
   }
+  // `head` as a NeighborCache word says it should be: its MAC when valid, else none (zero).
+  static std::uint64_t following(std::uint64_t head, std::uint64_t cache_word) {
+    return (cache_word & NeighborCache::kValid) ? with_mac(head, cache_word) : (head & ~kHeadMac);
+  }
 };
 static_assert(sizeof(VtepEntry) == 64);
 

@@ -232,8 +232,7 @@ class TablesWriter {
     v.checksum_base = sum_words(&o.ip, sizeof(o.ip));
     std::memcpy(&v.head, &o, sizeof(v.head));
     std::memcpy(v.tail.data(), reinterpret_cast<const std::uint8_t*>(&o) + sizeof(v.head), v.tail.size());
-    if (const std::uint64_t nb = ctx_.neighbors->read(slot); nb & NeighborCache::kValid)
-      v.head = VtepEntry::with_mac(v.head, nb);
+    v.head = VtepEntry::following(v.head, ctx_.neighbors->read(slot));
     return v;
   }
   // The VTEP of an address, created (entry written before the index is published) if new.
