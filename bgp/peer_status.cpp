@@ -7,11 +7,11 @@
 namespace vxfed::bgp {
 
 std::vector<std::string> peer_status_commands(const BgpConfig& config) {
-  std::vector<std::string> args{"-c", "show bgp neighbors json"};
+  std::vector<std::string> commands{"show bgp neighbors json"};
   for (const auto& p : config.peers) {
-    args.insert(args.end(), {"-c", "show bgp ipv4 unicast neighbors " + p.address.str() + " prefix-counts json"});
+    commands.push_back("show bgp ipv4 unicast neighbors " + p.address.str() + " prefix-counts json");
   }
-  return args;
+  return commands;
 }
 
 std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::string& output) {

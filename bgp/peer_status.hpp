@@ -27,7 +27,7 @@ struct PeerStatus {  // maps 1:1 onto control.proto PeerInfo
   bool end_of_rib_received = false;       // this session's End-of-RIB (IPv4 unicast) is in
 };
 
-// The vtysh argument list (after the vtysh command itself) that produces what
+// The show commands, run in this order on bgpd (vty_client.hpp), whose outputs
 // parse_peer_status() reads.
 std::vector<std::string> peer_status_commands(const BgpConfig& config);
 
