@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .env import (BUILD_DIR, SCRIPTS_DIR, SKIP_EXIT, SOURCE_DIR, binary, log, main_wrapper, require_binary,
                   require_program, require_root, skip)
-from .proc import PartUnavailable, run, stop_process, wait_for, wait_path, wait_until
+from .proc import PartUnavailable, cpu_seconds, run, stop_process, wait_for, wait_path, wait_until
 from .topology import Namespace, Topology, unique_suffix
 
 __all__ = ["BUILD_DIR", "SCRIPTS_DIR", "SKIP_EXIT", "SOURCE_DIR", "binary", "log", "main_wrapper", "require_binary",

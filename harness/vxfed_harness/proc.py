@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import time
@@ -91,3 +92,14 @@ def wait_path(path: Path, proc: subprocess.Popen, what: str, timeout: float,
         if time.monotonic() > deadline:
             raise PartUnavailable(what, f"did not create {path} within {timeout:.0f}s; log:\n{log()[-2000:]}")
         time.sleep(0.05)
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """CPU time (user + system, every thread) process `pid` has used so far; with `children`,
+    plus that of the child processes it has waited for (the helpers it runs)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])        # utime, stime
+    if children:
+        ticks += int(fields[13]) + int(fields[14])   # cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+

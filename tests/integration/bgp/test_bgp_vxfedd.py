@@ -15,7 +15,9 @@ Phases:
     10.245.0.0/16 via B's VTEP in the network's VNI and B's holds 10.244.0.0/16 via A's;
     both routes also in each dataplane's tables (vxfed-dpctl dump). Time printed.
  2. `vxfedctl peers`: Established, 1 prefix received, 1 advertised, on both sides;
-    `vxfedctl status`: fpm_connected.
+    `vxfedctl status`: fpm_connected. Then the idle cost: each converged vxfedd, with the
+    helpers it runs, uses at most IDLE_CPU_LIMIT_PERCENT of a core over 5 s (its peer
+    status poll every 500 ms once ran vtysh, ~90 ms of CPU a call: ~19 %).
  3. peer down: B's bgpd stopped (SIGTERM, graceful restart off): A's route leaves vxfedd and
     the dataplane within the hold time.
  4. peer back: B's bgpd started again (scripts/frr-start.sh --only bgpd, which loads the
@@ -38,6 +40,7 @@ from vxfedd_node import NETWORK, add_network, check_route, remove_network, requi
 
 HOLD = 3
 POLL = 0.2          # s between observations: each is one short-lived client process
+IDLE_CPU_LIMIT_PERCENT = 5.0   # of one core, vxfedd and its children, converged and quiet
 
 
 def main() -> None:
@@ -110,6 +113,20 @@ def run_phases(a: Node, b: Node, results: dict) -> None:
         assert st.get("dataplane_connected") and st.get("dataplane_ready"), f"{n.short} status: {st}"
     results["peer_a"] = a.vxfedctl("peers")["peers"][0]
     t.log(f"A's peer: {results['peer_a']}")
+
+    # The idle cost of a converged node's vxfedd (peer status polls, timers), with any helper
+    # process it waits for counted: nothing here may cost a pod's core.
+    pids = {n.short: n.vxfedd.proc.pid for n in nodes}
+    before = {k: t.cpu_seconds(pid, children=True) for k, pid in pids.items()}
+    t0 = time.monotonic()
+    time.sleep(5)
+    elapsed = time.monotonic() - t0
+    idle = {k: round(100.0 * (t.cpu_seconds(pid, children=True) - before[k]) / elapsed, 2) for k, pid in pids.items()}
+    results["vxfedd_idle_cpu_percent"] = idle
+    t.log(f"vxfedd idle CPU (with its children), % of a core over {elapsed:.1f} s: {idle}")
+    for k, pct in idle.items():
+        assert pct <= IDLE_CPU_LIMIT_PERCENT, (f"{k}'s vxfedd used {pct} % of a core while idle "
+                                               f"(limit {IDLE_CPU_LIMIT_PERCENT} %)")
 
     # ---- 3. peer down ----
     t.log("stopping B's bgpd")
