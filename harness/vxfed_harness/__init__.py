@@ -30,7 +30,7 @@ from .proc import PartUnavailable, cpu_seconds, run, stop_process, wait_for, wai
 from .topology import Namespace, Topology, unique_suffix
 
 __all__ = ["BUILD_DIR", "SCRIPTS_DIR", "SKIP_EXIT", "SOURCE_DIR", "binary", "log", "main_wrapper", "require_binary",
-           "require_program", "require_root", "skip", "PartUnavailable", "run", "stop_process", "wait_for",
+           "require_program", "require_root", "skip", "PartUnavailable", "cpu_seconds", "run", "stop_process", "wait_for",
            "wait_path", "wait_until", "Namespace", "Topology", "unique_suffix"]
 
 

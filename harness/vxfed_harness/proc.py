@@ -102,4 +102,3 @@ def cpu_seconds(pid: int, children: bool = False) -> float:
     if children:
         ticks += int(fields[13]) + int(fields[14])   # cutime, cstime
     return ticks / os.sysconf("SC_CLK_TCK")
-

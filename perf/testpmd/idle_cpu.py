@@ -21,16 +21,11 @@ import time
 from pathlib import Path
 
 import frames
-from vxfed_harness import Topology
+from vxfed_harness import Topology, cpu_seconds
 from vxfed_harness.dataplane import Dataplane, DataplaneLaunch, lcore_map
 from vxfed_harness.env import SOURCE_DIR as ROOT
 
 EXTRA = os.environ.get("VXFED_IDLE_EXTRA_ARGS", "").split()
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_ns(pid: int) -> int:

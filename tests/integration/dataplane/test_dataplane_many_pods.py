@@ -8,7 +8,6 @@ without them releases every one (status: 2 ports) after which a sampled pod no l
 through; with every pod attached and no traffic the dataplane uses at most a few % of a core
 (goal 2 %: the workers block on their sockets). Lean: the extra pods are built with one `ip -batch` per namespace."""
 
-import os
 import subprocess
 import time
 
@@ -41,15 +40,11 @@ def idle_cpu_percent(pid: int, settle: float, seconds: float) -> float:
     comm = open(f"/proc/{pid}/comm").read().strip()
     assert comm.startswith("vxfed-dataplane"[:15]), f"pid {pid} is {comm!r}, not the dataplane"
 
-    def ticks() -> int:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime, stime
-
     time.sleep(settle)
-    t0, c0 = time.monotonic(), ticks()
+    t0, c0 = time.monotonic(), t.cpu_seconds(pid)
     time.sleep(seconds)
-    t1, c1 = time.monotonic(), ticks()
-    return 100.0 * (c1 - c0) / os.sysconf("SC_CLK_TCK") / (t1 - t0)
+    t1, c1 = time.monotonic(), t.cpu_seconds(pid)
+    return 100.0 * (c1 - c0) / (t1 - t0)
 
 
 def main() -> None:
