@@ -39,7 +39,6 @@ class FakeDaemon {
     thread_.join();
     ::close(listen_fd_);
   }
-  std::vector<std::string> commands;  // as received, read after the client is done
 
  private:
   void serve() {
@@ -54,9 +53,9 @@ class FakeDaemon {
       std::size_t nul;
       bool open = true;
       while (open && (nul = pending.find('\0')) != std::string::npos) {
-        commands.push_back(pending.substr(0, nul));
+        const std::string command = pending.substr(0, nul);
         pending.erase(0, nul + 1);
-        open = answer_(fd, commands.back());
+        open = answer_(fd, command);
       }
       if (!open) break;
     }
