@@ -7,10 +7,10 @@
 // demo's 500 ms and four nodes that was ~0.7 of a core, taken from the pods and the
 // forwarders, and the pods' p99 latency showed it (docs/bgp.md, "Peer status").
 //
-// The protocol (FRR 8.4 daemons serve it to vtysh on that socket): the client writes a command line
-// ended by one NUL byte; the daemon runs it in VIEW_NODE (enough for every "show") and
-// answers with its output followed by four bytes: three NULs and the command's return code
-// (0: CMD_SUCCESS). Output is text or JSON and carries no NUL bytes of its own.
+// The protocol (FRR 8.4 daemons serve it to vtysh on that socket): the client writes a
+// command line ended by one NUL byte; the daemon runs it in VIEW_NODE (enough for every
+// "show") and answers with its output followed by four bytes: three NULs and the command's
+// return code (0: CMD_SUCCESS). Output is text or JSON and carries no NUL bytes of its own.
 #pragma once
 
 #include <chrono>
