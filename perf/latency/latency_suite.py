@@ -239,6 +239,8 @@ def main(argv: list[str]) -> int:
                                 log(f"{name}: {suite} FAILED: {exc}")
                                 continue
                             figs = report.figures_from(suite, result)
+                            if "retried_after" in result:
+                                log(f"  {name}: {suite} taken again after: {result['retried_after']}")
                             log(f"  {name}: {short(suite, figs)}")
                             samples_of = result.pop("samples", None)
                             if samples_of is not None and path == "cross_cluster":

@@ -3,8 +3,9 @@ iperf3 3.12 and sockperf 3.7 runs (trimmed). No root, no namespaces."""
 
 import json
 import unittest
+from unittest import mock
 
-from vxfed_harness.latency import parsers, report
+from vxfed_harness.latency import measure, parsers, report
 from vxfed_harness.twocluster.plan import df_ping_payload, make_plan
 
 SOCKPERF_OUT = """sockperf: == version #3.7-no.git ==
@@ -177,6 +178,40 @@ class Plan(unittest.TestCase):
         self.assertEqual(len({n.vtep_mac for n in p.nodes}), 6)
         with self.assertRaisesRegex(ValueError, "nodes per cluster"):
             make_plan(9000, 1, nodes_per_cluster=6)
+
+
+class SockperfRetry(unittest.TestCase):
+    """sockperf's clock jumped (seen once in CI): that run is taken again, once; anything else
+    is a measurement failure at once."""
+    CLOCK = measure.MeasurementError("sockperf ping-pong UDP: sockperf printed no latency "
+                                     "percentiles (exit 0) (No valid observations found)")
+    GOOD = {"summary": {"percentiles": {99.0: 42.0}, "observations": 3}, "samples": [1.0, 2.0]}
+
+    def pingpong(self, outcomes):
+        with mock.patch.object(measure, "_sockperf_pingpong_once", side_effect=outcomes) as once:
+            try:
+                return measure.sockperf_pingpong(None, None, measure.SuiteOptions(), None, tcp=False)
+            finally:
+                self.calls = once.call_count
+
+    def test_clock_anomaly_is_taken_again_once_and_recorded(self):
+        result = self.pingpong([self.CLOCK, dict(self.GOOD)])
+        self.assertEqual(self.calls, 2)
+        self.assertIn("No valid observations found", result["retried_after"])
+        self.assertEqual(result["samples"], [1.0, 2.0])
+
+    def test_clock_anomaly_twice_fails(self):
+        with self.assertRaisesRegex(measure.MeasurementError, "No valid observations"):
+            self.pingpong([self.CLOCK, self.CLOCK])
+        self.assertEqual(self.calls, 2)
+
+    def test_other_failures_are_not_retried(self):
+        with self.assertRaisesRegex(measure.MeasurementError, "did not listen"):
+            self.pingpong([measure.MeasurementError("sockperf server in podB1 did not listen"), self.GOOD])
+        self.assertEqual(self.calls, 1)
+
+    def test_a_clean_run_is_not_marked(self):
+        self.assertNotIn("retried_after", self.pingpong([dict(self.GOOD)]))
 
 
 if __name__ == "__main__":
