@@ -1,6 +1,7 @@
 #include "control/dataplane_client.hpp"
 
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 
@@ -185,8 +186,18 @@ void DataplaneClient::connect() {
 }
 
 void DataplaneClient::schedule_reconnect() {
-  reconnect_timer_.expires_after(std::chrono::milliseconds(backoff_ms_));
-  backoff_ms_ = std::min(options_.reconnect_max_ms, backoff_ms_ * 2);
+  // A dataplane creates its socket file at bind() and listens a moment later; a connect in
+  // between is refused. The file it refused from is then the watched one, so without this the
+  // client would wait out its whole backoff (up to reconnect_max_ms) beside a dataplane that
+  // listens a millisecond later. A file that young is retried at the watch's pace instead;
+  // one that stays refused past kFreshSocketMs falls back to the backoff (no busy loop on a
+  // stale file).
+  if (socket_is_fresh(attempt_socket_)) {
+    reconnect_timer_.expires_after(std::chrono::milliseconds(kSocketWatchMs));
+  } else {
+    reconnect_timer_.expires_after(std::chrono::milliseconds(backoff_ms_));
+    backoff_ms_ = std::min(options_.reconnect_max_ms, backoff_ms_ * 2);
+  }
   reconnect_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) connect();
   });
@@ -198,6 +209,14 @@ DataplaneClient::SocketFile DataplaneClient::socket_file() const {
   struct stat st {};
   if (::stat(options_.socket.c_str(), &st) != 0) return {};
   return SocketFile{true, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
+
+bool DataplaneClient::socket_is_fresh(const SocketFile& file) {
+  if (!file.exists) return false;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);  // the clock ctime is stamped from
+  const std::int64_t age_ms = (now.tv_sec - file.ctime_s) * 1000 + (now.tv_nsec - file.ctime_ns) / 1000000;
+  return age_ms >= -kFreshSocketMs && age_ms < kFreshSocketMs;
 }
 
 // While the backoff runs, a (re)created socket file means a dataplane that just started

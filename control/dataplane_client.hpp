@@ -143,6 +143,10 @@ class DataplaneClient : public TablesSink {
   SocketFile socket_file() const;
   void watch_socket();
   static constexpr int kSocketWatchMs = 20;
+  // A socket file younger than this may be bound but not listening yet (refused connects are
+  // retried every kSocketWatchMs), older ones are retried after the backoff.
+  static constexpr int kFreshSocketMs = 1000;
+  static bool socket_is_fresh(const SocketFile& file);
   void on_connected();
   void read(std::shared_ptr<Connection> conn);
   void on_response(const dp::DataplaneResponse& response);

@@ -44,13 +44,16 @@ class FakeDataplane {
   explicit FakeDataplane(std::string path) : path_(std::move(path)) {}
   ~FakeDataplane() { stop(); }
 
-  void start() {
+  // bind_to_listen: how long the socket file exists before it listens (a real server binds,
+  // then listens; connects in between are refused).
+  void start(std::chrono::milliseconds bind_to_listen = std::chrono::milliseconds(0)) {
     listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
     ::unlink(path_.c_str());
     ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    std::this_thread::sleep_for(bind_to_listen);
     ASSERT_EQ(::listen(listener_, 4), 0);
     running_ = true;
     thread_ = std::thread([this] { serve(); });
@@ -497,4 +500,23 @@ TEST_F(SyncTest, ReconnectsAsSoonAsTheDataplaneSocketIsCreatedAgain) {
   fake_->stop();
 }
 
+TEST_F(SyncTest, ARefusedConnectToASocketFileJustCreatedIsRetriedAtOnce) {
+  // The watch sees the new file at bind() and connects before the server listens: refused.
+  // The client must not then wait out its 10 s backoff (it did; CI saw the test above fail
+  // whenever its connect fell into that gap).
+  on_io([this] {
+    client_->stop();
+    client_ = std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 10000, 10000, 100, 2000},
+                                                *state_, log_);
+    client_->start();
+    return 0;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the first connect failed: backoff 10 s
+  const auto t0 = std::chrono::steady_clock::now();
+  fake_->start(std::chrono::milliseconds(300));
+  ASSERT_TRUE(converged({}, 3000)) << "a connect refused between bind() and listen() waited for the backoff";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(on_io([this] { return client_->stats().connects; }), 1u);
+  fake_->stop();
+}
 }  // namespace
