@@ -113,14 +113,37 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
                                  [self](std::uint32_t ip) { return self->send_arp_request(ip); });
   if (!arp) return make_error(arp.error());
   d->arp_ = std::move(*arp);
-  if (!options.api_socket.empty()) {
-    auto api = ApiServer::create(options.api_socket, [self](const v1::DataplaneRequest& rq, v1::DataplaneResponse& rs) {
-      self->handle(rq, rs);
-    });
-    if (!api) return make_error(api.error());
-    d->api_ = std::move(*api);
-  }
   return d;
+}
+
+Result<bool> Dataplane::take_over(const std::atomic<bool>& stop) {
+  if (options_.api_socket.empty()) return true;
+  const auto asked = std::chrono::steady_clock::now();
+  bool waited = false;
+  auto lock = ServingLock::acquire(
+      options_.api_socket, [&stop] { return stop.load(); },
+      [&] {
+        waited = true;
+        spdlog::info("another vxfed-dataplane serves {}: standing by, ready, until it stops", options_.api_socket);
+      });
+  if (!lock) return make_error(lock.error());
+  if (!lock->held()) {
+    spdlog::info("stopped while standing by: never served");
+    return false;
+  }
+  serving_ = std::move(*lock);
+  if (waited) {
+    // Frames the uplink queued while the other dataplane forwarded them: stale copies.
+    const std::uint64_t stale = ports_->discard_queued_uplink_frames();
+    spdlog::info("took over {} after standing by {:.1f} s ({} stale uplink frame(s) discarded)", options_.api_socket,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count(), stale);
+  }
+  auto api = ApiServer::create(options_.api_socket, [this](const v1::DataplaneRequest& rq, v1::DataplaneResponse& rs) {
+    handle(rq, rs);
+  });
+  if (!api) return make_error(api.error());
+  api_ = std::move(*api);
+  return true;
 }
 
 Dataplane::~Dataplane() {
@@ -152,6 +175,9 @@ void Dataplane::wake_workers() const {
 }
 
 Status Dataplane::run(const std::atomic<bool>& stop) {
+  auto serving = take_over(stop);
+  if (!serving) return make_error(serving.error());
+  if (!*serving) return {};
   unsigned w = 0;
   unsigned lcore;
   RTE_LCORE_FOREACH_WORKER(lcore) {
@@ -189,6 +215,10 @@ Status Dataplane::run(const std::atomic<bool>& stop) {
   }
   spdlog::info("stopping");
   stop_workers();
+  // Nothing of ours forwards or answers any more: a standing-by successor may take over now,
+  // while the rest of this one's teardown (ports, EAL) runs.
+  api_.reset();
+  serving_.release();
   return {};
 }
 

@@ -30,6 +30,7 @@
 #include "dataplane/runtime/rcu_slot.hpp"
 #include "common/metrics/histogram.hpp"
 #include "common/result.hpp"
+#include "common/serving_lock.hpp"
 #include "dataplane/runtime/worker.hpp"
 
 namespace vxfed::dataplane {
@@ -40,7 +41,9 @@ class Dataplane {
   static Result<std::unique_ptr<Dataplane>> create(const Options& options);
   ~Dataplane();
 
-  // Starts the workers, applies --tables-file, serves the API until `stop` becomes true.
+  // Takes over the API socket (standing by while another dataplane serves it: ServingLock),
+  // starts the workers, applies --tables-file, serves the API until `stop` becomes true, and
+  // lets a standing-by successor take over as soon as the workers have stopped.
   Status run(const std::atomic<bool>& stop);
 
   // ---- table API (also used for --tables-file) ----
@@ -105,6 +108,9 @@ class Dataplane {
   bool workers_running_ = false;
   std::unique_ptr<ArpResolver> arp_;
   std::unique_ptr<ApiServer> api_;
+  ServingLock serving_;                      // held while this process serves --api-socket
+  // Waits for the API socket's serving lock; false when `stop` came first.
+  Result<bool> take_over(const std::atomic<bool>& stop);
   CaptureTap capture_tap_;                   // read by the workers
   std::unique_ptr<CaptureSession> capture_;  // StartCapture / ReadCapture / StopCapture
 

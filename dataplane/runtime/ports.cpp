@@ -382,6 +382,27 @@ std::uint64_t Ports::ring_drops(std::uint16_t port_id, unsigned queue) {
   return total;
 }
 
+std::uint64_t Ports::discard_queued_uplink_frames() {
+  std::uint64_t discarded = 0;
+  if (uplink_sockets_) {
+    // Room for the vnet header in front of each frame (a shorter read is refused with
+    // EINVAL); MSG_TRUNC: the rest of the frame is dropped with it.
+    char head[64];
+    for (int fd : uplink_sockets_->fds())
+      while (::recv(fd, head, sizeof head, MSG_DONTWAIT | MSG_TRUNC) >= 0) ++discarded;
+    return discarded;
+  }
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(uplink_, &info) != 0) return 0;
+  rte_mbuf* burst[32];
+  for (std::uint16_t q = 0; q < info.nb_rx_queues; ++q)
+    while (const std::uint16_t n = rte_eth_rx_burst(uplink_, q, burst, 32)) {
+      rte_pktmbuf_free_bulk(burst, n);
+      discarded += n;
+    }
+  return discarded;
+}
+
 std::string Ports::name_of(std::uint16_t port_id) const {
   if (port_id == uplink_) return "uplink";
   if (port_id == kPodsPort) return "pods";

@@ -71,6 +71,9 @@ class Ports {
   // Frames the kernel dropped on a full af_packet RX ring of this port's queue, since start
   // (0 for other ports, or when the sockets were not identified). Control thread.
   std::uint64_t ring_drops(std::uint16_t port_id, unsigned queue);
+  // Reads and frees every frame queued on the uplink's receive queues (a dataplane taking
+  // over from another: copies of frames the other one forwarded). Before the workers start.
+  std::uint64_t discard_queued_uplink_frames();
   // Name for counters: "uplink" or the iface.
   std::string name_of(std::uint16_t port_id) const;
 
