@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -15,6 +17,7 @@
 #include "control/config_overrides.hpp"
 #include "control/daemon.hpp"
 #include "control/daemon_config.hpp"
+#include "common/serving_lock.hpp"
 
 namespace {
 
@@ -45,6 +48,29 @@ int daemonize(int& ready_fd) {
   }
   ready_fd = fds[1];
   return 0;
+}
+
+std::atomic<bool> g_stop_standing_by{false};
+
+void on_stop_while_standing_by(int) { g_stop_standing_by.store(true); }
+
+// One vxfedd serves a socket and its state dir at a time (common/serving_lock.hpp): a second
+// one, a rolling update's new container started before the old one stops, waits here with
+// its config read, and starts the moment the old one has exited. SIGTERM/SIGINT while waiting
+// end it (the Daemon installs its own handlers afterwards).
+vxfed::Result<vxfed::ServingLock> take_over(const std::string& socket, spdlog::logger& log) {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_while_standing_by;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  auto lock = vxfed::ServingLock::acquire(
+      socket, [] { return g_stop_standing_by.load(); },
+      [&] { log.info("another vxfedd serves {}: standing by until it exits", socket); });
+  sa.sa_handler = SIG_DFL;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  return lock;
 }
 
 void report_ready(int& fd, char status) {
@@ -135,6 +161,18 @@ int main(int argc, char** argv) {
   log->set_level(spdlog::level::from_str(config->daemon.log_level));
   log->flush_on(spdlog::level::info);
 
+  // Declared before the daemon: released after it has closed its stores and socket.
+  auto serving = take_over(config->daemon.socket, *log);
+  if (!serving) {
+    log->critical("not starting: {}", serving.error());
+    report_ready(ready_fd, 1);
+    return 1;
+  }
+  if (!serving->held()) {
+    log->info("stopped while standing by: never served");
+    report_ready(ready_fd, 1);
+    return 0;
+  }
   auto daemon = vxfed::control::Daemon::create(std::move(*config), options, log);
   if (!daemon) {
     log->critical("not starting: {}", daemon.error());

@@ -7,8 +7,12 @@
 # a frr.conf already there (a container restart) is loaded once the daemons are up.
 #
 #   frr-node.sh [--check] [--conf-dir DIR] [--run-dir DIR] [--daemons zebra,bgpd[,bfdd][,staticd]]
+#               [--serving-lock FILE]
 #
-# Defaults: --conf-dir /etc/frr, --run-dir /run/frr, --daemons zebra,bgpd,bfdd.
+# Defaults: --conf-dir /etc/frr, --run-dir /run/frr, --daemons zebra,bgpd,bfdd, no lock.
+# --serving-lock: one FRR per node (bgpd's port 179, zebra's routes): while another
+# frr-node.sh holds FILE (flock) this one stands by, and starts the daemons once it is free
+# (a rolling update's new pod starts before the old one stops: DaemonSet maxSurge).
 # --check: check the arguments and that FRR (the daemons, the FPM module, vtysh, the frr
 # user) is there, print what would run and exit 0 (2 when something is wrong); nothing is
 # written or started. SIGTERM/SIGINT stop the daemons and exit 0.
@@ -17,6 +21,7 @@ set -euo pipefail
 conf_dir=/etc/frr
 run_dir=/run/frr
 daemons=zebra,bgpd,bfdd
+serving_lock=
 check=0
 FRR_LIB=${FRR_LIB:-/usr/lib/frr}
 FRR_MODULES=${FRR_MODULES:-/usr/lib/x86_64-linux-gnu/frr/modules}
@@ -25,16 +30,17 @@ usage_error() { echo "frr-node.sh: $*" >&2; exit 2; }
 while (($#)); do
   case "$1" in
     --check) check=1; shift ;;
-    --conf-dir|--run-dir|--daemons)
+    --conf-dir|--run-dir|--daemons|--serving-lock)
       (($# >= 2)) || usage_error "$1 needs a value"
-      case "$1" in --conf-dir) conf_dir=$2 ;; --run-dir) run_dir=$2 ;; --daemons) daemons=$2 ;; esac
+      case "$1" in --conf-dir) conf_dir=$2 ;; --run-dir) run_dir=$2 ;; --daemons) daemons=$2 ;;
+                   --serving-lock) serving_lock=$2 ;; esac
       shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) usage_error "unknown argument $1" ;;
   esac
 done
-for d in "$conf_dir" "$run_dir"; do
-  [[ $d == /* ]] || usage_error "'$d' must be an absolute directory"
+for d in "$conf_dir" "$run_dir" ${serving_lock:+"$serving_lock"}; do
+  [[ $d == /* ]] || usage_error "'$d' must be an absolute path"
 done
 IFS=, read -r -a list <<<"$daemons"
 [[ ${list[0]:-} == zebra ]] || usage_error "--daemons '$daemons': zebra must come first (the others connect to it)"
@@ -50,10 +56,25 @@ for d in "${list[@]}"; do [[ -x $FRR_LIB/$d ]] || missing "$FRR_LIB/$d not found
 [[ -f $FRR_MODULES/dplane_fpm_nl.so ]] || missing "zebra's FPM module $FRR_MODULES/dplane_fpm_nl.so not found"
 command -v vtysh >/dev/null || missing "vtysh not found"
 getent passwd frr >/dev/null || missing "there is no user frr"
+[[ -z $serving_lock ]] || command -v flock >/dev/null || missing "flock (util-linux) not found, needed by --serving-lock"
 
 if ((check)); then
-  echo "frr-node.sh --check: valid: ${list[*]} with config $conf_dir/frr.conf, sockets in $run_dir"
+  echo "frr-node.sh --check: valid: ${list[*]} with config $conf_dir/frr.conf, sockets in $run_dir${serving_lock:+, serving lock $serving_lock}"
   exit 0
+fi
+
+if [[ -n $serving_lock ]]; then
+  mkdir -p "$(dirname "$serving_lock")"
+  # The daemons inherit the descriptor: the lock is free only once the last of them is gone.
+  exec {lock_fd}>"$serving_lock"
+  if ! flock -n "$lock_fd"; then
+    echo "frr-node.sh: another FRR serves this node ($serving_lock): standing by until it stops"
+    trap 'echo "frr-node.sh: stopped while standing by: never served"; exit 0' TERM INT
+    # Polled, so that SIGTERM is handled between tries.
+    until flock -n "$lock_fd"; do sleep 0.05; done
+    trap - TERM INT
+    echo "frr-node.sh: took over $serving_lock"
+  fi
 fi
 
 # The daemons drop privileges to frr:frr and then create their sockets and pid files in the run

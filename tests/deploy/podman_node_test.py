@@ -130,14 +130,26 @@ def main() -> None:
         pm.cmd("tag", image, nxt)
         create(2, nxt)
 
+        # The DaemonSet rolls with maxSurge 1, maxUnavailable 0: the new pod starts while the
+        # old one serves; its dataplane and vxfedd stand by (common/serving_lock.hpp) with
+        # their slow start done, and take over when the old pod's containers stop.
+        def logs(name: str) -> str:
+            r = pm.cmd("logs", name)
+            return r.stdout + r.stderr
+
+        pm.cmd("start", "dp-2", "vxfedd-2", timeout=60)
+        for name in ("dp-2", "vxfedd-2"):
+            t.wait_for(lambda: "standing by" in logs(name), 60, f"{name} standing by")
+        ctl("status")   # exit 0: the old vxfedd answers, its dataplane ready
+
         def upgrade() -> None:
             pm.cmd("stop", "-t", "10", "vxfedd-1", "dp-1", timeout=60)
             for name in ("vxfedd-1", "dp-1"):
                 code = json.loads(pm.cmd("inspect", name).stdout)[0]["State"]["ExitCode"]
                 assert code == 0, f"{name} exited {code} on SIGTERM"
-            pm.cmd("start", "dp-2", "vxfedd-2", timeout=60)
 
         upgraded = outage("node upgrade", upgrade)
+        assert "took over" in logs("dp-2"), logs("dp-2")[-2000:]
         after = {"vnis": json.loads(ctl("--json", "vnis").stdout), "endpoints": json.loads(ctl("--json", "endpoints").stdout)}
         assert after["vnis"] == before["vnis"], (before["vnis"], after["vnis"])
         assert [e["ip"] for e in after["endpoints"]["endpoints"]] == [d.POD_A], after
