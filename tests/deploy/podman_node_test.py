@@ -10,10 +10,12 @@ here: BGP off; no federation store: no etcd), eBPF reconcile off (the host's bpf
 with other tests).
 
 Pod A is attached with `vxfedctl attach` (what the CNI plugin does on ADD). Checked: pod A
-reaches pod B (the time from the containers' start printed); a restart of each container keeps or restores forwarding; a simulated rolling
-update of the node (both containers stopped, new ones from the next image reference started
-on the same volumes) keeps the VNI and the endpoint and restores forwarding. Printed: each
-outage (longest gap between echo replies of a 100 Hz ping)."""
+reaches pod B (the time from the containers' start printed); a restart of each container keeps
+or restores forwarding; a simulated rolling update of the node as the DaemonSet's maxSurge
+does it (the next image reference's containers started on the same volumes while the old ones
+serve: both stand by; then the old ones stopped) keeps the VNI and the endpoint, and its
+forwarding outage is at most 1 s (issue goal; 0.06 s measured). Printed: each outage (longest
+gap between echo replies of a 100 Hz ping)."""
 
 import json
 import os
@@ -150,6 +152,7 @@ def main() -> None:
 
         upgraded = outage("node upgrade", upgrade)
         assert "took over" in logs("dp-2"), logs("dp-2")[-2000:]
+        assert upgraded <= 1.0, f"the node's upgrade stopped forwarding for {upgraded:.2f} s (goal: at most 1 s)"
         after = {"vnis": json.loads(ctl("--json", "vnis").stdout), "endpoints": json.loads(ctl("--json", "endpoints").stdout)}
         assert after["vnis"] == before["vnis"], (before["vnis"], after["vnis"])
         assert [e["ip"] for e in after["endpoints"]["endpoints"]] == [d.POD_A], after
