@@ -8,12 +8,15 @@
 # reference.
 #
 #   usage: scripts/build-image.sh [--build-dir DIR] [--update-lock] [--lock FILE] [--keep-rootfs]
+#                                 [--tag REF]
 #
 #   --build-dir DIR  the meson build directory with the binaries (default ./build)
 #   --update-lock    resolve deploy/image/packages afresh against the archive and rewrite
 #                    deploy/image/packages.lock (commit it), then build with it
 #   --lock FILE      read (or with --update-lock write) this lock instead
 #   --keep-rootfs    leave the root filesystem in DIR/image/rootfs for inspection
+#   --tag REF        tag the image REF instead of localhost/vxfed:<version> (two checkouts
+#                    on one machine, or a second build to test against, keep their own)
 #
 # Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR
 # (default http://deb.debian.org/debian-security).
@@ -30,13 +33,16 @@ build_dir=$ROOT/build
 update_lock=0
 keep_rootfs=0
 lock_arg=""
+tag=""
 while (($#)); do
   case "$1" in
     --build-dir) build_dir=$(cd "$2" && pwd); shift 2 ;;
     --update-lock) update_lock=1; shift ;;
     --keep-rootfs) keep_rootfs=1; shift ;;
     --lock) lock_arg=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --tag) [[ -n ${2:-} ]] || { echo "build-image: --tag needs an image reference" >&2; exit 2; }
+           tag=$2; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "build-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,7 +65,7 @@ SUITE=bookworm
 
 version=$(meson introspect --projectinfo "$build_dir" | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 [[ -n $version ]] || die "cannot read the project version from $build_dir"
-image_ref=localhost/vxfed:$version
+image_ref=${tag:-localhost/vxfed:$version}
 
 # The layout's sources must all exist before anything is downloaded.
 layout_lines=()
