@@ -20,6 +20,7 @@ live under this node's work directory instead of /run, /var).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Optional
@@ -29,12 +30,24 @@ import yaml
 from . import daemonset_podman as ds
 from . import manifests as m
 from .cni_bed import REFERENCE_PLUGINS
-from .env import require_binary
+from .env import require_binary, skip
 from .podman import Container, Podman, plugins_in_namespace
 from .proc import run, wait_for
 from .topology import Namespace, Topology
 
 HOST_DIRS = ("run-vxfed", "state", "config", "frr-conf", "run-frr", "cni-bin", "cni-conf", "node-locks")
+
+
+def require_image() -> str:
+    """The image under test (VXFED_IMAGE: scripts/test.sh builds it and sets it), refused when
+    it was built from other files than this build's (its io.vxfed.content-id label)."""
+    image = os.environ.get("VXFED_IMAGE")
+    if not image:
+        skip("VXFED_IMAGE is not set (scripts/test.sh builds the image and sets it)")
+    labels = json.loads(run(["podman", "image", "inspect", image]).stdout)[0].get("Labels") or {}
+    assert labels.get("io.vxfed.content-id") == ds.image_content_id(), (
+        f"{image} was built from other files than this build's: run scripts/build-image.sh")
+    return image
 
 
 class PodmanNode:
@@ -45,7 +58,7 @@ class PodmanNode:
         self.wrappers = self.dir / "cni-path"
         self.pm = Podman(topo, cni_plugin_dirs=[self.wrappers, REFERENCE_PLUGINS], name=f"podman-{name}")
         self.pm.cmd("load", "-q", "-i", str(archive), timeout=300)
-        self.busybox = self.pm.import_busybox()
+        self.busybox = ""   # imported with the first pod
         self.host = {}
         for d in HOST_DIRS:
             (self.dir / d).mkdir(parents=True, exist_ok=True)
@@ -100,10 +113,11 @@ class PodmanNode:
         self.pm.cmd("create", "--name", f"dp-{gen}", *dp_args, ref or self.image, *dp_cmd, timeout=180)
         self.pm.cmd("create", "--name", f"vxfedd-{gen}", *vd_args, ref or self.image, *vd_cmd, timeout=180)
 
-    def start(self, gen: int, timeout: float = 60) -> None:
+    def start(self, gen: int, timeout: float = 60, wait: bool = True) -> None:
         self.pm.cmd("start", f"dp-{gen}", f"vxfedd-{gen}", timeout=60)
-        wait_for(lambda: self.socket.exists() and self.ctl("status", check=False).returncode == 0, timeout,
-                 f"node {self.name}: vxfedd serving with its dataplane ready")
+        if wait:
+            wait_for(lambda: self.socket.exists() and self.ctl("status", check=False).returncode == 0, timeout,
+                     f"node {self.name}: vxfedd serving with its dataplane ready")
 
     def logs(self, container: str) -> str:
         r = self.pm.cmd("logs", container, check=False)
@@ -119,7 +133,9 @@ class PodmanNode:
     def pod(self, name: str) -> Container:
         """A busybox container on the installed network: podman's CNI backend runs its chain
         (vxfed, tuning, portmap)."""
+        if not self.busybox:
+            self.busybox = self.pm.import_busybox()
         return self.pm.run_container(name, self.busybox, network=self.network)
 
 
-__all__ = ["PodmanNode"]
+__all__ = ["PodmanNode", "require_image"]

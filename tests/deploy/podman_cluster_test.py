@@ -14,13 +14,9 @@ route to the other's (no FRR container here: BGP off; no federation store). Chec
   within a few seconds, the pods' connectivity; no endpoint is lost;
 - `podman rm` of the pods runs CNI DEL: no endpoint is left in either vxfedd."""
 
-import json
-import os
-
 import vxfed_harness as t
-from vxfed_harness import daemonset_podman as ds
 from vxfed_harness.podman import require_podman
-from vxfed_harness.podman_node import PodmanNode
+from vxfed_harness.podman_node import PodmanNode, require_image
 
 VNI = 100
 SUBNET = "10.244.0.0/16"
@@ -40,12 +36,7 @@ def reaches(src, dst_ip: str, count: int = 3) -> bool:
 def main() -> None:
     t.require_root()
     require_podman()
-    image = os.environ.get("VXFED_IMAGE")
-    if not image:
-        t.skip("VXFED_IMAGE is not set (scripts/test.sh builds the image and sets it)")
-    labels = json.loads(t.run(["podman", "image", "inspect", image]).stdout)[0].get("Labels") or {}
-    assert labels.get("io.vxfed.content-id") == ds.image_content_id(), (
-        f"{image} was built from other files than this build's: run scripts/build-image.sh")
+    image = require_image()
     with t.Topology("clupm") as topo:
         archive = topo.workdir / "image.tar"
         t.run(["podman", "save", "--format", "docker-archive", "-o", str(archive), image], timeout=300)

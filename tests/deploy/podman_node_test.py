@@ -18,19 +18,14 @@ forwarding outage is at most 1 s (issue goal; 0.06 s measured). Printed: each ou
 gap between echo replies of a 100 Hz ping)."""
 
 import json
-import os
 import re
 import signal
-import subprocess
 import time
-
-import yaml
 
 import vxfed_harness as t
 from vxfed_harness import forwarder as d
-from vxfed_harness import daemonset_podman as ds
-from vxfed_harness import manifests as m
-from vxfed_harness.podman import Podman, require_podman
+from vxfed_harness.podman import require_podman
+from vxfed_harness.podman_node import PodmanNode, require_image
 
 REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from", re.M)
 GATEWAY_MAC_100 = "02:76:78:00:00:64"   # vxfedd's gateway MAC of VNI 100 (common/net/vxlan.hpp)
@@ -39,67 +34,31 @@ GATEWAY_MAC_100 = "02:76:78:00:00:64"   # vxfedd's gateway MAC of VNI 100 (commo
 def main() -> None:
     t.require_root()
     require_podman()
-    image = os.environ.get("VXFED_IMAGE")
-    if not image:
-        t.skip("VXFED_IMAGE is not set (scripts/test.sh builds the image and sets it)")
-    vxfedctl = t.require_binary("control/vxfedctl")
-    containers, cms = ds.containers()
-    labels = json.loads(t.run(["podman", "image", "inspect", image]).stdout)[0].get("Labels") or {}
-    assert labels.get("io.vxfed.content-id") == ds.image_content_id(), (
-        f"{image} was built from other files than this build's: run scripts/build-image.sh")
+    image = require_image()
     with t.Topology("nodepm") as topo:
-        w = topo.workdir
-        pm = Podman(topo)
-        archive = w / "image.tar"
+        archive = topo.workdir / "image.tar"
         t.run(["podman", "save", "--format", "docker-archive", "-o", str(archive), image], timeout=300)
-        pm.cmd("load", "-q", "-i", str(archive), timeout=300)
-        archive.unlink()
-
         f = d.ForwarderTopology(topo)
         f.build()
         # vxfedd gives each network the gateway MAC of its VNI; node B's vxlan device answers to it.
         f.node_b.run(f"ip link set vxlan0 address {GATEWAY_MAC_100}")
         f.node_b.run(f"ip neigh replace {d.GATEWAY_A} lladdr {GATEWAY_MAC_100} dev vxlan0 nud permanent")
 
-        host = {name: w / name for name in ("run-vxfed", "state", "config", "frr-conf", "run-frr")}
-        for p in host.values():
-            p.mkdir()
-        host = {k: str(v) for k, v in host.items()}
-        host.update({"bpffs": "/sys/fs/bpf", "netns": "/run/netns"})
-        cfg = yaml.safe_load(cms[("vxfed-system", "vxfed-config")]["vxfedd.yaml"])
-        cfg["node"]["uplink"] = "up0"
-        cfg["cluster"]["pod_cidrs"] = ["10.244.0.0/16"]
-        cfg["daemon"]["metrics_listen"] = ""
-        cfg["networks"] = [{"name": "fed-a", "vni": d.VNI, "subnet": "10.244.0.0/16", "gateway": d.GATEWAY_A,
-                            "static_routes": [{"prefix": "10.245.0.0/16", "vteps": [d.VTEP_B]}]}]
-        cfg["bgp"] = {"enabled": False}
-        cfg.pop("federation", None)   # no etcd here: the VNI is given, no blocks
-        cfg["bpf"] = {"reconcile": False}
-        (w / "config" / "vxfedd.yaml").write_text(yaml.safe_dump(cfg))
-
-        fields = dict(m.NODE_FIELDS, **{"status.hostIP": d.VTEP_A, "spec.nodeName": "node-a"})
-        dp_args, dp_cmd = ds.podman_args(*containers["vxfed-dataplane"], f.node_a.path, host, fields, cms,
-                                         uplink="up0", file_prefix=f"nodepm{topo.suffix}")
-        vd_args, vd_cmd = ds.podman_args(*containers["vxfedd"], f.node_a.path, host, fields, cms)
-        t.log("dataplane: podman create " + " ".join(dp_args) + f" {image} " + " ".join(dp_cmd))
-        t.log("vxfedd: podman create " + " ".join(vd_args) + f" {image} " + " ".join(vd_cmd))
-
-        sock = w / "run-vxfed" / "vxfedd.sock"
-
-        def ctl(*a: str, check: bool = True) -> subprocess.CompletedProcess:
-            return t.run([str(vxfedctl), "--socket", str(sock), *a], check=check, timeout=30)
+        node = PodmanNode(topo, f.node_a, "a", d.VTEP_A, image, archive)
+        archive.unlink()
+        pm = node.pm
+        node.configure([{"name": "fed-a", "vni": d.VNI, "subnet": "10.244.0.0/16", "gateway": d.GATEWAY_A,
+                         "static_routes": [{"prefix": "10.245.0.0/16", "vteps": [d.VTEP_B]}]}], ["10.244.0.0/16"])
+        sock = node.socket
+        ctl = node.ctl
 
         def forwarding(what: str, timeout: float = 60) -> None:
             t.wait_for(lambda: f.pod_a.run(["ping", "-n", "-c", "1", "-W", "0.2", d.POD_B], check=False).returncode == 0,
                        timeout, f"{what}: pod A -> pod B", interval=0.02)
 
-        def create(gen: int, ref: str) -> None:
-            pm.cmd("create", "--name", f"dp-{gen}", *dp_args, ref, *dp_cmd, timeout=180)
-            pm.cmd("create", "--name", f"vxfedd-{gen}", *vd_args, ref, *vd_cmd, timeout=180)
-
-        create(1, image)
+        node.create(1)
         start = time.monotonic()
-        pm.cmd("start", "dp-1", "vxfedd-1", timeout=60)
+        node.start(1, wait=False)
         t.wait_for(lambda: sock.exists() and ctl("status", check=False).returncode in (0, 4), 60, "vxfedd's socket")
         ctl("attach", "podA", "--ifname", "eth0", "--network", "fed-a", "--ip", d.POD_A, "--mac", d.POD_A_MAC,
             "--host-iface", "hA")
@@ -130,15 +89,12 @@ def main() -> None:
 
         nxt = "localhost/vxfed:next-" + topo.suffix
         pm.cmd("tag", image, nxt)
-        create(2, nxt)
+        node.create(2, nxt)
 
         # The DaemonSet rolls with maxSurge 1, maxUnavailable 0: the new pod starts while the
         # old one serves; its dataplane and vxfedd stand by (common/serving_lock.hpp) with
         # their slow start done, and take over when the old pod's containers stop.
-        def logs(name: str) -> str:
-            r = pm.cmd("logs", name)
-            return r.stdout + r.stderr
-
+        logs = node.logs
         pm.cmd("start", "dp-2", "vxfedd-2", timeout=60)
         for name in ("dp-2", "vxfedd-2"):
             t.wait_for(lambda: "standing by" in logs(name), 60, f"{name} standing by")

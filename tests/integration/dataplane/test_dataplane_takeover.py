@@ -13,7 +13,6 @@ DPDK's net_af_packet (the DaemonSet's), with a 100 Hz ping from pod A to pod B t
 The outage printed is the longest gap between echo replies, with the tables sent by this
 test as soon as the new socket answers (vxfedd does that within its 20 ms socket watch)."""
 
-import json
 import re
 import signal
 import time
