@@ -80,9 +80,21 @@ fi
 # The daemons drop privileges to frr:frr and then create their sockets and pid files in the run
 # directory; vxfedd writes frr.conf into the config directory (root, mode 0640: it may hold
 # BGP passwords), which the daemons read through vtysh.
+#
+# The container's root has CAP_CHOWN but neither CAP_FOWNER nor CAP_DAC_OVERRIDE: it may not
+# chmod, or write into, what frr owns (found running the container under podman; a restarted
+# container finds the run directory as the last run left it, owned by frr). So the directory
+# is taken back first, prepared, and handed to frr last.
 mkdir -p "$run_dir" "$conf_dir"
-chown frr:frr "$run_dir"
+chown root:root "$run_dir"
 chmod 0755 "$run_dir"
+for d in "${list[@]}"; do
+  # Each daemon's own config file is empty: the configuration is frr.conf, applied via vtysh.
+  rm -f "$run_dir/$d.conf"
+  : > "$run_dir/$d.conf"
+  chown frr:frr "$run_dir/$d.conf"
+done
+chown frr:frr "$run_dir"
 # vtysh and frr-reload.py expect the integrated config (one frr.conf).
 [[ -f $conf_dir/vtysh.conf ]] || echo "service integrated-vtysh-config" > "$conf_dir/vtysh.conf"
 
@@ -96,9 +108,6 @@ stop() {  # stop STATUS
 trap 'stop 0' TERM INT
 
 for d in "${list[@]}"; do
-  # Each daemon's own config file is empty: the configuration is frr.conf, applied via vtysh.
-  : > "$run_dir/$d.conf"
-  chown frr:frr "$run_dir/$d.conf"
   extra=()
   case "$d" in
     zebra) extra=(-M dplane_fpm_nl -s 90000000) ;;   # FPM; a netlink buffer for full tables

@@ -1,8 +1,8 @@
 """A node of the DaemonSet under podman, whole: its own podman (storage, CNI config dir), host
 directories for the manifest's volumes, vxfedd's ConfigMap with this node's facts, the
-install-cni init container run to completion, the vxfed-dataplane and vxfedd containers from
-the image (daemonset_podman.py turns the manifest into podman arguments), and pods made by
-podman's CNI backend with the conflist install-cni put on the "host".
+install-cni init container run to completion, the vxfed-dataplane, vxfedd and (with BGP) FRR
+containers from the image (daemonset_podman.py turns the manifest into podman arguments), and
+pods made by podman's CNI backend with the conflist install-cni put on the "host".
 
     node = PodmanNode(topo, ns, "a", vtep="198.18.0.1", image=ref, archive=saved_image)
     node.configure(networks=[...])          # vxfedd.yaml into the config volume
@@ -69,19 +69,27 @@ class PodmanNode:
         self.socket = self.dir / "run-vxfed" / "vxfedd.sock"
         self.vxfedctl = require_binary("control/vxfedctl")
         self.network = ""   # podman's --network for pods: the installed conflist's name
+        self.frr = False    # the FRR container runs too (configure with bgp)
+        topo.on_failure(f"node {name}'s containers", self.dump)
 
     # -- configuration --
-    def configure(self, networks: list[dict], pod_cidrs: list[str]) -> None:
-        """vxfedd.yaml (the ConfigMap's, with this node's facts; no BGP, no federation store,
-        eBPF reconcile off: the host's bpffs is shared with other tests) and the conflist
-        beside it, as the ConfigMap volume has them."""
+    def configure(self, networks: list[dict], pod_cidrs: list[str], bgp: Optional[dict] = None) -> None:
+        """vxfedd.yaml (the ConfigMap's, with this node's facts; no federation store, eBPF
+        reconcile off: the host's bpffs is shared with other tests) and the conflist beside it,
+        as the ConfigMap volume has them. bgp: what replaces the ConfigMap's `bgp.peers` and
+        `bgp.clusters` (the rest of its bgp section, FRR's paths included, as written; the FRR
+        container then runs too), or None for BGP off."""
         cm = self.cms[("vxfed-system", "vxfed-config")]
         cfg = yaml.safe_load(cm["vxfedd.yaml"])
         cfg["node"]["uplink"] = self.uplink
         cfg["cluster"]["pod_cidrs"] = pod_cidrs
         cfg["daemon"]["metrics_listen"] = ""
         cfg["networks"] = networks
-        cfg["bgp"] = {"enabled": False}
+        if bgp is None:
+            cfg["bgp"] = {"enabled": False}
+        else:
+            cfg["bgp"].update(bgp)
+        self.frr = bgp is not None
         cfg.pop("federation", None)
         cfg["bpf"] = {"reconcile": False}
         config = Path(self.host["config"])
@@ -112,12 +120,26 @@ class PodmanNode:
         vd_args, vd_cmd = ds.podman_args(*self.containers["vxfedd"], self.ns.path, self.host, self.fields, self.cms)
         self.pm.cmd("create", "--name", f"dp-{gen}", *dp_args, ref or self.image, *dp_cmd, timeout=180)
         self.pm.cmd("create", "--name", f"vxfedd-{gen}", *vd_args, ref or self.image, *vd_cmd, timeout=180)
+        if self.frr:
+            fr_args, fr_cmd = ds.podman_args(*self.containers["frr"], self.ns.path, self.host, self.fields, self.cms)
+            self.pm.cmd("create", "--name", f"frr-{gen}", *fr_args, ref or self.image, *fr_cmd, timeout=180)
+
+    def names(self, gen: int) -> list[str]:
+        """The daemon containers of generation gen."""
+        return [f"dp-{gen}", f"vxfedd-{gen}"] + ([f"frr-{gen}"] if self.frr else [])
 
     def start(self, gen: int, timeout: float = 60, wait: bool = True) -> None:
-        self.pm.cmd("start", f"dp-{gen}", f"vxfedd-{gen}", timeout=60)
+        self.pm.cmd("start", *self.names(gen), timeout=60)
         if wait:
             wait_for(lambda: self.socket.exists() and self.ctl("status", check=False).returncode == 0, timeout,
                      f"node {self.name}: vxfedd serving with its dataplane ready")
+
+    def dump(self, lines: int = 40) -> None:
+        """The last lines of every container's log (a failed test's evidence)."""
+        names = self.pm.cmd("ps", "-a", "--format", "{{.Names}}", check=False).stdout.split()
+        for name in names:
+            print(f"----- node {self.name}: container {name} -----")
+            print("\n".join(self.logs(name).splitlines()[-lines:]))
 
     def logs(self, container: str) -> str:
         r = self.pm.cmd("logs", container, check=False)

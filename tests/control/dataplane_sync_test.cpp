@@ -246,6 +246,18 @@ class SyncTest : public ::testing::Test {
     asio::post(io_, [&task] { task(); });
     return future.get();
   }
+  // Replaces the client with one whose reconnect backoff is 10 s, and lets its first connect
+  // (no dataplane yet) fail: a reconnect within seconds must then come from the socket watch.
+  void restart_client_with_long_backoff() {
+    on_io([this] {
+      client_->stop();
+      client_ = std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 10000, 10000, 100, 2000},
+                                                  *state_, log_);
+      client_->start();
+      return 0;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   void TearDown() override {
     on_io([this] {
       client_->stop();
@@ -475,14 +487,7 @@ TEST_F(SyncTest, GenerationsOnlyGoForwardAcrossRestartsOfEitherSide) {
 
 TEST_F(SyncTest, ReconnectsAsSoonAsTheDataplaneSocketIsCreatedAgain) {
   // A backoff of 10 s: without watching the socket file the client would wait it out.
-  on_io([this] {
-    client_->stop();
-    client_ = std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 10000, 10000, 100, 2000},
-                                                *state_, log_);
-    client_->start();
-    return 0;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the first connect failed: backoff 10 s
+  restart_client_with_long_backoff();
   EXPECT_FALSE(on_io([this] { return client_->ready(); }));
   const auto t0 = std::chrono::steady_clock::now();
   fake_->start();
@@ -504,14 +509,7 @@ TEST_F(SyncTest, ARefusedConnectToASocketFileJustCreatedIsRetriedAtOnce) {
   // The watch sees the new file at bind() and connects before the server listens: refused.
   // The client must not then wait out its 10 s backoff (it did; CI saw the test above fail
   // whenever its connect fell into that gap).
-  on_io([this] {
-    client_->stop();
-    client_ = std::make_unique<DataplaneClient>(io_, DataplaneClient::Options{socket_, 10000, 10000, 100, 2000},
-                                                *state_, log_);
-    client_->start();
-    return 0;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the first connect failed: backoff 10 s
+  restart_client_with_long_backoff();
   const auto t0 = std::chrono::steady_clock::now();
   fake_->start(std::chrono::milliseconds(300));
   ASSERT_TRUE(converged({}, 3000)) << "a connect refused between bind() and listen() waited for the backoff";

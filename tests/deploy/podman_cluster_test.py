@@ -1,32 +1,64 @@
 #!/usr/bin/env python3
-"""Two nodes of the DaemonSet under podman, and pods made by a container runtime that is not
-ours: podman's CNI backend running the conflist the install-cni init container installed.
+"""Two nodes of the DaemonSet under podman — the FRR container too — and pods made by a
+container runtime that is not ours: podman's CNI backend running the conflist the
+install-cni init container installed.
 
 Each node (harness/vxfed_harness/podman_node.py) is a network namespace with its own podman:
 install-cni run from the image (the plugin and the conflist onto the node's "host" dirs), then
-vxfed-dataplane and vxfedd containers from the image as the manifest has them. The nodes share
-one underlay link; vxfedd's ConfigMap gives each node its block of the network and a static
-route to the other's (no FRR container here: BGP off; no federation store). Checked:
-- `podman run --network <the installed conflist's network>` on each node: the pod gets an address of its node's block
-  (host-local, handed the block by the plugin), vxfedd holds the endpoint, and the pods of the
-  two nodes reach each other across the overlay, both ways;
-- restarting the daemon containers of node A (vxfedd, then the dataplane) keeps, or restores
-  within a few seconds, the pods' connectivity; no endpoint is lost;
+the vxfed-dataplane, vxfedd and FRR (frr-node.sh) containers from the image as the manifest
+has them. The nodes and a route reflector (the host's FRR with vxfed-reflector's frr.conf, as
+deploy/vxfed-reflector.yaml describes: it is not a pod) share one underlay switch. vxfedd's
+ConfigMap is used as written but for this node's facts, its block of the network (`block:`:
+no federation store here) and the cluster list: each vxfedd renders frr.conf into the shared
+volume, reloads its FRR container through the vty sockets, announces its block to the
+reflector and learns the other node's from zebra's FPM stream. Checked:
+- every node's vxfedd holds the other node's block as a BGP route with that node's VTEP;
+- `podman run --network <the installed conflist's network>` on each node: the pod gets an
+  address of its node's block (host-local, handed the block by the plugin), vxfedd holds the
+  endpoint, and the pods of the two nodes reach each other across the overlay, both ways;
+- restarting node A's vxfedd, dataplane and FRR containers, one at a time, keeps or restores
+  within seconds the pods' connectivity; no endpoint is lost;
 - `podman rm` of the pods runs CNI DEL: no endpoint is left in either vxfedd."""
 
+import json
+
 import vxfed_harness as t
+from vxfed_harness.frr import Frr, require_frr
+from vxfed_harness.node import prepare_node_namespace
 from vxfed_harness.podman import require_podman
 from vxfed_harness.podman_node import PodmanNode, require_image
 
 VNI = 100
 SUBNET = "10.244.0.0/16"
 GATEWAY = "10.244.0.1"
-NODES = {"a": ("198.18.0.1", "10.244.1.0/24"), "b": ("198.18.0.2", "10.244.2.0/24")}
+REFLECTOR = "198.18.0.10"   # the ConfigMap's bgp.peers address
+NODES = {"a": ("198.18.0.11", "10.244.1.0/24"), "b": ("198.18.0.12", "10.244.2.0/24")}
 
 
-def network(block: str, other_block: str, other_vtep: str) -> dict:
-    return {"name": "fed-a", "vni": VNI, "subnet": SUBNET, "gateway": GATEWAY, "block": block,
-            "static_routes": [{"prefix": other_block, "vteps": [other_vtep]}]}
+def network(block: str) -> dict:
+    return {"name": "fed-a", "vni": VNI, "subnet": SUBNET, "gateway": GATEWAY, "block": block}
+
+
+# What replaces the ConfigMap's bgp.peers and bgp.clusters: one cluster; the reflector it
+# names, with a 1 s connect retry (FRR's default waits 120 s after a refused first try).
+BGP = {"clusters": {"cluster-a": [SUBNET]},
+       "peers": [{"address": REFLECTOR, "remote_asn": 65001, "network": "fed-a", "bfd": True, "connect_retry": 1}]}
+
+
+def reflector_conf(topo: t.Topology, frr_dir) -> str:
+    config = topo.workdir / "reflector.yaml"
+    config.write_text(json.dumps({"bgp": {
+        "role": "route-reflector", "asn": 65001, "router_id": REFLECTOR, "clusters": {},
+        "nodes": {"listen_range": "198.18.0.0/24", "cidrs": [SUBNET], "bfd": True}, "peers": [],
+        "frr": {"config_path": str(frr_dir / "frr.conf"), "vty_socket_dir": str(frr_dir)}}}))
+    tool = str(t.require_binary("bgp/vxfed-reflector"))
+    t.run([tool, "--config", str(config), "--check"])
+    return t.run([tool, "--config", str(config), "--print"]).stdout
+
+
+def bgp_route(node: PodmanNode, prefix: str):
+    routes = json.loads(node.ctl("--json", "routes", check=False).stdout or "{}").get("routes", [])
+    return next((r for r in routes if r.get("prefix") == prefix and r.get("source") == "bgp"), None)
 
 
 def reaches(src, dst_ip: str, count: int = 3) -> bool:
@@ -37,25 +69,37 @@ def main() -> None:
     t.require_root()
     require_podman()
     image = require_image()
+    require_frr(bfdd=True)
     with t.Topology("clupm") as topo:
         archive = topo.workdir / "image.tar"
         t.run(["podman", "save", "--format", "docker-archive", "-o", str(archive), image], timeout=300)
-        na, nb = topo.netns("nodeA"), topo.netns("nodeB")
-        topo.veth(na, "up0", nb, "up0", mtu=9000)
-        for ns, (vtep, _) in ((na, NODES["a"]), (nb, NODES["b"])):
-            ns.run(f"ip addr add {vtep}/24 dev up0")
-            ns.run("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        rr_ns = topo.netns("rr")
+        ns = {name: topo.netns(f"node{name.upper()}") for name in NODES}
+        for n in (rr_ns, *ns.values()):
+            prepare_node_namespace(n, forwarding=False)
+        topo.switch("sw", [("prr", rr_ns, "ul0", [f"{REFLECTOR}/24"])] +
+                    [(f"p{name}", ns[name], "up0", [f"{vtep}/24"]) for name, (vtep, _) in NODES.items()])
+        reflector = Frr(rr_ns, topo.workdir / "rr" / "frr", bfdd=True)
+        reflector.write_conf(reflector_conf(topo, reflector.dir))
+        reflector.start()
+        topo.on_failure("reflector", lambda: reflector.dump("reflector"))
         nodes = {}
-        for name, ns in (("a", na), ("b", nb)):
-            other = "b" if name == "a" else "a"
-            node = PodmanNode(topo, ns, name, NODES[name][0], image, archive)
-            node.configure([network(NODES[name][1], NODES[other][1], NODES[other][0])], [SUBNET])
+        for name, (vtep, block) in NODES.items():
+            node = PodmanNode(topo, ns[name], name, vtep, image, archive)
+            node.configure([network(block)], [SUBNET], bgp=BGP)
             installed = node.install_cni()
             node.create(1)
             node.start(1)
             nodes[name] = node
         archive.unlink()
         t.log("installed conflist: " + " -> ".join(p["type"] for p in installed["plugins"]))
+        for name, node in nodes.items():
+            other = "b" if name == "a" else "a"
+            t.wait_for(lambda: bgp_route(node, NODES[other][1]) is not None, 90,
+                       f"node {name}: the block of node {other} from BGP")
+            route = bgp_route(node, NODES[other][1])
+            assert NODES[other][0] in json.dumps(route), f"node {name}: {route} does not lead to {NODES[other][0]}"
+        t.log("each node's vxfedd has the other's block from BGP (FRR containers, the reflector), next hop its VTEP")
 
         pods = {name: node.pod(f"pod-{name}") for name, node in nodes.items()}
         ips = {name: pod.network(nodes[name].network)["IPAddress"] for name, pod in pods.items()}
@@ -71,7 +115,7 @@ def main() -> None:
         t.log("pod a <-> pod b across the overlay: both ways")
 
         a = nodes["a"]
-        for container in ("vxfedd-1", "dp-1"):
+        for container in a.names(1):
             a.pm.cmd("restart", "-t", "10", container, timeout=120)
             t.wait_for(lambda: reaches(pods["a"], ips["b"], 1), 30, f"pod a -> pod b after restarting {container}",
                        interval=0.1)
@@ -84,7 +128,7 @@ def main() -> None:
             assert nodes[name].endpoints() == [], f"podman rm left an endpoint in node {name}'s vxfedd"
         t.log("podman rm: CNI DEL removed both endpoints")
         for node in nodes.values():
-            node.pm.cmd("stop", "-t", "10", "vxfedd-1", "dp-1", timeout=60)
+            node.pm.cmd("stop", "-t", "10", *node.names(1), timeout=60)
 
 
 if __name__ == "__main__":
