@@ -95,6 +95,10 @@ for d in "${list[@]}"; do
   chown frr:frr "$run_dir/$d.conf"
 done
 chown frr:frr "$run_dir"
+# The daemons' crash logs and per-thread log buffers (they warn "crashlog ... unavailable"
+# without it; the image has no /var/tmp/frr).
+{ mkdir -p /var/tmp/frr && chown frr:frr /var/tmp/frr; } 2>/dev/null ||
+  echo "frr-node.sh: cannot prepare /var/tmp/frr: the daemons run without crash logs" >&2
 # vtysh and frr-reload.py expect the integrated config (one frr.conf).
 [[ -f $conf_dir/vtysh.conf ]] || echo "service integrated-vtysh-config" > "$conf_dir/vtysh.conf"
 
