@@ -8,25 +8,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/unique_fd.hpp"
+
 namespace vxfed::bgp {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Milliseconds left until `deadline`, rounded up (a poll never ends before it), at least 0.
 int remaining_ms(Clock::time_point deadline) {
@@ -88,7 +76,7 @@ Result<VtyReply> run_vty_commands(const std::string& socket_path, const std::vec
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(addr.sun_path)) return make_error("vty socket path too long: " + socket_path);
   std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return make_error(std::string("socket: ") + std::strerror(errno));
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     return make_error("cannot reach " + socket_path + ": " + std::strerror(errno));

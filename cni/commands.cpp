@@ -22,6 +22,7 @@
 #include "cni/requested.hpp"
 #include "cni/rollback.hpp"
 #include "cni/state_store.hpp"
+#include "common/unique_fd.hpp"
 #include "cni/vxfedd_client.hpp"
 #include "common/net/ipv4.hpp"
 #include "common/net/mac.hpp"
@@ -51,15 +52,11 @@ class NetnsFd {
     }
     return NetnsFd(fd);
   }
-  NetnsFd(NetnsFd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  ~NetnsFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
  private:
   explicit NetnsFd(int fd) : fd_(fd) {}
-  int fd_;
+  vxfed::UniqueFd fd_;
 };
 
 CniError iface_error(const std::string& msg, const std::string& details) {

@@ -19,19 +19,15 @@ Expected<VxfeddClient> VxfeddClient::connect(const std::string& socket_path, int
   return VxfeddClient(*fd, timeout_ms, socket_path);
 }
 
-VxfeddClient::~VxfeddClient() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 Expected<pb::ControlResponse> VxfeddClient::call(pb::ControlRequest request) { return call(std::move(request), 0); }
 
 Expected<pb::ControlResponse> VxfeddClient::call(pb::ControlRequest request, int extra_ms) {
   const std::uint64_t id = next_id_++;
   request.set_request_id(id);
-  if (auto st = vxfed::write_delimited(fd_, request, timeout_ms_); !st)
+  if (auto st = vxfed::write_delimited(fd_.get(), request, timeout_ms_); !st)
     return cni_error(kTryAgainLater, "cannot send a request to vxfedd at " + socket_, st.error());
   pb::ControlResponse response;
-  if (auto st = vxfed::read_delimited(fd_, response, timeout_ms_ + extra_ms); !st)
+  if (auto st = vxfed::read_delimited(fd_.get(), response, timeout_ms_ + extra_ms); !st)
     return cni_error(kTryAgainLater, "vxfedd at " + socket_ + " did not answer", st.error());
   if (response.request_id() != id)
     return cni_error(kVxfeddRefused, "vxfedd answered request " + std::to_string(response.request_id()) +

@@ -7,6 +7,7 @@
 
 #include "proto/control.pb.h"
 #include "cni/errors.hpp"
+#include "common/unique_fd.hpp"
 
 namespace vxfed::cni {
 
@@ -20,11 +21,10 @@ class VxfeddClient {
   // queues the detach instead of failing.
   static Expected<VxfeddClient> connect(const std::string& socket_path, int timeout_ms);
 
-  VxfeddClient(VxfeddClient&& o) noexcept : fd_(o.fd_), timeout_ms_(o.timeout_ms_), next_id_(o.next_id_), socket_(std::move(o.socket_)) { o.fd_ = -1; }
+  VxfeddClient(VxfeddClient&&) noexcept = default;
   VxfeddClient(const VxfeddClient&) = delete;
   VxfeddClient& operator=(const VxfeddClient&) = delete;
   VxfeddClient& operator=(VxfeddClient&&) = delete;
-  ~VxfeddClient();
 
   // Sends `request` (its request_id is set here) and returns vxfedd's answer whatever its code;
   // transport failures are code 11.
@@ -35,7 +35,7 @@ class VxfeddClient {
 
  private:
   VxfeddClient(int fd, int timeout_ms, std::string socket) : fd_(fd), timeout_ms_(timeout_ms), socket_(std::move(socket)) {}
-  int fd_ = -1;
+  vxfed::UniqueFd fd_;
   int timeout_ms_ = 0;
   std::uint64_t next_id_ = 1;
   std::string socket_;

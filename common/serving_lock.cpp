@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/file.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -17,13 +16,12 @@ Result<ServingLock> ServingLock::acquire(const std::string& socket_path, const s
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return make_error("cannot open " + path + ": " + std::strerror(errno));
-  ServingLock lock(fd);
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) return make_error("cannot open " + path + ": " + std::strerror(errno));
   bool waiting = false;
   // Polled, not a blocking flock(): a blocking one could miss a SIGTERM that arrives just
   // before it and stand by for good.
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) return make_error("cannot lock " + path + ": " + std::strerror(errno));
     if (!waiting) {
       waiting = true;
@@ -32,22 +30,7 @@ Result<ServingLock> ServingLock::acquire(const std::string& socket_path, const s
     if (stop && stop()) return ServingLock();
     ::poll(nullptr, 0, kPollMs);
   }
-  return lock;
-}
-
-ServingLock& ServingLock::operator=(ServingLock&& other) noexcept {
-  if (this != &other) {
-    release();
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-void ServingLock::release() {
-  if (fd_ < 0) return;
-  ::close(fd_);  // closing the only descriptor of the open file drops the flock
-  fd_ = -1;
+  return ServingLock(std::move(fd));
 }
 
 }  // namespace vxfed

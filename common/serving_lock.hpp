@@ -8,8 +8,10 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "common/result.hpp"
+#include "common/unique_fd.hpp"
 
 namespace vxfed {
 
@@ -26,22 +28,18 @@ class ServingLock {
                                      const std::function<void()>& on_wait);
 
   ServingLock() = default;
-  ServingLock(ServingLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  ServingLock& operator=(ServingLock&& other) noexcept;
-  ServingLock(const ServingLock&) = delete;
-  ServingLock& operator=(const ServingLock&) = delete;
-  ~ServingLock() { release(); }
 
-  bool held() const { return fd_ >= 0; }
+  bool held() const { return fd_.valid(); }
   // Lets a standing-by process take over. Call it once this one no longer serves: its workers
-  // stopped and its socket removed (the next one binds the same path).
-  void release();
+  // stopped and its socket removed (the next one binds the same path). Closing the only
+  // descriptor of the lock file drops the flock; so does destroying the lock.
+  void release() { fd_.reset(); }
 
   static std::string path_for(const std::string& socket_path) { return socket_path + ".lock"; }
 
  private:
-  explicit ServingLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit ServingLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
 };
 
 }  // namespace vxfed

@@ -44,18 +44,14 @@ std::uint64_t take_ring_drops(int packet_socket_fd) {
 
 WakeEvent::WakeEvent() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
-WakeEvent::~WakeEvent() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 void WakeEvent::signal() const {
   const std::uint64_t one = 1;
-  [[maybe_unused]] const auto n = ::write(fd_, &one, sizeof one);  // EAGAIN: already signalled
+  [[maybe_unused]] const auto n = ::write(fd_.get(), &one, sizeof one);  // EAGAIN: already signalled
 }
 
 void WakeEvent::drain() const {
   std::uint64_t value = 0;
-  [[maybe_unused]] const auto n = ::read(fd_, &value, sizeof value);
+  [[maybe_unused]] const auto n = ::read(fd_.get(), &value, sizeof value);
 }
 
 }  // namespace vxfed::dataplane

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/unique_fd.hpp"
+
 namespace vxfed::dataplane {
 
 // The AF_PACKET socket descriptors of this process bound to interface `ifindex`, in
@@ -34,17 +36,16 @@ std::uint64_t take_ring_drops(int packet_socket_fd);
 class WakeEvent {
  public:
   WakeEvent();
-  ~WakeEvent();
   WakeEvent(const WakeEvent&) = delete;
   WakeEvent& operator=(const WakeEvent&) = delete;
 
-  bool valid() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
+  bool valid() const { return fd_.valid(); }
+  int fd() const { return fd_.get(); }
   void signal() const;
   void drain() const;
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace vxfed::dataplane
