@@ -18,9 +18,11 @@ reflector and learns the other node's from zebra's FPM stream. Checked:
   endpoint, and the pods of the two nodes reach each other across the overlay, both ways;
 - restarting node A's vxfedd, dataplane and FRR containers, one at a time, keeps or restores
   within seconds the pods' connectivity; no endpoint is lost;
-- `podman rm` of the pods runs CNI DEL: no endpoint is left in either vxfedd."""
+- `podman rm` of the pods runs CNI DEL: no endpoint is left in either vxfedd;
+- the dataplane and vxfedd containers stop on SIGTERM with exit status 0."""
 
 import json
+import time
 
 import vxfed_harness as t
 from vxfed_harness.frr import Frr, require_frr
@@ -127,8 +129,14 @@ def main() -> None:
             pod.remove()
             assert nodes[name].endpoints() == [], f"podman rm left an endpoint in node {name}'s vxfedd"
         t.log("podman rm: CNI DEL removed both endpoints")
-        for node in nodes.values():
+        for name, node in nodes.items():
+            t0 = time.monotonic()
             node.pm.cmd("stop", "-t", "10", *node.names(1), timeout=60)
+            # FRR's daemons are ended by the runtime's SIGKILL (frr-node.sh: graceful restart).
+            daemons = [c for c in node.names(1) if not c.startswith("frr-")]
+            codes = {c: json.loads(node.pm.cmd("inspect", c).stdout)[0]["State"]["ExitCode"] for c in daemons}
+            assert set(codes.values()) == {0}, f"node {name}: not every daemon stopped cleanly on SIGTERM: {codes}"
+            t.log(f"node {name}: containers stopped in {time.monotonic() - t0:.1f} s; dataplane and vxfedd exit 0")
 
 
 if __name__ == "__main__":
