@@ -12,6 +12,7 @@ bool RestartHold::on_pid(const std::string& pid, Clock::time_point now) {
   if (!holding_) awaited_ = up_;
   holding_ = true;
   since_ = now;
+  back_since_ = {};
   return true;
 }
 
@@ -32,9 +33,15 @@ bool RestartHold::on_peers(const std::vector<PeerStatus>& peers, Clock::time_poi
     if (polled_at < since_) return false;
     for (const auto& a : awaited_) {
       auto it = std::find_if(peers.begin(), peers.end(), [&](const PeerStatus& p) { return p.address == a; });
-      if (it == peers.end() || it->state != "Established") return false;
-      if (!it->end_of_rib_received && std::chrono::seconds(it->uptime_s) < settle_) return false;
+      const bool back = it != peers.end() && it->state == "Established" &&
+                        (it->end_of_rib_received || std::chrono::seconds(it->uptime_s) >= settle_);
+      if (!back) {
+        back_since_ = {};
+        return false;
+      }
     }
+    if (back_since_ == Clock::time_point{}) back_since_ = now;
+    if (now - back_since_ < kRoutesSettle) return false;
     closed_because_ = awaited_.empty() ? "no peer was up before" : "every peer back with its routes";
   }
   holding_ = false;
