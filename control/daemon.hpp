@@ -11,10 +11,11 @@
 
 #include "control/daemon_config.hpp"
 #include "common/result.hpp"
+#include "common/version.hpp"
 
 namespace vxfed::control {
 
-inline constexpr const char* kVersion = "0.1.0";
+inline constexpr const char* kVersion = vxfed::kVersion;  // common/version.hpp, from meson.build
 
 struct DaemonOptions {
   std::string config_path;

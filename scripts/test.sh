@@ -16,6 +16,11 @@ fi
 
 scripts/install-deps.sh
 scripts/build.sh
+# The previous release (deploy/previous-release), for the tests that run two versions at once:
+# built while the image is (that is mostly package unpacking); a failure is reported here and
+# again, with the script's words, by the tests that need it.
+scripts/build-previous.sh >build/previous-release.log 2>&1 &
+previous_pid=$!
 
 # The container image (deploy/): built from Debian's archive at the versions of
 # deploy/image/packages.lock. When the archive has moved on (a point release or a security
@@ -34,6 +39,10 @@ elif ((image_status != 0)); then
   exit 1
 fi
 export VXFED_IMAGE=$image_ref
+if ! wait "$previous_pid"; then
+  echo "test.sh: scripts/build-previous.sh failed (build/previous-release.log):" >&2
+  tail -20 build/previous-release.log >&2
+fi
 
 # Tests read this to turn "cannot run here" (exit 77) into a failure.
 export VXFED_REQUIRE_ALL=1

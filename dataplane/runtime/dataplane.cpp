@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/net/ipv4.hpp"
+#include "common/version.hpp"
 #include "common/net/mac.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/runtime/tables_json.hpp"
@@ -458,7 +459,7 @@ void Dataplane::fill_status(v1::DataplaneStatus& s) const {
   s.set_uptime_ms(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started_).count()));
   s.set_ports(static_cast<std::uint32_t>(1 + ports_->endpoint_ports().size()));
-  s.set_version(VXFED_VERSION);
+  s.set_version(vxfed::kVersion);
   s.set_api_refused(api_ ? api_->refused() : 0);
   if (tables_) {
     s.set_networks(static_cast<std::uint32_t>(tables_->network_count()));

@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -102,9 +103,53 @@ def add_node_pod(topo: Topology, runtime: Runtime, n: Node, name: str, network: 
     return Pod(f"{n.short}-{name}", n, ns, ip, cid)
 
 
+def ping(src: Pod, dst_ip: str, size: Optional[int] = None, df: bool = False) -> bool:
+    """One echo from pod src to dst_ip (3 s to answer); size: ICMP payload bytes, df: don't fragment."""
+    args = ["ping", "-n", "-q", "-c", "1", "-W", "3"]
+    if size is not None:
+        args += ["-s", str(size)]
+    if df:
+        args += ["-M", "do"]
+    return src.ns.run(args + [dst_ip], check=False, timeout=30).returncode == 0
+
+
+def ping_matrix(bed: "FederationBed", sources: list[Pod]) -> list[str]:
+    """From each source pod to every other pod of the bed, one thread per source; the failures."""
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def from_source(src: Pod) -> None:
+        for dst in bed.pods:
+            if dst is src:
+                continue
+            ok = ping(src, dst.ip) or ping(src, dst.ip)  # one retry: a first packet may wait for ARP
+            if not ok:
+                with lock:
+                    failures.append(f"{src.name} ({src.ip}) -> {dst.name} ({dst.ip})")
+    threads = [threading.Thread(target=from_source, args=(s,)) for s in sources]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return failures
+
+
+def vnis(bed: "FederationBed", network: str) -> dict[str, int]:
+    """Node short name -> the VNI its vxfedd gives network (nodes without it left out)."""
+    out = {}
+    for s, n in bed.nodes.items():
+        for net in n.vxfedctl("networks").get("networks", []):
+            if net["spec"]["name"] == network:
+                out[s] = int(net["vni"])
+    return out
+
+
 class FederationBed:
     def __init__(self, topo: Topology, clusters: int = 2, nodes_per_cluster: int = 3, build_dir: Optional[Path] = None,
-                 mtu: int = 9000):
+                 mtu: int = 9000, node_build_dirs: Optional[dict[str, Path]] = None):
+        """node_build_dirs: short name -> the build whose vxfedd, dataplane, vxfedctl and CNI
+        plugin that node runs (another release's, for a federation mid-roll); the others run
+        build_dir's."""
         assert clusters == 2, "the address plan has room for two clusters"
         assert 1 <= nodes_per_cluster <= 5
         self.topo = topo
@@ -119,11 +164,12 @@ class FederationBed:
             self.clusters.append(cl)
             for i in range(nodes_per_cluster):
                 short = f"{chr(ord('a') + c)}{i + 1}"
+                node_build = (node_build_dirs or {}).get(short, build_dir)
                 n = Node(topo, short, f"198.18.0.{10 * c + 11 + i}", cl.pod_cidr, asn=cl.asn, node_name=f"node-{short}",
-                         cluster=cl.name, mtu=mtu, bfdd=True, build_dir=build_dir)
+                         cluster=cl.name, mtu=mtu, bfdd=True, build_dir=node_build)
                 cl.nodes.append(n)
                 self.nodes[short] = n
-                self.runtimes[short] = node_runtime(n, build_dir)
+                self.runtimes[short] = node_runtime(n, node_build)
             cl.reflector_ns = topo.netns(f"rr{c}")
             prepare_node_namespace(cl.reflector_ns, forwarding=False)
             cl.reflector = Frr(cl.reflector_ns, topo.workdir / f"rr{c}" / "frr", bfdd=True)

@@ -34,7 +34,7 @@ import threading
 import time
 
 import vxfed_harness as t
-from vxfed_harness.federation_bed import NETWORK, FederationBed
+from vxfed_harness.federation_bed import NETWORK, FederationBed, ping, ping_matrix, vnis
 from vxfed_harness.frr import require_frr
 
 BFD_DETECT = 0.9        # FRR's default 300 ms x 3 on the node <-> reflector session
@@ -50,45 +50,6 @@ def require() -> None:
         t.require_binary(b)
     t.require_program("etcd")
     t.require_program("etcdctl")
-
-
-def vnis(bed: FederationBed, network: str) -> dict[str, int]:
-    out = {}
-    for s, n in bed.nodes.items():
-        for net in n.vxfedctl("networks").get("networks", []):
-            if net["spec"]["name"] == network:
-                out[s] = int(net["vni"])
-    return out
-
-
-def ping(src, dst_ip: str, size=None, df=False) -> bool:
-    args = ["ping", "-n", "-q", "-c", "1", "-W", "3"]
-    if size is not None:
-        args += ["-s", str(size)]
-    if df:
-        args += ["-M", "do"]
-    return src.ns.run(args + [dst_ip], check=False, timeout=30).returncode == 0
-
-
-def ping_matrix(bed: FederationBed, sources) -> list[str]:
-    """From each source pod to every other pod, one thread per source; the failures."""
-    failures: list[str] = []
-    lock = threading.Lock()
-
-    def from_source(src) -> None:
-        for dst in bed.pods:
-            if dst is src:
-                continue
-            ok = ping(src, dst.ip) or ping(src, dst.ip)  # one retry: a first packet may wait for ARP
-            if not ok:
-                with lock:
-                    failures.append(f"{src.name} ({src.ip}) -> {dst.name} ({dst.ip})")
-    threads = [threading.Thread(target=from_source, args=(s,)) for s in sources]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return failures
 
 
 class Withdrawal:
