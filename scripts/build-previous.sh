@@ -3,9 +3,9 @@
 # at once (tests/integration/upgrade/: a federation mid-roll, a node upgraded in place).
 #
 # The release is named in deploy/previous-release (a version and the commit it was cut from);
-# its tree comes out of this clone's own history (`git archive`, nothing is fetched), and only
-# the daemons, their CLIs and the CNI plugin are built (vxfedd, vxfedctl, vxfed-dataplane,
-# vxfed-dpctl, cni/vxfed). The result is kept under OUT (default build/previous) and reused
+# its tree comes out of this clone's own history (`git archive`; a shallow clone fetches that one
+# commit from origin), and only the daemons, their CLIs and the CNI plugin are built (vxfedd,
+# vxfedctl, vxfed-dataplane, vxfed-dpctl, cni/vxfed). The result is kept under OUT (default build/previous) and reused
 # while the commit stays the same. The last line printed is the build directory.
 #
 #   usage: scripts/build-previous.sh [--out DIR]
@@ -16,7 +16,7 @@ out=build/previous
 while (($#)); do
   case $1 in
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-previous.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -27,8 +27,13 @@ if [[ -z ${version:-} || -z ${commit:-} ]]; then
   exit 1
 fi
 if ! git cat-file -e "${commit}^{commit}" 2>/dev/null; then
+  # A shallow clone: ask the repository it was cloned from for that one commit.
+  echo "build-previous.sh: $commit is not in this clone's history; fetching it from origin" >&2
+  git fetch -q --depth 1 origin "$commit" 2>&1 | tail -3 >&2 || true
+fi
+if ! git cat-file -e "${commit}^{commit}" 2>/dev/null; then
   echo "build-previous.sh: the previous release $version (commit $commit) is not in this clone's" \
-       "history; a shallow clone lacks it (git fetch --unshallow)" >&2
+       "history and origin did not give it (git fetch --unshallow)" >&2
   exit 1
 fi
 
