@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Optional
 
 from .cni_runtime import Runtime
-from .env import binary
+from .env import binary, require_binary, require_program
 from .etcd_cluster import EtcdCluster
-from .frr import Frr
+from .frr import Frr, require_frr
 from .node import Node, prepare_node_namespace
 from .proc import PartUnavailable, run, wait_until
 from .topology import Namespace, Topology
@@ -37,6 +37,17 @@ NETWORK = "fed"
 ETCD_IP = "198.18.0.250"
 UNDERLAY = "198.18.0.0/24"
 KEY_PREFIX = "/vxfed"
+
+
+def require_parts() -> None:
+    """Skips (fails in CI) unless what a FederationBed starts is here: FRR with bfdd, etcd, and
+    the binaries of this build."""
+    require_frr(bfdd=True)
+    for b in ("dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl", "control/vxfedd", "control/vxfedctl",
+              "cni/vxfed", "bgp/vxfed-reflector"):
+        require_binary(b)
+    require_program("etcd")
+    require_program("etcdctl")
 
 
 def side_by_side(fn, items) -> None:

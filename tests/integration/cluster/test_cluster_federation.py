@@ -34,22 +34,13 @@ import threading
 import time
 
 import vxfed_harness as t
-from vxfed_harness.federation_bed import NETWORK, FederationBed, ping, ping_matrix, vnis
-from vxfed_harness.frr import require_frr
+from vxfed_harness.federation_bed import NETWORK, FederationBed, ping, ping_matrix, require_parts, vnis
 
 BFD_DETECT = 0.9        # FRR's default 300 ms x 3 on the node <-> reflector session
 GOAL = BFD_DETECT + 0.5  # the bound on a node's routes leaving every other node
 SLACK = 2.5             # a loaded 2-core CI machine: dpctl polls of five nodes take time too
 POD_MTU_PING = 8922     # 9000 underlay - 50 VXLAN - 28 IPv4+ICMP
 
-
-def require() -> None:
-    require_frr(bfdd=True)
-    for b in ("dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl", "control/vxfedd", "control/vxfedctl",
-              "cni/vxfed", "bgp/vxfed-reflector"):
-        t.require_binary(b)
-    t.require_program("etcd")
-    t.require_program("etcdctl")
 
 
 class Withdrawal:
@@ -130,7 +121,7 @@ class Arrival:
 
 def main() -> None:
     t.require_root()
-    require()
+    require_parts()
     results: dict = {}
     t0 = time.monotonic()
     with t.Topology("clfed") as topo:

@@ -33,22 +33,14 @@ import json
 import time
 
 import vxfed_harness as t
-from vxfed_harness.federation_bed import NETWORK, FederationBed, node_runtime, ping, ping_matrix, vnis
-from vxfed_harness.frr import require_frr
+from vxfed_harness.federation_bed import (NETWORK, FederationBed, node_runtime, ping, ping_matrix, require_parts,
+                                          vnis)
 from vxfed_harness.upgrade import PingStream, hand_over, previous_release, stand_by
 
 POD_MTU_PING = 8922     # 9000 underlay - 50 VXLAN - 28 IPv4+ICMP
 OUTAGE_GOAL_S = 1.0     # issue: an upgrade's forwarding outage per node <= 1 s
 OLD = ("a1", "b1")      # the nodes that start on the previous release
 
-
-def require() -> None:
-    require_frr(bfdd=True)
-    for b in ("dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl", "control/vxfedd", "control/vxfedctl",
-              "cni/vxfed", "bgp/vxfed-reflector"):
-        t.require_binary(b)
-    t.require_program("etcd")
-    t.require_program("etcdctl")
 
 
 def versions(bed: FederationBed) -> dict[str, tuple[str, str]]:
@@ -68,7 +60,7 @@ def node_state(bed: FederationBed, short: str) -> dict:
 
 def main() -> None:
     t.require_root()
-    require()
+    require_parts()
     t0 = time.monotonic()
     prev = previous_release()
     t.log(f"previous release {prev.version}: {prev.build_dir} ({time.monotonic() - t0:.0f} s)")
