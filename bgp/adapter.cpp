@@ -49,6 +49,17 @@ Result<std::unique_ptr<Adapter>> Adapter::create(asio::io_context& io, AdapterOp
   return std::unique_ptr<Adapter>(new Adapter(io, std::move(opts)));
 }
 
+namespace {
+
+std::string read_pid_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string pid;
+  if (in) in >> pid;
+  return pid;
+}
+
+}  // namespace
+
 Adapter::~Adapter() {
   stop();
   if (poll_thread_.joinable()) poll_thread_.join();
@@ -63,8 +74,10 @@ Status Adapter::apply() {
   join_apply();  // never two frr-reloads at once
   RenderInput in{&opts_.config, opts_.vtep, opts_.advertise};
   std::string text = render_frr_config(in);
+  const std::string bgpd = read_pid_file(bgpd_pid_file_);
   auto r = apply_frr_config(opts_.config.frr, text);
   if (!r) return make_error("bgp: " + r.error());
+  applied_to_bgpd_ = bgpd;
   rendered_ = std::move(text);
   ++applies_;
   last_apply_seconds_ = r->seconds;
@@ -163,30 +176,57 @@ void Adapter::set_advertised(std::vector<net::Ipv4Prefix> advertise) {
   apply_in_background();
 }
 
-void Adapter::apply_in_background() {
+void Adapter::apply_in_background(bool new_bgpd) {
   join_apply();
   applying_ = true;
   RenderInput in{&opts_.config, opts_.vtep, opts_.advertise};
   std::string text = render_frr_config(in);
   const std::size_t count = opts_.advertise.size();
   auto alive = alive_;
-  apply_thread_ = std::thread([this, alive, frr = opts_.config.frr, text = std::move(text), count]() mutable {
-    auto r = apply_frr_config(frr, text);
-    asio::post(io_, [this, alive, r = std::move(r), text = std::move(text), count]() mutable {
+  std::string bgpd = read_pid_file(bgpd_pid_file_);
+  const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
+  apply_thread_ = std::thread([this, alive, frr = opts_.config.frr, text = std::move(text), count,
+                               bgpd = std::move(bgpd), new_bgpd, vty]() mutable {
+    Result<ApplyReport> r = make_error("not applied");
+    if (new_bgpd && frr.apply == ApplyMode::kReload) {
+      // frr-reload would miss the route-maps and prefix-lists: it diffs against vtysh's running
+      // config, which merges every daemon's, so zebra's copies make them look present while the
+      // new bgpd has none ("route-map not found": every route denied, both ways). A full load
+      // first (`vtysh -f`: every line to every daemon that takes it), then the reload removes
+      // whatever an older frr.conf left in this bgpd.
+      FrrSettings load = frr;
+      load.apply = ApplyMode::kVtysh;
+      r = apply_frr_config(load, text);
+      if (r) {
+        const double loaded = r->seconds;
+        r = apply_frr_config(frr, text);
+        if (r) r->seconds += loaded;
+      }
+    } else {
+      r = apply_frr_config(frr, text);
+    }
+    if (r && new_bgpd) {
+      auto cleared = run_vty_commands(vty, {"clear bgp ipv4 unicast * soft"}, std::chrono::seconds(10));
+      if (!cleared) spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared.error());
+    }
+    asio::post(io_, [this, alive, r = std::move(r), text = std::move(text), count, bgpd = std::move(bgpd),
+                     new_bgpd]() mutable {
       if (!alive->load()) return;  // stopped meanwhile (stop() cleared applying_)
       applying_ = false;
       if (r) {
+        applied_to_bgpd_ = std::move(bgpd);
         rendered_ = std::move(text);
         ++applies_;
         last_apply_seconds_ = r->seconds;
         spdlog::info("bgp: FRR config applied with {} advertised CIDRs in {:.2f} s (in the background)", count,
                      r->seconds);
       } else {
-        spdlog::warn("bgp: the new advertised CIDRs are not applied: {} (tried again at the next change)", r.error());
+        spdlog::warn("bgp: the FRR config is not applied: {} (tried again at the next change, or the next "
+                     "peer poll when bgpd is a new one)", r.error());
       }
       if (reapply_) {
         reapply_ = false;
-        apply_in_background();
+        apply_in_background(new_bgpd);
       }
     });
   });
@@ -255,17 +295,6 @@ void Adapter::flush() {
   if (opts_.on_routes) opts_.on_routes(u);
 }
 
-namespace {
-
-std::string read_pid_file(const std::string& path) {
-  std::ifstream in(path);
-  std::string pid;
-  if (in) in >> pid;
-  return pid;
-}
-
-}  // namespace
-
 void Adapter::check_bgpd_pid() {
   if (!opts_.config.graceful_restart) return;
   pid_checked_at_ = std::chrono::steady_clock::now();
@@ -321,6 +350,7 @@ void Adapter::poll_peers() {
           }
         }
         check_bgpd_pid();  // first: a poll of a bgpd that is already gone decides nothing
+        reapply_to_new_bgpd();
         peers_ = std::move(kept);
         if (restart_hold_.on_peers(peers_, polled_at, std::chrono::steady_clock::now())) end_restart_hold();
         if (opts_.on_peers) opts_.on_peers(peers_);
@@ -331,6 +361,15 @@ void Adapter::poll_peers() {
   poll_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) poll_peers();
   });
+}
+
+void Adapter::reapply_to_new_bgpd() {
+  if (applying_) return;  // its result sets applied_to_bgpd_; the next poll looks again
+  const std::string pid = read_pid_file(bgpd_pid_file_);
+  if (pid.empty() || pid == applied_to_bgpd_) return;
+  spdlog::info("bgp: bgpd is a new one (pid {}, the config went to {}): applying the FRR config to it", pid,
+               applied_to_bgpd_.empty() ? "none" : applied_to_bgpd_);
+  apply_in_background(true);
 }
 
 std::vector<PeerStatus> Adapter::peers() const { return peers_; }

@@ -119,7 +119,11 @@ class Adapter : public AdapterInterface {
  private:
   Adapter(boost::asio::io_context& io, AdapterOptions opts);
   Status apply();
-  void apply_in_background();
+  // new_bgpd: the config goes to a bgpd that started without it: loaded whole with vtysh -f
+  // before the usual frr-reload (which cannot see that this bgpd lacks the route-maps zebra
+  // has); the peers' routes are then asked for again and sent again (a soft clear), as a
+  // session may have come up before its route-maps existed.
+  void apply_in_background(bool new_bgpd = false);
   void join_apply();
   Status open_fpm();
   void on_fpm_connect();
@@ -154,6 +158,11 @@ class Adapter : public AdapterInterface {
   std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
   bool applying_ = false;      // apply_thread_ runs; its result is posted back
   bool reapply_ = false;       // the advertised list changed again meanwhile
+  // The bgpd (its pid file's content) the last successful apply reached. Another one — FRR
+  // restarted, and its own load of frr.conf may have failed or found an older file — gets the
+  // config again at the next peer poll (frr-reload changes nothing where it is in force).
+  std::string applied_to_bgpd_;
+  void reapply_to_new_bgpd();
   std::shared_ptr<std::atomic<bool>> alive_;
   bool polling_ = false;
   bool started_ = false;

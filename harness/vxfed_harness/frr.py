@@ -69,9 +69,12 @@ class Frr:
             args += ["--only", only]
         run(args, check=False, timeout=30)
 
-    def vtysh(self, *commands: str, check: bool = False, timeout: float = 60) -> str:
-        """vtysh -c ... inside the namespace; its standard output."""
+    def vtysh(self, *commands: str, check: bool = False, timeout: float = 60, daemon: str = "") -> str:
+        """vtysh -c ... inside the namespace; its standard output. daemon: ask that daemon
+        alone (vtysh -d), not the merged view of all of them."""
         args = ["vtysh", "--vty_socket", str(self.dir), "--config_dir", str(self.dir)]
+        if daemon:
+            args += ["-d", daemon]
         for c in commands:
             args += ["-c", c]
         return self.ns.run(args, check=check, timeout=timeout).stdout

@@ -28,10 +28,14 @@ Phases:
     down): the replayed route is removed by the resync after the restart.
  7. a network added after its routes were learned: with A's network removed, B's route is
     in A's zebra but not installed; `vxfedctl add-network` brings it in (no reload needed).
+ 8. a bare bgpd: B's bgpd restarted with an frr.conf that lacks vxfedd's config; B's vxfedd
+    sees a new bgpd (its pid file) at its next peer poll and applies its config to it: the
+    session and A's route come back, frr.conf is vxfedd's again.
 
 Prints `RESULTS {json}` with the measured times.
 """
 import json
+import re
 import time
 
 import vxfed_harness as t
@@ -238,6 +242,38 @@ def run_phases(a: Node, b: Node, results: dict) -> None:
     results["network_added_route_in_s"] = round(time.monotonic() - t0, 2)
     check_route(a, b, vni)
     t.log(f"A: add-network -> B's route in vxfedd and the dataplane after {results['network_added_route_in_s']} s")
+
+    # A new bgpd without vxfedd's config (its own load of frr.conf failed, as it did in the FRR
+    # container before frr-node.sh had the permissions it needs): B's vxfedd applies the
+    # config to it at its next peer poll, and the session and the route come back.
+    t.log("B's bgpd restarted bare (an frr.conf without vxfedd's config)")
+    conf = b.frr.dir / "frr.conf"
+    rendered = conf.read_text()
+    b.stop_frr(only="bgpd")
+    wait_until(lambda: a.bgp_route(b.pod_cidr) is None, 60, "A to drop B's route", nodes)
+    conf.write_text("frr defaults traditional\n")
+    t0 = time.monotonic()
+    b.start_frr(only="bgpd")
+    try:
+        wait_until(lambda: a.bgp_route(b.pod_cidr) is not None and a.dataplane_route(b.pod_cidr) is not None, 60,
+                   "B's route back in A after B's vxfedd configured its new bgpd", nodes)
+    except Exception:
+        t.log("B running: " + b.vtysh("show running-config"))
+        t.log("B nbr: " + b.vtysh("show bgp neighbors json")[:3000])
+        t.log("B rib: " + b.vtysh("show ip route json")[:2000])
+        raise
+    results["bare_bgpd_configured_route_back_s"] = round(time.monotonic() - t0, 2)
+    assert "applying the FRR config to it" in b.vxfedd.log(), b.vxfedd.log()[-3000:]
+    assert conf.read_text() == rendered, "B's vxfedd did not write its frr.conf again"
+    # The new bgpd itself holds every route-map of the config (frr-reload alone would leave
+    # them out: vtysh's merged view shows zebra's copies; docs/bgp.md).
+    maps = re.findall(r"^route-map (\S+) ", rendered, re.M)
+    assert maps, rendered
+    for name in sorted(set(maps)):
+        shown = b.frr.vtysh(f"show route-map {name}", daemon="bgpd")
+        assert f"route-map: {name}" in shown, f"B's new bgpd lacks route-map {name}: {shown}"
+    t.log(f"bare bgpd on B: configured by B's vxfedd, B's route back in A after "
+          f"{results['bare_bgpd_configured_route_back_s']} s")
 
 
 if __name__ == "__main__":
