@@ -187,25 +187,30 @@ void Adapter::apply_in_background(bool new_bgpd) {
   const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
   apply_thread_ = std::thread([this, alive, frr = opts_.config.frr, text = std::move(text), count,
                                bgpd = std::move(bgpd), new_bgpd, vty]() mutable {
-    Result<ApplyReport> r = make_error("not applied");
+    // A new bgpd that loaded frr.conf itself (an FRR restart: graceful restart at work) only
+    // gets the usual frr-reload, a no-op where its file was current. A bare one (its own load
+    // failed) is loaded whole first: frr-reload alone would miss the route-maps and
+    // prefix-lists, as it diffs against vtysh's running config, which merges every daemon's,
+    // so zebra's copies make them look present while this bgpd has none ("route-map not
+    // found": every route denied, both ways). vtysh -f's own exit status is not the verdict:
+    // a few lines are refused where they are not new or not valid in bgpd's present state
+    // (graceful-restart modes); the frr-reload after it is, and removes what is left over.
+    // Then the peers' routes are asked for and sent again (a soft clear), as a session may
+    // have come up before its route-maps existed.
+    bool bare = false;
     if (new_bgpd && frr.apply == ApplyMode::kReload) {
-      // frr-reload would miss the route-maps and prefix-lists: it diffs against vtysh's running
-      // config, which merges every daemon's, so zebra's copies make them look present while the
-      // new bgpd has none ("route-map not found": every route denied, both ways). A full load
-      // first (`vtysh -f`: every line to every daemon that takes it), then the reload removes
-      // whatever an older frr.conf left in this bgpd.
+      auto shown = run_vty_commands(vty, {"show running-config"}, std::chrono::seconds(10));
+      bare = shown && shown->output.find("router bgp") == std::string::npos;
+    }
+    if (bare) {
       FrrSettings load = frr;
       load.apply = ApplyMode::kVtysh;
-      r = apply_frr_config(load, text);
-      if (r) {
-        const double loaded = r->seconds;
-        r = apply_frr_config(frr, text);
-        if (r) r->seconds += loaded;
-      }
-    } else {
-      r = apply_frr_config(frr, text);
+      if (auto loaded = apply_frr_config(load, text); !loaded)
+        spdlog::info("bgp: the whole-config load of the bare bgpd refused some lines (frr-reload follows): {}",
+                     loaded.error());
     }
-    if (r && new_bgpd) {
+    auto r = apply_frr_config(frr, text);
+    if (r && bare) {
       auto cleared = run_vty_commands(vty, {"clear bgp ipv4 unicast * soft"}, std::chrono::seconds(10));
       if (!cleared) spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared.error());
     }
@@ -367,6 +372,10 @@ void Adapter::reapply_to_new_bgpd() {
   if (applying_) return;  // its result sets applied_to_bgpd_; the next poll looks again
   const std::string pid = read_pid_file(bgpd_pid_file_);
   if (pid.empty() || pid == applied_to_bgpd_) return;
+  // A failed apply is tried again, but not at every poll: each is a frr-reload run.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < reapply_not_before_) return;
+  reapply_not_before_ = now + kReapplyInterval;
   spdlog::info("bgp: bgpd is a new one (pid {}, the config went to {}): applying the FRR config to it", pid,
                applied_to_bgpd_.empty() ? "none" : applied_to_bgpd_);
   apply_in_background(true);

@@ -119,10 +119,10 @@ class Adapter : public AdapterInterface {
  private:
   Adapter(boost::asio::io_context& io, AdapterOptions opts);
   Status apply();
-  // new_bgpd: the config goes to a bgpd that started without it: loaded whole with vtysh -f
-  // before the usual frr-reload (which cannot see that this bgpd lacks the route-maps zebra
-  // has); the peers' routes are then asked for again and sent again (a soft clear), as a
-  // session may have come up before its route-maps existed.
+  // new_bgpd: bgpd's pid changed since the last apply. One without a `router bgp` (its own
+  // load of frr.conf failed) is loaded whole with vtysh -f before the usual frr-reload (which
+  // cannot see that this bgpd lacks the route-maps zebra has), then soft-cleared; one that
+  // loaded its config gets only the frr-reload (adapter.cpp says why).
   void apply_in_background(bool new_bgpd = false);
   void join_apply();
   Status open_fpm();
@@ -162,6 +162,9 @@ class Adapter : public AdapterInterface {
   // restarted, and its own load of frr.conf may have failed or found an older file — gets the
   // config again at the next peer poll (frr-reload changes nothing where it is in force).
   std::string applied_to_bgpd_;
+  // The next attempt at a new bgpd after one that failed (kReapplyInterval apart).
+  static constexpr std::chrono::seconds kReapplyInterval{5};
+  std::chrono::steady_clock::time_point reapply_not_before_{};
   void reapply_to_new_bgpd();
   std::shared_ptr<std::atomic<bool>> alive_;
   bool polling_ = false;
