@@ -10,10 +10,8 @@ rolling update with maxSurge does it (docs/deploy.md, "Upgrade").
 from __future__ import annotations
 
 import dataclasses
-import re
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -22,7 +20,6 @@ from .dataplane import Dataplane, canonical_tables
 from .env import SCRIPTS_DIR, log
 from .node import Node
 from .proc import PartUnavailable, wait_until
-from .topology import Namespace
 from .vxfedd import Vxfedd
 
 
@@ -32,16 +29,22 @@ class Release:
     build_dir: Path
 
 
+def release_version(build_dir: Path) -> str:
+    """The version a build's vxfedd reports (`vxfedd --version`)."""
+    res = subprocess.run([str(build_dir / "control" / "vxfedd"), "--version"], capture_output=True, text=True,
+                         timeout=30, check=True)
+    return res.stdout.strip().split()[-1]
+
+
 def previous_release(timeout: float = 1800) -> Release:
-    """Builds (or finds built) the release deploy/previous-release names; PartUnavailable with
-    the script's words if it cannot (its commit missing from a shallow clone, a failed build)."""
+    """Builds (or finds built) the release deploy/previous-release names (the script checks that
+    its binaries report that version); PartUnavailable with the script's words if it cannot (its
+    commit out of reach, a failed build)."""
     res = subprocess.run([str(SCRIPTS_DIR / "build-previous.sh")], capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
         raise PartUnavailable("the previous release's build (scripts/build-previous.sh)", res.stderr.strip()[-2000:])
     build_dir = Path(res.stdout.strip().splitlines()[-1])
-    version = (SCRIPTS_DIR.parent / "deploy" / "previous-release").read_text().split("\n")
-    version = next(line.split()[0] for line in version if line.strip() and not line.startswith("#"))
-    return Release(version, build_dir)
+    return Release(release_version(build_dir), build_dir)
 
 
 @dataclass
@@ -120,24 +123,3 @@ def _keys_or_none(dp: Dataplane) -> Optional[dict]:
         return table_keys(dp.dump())
     except Exception:  # noqa: BLE001 - a dataplane taking over may not answer yet
         return None
-
-
-class PingStream:
-    """A 100 Hz ping from a pod's namespace, its replies' timestamps read at the end: the
-    longest gap between two replies is the outage a pod saw."""
-    REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from", re.M)
-
-    def __init__(self, ns: Namespace, dest: str, name: str):
-        self.ns = ns
-        self.proc = ns.spawn(["ping", "-n", "-D", "-i", "0.01", "-W", "1", dest], name=name)
-        self.started = time.monotonic()
-
-    def stop(self) -> tuple[float, int]:
-        """(longest gap between replies in s, replies); AssertionError if too few came back."""
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=10)
-        out = self.ns.topo.log_of_process(self.proc)
-        replies = [float(x) for x in self.REPLY.findall(out)]
-        if len(replies) < 20:
-            raise AssertionError(f"ping {self.proc.args[-1]}: {len(replies)} replies:\n{out[-2000:]}")
-        return max(b - a for a, b in zip(replies, replies[1:])), len(replies)

@@ -35,7 +35,8 @@ import time
 import vxfed_harness as t
 from vxfed_harness.federation_bed import (NETWORK, FederationBed, node_runtime, ping, ping_matrix, require_parts,
                                           vnis)
-from vxfed_harness.upgrade import PingStream, hand_over, previous_release, stand_by
+from vxfed_harness.ping_stream import PingStream
+from vxfed_harness.upgrade import hand_over, previous_release, release_version, stand_by
 
 POD_MTU_PING = 8922     # 9000 underlay - 50 VXLAN - 28 IPv4+ICMP
 OUTAGE_GOAL_S = 1.0     # issue: an upgrade's forwarding outage per node <= 1 s
@@ -64,8 +65,7 @@ def main() -> None:
     t0 = time.monotonic()
     prev = previous_release()
     t.log(f"previous release {prev.version}: {prev.build_dir} ({time.monotonic() - t0:.0f} s)")
-    here = t.binary("control/vxfedd")
-    now_version = t.run([str(here), "--version"]).stdout.strip().split()[-1]
+    now_version = release_version(t.BUILD_DIR)
     assert now_version != prev.version, f"this build reports {now_version}, as the previous release does"
     results: dict = {"previous": prev.version, "current": now_version}
 
