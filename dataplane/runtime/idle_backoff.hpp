@@ -1,6 +1,9 @@
 // How a worker waits when its queues are empty. Reset by any packet:
-//   1. spin with rte_pause for a few hundred empty polls (the next burst is often
-//      microseconds away under load: no sleep, no latency);
+//   1. spin for a few empty polls (the next burst is often microseconds away under load: no
+//      sleep, no latency), yielding the CPU between polls (sched_yield) by default: where the
+//      worker shares its CPU with the pods (a Kubernetes node without isolated cores), a pod
+//      woken on that CPU runs at once instead of waiting out the spin; on a dedicated core
+//      nothing else is runnable and the yield returns at once;
 //   then, when every source the worker polls can wake it (socket_wakeup.hpp: af_packet
 //   sockets + its WakeEvent), it blocks in the kernel until a packet arrives: no timer, no
 //   latency added by a nap, no CPU while idle. Otherwise timed naps:
@@ -11,6 +14,7 @@
 // The worker sets its timer slack small (PR_SET_TIMERSLACK) so that sleeps stay this short.
 #pragma once
 
+#include <sched.h>
 #include <time.h>
 
 #include <cstdint>
@@ -31,6 +35,8 @@ struct IdlePolicy {
   // read; where every poll makes a system call (the pod sockets' recvmmsg, ~1-2.5 us on this
   // VM) the runtime asks for fewer, or the spin takes the CPU the pods need (docs/pod-ports.md).
   std::uint32_t spin_polls = 256;
+  // Between spin polls: sched_yield() (true) or rte_pause() (false).
+  bool spin_yield = true;
 };
 
 class IdleBackoff {
@@ -38,7 +44,8 @@ class IdleBackoff {
   explicit IdleBackoff(const IdlePolicy& p)
       : short_max_ns_(p.short_sleep_us * 1000ull), deep_ns_(p.deep_sleep_us * 1000ull),
         deep_after_ns_(p.deep_after_us * 1000ull), busy_poll_(p.busy_poll), block_(p.block),
-        spin_cycles_(p.spin_us * rte_get_tsc_hz() / 1000000ull), spin_polls_(p.spin_polls) {}
+        spin_cycles_(p.spin_us * rte_get_tsc_hz() / 1000000ull), spin_polls_(p.spin_polls),
+        spin_yield_(p.spin_yield) {}
 
   void work_done() {
     empty_polls_ = 0;
@@ -54,11 +61,11 @@ class IdleBackoff {
     if (busy_poll_) return Step::spun;
     if (++empty_polls_ < spin_polls_) {
       if (empty_polls_ == 1 && spin_cycles_ != 0) spin_until_ = rte_rdtsc() + spin_cycles_;
-      rte_pause();
+      pause();
       return Step::spun;
     }
     if (spin_cycles_ != 0 && rte_rdtsc() < spin_until_) {
-      rte_pause();
+      pause();
       return Step::spun;
     }
     if (can_block && block_) return Step::block;
@@ -82,12 +89,19 @@ class IdleBackoff {
 
  private:
   static constexpr std::uint64_t kFirstSleepNs = 1000;
+  void pause() const {
+    if (spin_yield_)
+      ::sched_yield();
+    else
+      rte_pause();
+  }
   std::uint64_t short_max_ns_, deep_ns_, deep_after_ns_;
   bool busy_poll_;
   bool block_;
   std::uint64_t spin_cycles_;
   std::uint64_t spin_until_ = 0;
   std::uint32_t spin_polls_;
+  bool spin_yield_;
   std::uint32_t empty_polls_ = 0;
   std::uint64_t sleep_ns_ = kFirstSleepNs;
   std::uint64_t slept_ns_ = 0;

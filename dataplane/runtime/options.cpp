@@ -130,6 +130,11 @@ void add_options(CLI::App& app, Options& o) {
                  "awake; costs CPU only while traffic flows")
       ->check(CLI::Range(0u, 100000u))
       ->capture_default_str();
+  app.add_option("--idle-spin-yield", o.idle_spin_yield,
+                 "1: a spinning idle worker yields its CPU between polls (sched_yield), so a pod "
+                 "or another worker woken on that CPU runs at once; 0: rte_pause only (dedicated, "
+                 "isolated cores)")
+      ->capture_default_str();
   app.add_option("--idle-wait", o.idle_wait,
                  "auto: an idle worker whose ports are all af_packet sockets blocks in poll() until "
                  "a frame arrives (no CPU while idle, no nap latency; the first packet after a "

@@ -40,6 +40,7 @@ struct Options {
   unsigned deep_idle_after_ms = 50;
   bool busy_poll = false;             // never sleep (benchmarks)
   unsigned idle_spin_us = 0;          // spin this long after the last packet before sleeping
+  bool idle_spin_yield = true;        // sched_yield() between spin polls (else rte_pause)
   std::string idle_wait = "auto";     // auto: block on af_packet sockets when possible; sleep: timed naps
   std::string log_level = "info";
   bool print_counters_on_exit = true;

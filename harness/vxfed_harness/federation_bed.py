@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Optional
 
 from .cni_runtime import Runtime
+from .dataplane import node_lcores
 from .env import binary, require_binary, require_program
 from .etcd_cluster import EtcdCluster
 from .frr import Frr, require_frr
@@ -176,8 +177,11 @@ class FederationBed:
             for i in range(nodes_per_cluster):
                 short = f"{chr(ord('a') + c)}{i + 1}"
                 node_build = (node_build_dirs or {}).get(short, build_dir)
+                # Workers alternate CPUs across clusters first: a1 and b1 (the pair measured
+                # across clusters) never share one.
                 n = Node(topo, short, f"198.18.0.{10 * c + 11 + i}", cl.pod_cidr, asn=cl.asn, node_name=f"node-{short}",
-                         cluster=cl.name, mtu=mtu, bfdd=True, build_dir=node_build)
+                         cluster=cl.name, mtu=mtu, bfdd=True, build_dir=node_build,
+                         lcores=node_lcores(i * clusters + c))
                 cl.nodes.append(n)
                 self.nodes[short] = n
                 self.runtimes[short] = node_runtime(n, node_build)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cni_runtime import CniError, Runtime
+from ..dataplane import node_lcores
 from ..node import Node, connect_underlay
 from ..proc import PartUnavailable
 from .plan import ClusterPlan, DemoPlan
@@ -107,9 +108,10 @@ class VxfedVariant(Variant):
         self.progress(f"ours: creating node namespaces and the MTU {plan.underlay_mtu} underlay")
         lcores = os.environ.get("VXFED_DATAPLANE_LCORES") or None
         extra = os.environ.get("VXFED_DATAPLANE_EXTRA_ARGS", "").split()
-        for c in plan.clusters:
+        for index, c in enumerate(plan.clusters):
             n = Node(self.topo, c.node_short, c.underlay_ip, c.pod_cidr, asn=c.asn, node_name=c.node_short.lower(),
-                     cluster=f"cluster-{c.name}", mtu=plan.underlay_mtu, lcores=lcores, dataplane_extra=extra,
+                     cluster=f"cluster-{c.name}", mtu=plan.underlay_mtu, lcores=lcores or node_lcores(index),
+                     dataplane_extra=extra,
                      build_dir=self.build_dir)
             (n.dir / "cni").mkdir()
             self.vx_nodes[c.name] = n

@@ -38,6 +38,7 @@ TEST(DataplaneOptions, Defaults) {
   EXPECT_EQ(o.deep_idle_sleep_us, 1000u);
   EXPECT_EQ(o.deep_idle_after_ms, 50u);
   EXPECT_EQ(o.idle_spin_us, 0u);
+  EXPECT_TRUE(o.idle_spin_yield);
   EXPECT_EQ(o.idle_wait, "auto");
   EXPECT_FALSE(o.busy_poll);
   EXPECT_EQ(o.log_level, "info");
@@ -53,7 +54,8 @@ TEST(DataplaneOptions, EveryOptionReachesItsField) {
                                 "--underlay-subnet", "198.18.0.0/24", "--endpoint-frames", "1024",
                                 "--qdisc-bypass", "0", "--mbufs", "20000", "--idle-sleep-us", "50",
                                 "--deep-idle-sleep-us", "2000", "--deep-idle-after-ms", "0",
-                                "--idle-spin-us", "100", "--idle-wait", "sleep", "--busy-poll",
+                                "--idle-spin-us", "100", "--idle-spin-yield", "0", "--idle-wait", "sleep",
+                                "--busy-poll",
                                 "--log-level", "debug"}));
   ASSERT_TRUE(r.ok()) << r.error();
   const Options& o = r->options;
@@ -70,6 +72,7 @@ TEST(DataplaneOptions, EveryOptionReachesItsField) {
   EXPECT_EQ(o.deep_idle_sleep_us, 2000u);
   EXPECT_EQ(o.deep_idle_after_ms, 0u);
   EXPECT_EQ(o.idle_spin_us, 100u);
+  EXPECT_FALSE(o.idle_spin_yield);
   EXPECT_EQ(o.idle_wait, "sleep");
   EXPECT_TRUE(o.busy_poll);
   EXPECT_EQ(o.log_level, "debug");
@@ -95,7 +98,7 @@ TEST(DataplaneOptions, HelpNeedsNothingElseAndDocumentsEveryOption) {
     for (const char* opt : {"--uplink", "--vtep-ip", "--queues", "--mtu", "--api-socket", "--tables-file",
                             "--underlay-gateway", "--underlay-subnet", "--static-neighbor", "--endpoint-port",
                             "--endpoint-frames", "--qdisc-bypass", "--mbufs", "--idle-sleep-us",
-                            "--deep-idle-sleep-us", "--deep-idle-after-ms", "--idle-spin-us", "--idle-wait",
+                            "--deep-idle-sleep-us", "--deep-idle-after-ms", "--idle-spin-us", "--idle-spin-yield", "--idle-wait",
                             "--busy-poll", "--log-level", "--no-huge", "--underlay-vlan", "--dscp-pcp", "SIGTERM"})
       EXPECT_NE(r->help_text.find(opt), std::string::npos) << opt << " missing from --help";
   }
