@@ -10,6 +10,8 @@ next hops unchanged, zebra streams every node's blocks to vxfedd over FPM.
     bed.nodes["a1"].vxfedctl("networks")
     pod = bed.add_pod(bed.nodes["b2"], "p0")
 
+Experiments: $VXFED_DATAPLANE_EXTRA_ARGS adds vxfed-dataplane options on every node.
+
 Underlay 198.18.0.0/24: cluster c (0-based) has its reflector at .(10c+10) and nodes at
 .(10c+11) ...; etcd listens on .250 in a namespace of its own. Cluster c's pods are in
 10.(244+c).0.0/16, one /24 block per node and network from the store.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -181,7 +184,8 @@ class FederationBed:
                 # across clusters) never share one.
                 n = Node(topo, short, f"198.18.0.{10 * c + 11 + i}", cl.pod_cidr, asn=cl.asn, node_name=f"node-{short}",
                          cluster=cl.name, mtu=mtu, bfdd=True, build_dir=node_build,
-                         lcores=node_lcores(i * clusters + c))
+                         lcores=node_lcores(i * clusters + c),
+                         dataplane_extra=os.environ.get("VXFED_DATAPLANE_EXTRA_ARGS", "").split())
                 cl.nodes.append(n)
                 self.nodes[short] = n
                 self.runtimes[short] = node_runtime(n, node_build)
