@@ -15,6 +15,7 @@
 #include "common/net/ipv4.hpp"
 #include "common/version.hpp"
 #include "common/net/mac.hpp"
+#include "common/net/vxlan.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/runtime/tables_json.hpp"
 
@@ -42,6 +43,15 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   if (!ports) return make_error(ports.error());
   d->ports_ = std::move(*ports);
   d->uplink_mac_ = d->ports_->uplink_mac();
+  d->vxlan_claim_ = std::make_unique<VxlanPortClaim>(options.parsed.vtep, net::kVxlanUdpPort);
+  switch (d->vxlan_claim_->state()) {
+    case VxlanPortClaim::State::claimed:
+    case VxlanPortClaim::State::not_local:
+      spdlog::info("{}", d->vxlan_claim_->describe());
+      break;
+    default:
+      spdlog::warn("{}", d->vxlan_claim_->describe());
+  }
 
   // RCU: one thread id per worker.
   const std::size_t qs_size = rte_rcu_qsbr_get_memsize(d->workers_);
@@ -462,6 +472,7 @@ void Dataplane::fill_status(v1::DataplaneStatus& s) const {
   s.set_ports(static_cast<std::uint32_t>(1 + ports_->endpoint_ports().size()));
   s.set_version(vxfed::kVersion);
   s.set_api_refused(api_ ? api_->refused() : 0);
+  s.set_vxlan_port(VxlanPortClaim::name(vxlan_claim_->state()));
   if (tables_) {
     s.set_networks(static_cast<std::uint32_t>(tables_->network_count()));
     s.set_endpoints(static_cast<std::uint32_t>(tables_->endpoint_count()));

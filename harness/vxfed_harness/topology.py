@@ -61,6 +61,17 @@ class Namespace:
         for s in settings:
             self.run(["sysctl", "-qw", s])
 
+    def snmp(self) -> dict[str, int]:
+        """The kernel's protocol counters in this namespace (/proc/net/snmp), as
+        "Udp.NoPorts", "Icmp.OutDestUnreachs", ..."""
+        lines = self.run(["cat", "/proc/net/snmp"]).stdout.splitlines()
+        out: dict[str, int] = {}
+        for names, values in zip(lines[0::2], lines[1::2]):
+            proto, _, keys = names.partition(":")
+            for k, v in zip(keys.split(), values.partition(":")[2].split()):
+                out[f"{proto}.{k}"] = int(v)
+        return out
+
     def ping(self, dest: str, count: int = 3, size: Optional[int] = None, df: bool = False,
              timeout: float = 30) -> subprocess.CompletedProcess:
         args = ["ping", "-n", "-c", str(count), "-i", "0.2", "-W", "2"]

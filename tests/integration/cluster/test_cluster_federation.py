@@ -11,7 +11,9 @@ Asserts:
   2. network `blue` created on three nodes at the same moment, then on the other three: one
      VNI on all six, not fed's;
   3. the ping matrix: from one pod of each node to every other pod (same node, same cluster,
-     across clusters), and an 8922-byte DF ping across clusters and inside one;
+     across clusters), and an 8922-byte DF ping across clusters and inside one; every
+     dataplane holds UDP VTEP:4789, and no node's kernel counts a datagram to a closed UDP
+     port meanwhile (before the claim, each VXLAN datagram did, and drew ICMP port unreachable);
   4. a node dies (cut off at its switch port, as a machine losing power: nothing tells its
      peers but BFD; then its dataplane, FRR and vxfedd are killed): its block leaves every
      other node's dataplane within BFD detection (300 ms x 3, node <-> reflector) + 0.5 s
@@ -177,11 +179,18 @@ def main() -> None:
             block = blocks[p.node.short]
             assert p.ip.startswith(block.rsplit(".", 1)[0] + "."), f"{p.name}: {p.ip} outside its node's block {block}"
         sources = [p for p in bed.pods if p.name.endswith("-p0")]
+        # The nodes' kernels see every VXLAN datagram too (AF_PACKET takes a copy); the
+        # dataplane's claim of VTEP:4789 keeps them from answering port unreachable.
+        claims = {s: n.dataplane.status().get("vxlan_port") for s, n in bed.nodes.items()}
+        assert set(claims.values()) == {"claimed"}, f"UDP VTEP:4789 per node: {claims}"
+        no_ports0 = {s: n.ns.snmp()["Udp.NoPorts"] for s, n in bed.nodes.items()}
         started = time.monotonic()
         failures = ping_matrix(bed, sources)
         results["ping_matrix"] = {"pings": len(sources) * (len(bed.pods) - 1), "failed": len(failures),
                                   "seconds": round(time.monotonic() - started, 1)}
         assert not failures, f"pings failed: {failures}"
+        no_ports = {s: n.ns.snmp()["Udp.NoPorts"] - no_ports0[s] for s, n in bed.nodes.items()}
+        assert not any(no_ports.values()), f"datagrams to closed UDP ports on the nodes during the matrix: {no_ports}"
         pod = {p.name: p for p in bed.pods}
         for src, dst in (("a1-p0", "b3-p1"), ("a2-p1", "a3-p0")):
             assert ping(pod[src], pod[dst].ip, size=POD_MTU_PING, df=True), \
