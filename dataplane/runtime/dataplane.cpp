@@ -98,7 +98,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
                            options.deep_idle_after_ms * 1000u, options.busy_poll};
     ctx->idle.block = options.idle_wait == "auto";
     ctx->idle.spin_us = options.idle_spin_us;
-    ctx->idle.spin_yield = options.idle_spin_yield && !options.busy_poll;
+    ctx->idle.spin_yield = options.idle_spin_yield;
     // Every loop reads the pod socket with a system call: 16 empty polls take about as long
     // as 256 ring reads did (idle_backoff.hpp). Measured with 256: sockperf p50 296 us
     // against 57 us with the af_packet endpoint ports in the same hour (docs/pod-ports.md).

@@ -23,6 +23,8 @@ VxlanPortClaim::VxlanPortClaim(net::Ipv4Addr vtep, std::uint16_t port) : vtep_(v
   if (::setsockopt(fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0 ||
       ::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
     error_ = errno;
+    ::close(fd_);
+    fd_ = -1;
     return;
   }
   sockaddr_in a{};

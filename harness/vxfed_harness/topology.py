@@ -61,16 +61,12 @@ class Namespace:
         for s in settings:
             self.run(["sysctl", "-qw", s])
 
-    def snmp(self) -> dict[str, int]:
-        """The kernel's protocol counters in this namespace (/proc/net/snmp), as
-        "Udp.NoPorts", "Icmp.OutDestUnreachs", ..."""
-        lines = self.run(["cat", "/proc/net/snmp"]).stdout.splitlines()
-        out: dict[str, int] = {}
-        for names, values in zip(lines[0::2], lines[1::2]):
-            proto, _, keys = names.partition(":")
-            for k, v in zip(keys.split(), values.partition(":")[2].split()):
-                out[f"{proto}.{k}"] = int(v)
-        return out
+    def nstat(self, *names: str, check: bool = True) -> dict[str, int]:
+        """The kernel's counters of this namespace named (UdpNoPorts, UdpRcvbufErrors, ...),
+        absolute (-a) and without touching nstat's history file (-s), which every namespace
+        shares; zeros included (-z)."""
+        from .latency.parsers import parse_nstat   # late: latency/ builds on this module
+        return parse_nstat(self.run(["nstat", "-a", "-s", "-z", *names], check=check).stdout)
 
     def ping(self, dest: str, count: int = 3, size: Optional[int] = None, df: bool = False,
              timeout: float = 30) -> subprocess.CompletedProcess:

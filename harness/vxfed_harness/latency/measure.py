@@ -63,10 +63,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _socket_drops(pod: Pod) -> int:
-    """UdpRcvbufErrors of the pod's namespace, absolute (-a) and without touching nstat's
-    history file (-s), which is shared by every namespace."""
-    out = pod.ns.run(["nstat", "-a", "-s", "-z", "UdpRcvbufErrors"], check=False).stdout
-    return parsers.parse_nstat(out).get("UdpRcvbufErrors", 0)
+    """UdpRcvbufErrors of the pod's namespace (Namespace.nstat)."""
+    return pod.ns.nstat("UdpRcvbufErrors", check=False).get("UdpRcvbufErrors", 0)
 
 
 def _client(client: Pod, args: list[str], timeout: float, what: str) -> subprocess.CompletedProcess:

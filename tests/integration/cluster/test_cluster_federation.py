@@ -183,13 +183,13 @@ def main() -> None:
         # dataplane's claim of VTEP:4789 keeps them from answering port unreachable.
         claims = {s: n.dataplane.status().get("vxlan_port") for s, n in bed.nodes.items()}
         assert set(claims.values()) == {"claimed"}, f"UDP VTEP:4789 per node: {claims}"
-        no_ports0 = {s: n.ns.snmp()["Udp.NoPorts"] for s, n in bed.nodes.items()}
+        no_ports0 = {s: n.ns.nstat("UdpNoPorts")["UdpNoPorts"] for s, n in bed.nodes.items()}
         started = time.monotonic()
         failures = ping_matrix(bed, sources)
         results["ping_matrix"] = {"pings": len(sources) * (len(bed.pods) - 1), "failed": len(failures),
                                   "seconds": round(time.monotonic() - started, 1)}
         assert not failures, f"pings failed: {failures}"
-        no_ports = {s: n.ns.snmp()["Udp.NoPorts"] - no_ports0[s] for s, n in bed.nodes.items()}
+        no_ports = {s: n.ns.nstat("UdpNoPorts")["UdpNoPorts"] - no_ports0[s] for s, n in bed.nodes.items()}
         assert not any(no_ports.values()), f"datagrams to closed UDP ports on the nodes during the matrix: {no_ports}"
         pod = {p.name: p for p in bed.pods}
         for src, dst in (("a1-p0", "b3-p1"), ("a2-p1", "a3-p0")):
