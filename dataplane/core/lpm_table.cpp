@@ -10,10 +10,14 @@ namespace vxfed::dataplane {
 // all (docs/faults.md, "Soak"). On 4 KiB pages such a read maps the shared zero page and costs
 // nothing; the pipeline benchmark's 130k routes measured no difference (29.5 cycles either way
 // at 8950 B, docs/dataplane-pipeline.md).
-LpmTable::LpmTable() : tbl24_(std::size_t{1} << 24, /*huge_pages=*/false), tbl8_(std::size_t{kMaxGroups} << 8) {}
+LpmTable::LpmTable()
+    : tbl24_(std::size_t{1} << 24, /*huge_pages=*/false),
+      tbl8_(std::size_t{kMaxGroups} << 8),
+      answers24_(std::size_t{1} << 24, /*huge_pages=*/false) {}
 
 void LpmTable::paint(std::uint64_t* entries, std::uint32_t count, std::uint64_t entry, std::uint8_t len,
-                     const std::uint8_t* depth) {
+                     const std::uint8_t* depth, std::uint32_t* mirror) {
+  const std::uint32_t answer = mirrored(entry);
   // Runs of one value are common (a /16 over empty space): one depth look-up per run.
   std::uint32_t last = ~0u;
   bool shallower = false;
@@ -23,7 +27,9 @@ void LpmTable::paint(std::uint64_t* entries, std::uint32_t count, std::uint64_t 
       last = e;
       shallower = e == 0 || depth[e - 1] < len;
     }
-    if (shallower) __atomic_store_n(&entries[i], entry, __ATOMIC_RELEASE);
+    if (!shallower) continue;
+    __atomic_store_n(&entries[i], entry, __ATOMIC_RELEASE);
+    if (mirror) __atomic_store_n(&mirror[i], answer, __ATOMIC_RELEASE);
   }
 }
 
@@ -43,7 +49,7 @@ void LpmTable::replace_in_range(std::uint32_t addr, std::uint8_t len, std::uint3
       if (e & kGroup) {
         replace(t8 + (std::size_t{e & ~kGroup} << 8), 256, from, to);
       } else if (e == from) {
-        __atomic_store_n(&t24[i], to, __ATOMIC_RELEASE);
+        store24(i, to);
       }
     }
     return;
@@ -66,11 +72,11 @@ bool LpmTable::insert(std::uint32_t addr, std::uint8_t len, std::uint32_t value,
     for (std::uint32_t i = first; i < first + count; ++i) {
       const auto e = static_cast<std::uint32_t>(t24[i]);
       if (!(e & kGroup)) continue;
-      paint(t24 + run, i - run, entry, len, depth);
-      paint(t8 + (std::size_t{e & ~kGroup} << 8), 256, entry, len, depth);
+      paint(t24 + run, i - run, entry, len, depth, answers24_.data() + run);
+      paint(t8 + (std::size_t{e & ~kGroup} << 8), 256, entry, len, depth, nullptr);
       run = i + 1;
     }
-    paint(t24 + run, first + count - run, entry, len, depth);
+    paint(t24 + run, first + count - run, entry, len, depth, answers24_.data() + run);
     return true;
   }
   std::uint64_t& slot = t24[addr >> 8];
@@ -90,10 +96,10 @@ bool LpmTable::insert(std::uint32_t addr, std::uint8_t len, std::uint32_t value,
     // Filled with what the block resolves to now (prefix and answer), before the first level
     // points at it.
     std::fill(t8 + (std::size_t{group} << 8), t8 + (std::size_t{group} << 8) + 256, slot);
-    __atomic_store_n(&slot, std::uint64_t{group | kGroup}, __ATOMIC_RELEASE);
+    store24(addr >> 8, std::uint64_t{group | kGroup});
   }
   ++group_prefixes_[group];
-  paint(t8 + (std::size_t{group} << 8) + (addr & 0xff), 1u << (32 - len), entry, len, depth);
+  paint(t8 + (std::size_t{group} << 8) + (addr & 0xff), 1u << (32 - len), entry, len, depth, nullptr);
   return true;
 }
 
@@ -109,7 +115,7 @@ void LpmTable::erase(std::uint32_t addr, std::uint8_t len, std::uint32_t value, 
   const std::uint32_t group = static_cast<std::uint32_t>(slot) & ~kGroup;
   if (--group_prefixes_[group] != 0) return;
   // No prefix longer than /24 left in the block: every entry now holds the block's cover.
-  __atomic_store_n(&slot, t8[std::size_t{group} << 8], __ATOMIC_RELEASE);
+  store24(addr >> 8, t8[std::size_t{group} << 8]);
   reclaimer.defer([this, group] { free_groups_.push_back(group); });
 }
 

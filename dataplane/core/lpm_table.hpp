@@ -13,6 +13,15 @@
 // read, instead of the id and then a dependent read of a per-prefix array: with 130,000
 // routes that array is a megabyte of randomly read lines (docs/dataplane-pipeline.md).
 //
+// The first level's answers are mirrored in a 32-bit array of their own (`answers24`: the
+// entry's answer, or 0 for an empty entry or one pointing at a group), which is all the
+// encapsulation's burst loop reads when the answer is direct: with 130,000 consecutive /24s
+// the 64-bit first level spans 1 MiB, beyond this machine's 1 MiB L2 with everything else a
+// burst touches; the mirror spans half of it (docs/dataplane-pipeline.md). A mirror entry is
+// written right after its first-level entry, so a reader that finds a nonzero answer there
+// holds an answer the entry had before or after a store, and one that finds 0 reads the
+// first level (which is then at least as new).
+//
 // Why a lookup never sees a half-applied change: every entry is one 64-bit word written with
 // one store, so a lookup reads an entry before or after the store. A new second-level group is
 // filled before the first-level entry points at it; a group no longer needed is unlinked from
@@ -52,12 +61,19 @@ class LpmTable {
       e = __atomic_load_n(&t8[((static_cast<std::uint32_t>(e) & ~kGroup) << 8) | (ip & 0xff)], __ATOMIC_ACQUIRE);
     return e;
   }
+  // The first level's answer for ip alone (the mirror): nonzero only when the first-level
+  // entry holds a prefix (no group) with a nonzero answer; else 0 and the caller looks up
+  // the entry (lookup_in).
+  [[gnu::always_inline]] static std::uint32_t answer_in(const std::uint32_t* a24, std::uint32_t ip) {
+    return __atomic_load_n(&a24[ip >> 8], __ATOMIC_ACQUIRE);
+  }
   // The prefix id of an entry (kNone: no prefix contains the address).
   static std::uint32_t value_of(std::uint64_t entry) { return static_cast<std::uint32_t>(entry) - 1; }  // 0 -> kNone
   // The caller's answer of that prefix (0 where no prefix contains the address).
   static std::uint32_t answer_of(std::uint64_t entry) { return static_cast<std::uint32_t>(entry >> 32); }
   const std::uint64_t* tbl24() const { return tbl24_.data(); }
   const std::uint64_t* tbl8() const { return tbl8_.data(); }
+  const std::uint32_t* answers24() const { return answers24_.data(); }
   // First-level address for ip: prefetch it ahead of lookup.
   const void* first_level(std::uint32_t ip) const { return tbl24() + (ip >> 8); }
 
@@ -83,7 +99,9 @@ class LpmTable {
   // Second-level groups in use / free now.
   std::size_t groups() const { return next_group_ - free_groups_.size(); }
   std::size_t groups_available() const { return free_groups_.size() + (kMaxGroups - next_group_); }
-  std::size_t resident_bytes() const { return tbl24_.resident_bytes() + tbl8_.resident_bytes(); }
+  std::size_t resident_bytes() const {
+    return tbl24_.resident_bytes() + tbl8_.resident_bytes() + answers24_.resident_bytes();
+  }
 
  private:
   // In the low word of a first-level entry: the rest of the low word is a group index.
@@ -91,8 +109,18 @@ class LpmTable {
   static std::uint64_t make_entry(std::uint32_t value, std::uint32_t answer) {
     return (static_cast<std::uint64_t>(answer) << 32) | (value + 1);
   }
+  // What the answers24 mirror holds for a first-level entry.
+  static std::uint32_t mirrored(std::uint64_t entry) {
+    return (static_cast<std::uint32_t>(entry) & kGroup) ? 0 : answer_of(entry);
+  }
+  // The first-level entry i becomes `entry`, then its mirror.
+  void store24(std::uint32_t i, std::uint64_t entry) {
+    __atomic_store_n(&tbl24_.data()[i], entry, __ATOMIC_RELEASE);
+    __atomic_store_n(&answers24_.data()[i], mirrored(entry), __ATOMIC_RELEASE);
+  }
+  // `mirror`: the answers24 entries of `entries` when they are first-level ones, else null.
   void paint(std::uint64_t* entries, std::uint32_t count, std::uint64_t entry, std::uint8_t len,
-             const std::uint8_t* depth);
+             const std::uint8_t* depth, std::uint32_t* mirror);
   // Entries whose value is `from` (value + 1, in the low word) become `to`.
   static void replace(std::uint64_t* entries, std::uint32_t count, std::uint32_t from, std::uint64_t to);
   // Calls replace() on every entry of the prefix's range, first level and groups.
@@ -101,6 +129,7 @@ class LpmTable {
   // Low word: value + 1, or group | kGroup (first level only); 0 = empty. High word: answer.
   StableArray<std::uint64_t> tbl24_;
   StableArray<std::uint64_t> tbl8_;   // groups of 256 entries
+  StableArray<std::uint32_t> answers24_;  // mirrored(tbl24_[i])
   std::vector<std::uint16_t> group_prefixes_;  // prefixes longer than /24 painted in each group
   std::vector<std::uint32_t> free_groups_;
   std::uint32_t next_group_ = 0;

@@ -375,6 +375,7 @@ struct PodBurstTotals {
                                          TxStage& tx, WorkerCounters& counters) {
   const std::uint64_t* t24 = tables.lpm().tbl24();
   const std::uint64_t* t8 = tables.lpm().tbl8();
+  const std::uint32_t* a24 = tables.lpm().answers24();
   std::uint32_t dst[kMaxBurst], hash[kMaxBurst];
   std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks
   std::uint64_t rx_bytes = 0;
@@ -394,7 +395,7 @@ struct PodBurstTotals {
     fast |= static_cast<std::uint64_t>(ok) << i;
     dst[i] = d;
     hash[i] = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
-    if (t24) rte_prefetch0(t24 + (from_be32(d) >> 8));
+    if (a24) rte_prefetch0(a24 + (from_be32(d) >> 8));
   }
   // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
   // the destination of the one before it takes that one's answer, without a lookup. The LPM
@@ -414,8 +415,14 @@ struct PodBurstTotals {
       last = Destination{};
       last_vtep = nullptr;
       if (t24) [[likely]] {
-        const std::uint64_t entry = LpmTable::lookup_in(t24, t8, from_be32(last_dst));
-        if (std::uint32_t v; ForwardingTables::direct_vtep(k.network, entry, &v)) [[likely]] {
+        // The mirror first (half the first level's lines); the entry itself when its answer is
+        // not a direct VTEP (a group, an endpoint, a second level, another network's prefix).
+        if (std::uint32_t v; ForwardingTables::direct_vtep_answer(
+                k.network, LpmTable::answer_in(a24, from_be32(last_dst)), &v)) [[likely]] {
+          last_vtep = &k.vteps[v];
+          rte_prefetch0(last_vtep);
+        } else if (const std::uint64_t entry = LpmTable::lookup_in(t24, t8, from_be32(last_dst));
+                   ForwardingTables::direct_vtep(k.network, entry, &v)) {
           last_vtep = &k.vteps[v];
           rte_prefetch0(last_vtep);
         } else {

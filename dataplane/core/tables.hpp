@@ -289,7 +289,10 @@ class ForwardingTables {
   // around each compare cost ~70 instructions per packet whose source the memo had not seen.
   [[gnu::always_inline]] bool source_routed_to(std::uint16_t network, std::uint32_t src_ip_be,
                                                std::uint32_t vtep_ip_be) const {
-    const std::uint64_t entry = LpmTable::lookup_in(lpm_.tbl24(), lpm_.tbl8(), wire::from_be32(src_ip_be));
+    const std::uint32_t src = wire::from_be32(src_ip_be);
+    if (std::uint32_t v; direct_vtep_answer(network, LpmTable::answer_in(lpm_.answers24(), src), &v))
+      return vteps_[v].ip_be == vtep_ip_be;
+    const std::uint64_t entry = LpmTable::lookup_in(lpm_.tbl24(), lpm_.tbl8(), src);
     if (std::uint32_t v; direct_vtep(network, entry, &v)) return vteps_[v].ip_be == vtep_ip_be;
     const Destination d = resolve_entry(network, src_ip_be, entry);
     if (!d.group) return false;
@@ -347,7 +350,11 @@ class ForwardingTables {
   // VTEP (FoldedAnswer::kVtep); then *vtep is its index. The encapsulation's burst loop and the
   // decap reverse-path check ask this first, and resolve_entry() otherwise.
   [[gnu::always_inline]] static bool direct_vtep(std::uint16_t network, std::uint64_t lpm_entry, std::uint32_t* vtep) {
-    const std::uint32_t answer = LpmTable::answer_of(lpm_entry);
+    return direct_vtep_answer(network, LpmTable::answer_of(lpm_entry), vtep);
+  }
+  // The same for an answer alone (LpmTable::answer_in: the first level's mirror).
+  [[gnu::always_inline]] static bool direct_vtep_answer(std::uint16_t network, std::uint32_t answer,
+                                                        std::uint32_t* vtep) {
     constexpr std::uint32_t kHigh = ~((1u << FoldedAnswer::kNetworkShift) - 1) | FoldedAnswer::kKindMask;
     *vtep = answer & FoldedAnswer::kValueMask;
     return (answer & kHigh) == ((FoldedAnswer::direct_for(network) << FoldedAnswer::kNetworkShift) | FoldedAnswer::kVtep);

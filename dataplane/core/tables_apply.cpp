@@ -597,7 +597,7 @@ class TablesWriter {
 
 ForwardingTables::ForwardingTables()
     : networks_(new std::atomic<const NetworkEntry*>[kMaxNetworks]),
-      vteps_(kMaxVteps),
+      vteps_(kMaxVteps, /*huge_pages=*/true),
       prefix_parent_(kMaxPrefixes),
       prefix_info_(kMaxPrefixes),
       endpoint_slots_(kMaxEndpoints),

@@ -4,8 +4,8 @@
 // process_pod_burst / process_uplink_burst sit between the two rdtsc reads.
 //
 // Cases: direction {encap, decap} x frame {64, 8950 bytes (the pod-side frame)} x routes
-// {10, 130000}. Per case: several runs; cycles per packet (median, min, max) and the Mpps one
-// core would reach at that cost. Instructions per packet come from run.py under callgrind
+// {10, 130000}. Per case: several runs, alternating between the route counts; cycles per
+// packet (median, min, max) and the Mpps one core would reach at that cost. Instructions per packet come from run.py under callgrind
 // (this binary with --packets and one case). JSON per case under --out.
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -204,8 +204,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (!init_eal("vxfed-pipeline-bench", 1024)) return 1;
-  rte_mempool* small = rte_pktmbuf_pool_create("bench_small", kFlows + 512, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-  rte_mempool* jumbo = rte_pktmbuf_pool_create("bench_jumbo", kFlows + 512, 256, 0, 9216 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+  // Every route count's frames of one case are in the pools at once: the runs alternate
+  // between the route counts (below), so that the machine's drift (this VM's speed moves by
+  // a third within minutes) falls on all of them alike instead of on whichever ran last.
+  const auto pool_mbufs = static_cast<unsigned>(kFlows * route_counts.size() + 512);
+  rte_mempool* small = rte_pktmbuf_pool_create("bench_small", pool_mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  rte_mempool* jumbo = rte_pktmbuf_pool_create("bench_jumbo", pool_mbufs, 256, 0, 9216 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
   if (!small || !jumbo) {
     std::fprintf(stderr, "mempool: out of EAL memory\n");
     return 1;
@@ -214,30 +218,42 @@ int main(int argc, char** argv) {
   auto counters = std::make_unique<dp::WorkerCounters>();
   const double hz = static_cast<double>(rte_get_tsc_hz());
   if (!no_json) std::filesystem::create_directories(out_dir);
+  std::vector<Setup> setups(route_counts.size());
+  for (std::size_t k = 0; k < route_counts.size(); ++k)
+    if (!build_tables(setups[k], route_counts[k], max_vteps, underlay_vlan)) return 1;
   std::printf("%-6s %6s %7s %10s %10s %10s %8s\n", "dir", "frame", "routes", "cyc/pkt", "min", "max", "Mpps");
   int status = 0;
-  for (std::uint32_t routes : route_counts) {
-    Setup s;
-    if (!build_tables(s, routes, max_vteps, underlay_vlan)) return 1;
-    for (const auto& dir : directions) {
-      const bool encap = dir == "encap";
-      for (std::uint32_t frame : frame_sizes) {
-        auto frames = make_frames(frame + 50 > 2048 - 64 ? jumbo : small, s, encap, frame, routes);
-        if (warmup) run(s, frames, encap, warmup, *tx, *counters);  // warm caches, predictors
-        std::vector<double> cpp, mean;
-        for (int r = 0; r < runs; ++r) {
-          const RunResult res = run(s, frames, encap, packets, *tx, *counters);
+  for (const auto& dir : directions) {
+    const bool encap = dir == "encap";
+    for (std::uint32_t frame : frame_sizes) {
+      rte_mempool* pool = frame + 50 > 2048 - 64 ? jumbo : small;
+      std::vector<std::vector<rte_mbuf*>> frames(route_counts.size());
+      std::vector<std::vector<double>> cpp(route_counts.size()), mean(route_counts.size());
+      for (std::size_t k = 0; k < route_counts.size(); ++k) {
+        frames[k] = make_frames(pool, setups[k], encap, frame, route_counts[k]);
+        if (warmup) run(setups[k], frames[k], encap, warmup, *tx, *counters);  // warm caches, predictors
+      }
+      bool dropped = false;
+      for (int r = 0; r < runs && !dropped; ++r) {
+        for (std::size_t k = 0; k < route_counts.size(); ++k) {
+          const RunResult res = run(setups[k], frames[k], encap, packets, *tx, *counters);
           if (res.cycles_per_packet < 0) {
-            std::fprintf(stderr, "%s %u %u: packets were dropped; not a forwarding benchmark\n", dir.c_str(), frame, routes);
+            std::fprintf(stderr, "%s %u %u: packets were dropped; not a forwarding benchmark\n", dir.c_str(), frame,
+                         route_counts[k]);
             status = 1;
+            dropped = true;
             break;
           }
-          cpp.push_back(res.cycles_per_packet);
-          mean.push_back(res.mean_cycles_per_packet);
+          cpp[k].push_back(res.cycles_per_packet);
+          mean[k].push_back(res.mean_cycles_per_packet);
         }
-        for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
-        if (cpp.empty()) continue;
-        std::vector<double> sorted = cpp;
+      }
+      for (auto& f : frames)
+        for (rte_mbuf* m : f) rte_pktmbuf_free(m);
+      if (dropped) continue;
+      for (std::size_t k = 0; k < route_counts.size(); ++k) {
+        const std::uint32_t routes = route_counts[k];
+        std::vector<double> sorted = cpp[k];
         std::sort(sorted.begin(), sorted.end());
         const double median = sorted[sorted.size() / 2];
         std::printf("%-6s %6u %7u %10.1f %10.1f %10.1f %8.2f\n", dir.c_str(), frame, routes, median,
@@ -250,11 +266,14 @@ int main(int argc, char** argv) {
             {"underlay_vlan", underlay_vlan},
             {"burst", kBurst},
             {"flows", kFlows},
-            {"vteps", s.vteps},
+            {"vteps", setups[k].vteps},
             {"packets_per_run", packets},
-            {"runs", cpp},
-            {"runs_mean_cycles_per_packet", mean},
-            {"statistic", "per run: median cycles of a 32-packet burst / 32; across runs: median"},
+            {"runs", cpp[k]},
+            {"runs_mean_cycles_per_packet", mean[k]},
+            {"runs_interleaved_with_routes", route_counts},
+            {"statistic",
+             "per run: median cycles of a 32-packet burst / 32; across runs: median. Run r of every route count "
+             "ran back to back (runs_interleaved_with_routes), so runs of one index are paired"},
             {"cycles_per_packet", median},
             {"cycles_per_packet_min", sorted.front()},
             {"cycles_per_packet_max", sorted.back()},
@@ -264,6 +283,14 @@ int main(int argc, char** argv) {
         };
         std::ofstream(out_dir + "/" + dir + "-" + std::to_string(frame) + "-" + std::to_string(routes) + ".json")
             << j.dump(2) << "\n";
+      }
+      // Run r of each route count against run r of the first: the drift cancels in each pair.
+      for (std::size_t k = 1; k < route_counts.size(); ++k) {
+        std::vector<double> ratio;
+        for (std::size_t r = 0; r < cpp[k].size() && r < cpp[0].size(); ++r) ratio.push_back(cpp[k][r] / cpp[0][r]);
+        std::sort(ratio.begin(), ratio.end());
+        std::printf("%-6s %6u %7u / %u routes, paired runs: x%.3f median [x%.3f-x%.3f]\n", dir.c_str(), frame,
+                    route_counts[k], route_counts[0], ratio[ratio.size() / 2], ratio.front(), ratio.back());
       }
     }
   }

@@ -76,8 +76,13 @@ def main():
     for (d, fb, r), c in sorted(by.items()):
         if r != 10 and (d, fb, 10) in by:
             base = by[(d, fb, 10)]
+            # The bench alternates route counts run by run: run i of each is a pair, measured
+            # within the same minute, so the pairs' median is robust to the machine's drift.
+            paired = sorted(x / y for x, y in zip(c["runs"], base["runs"]))
             ratios.append({"direction": d, "frame_bytes": fb, "routes": r,
                            "cycles_ratio_vs_10_routes": round(c["cycles_per_packet"] / base["cycles_per_packet"], 3),
+                           "cycles_ratio_paired_runs_median": round(paired[len(paired) // 2], 3),
+                           "cycles_ratio_paired_runs": [round(x, 3) for x in paired],
                            "instructions_ratio_vs_10_routes": (round(c["instructions_per_packet"] / base["instructions_per_packet"], 3)
                                                                if c.get("instructions_per_packet") and base.get("instructions_per_packet") else None)})
     (out / "summary.json").write_text(json.dumps({"cases": cases, "route_scaling": ratios}, indent=2) + "\n")
@@ -86,7 +91,8 @@ def main():
         print(f"{d:6} {fb:6} {r:7} {c['cycles_per_packet']:8.1f} {c['cycles_per_packet_min']:7.1f} "
               f"{c['cycles_per_packet_max']:7.1f} {c['mpps_one_core']:6.2f} {c.get('instructions_per_packet') or '-':>9}")
     for x in ratios:
-        print(f"{x['direction']} {x['frame_bytes']} B: {x['routes']} routes / 10 routes: cycles x{x['cycles_ratio_vs_10_routes']}, "
+        print(f"{x['direction']} {x['frame_bytes']} B: {x['routes']} routes / 10 routes: cycles x{x['cycles_ratio_vs_10_routes']} "
+              f"(paired runs x{x['cycles_ratio_paired_runs_median']}), "
               f"instructions x{x['instructions_ratio_vs_10_routes']}")
     print(f"\nJSON: {out}/")
 

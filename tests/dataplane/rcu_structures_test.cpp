@@ -153,11 +153,19 @@ TEST(LpmTable, InsertEraseAndAnswersMatchBruteForce) {
         ASSERT_EQ(dp::LpmTable::value_of(e), want) << "after " << i << " changes, ip " << std::hex << ip;
         ASSERT_EQ(dp::LpmTable::answer_of(e), want == dp::LpmTable::kNone ? 0 : answer[want])
             << "after " << i << " changes, ip " << std::hex << ip;
+        // The first level's mirror: the answer where the first level holds a prefix, 0 where
+        // it points at a group (the burst loop then reads the entry).
+        const std::uint64_t first = lpm.tbl24()[ip >> 8];
+        const bool group = static_cast<std::uint32_t>(first) & (1u << 31);
+        ASSERT_EQ(dp::LpmTable::answer_in(lpm.answers24(), ip), group ? 0 : dp::LpmTable::answer_of(e))
+            << "after " << i << " changes, ip " << std::hex << ip;
       }
   }
   for (const auto& [p, v] : rules)
     lpm.erase(p.first, static_cast<std::uint8_t>(p.second), v, dp::LpmTable::kNone, 0, r);
   EXPECT_EQ(lpm.groups(), 0u) << "every second-level group is released once no prefix needs it";
+  for (std::uint32_t b = (10u << 16); b < (10u << 16) + (1u << 10); ++b)
+    ASSERT_EQ(lpm.answers24()[b], 0u) << "an emptied table mirrors no answer: block " << std::hex << b;
 }
 
 TEST(LpmTable, ASecondLevelGroupIsReusedOnlyAfterTheGracePeriod) {
