@@ -597,6 +597,9 @@ class TablesWriter {
 
 ForwardingTables::ForwardingTables()
     : networks_(new std::atomic<const NetworkEntry*>[kMaxNetworks]),
+      // Huge pages: with a federation's thousand VTEPs each packet's entry is a TLB miss on 4 KiB
+      // pages. Workers read only entries that were written (unlike the LPM's first level, whose
+      // unpainted ranges must stay on the shared zero page), so this costs 2 MiB, not more.
       vteps_(kMaxVteps, /*huge_pages=*/true),
       prefix_parent_(kMaxPrefixes),
       prefix_info_(kMaxPrefixes),
