@@ -52,6 +52,15 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     default:
       spdlog::warn("{}", d->vxlan_claim_->describe());
   }
+  // A kernel VXLAN device holding the port is someone else's: its traffic is not ours to drop.
+  if (!options.uplink_iface.empty() && options.uplink_kernel_drop &&
+      d->vxlan_claim_->state() != VxlanPortClaim::State::taken) {
+    d->uplink_drop_ = std::make_unique<UplinkKernelDrop>(options.uplink_iface, options.parsed.vtep, net::kVxlanUdpPort);
+    if (d->uplink_drop_->state() == UplinkKernelDrop::State::attached)
+      spdlog::info("{}", d->uplink_drop_->describe());
+    else
+      spdlog::warn("{}", d->uplink_drop_->describe());
+  }
 
   // RCU: one thread id per worker.
   const std::size_t qs_size = rte_rcu_qsbr_get_memsize(d->workers_);
@@ -473,6 +482,7 @@ void Dataplane::fill_status(v1::DataplaneStatus& s) const {
   s.set_version(vxfed::kVersion);
   s.set_api_refused(api_ ? api_->refused() : 0);
   s.set_vxlan_port(VxlanPortClaim::name(vxlan_claim_->state()));
+  s.set_uplink_kernel_drop(uplink_drop_ ? UplinkKernelDrop::name(uplink_drop_->state()) : "off");
   if (tables_) {
     s.set_networks(static_cast<std::uint32_t>(tables_->network_count()));
     s.set_endpoints(static_cast<std::uint32_t>(tables_->endpoint_count()));

@@ -28,6 +28,7 @@
 #include "dataplane/runtime/ports.hpp"
 #include "dataplane/runtime/rcu_reclaimer.hpp"
 #include "dataplane/runtime/rcu_slot.hpp"
+#include "dataplane/runtime/uplink_kernel_drop.hpp"
 #include "dataplane/runtime/vxlan_port_claim.hpp"
 #include "common/metrics/histogram.hpp"
 #include "common/result.hpp"
@@ -82,6 +83,7 @@ class Dataplane {
   wire::MacAddress uplink_mac_{};
   std::unique_ptr<Ports> ports_;
   std::unique_ptr<VxlanPortClaim> vxlan_claim_;  // keeps the node's kernel quiet about our VXLAN traffic
+  std::unique_ptr<UplinkKernelDrop> uplink_drop_;  // --uplink-iface: our VXLAN stops at its tc ingress
   unsigned workers_ = 1;
   rte_rcu_qsbr* qs_ = nullptr;
   std::unique_ptr<RcuSlot<ForwardingState>> state_;

@@ -45,6 +45,13 @@ void add_options(CLI::App& app, Options& o) {
                  "with vnet headers; instead of --uplink");
   uplink->excludes(uplink_iface);
   uplink_iface->excludes(uplink);
+  app.add_option("--uplink-kernel-drop", o.uplink_kernel_drop,
+                 "with --uplink-iface: 1 drops the VXLAN datagrams to the VTEP at the interface's tc "
+                 "ingress (a BPF program on a TCX link, kernel 6.6+), after our AF_PACKET sockets took "
+                 "their copy, so the node's IP and UDP input never process them; 0: the node's stack "
+                 "sees them and the VTEP:4789 claim drops them there. Not attached while another "
+                 "socket holds VTEP:4789 (a kernel VXLAN device)")
+      ->capture_default_str();
   app.add_option("--vtep-ip", o.vtep_ip,
                  "this node's VTEP IPv4 address: outer source of encapsulated frames; "
                  "the dataplane answers ARP for it on the uplink")

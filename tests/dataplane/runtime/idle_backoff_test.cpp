@@ -104,6 +104,10 @@ TEST(IdleBackoff, SpinUsKeepsSpinningUntilTheTimeHasPassed) {
   ASSERT_GT(rte_get_tsc_hz(), 0u);
   IdlePolicy p = tiny_naps();
   p.spin_us = 2000;  // 2 ms: far more than 256 polls take
+  // Pause between polls, not yield: on a loaded machine (CI's parallel tests, a build) each
+  // sched_yield can hand the CPU away for a whole time slice, and 2 ms then passed within the
+  // 256 polls (seen once: 255 polls in 261 ms) — which says nothing about the spin time.
+  p.spin_yield = false;
   IdleBackoff b(p);
   const std::uint64_t start = rte_rdtsc();
   int spun = 0;

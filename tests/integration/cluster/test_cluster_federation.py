@@ -183,6 +183,10 @@ def main() -> None:
         # dataplane's claim of VTEP:4789 keeps them from answering port unreachable.
         claims = {s: n.dataplane.status().get("vxlan_port") for s, n in bed.nodes.items()}
         assert set(claims.values()) == {"claimed"}, f"UDP VTEP:4789 per node: {claims}"
+        # ... and the BPF drop at the uplink's tc ingress spares their IP and UDP input the work.
+        drops = {s: n.dataplane.status().get("uplink_kernel_drop") for s, n in bed.nodes.items()}
+        assert set(drops.values()) == {"attached"}, f"VXLAN drop at each uplink's tc ingress: {drops}"
+        in_errors0 = {s: n.ns.nstat("UdpInErrors")["UdpInErrors"] for s, n in bed.nodes.items()}
         no_ports0 = {s: n.ns.nstat("UdpNoPorts")["UdpNoPorts"] for s, n in bed.nodes.items()}
         started = time.monotonic()
         failures = ping_matrix(bed, sources)
@@ -191,6 +195,12 @@ def main() -> None:
         assert not failures, f"pings failed: {failures}"
         no_ports = {s: n.ns.nstat("UdpNoPorts")["UdpNoPorts"] - no_ports0[s] for s, n in bed.nodes.items()}
         assert not any(no_ports.values()), f"datagrams to closed UDP ports on the nodes during the matrix: {no_ports}"
+        # Without the tc drop every VXLAN datagram of the matrix (request and reply of most pings
+        # cross) reached a node's UDP input and was dropped there by the claim's filter, counted
+        # in UdpInErrors; with it none does (the margin is for the nodes' own UDP, e.g. BFD).
+        in_errors = {s: n.ns.nstat("UdpInErrors")["UdpInErrors"] - in_errors0[s] for s, n in bed.nodes.items()}
+        assert sum(in_errors.values()) <= results["ping_matrix"]["pings"] // 10, \
+            f"the nodes' UDP input saw the VXLAN of the matrix's {results['ping_matrix']['pings']} pings: {in_errors}"
         pod = {p.name: p for p in bed.pods}
         for src, dst in (("a1-p0", "b3-p1"), ("a2-p1", "a3-p0")):
             assert ping(pod[src], pod[dst].ip, size=POD_MTU_PING, df=True), \
