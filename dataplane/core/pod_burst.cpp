@@ -417,12 +417,9 @@ struct PodBurstTotals {
       if (t24) [[likely]] {
         // The mirror first (half the first level's lines); the entry itself when its answer is
         // not a direct VTEP (a group, an endpoint, a second level, another network's prefix).
-        if (std::uint32_t v; ForwardingTables::direct_vtep_answer(
-                k.network, LpmTable::answer_in(a24, from_be32(last_dst)), &v)) [[likely]] {
-          last_vtep = &k.vteps[v];
-          rte_prefetch0(last_vtep);
-        } else if (const std::uint64_t entry = LpmTable::lookup_in(t24, t8, from_be32(last_dst));
-                   ForwardingTables::direct_vtep(k.network, entry, &v)) {
+        std::uint64_t entry = 0;
+        if (std::uint32_t v; ForwardingTables::lookup_direct_vtep(a24, t24, t8, k.network, from_be32(last_dst), &v,
+                                                                  &entry)) [[likely]] {
           last_vtep = &k.vteps[v];
           rte_prefetch0(last_vtep);
         } else {

@@ -289,11 +289,10 @@ class ForwardingTables {
   // around each compare cost ~70 instructions per packet whose source the memo had not seen.
   [[gnu::always_inline]] bool source_routed_to(std::uint16_t network, std::uint32_t src_ip_be,
                                                std::uint32_t vtep_ip_be) const {
-    const std::uint32_t src = wire::from_be32(src_ip_be);
-    if (std::uint32_t v; direct_vtep_answer(network, LpmTable::answer_in(lpm_.answers24(), src), &v))
+    std::uint64_t entry = 0;
+    if (std::uint32_t v; lookup_direct_vtep(lpm_.answers24(), lpm_.tbl24(), lpm_.tbl8(), network,
+                                            wire::from_be32(src_ip_be), &v, &entry))
       return vteps_[v].ip_be == vtep_ip_be;
-    const std::uint64_t entry = LpmTable::lookup_in(lpm_.tbl24(), lpm_.tbl8(), src);
-    if (std::uint32_t v; direct_vtep(network, entry, &v)) return vteps_[v].ip_be == vtep_ip_be;
     const Destination d = resolve_entry(network, src_ip_be, entry);
     if (!d.group) return false;
     const NextHopGroup g = *d.group;
@@ -351,6 +350,17 @@ class ForwardingTables {
   // decap reverse-path check ask this first, and resolve_entry() otherwise.
   [[gnu::always_inline]] static bool direct_vtep(std::uint16_t network, std::uint64_t lpm_entry, std::uint32_t* vtep) {
     return direct_vtep_answer(network, LpmTable::answer_of(lpm_entry), vtep);
+  }
+  // The route to one VTEP for ip (host order) in `network`, on the LPM's raw levels: from the
+  // first level's mirror (LpmTable::answers24) when it holds that answer, else from the LPM
+  // entry, which *entry then holds for resolve_entry(). False: not a route to one VTEP (*entry
+  // is the entry whenever the mirror did not answer).
+  [[gnu::always_inline]] static bool lookup_direct_vtep(const std::uint32_t* a24, const std::uint64_t* t24,
+                                                        const std::uint64_t* t8, std::uint16_t network,
+                                                        std::uint32_t ip, std::uint32_t* vtep, std::uint64_t* entry) {
+    if (direct_vtep_answer(network, LpmTable::answer_in(a24, ip), vtep)) return true;
+    *entry = LpmTable::lookup_in(t24, t8, ip);
+    return direct_vtep(network, *entry, vtep);
   }
   // The same for an answer alone (LpmTable::answer_in: the first level's mirror).
   [[gnu::always_inline]] static bool direct_vtep_answer(std::uint16_t network, std::uint32_t answer,
