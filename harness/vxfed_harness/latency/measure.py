@@ -8,12 +8,13 @@ so that one failed measurement cannot poison the next one.
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..twocluster.variant import Pod
-from . import parsers
+from . import cpu_use, parsers
 
 
 class MeasurementError(RuntimeError):
@@ -89,13 +90,25 @@ def iperf3(client: Pod, server: Pod, opts: SuiteOptions, *, streams: int = 1,
             args += ["-u", "-b", opts.udp_rate, "-l", str(opts.udp_len), "-w", opts.udp_socket_buffer]
         else:
             args += ["-P", str(streams), "-O", str(opts.tcp_omit)]
-        res = _client(client, args, opts.duration + opts.tcp_omit + 30, what)
+        # The CPUs busy while TCP runs at speed: from just after the omitted slow start to the
+        # client's end (cpu_use.py says why machine-wide).
+        cpu_start: list[cpu_use.CpuSnapshot] = []
+        timer = threading.Timer(opts.tcp_omit + 0.5, lambda: cpu_start.append(cpu_use.snapshot()))
+        if not udp:
+            timer.start()
+        try:
+            res = _client(client, args, opts.duration + opts.tcp_omit + 30, what)
+        finally:
+            timer.cancel()
+        cpu_end = cpu_use.snapshot()
     finally:
         _stop(srv)
     try:
         result = parsers.parse_iperf3_udp(res.stdout) if udp else parsers.parse_iperf3_tcp(res.stdout)
     except ValueError as exc:
         raise MeasurementError(f"{what}: {exc} (exit {res.returncode}; stderr: {res.stderr.strip()[:300]})") from None
+    if not udp and cpu_start:
+        result["busy_cpus"] = cpu_use.busy_cpus(cpu_start[0], cpu_end)
     if udp:
         # Where the loss happened: the receiving socket (the app was too slow) or the path.
         result["receiver_socket_drops"] = _socket_drops(server) - drops_before

@@ -17,6 +17,11 @@ from . import parsers
 KEYS: list[tuple[str, str, str]] = [
     ("tcp_gbps_1", "TCP 1 stream (Gbit/s)", "tcp1"),
     ("tcp_gbps_4", "TCP 4 streams (Gbit/s)", "tcp4"),
+    # What the throughput cost (cpu_use.py): CPUs busy machine-wide, and Gbit/s per busy CPU.
+    ("tcp_cpus_1", "TCP 1 stream: CPUs busy", "tcp1"),
+    ("tcp_gbps_per_cpu_1", "TCP 1 stream: Gbit/s per busy CPU", "tcp1"),
+    ("tcp_cpus_4", "TCP 4 streams: CPUs busy", "tcp4"),
+    ("tcp_gbps_per_cpu_4", "TCP 4 streams: Gbit/s per busy CPU", "tcp4"),
     ("udp_loss_pct", "UDP loss (%)", "udp"),
     ("udp_jitter_ms", "UDP jitter (ms)", "udp"),
     ("udp_p50_us", "UDP ping-pong p50 (us)", "pp_udp"),
@@ -65,10 +70,14 @@ def parse_variants(text: str) -> list[str]:
 
 def figures_from(suite: str, result: dict) -> dict[str, float]:
     """The report keys one suite's raw result yields."""
-    if suite == "tcp1":
-        return {"tcp_gbps_1": result["gbps"]}
-    if suite == "tcp4":
-        return {"tcp_gbps_4": result["gbps"]}
+    if suite in ("tcp1", "tcp4"):
+        n = suite[-1]
+        out = {f"tcp_gbps_{n}": result["gbps"]}
+        cpus = result.get("busy_cpus")
+        if cpus:  # absent in results recorded before it was measured; 0 would be a broken clock
+            out[f"tcp_cpus_{n}"] = cpus
+            out[f"tcp_gbps_per_cpu_{n}"] = result["gbps"] / cpus
+        return out
     if suite == "udp":
         return {"udp_loss_pct": result["loss_pct"], "udp_jitter_ms": result["jitter_ms"]}
     if suite in ("pp_udp", "pp_tcp"):
@@ -167,7 +176,7 @@ def _fmt(v: Optional[float], key: str) -> str:
         return f"{v:.4f}"
     if key.endswith("_ms"):
         return f"{v:.4f}"
-    if key.endswith("_gbps_1") or key.endswith("_gbps_4"):
+    if key.endswith(("_gbps_1", "_gbps_4", "_cpus_1", "_cpus_4", "_cpu_1", "_cpu_4")):
         return f"{v:.2f}"
     return f"{v:.1f}"
 

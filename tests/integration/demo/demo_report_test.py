@@ -5,7 +5,7 @@ import json
 import unittest
 from unittest import mock
 
-from vxfed_harness.latency import measure, parsers, report
+from vxfed_harness.latency import cpu_use, measure, parsers, report
 from vxfed_harness.twocluster.plan import df_ping_payload, make_plan
 
 SOCKPERF_OUT = """sockperf: == version #3.7-no.git ==
@@ -145,12 +145,42 @@ class Report(unittest.TestCase):
         f = report.figures_from("pp_tcp", {"summary": parsers.parse_sockperf_summary(SOCKPERF_OUT)})
         self.assertEqual(f, {"tcp_p50_us": 14.748, "tcp_p99_us": 42.365, "tcp_p999_us": 63.595})
 
+    def test_tcp_figures_say_what_the_throughput_cost(self):
+        f = report.figures_from("tcp1", {"gbps": 6.0, "busy_cpus": 1.5})
+        self.assertEqual(f, {"tcp_gbps_1": 6.0, "tcp_cpus_1": 1.5, "tcp_gbps_per_cpu_1": 4.0})
+        # Results without the CPU figure (recorded before it existed) still give the rate.
+        self.assertEqual(report.figures_from("tcp4", {"gbps": 2.0}), {"tcp_gbps_4": 2.0})
+
     def test_table_lists_every_key(self):
         doc = {"ours": {k: None for k in report.KEY_NAMES}, "kernel": {k: 1.0 for k in report.KEY_NAMES},
                "ratio": {k: None for k in report.KEY_NAMES}, "spread": {}}
         text = report.table(doc)
         for _, label, _ in report.KEYS:
             self.assertIn(label, text)
+
+
+class CpuUse(unittest.TestCase):
+    # /proc/stat's aggregate line: user nice system idle iowait irq softirq steal guest guest_nice
+    BEFORE = "cpu  1000 10 500 9000 40 5 100 700 0 0\ncpu0 ...\n"
+    AFTER = "cpu  1300 10 650 9100 45 10 140 900 0 0\ncpu0 ...\n"
+
+    def test_busy_counts_user_system_irq_softirq_not_idle_iowait_steal(self):
+        before = cpu_use.CpuSnapshot(cpu_use.parse_cpu_line(self.BEFORE.splitlines()[0]), at=10.0)
+        after = cpu_use.CpuSnapshot(cpu_use.parse_cpu_line(self.AFTER.splitlines()[0]), at=12.0)
+        # 300 user + 150 system + 5 irq + 40 softirq = 495 ticks in 2 s at 100 Hz
+        self.assertAlmostEqual(cpu_use.busy_cpus(before, after, ticks_per_second=100), 2.475)
+        self.assertIsNone(cpu_use.busy_cpus(after, after, ticks_per_second=100))
+
+    def test_refuses_a_line_that_is_not_the_aggregate(self):
+        with self.assertRaisesRegex(ValueError, "aggregate cpu line"):
+            cpu_use.parse_cpu_line("cpu0 1 2 3 4 5 6 7")
+
+    def test_snapshot_of_this_machine(self):
+        a = cpu_use.snapshot()
+        sum(range(2_000_000))  # some CPU, so the busy count moves
+        b = cpu_use.snapshot()
+        self.assertGreaterEqual(b.busy_ticks, a.busy_ticks)
+        self.assertGreater(b.at, a.at)
 
 
 class Plan(unittest.TestCase):
