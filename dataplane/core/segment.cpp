@@ -1,5 +1,6 @@
 #include "dataplane/core/segment.hpp"
 
+#include <bit>
 #include <cstring>
 
 #include "dataplane/core/wire/ethernet.hpp"
@@ -41,14 +42,39 @@ void rewrite_ipv4(std::uint8_t* ip, std::uint32_t len, std::uint32_t total, std:
 
 }  // namespace
 
+// The sum runs over every byte a software checksum covers (a DPDK port's segments, the
+// uplink's), so it takes 8 bytes a step instead of 2. Adding the 32-bit halves of 64-bit
+// loads in a 64-bit accumulator and folding gives the one's-complement sum of the 16-bit
+// words in the machine's byte order; on a little-endian machine that is the byte-swap of the
+// sum of the big-endian words the checksum is defined over (RFC 1071 2.(B), byte order
+// independence). Two accumulators let consecutive loads add in parallel; each takes at most
+// 2 * (2^32 - 1) per 16 bytes, so a piece of up to 2^34 bytes cannot overflow it.
 void OnesSum::add(const std::uint8_t* p, std::size_t n) {
-  std::size_t i = 0;
-  if (odd_ && n > 0) {  // the low byte of the word the last piece began
+  if (n == 0) return;
+  if (odd_) {  // the low byte of the word the last piece began
     sum_ += p[0];
-    i = 1;
+    ++p;
+    --n;
     odd_ = false;
   }
-  for (; i + 1 < n; i += 2) sum_ += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
+  std::uint64_t a = 0, b = 0;
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    std::uint64_t v, w;
+    std::memcpy(&v, p + i, 8);
+    std::memcpy(&w, p + i + 8, 8);
+    a += (v & 0xffffffffu) + (v >> 32);
+    b += (w & 0xffffffffu) + (w >> 32);
+  }
+  for (; i + 2 <= n; i += 2) {
+    std::uint16_t v;
+    std::memcpy(&v, p + i, 2);
+    a += v;
+  }
+  // 2^32 = 1 modulo 0xffff, so a 64-bit value folds by adding its halves.
+  std::uint64_t s = (a & 0xffffffffu) + (a >> 32) + (b & 0xffffffffu) + (b >> 32);
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  sum_ += std::endian::native == std::endian::little ? swap(static_cast<std::uint16_t>(s)) : s;
   if (i < n) {
     sum_ += static_cast<std::uint32_t>(p[i] << 8);
     odd_ = true;
