@@ -129,4 +129,27 @@ VnetVerdict parse_uplink_vnet(const VirtioNetHeader& h, ByteSpan first, std::uin
   return v;
 }
 
+UplinkSuperPacket parse_uplink_super(const VirtioNetHeader& h, ByteSpan first, std::uint32_t packet_len) {
+  UplinkSuperPacket s;
+  if (h.gso_type != kVnetGsoUdpL4 || h.flags != kVnetNeedsCsum) return s;
+  if (packet_len < first.size() || first.size() < sizeof(EthernetHeader) || ether_type_at(first, 0) != kEtherTypeIpv4)
+    return s;
+  FrameOffload outer;
+  std::uint32_t outer_end = 0;
+  if (!ipv4_l4(first, packet_len, sizeof(EthernetHeader), outer, &outer_end) || outer.l4_proto != kIpProtoUdp ||
+      outer.l3_len != sizeof(Ipv4Header) || outer_end != packet_len)
+    return s;
+  const std::uint32_t udp = outer.l3_offset + outer.l3_len;
+  if (h.csum_start != udp || h.csum_offset != kUdpChecksumOffset) return s;
+  UdpHeader uh;
+  std::memcpy(&uh, first.data() + udp, sizeof uh);
+  const std::uint32_t payload = packet_len - udp - sizeof(UdpHeader);
+  if (from_be16(uh.dst_port_be) != kVxlanUdpPort || from_be16(uh.length_be) != sizeof(UdpHeader) + payload) return s;
+  if (h.gso_size < sizeof(VxlanHeader) + sizeof(EthernetHeader) + sizeof(Ipv4Header)) return s;
+  s.ok = true;
+  s.gso_size = h.gso_size;
+  s.payload_len = payload;
+  return s;
+}
+
 }  // namespace vxfed::dataplane

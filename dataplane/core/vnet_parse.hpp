@@ -62,4 +62,18 @@ VnetVerdict parse_pod_vnet(const wire::VirtioNetHeader& h, ByteSpan first, std::
 // from the underlay are refused (a wire carries frames within the MTU; docs/pod-ports.md).
 VnetVerdict parse_uplink_vnet(const wire::VirtioNetHeader& h, ByteSpan first, std::uint32_t packet_len);
 
+// A UDP super-packet from the uplink (GSO_UDP_L4, the outer UDP checksum pending): VXLAN
+// datagrams that a peer handed its kernel as one (--uplink-gso) and a veth delivered whole.
+// Taken when the frame is one whole IPv4 packet without options, UDP to the VXLAN port,
+// filling the frame with a UDP length to match, csum_start/csum_offset on that UDP
+// checksum, and gso_size room for VXLAN + inner Ethernet + IPv4 in each datagram; the
+// caller cuts it into its datagrams (uplink_super.hpp). parse_uplink_vnet refuses every
+// gso_type; this one is asked first for GSO_UDP_L4.
+struct UplinkSuperPacket {
+  bool ok = false;
+  std::uint16_t gso_size = 0;     // UDP payload bytes per datagram (the last may be shorter)
+  std::uint32_t payload_len = 0;  // UDP payload bytes in all
+};
+UplinkSuperPacket parse_uplink_super(const wire::VirtioNetHeader& h, ByteSpan first, std::uint32_t packet_len);
+
 }  // namespace vxfed::dataplane

@@ -119,8 +119,10 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     if (const UplinkSockets* up = d->ports_->uplink_sockets()) {
       ctx->uplink_fd = up->fd(w);
       ctx->uplink_wake_fds = {up->fd(w)};  // the kernel's fanout hands this worker's frames to this one
-      // Frames of the underlay MTU in mbufs of kPodSegmentBytes (at least).
-      ctx->uplink_segments = (options.mtu + 18 + kPodSegmentBytes - 1) / kPodSegmentBytes;
+      // Frames of the underlay MTU, and UDP super-packets of up to 64 KiB (a peer's
+      // --uplink-gso over a veth, which keeps them whole), in mbufs of kPodSegmentBytes.
+      ctx->uplink_segments = std::max(kPodFrameSegments, (options.mtu + 18 + kPodSegmentBytes - 1) / kPodSegmentBytes);
+      ctx->uplink_segmenting = options.uplink_gso ? UplinkSegmenting::UdpGso : UplinkSegmenting::PerSegment;
     }
     ctx->pod_fd = d->ports_->pod_sockets().fd(w);
     ctx->pool = d->ports_->pool();

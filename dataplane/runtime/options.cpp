@@ -52,6 +52,13 @@ void add_options(CLI::App& app, Options& o) {
                  "sees them and the VTEP:4789 claim drops them there. Not attached while another "
                  "socket holds VTEP:4789 (a kernel VXLAN device)")
       ->capture_default_str();
+  app.add_option("--uplink-gso", o.uplink_gso,
+                 "with --uplink-iface: 1 hands a pod's super-packet to the kernel as one UDP "
+                 "super-packet of VXLAN datagrams (GSO_UDP_L4, kernel 6.2+; inner checksums completed "
+                 "by us), which the kernel or a NIC with UDP segmentation offload cuts into frames; 0: "
+                 "one message per frame with the inner checksum left pending. Received UDP "
+                 "super-packets are taken either way")
+      ->capture_default_str();
   app.add_option("--vtep-ip", o.vtep_ip,
                  "this node's VTEP IPv4 address: outer source of encapsulated frames; "
                  "the dataplane answers ARP for it on the uplink")

@@ -19,6 +19,7 @@ struct Options {
   std::string uplink;                 // DPDK port name (e.g. 0000:03:00.0, net_pcap0) or index ...
   std::string uplink_iface;           // ... or a kernel interface served by our own AF_PACKET sockets
   bool uplink_kernel_drop = true;     // --uplink-iface: drop our VXLAN at its tc ingress, after our sockets' copy
+  bool uplink_gso = true;             // --uplink-iface: a pod's super-packet leaves as UDP super-packets (GSO_UDP_L4)
   std::string vtep_ip;                // our VTEP IPv4 on the uplink
   unsigned queues = 1;                // RX queues on the uplink = worker lcores
   unsigned mtu = 9000;                // underlay MTU; pod MTU = mtu - 50

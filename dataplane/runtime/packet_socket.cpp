@@ -12,6 +12,9 @@
 
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/segment.hpp"
+#include "dataplane/core/wire/ipv4.hpp"
+#include "dataplane/core/wire/tcp.hpp"
+#include "dataplane/core/wire/udp.hpp"
 
 namespace vxfed::dataplane {
 
@@ -21,6 +24,16 @@ constexpr unsigned kVnetLen = sizeof(wire::VirtioNetHeader);
 constexpr unsigned kMaxChain = 64;  // mbufs of one frame we send (the coalescer's limit)
 
 std::string errno_text() { return std::strerror(errno); }
+
+// A UDP super-packet on the uplink (UplinkSegmenting::UdpGso): outer Ethernet, IPv4 without
+// options and UDP in front, at most one IPv4 packet of datagrams.
+constexpr std::uint32_t kOuterUdpEnd = kOuterL2Len + kOuterL3Len + sizeof(wire::UdpHeader);
+constexpr std::uint32_t kMaxUdpGsoPayload = 65535 - kOuterL3Len - sizeof(wire::UdpHeader);
+
+void put_be16(std::uint8_t* p, std::uint32_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
 
 // iovecs for m's bytes [off, off + len) across its segments; false when more than `room`.
 bool add_slices(const rte_mbuf* m, std::uint32_t off, std::uint32_t len, iovec* iov, unsigned* n, unsigned room) {
@@ -210,8 +223,8 @@ unsigned SocketReceiver::receive(int fd, rte_mbuf** pkts, wire::VirtioNetHeader*
 
 SocketSender::SocketSender() { std::memset(msgs_, 0, sizeof msgs_); }
 
-std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool segment,
-                                 std::uint64_t* lost_segments) {
+std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool uplink,
+                                 std::uint64_t* lost_segments, UplinkSegmenting segmenting) {
   sockaddr_ll to{};
   to.sll_family = AF_PACKET;
   to.sll_ifindex = static_cast<int>(ifindex);
@@ -222,7 +235,7 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
   std::uint16_t taken = 0;   // pkts[0..taken) are done (sent and freed)
   std::uint32_t resume = 0;  // segments of pkts[taken] already sent by an earlier batch
   while (taken < n) {
-    unsigned nm = 0, ni = 0;
+    unsigned nm = 0, ni = 0, nh = 0;  // messages, iovecs, header slots used
     std::uint16_t p = taken;
     std::uint32_t seg = resume;
     std::uint32_t first_seg_in_batch = resume;  // of pkts[taken]
@@ -230,7 +243,7 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
     bool unsendable = false;   // stopped at a packet we cannot send: the caller drops it
     while (p < n && !batch_full) {
       rte_mbuf* m = pkts[p];
-      if (segment && (m->ol_flags & kTxSegFlags)) {
+      if (uplink && (m->ol_flags & kTxSegFlags)) {
         const SegmentLayout l = segment_layout(m);
         const std::uint32_t hdrs = l.headers();
         const std::uint32_t count = segment_count(l, m->pkt_len);
@@ -238,39 +251,46 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
           unsendable = true;
           break;
         }
-        const wire::VirtioNetHeader vh = vnet_header_for(m, true);
         const auto* super = rte_pktmbuf_mtod(m, const std::uint8_t*);
-        for (; seg < count; ++seg) {
-          if (nm == kMessages || ni + 4 + kMaxChain > kIovecs) {
-            batch_full = true;
-            break;
+        if (segmenting == UplinkSegmenting::UdpGso && udp_gso_fits(m, l)) {
+          batch_full = !add_udp_gso_messages(m, l, super, count, p, name, namelen, &seg, &nm, &ni, &nh);
+          if (batch_full) break;
+        } else {
+          const wire::VirtioNetHeader vh = vnet_header_for(m, true);
+          for (; seg < count; ++seg) {
+            if (nm == kMessages || ni + 4 + kMaxChain > kIovecs) {
+              batch_full = true;
+              break;
+            }
+            const std::uint32_t len = write_segment_headers(l, super, m->pkt_len, seg, headers_[nh]);
+            vnet_[nm] = vh;
+            iovec* iov = iov_ + ni;
+            unsigned k = 0;
+            iov[k++] = {&vnet_[nm], kVnetLen};
+            iov[k++] = {headers_[nh++], hdrs};
+            add_slices(m, hdrs + seg * l.mss, len, iov, &k, 2 + kMaxChain);
+            insert_tag(m, tags_[nm], vnet_[nm], iov, &k);
+            msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
+            msg_segs_[nm] = 1;
+            msg_pkt_[nm++] = p;
+            ni += k;
           }
-          const std::uint32_t len = write_segment_headers(l, super, m->pkt_len, seg, headers_[nm]);
-          vnet_[nm] = vh;
-          iovec* iov = iov_ + ni;
-          unsigned k = 0;
-          iov[k++] = {&vnet_[nm], kVnetLen};
-          iov[k++] = {headers_[nm], hdrs};
-          add_slices(m, hdrs + seg * l.mss, len, iov, &k, 2 + kMaxChain);
-          insert_tag(m, tags_[nm], vnet_[nm], iov, &k);
-          msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
-          msg_pkt_[nm++] = p;
-          ni += k;
+          if (batch_full) break;
         }
-        if (batch_full) break;
       } else {
         if (m->nb_segs > kMaxChain) {
           unsendable = true;
           break;
         }
         if (nm == kMessages || ni + 3 + m->nb_segs > kIovecs) break;  // the next batch takes it
-        vnet_[nm] = vnet_header_for(m, segment);
+        vnet_[nm] = vnet_header_for(m, uplink);
         iovec* iov = iov_ + ni;
         unsigned k = 0;
         iov[k++] = {&vnet_[nm], kVnetLen};
         for (const rte_mbuf* s = m; s != nullptr; s = s->next) iov[k++] = {rte_pktmbuf_mtod(s, void*), s->data_len};
         insert_tag(m, tags_[nm], vnet_[nm], iov, &k);
         msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
+        msg_segs_[nm] = 1;
         msg_pkt_[nm++] = p;
         ni += k;
       }
@@ -301,7 +321,7 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
     std::uint16_t done = stop;
     if (started) {
       std::uint32_t remaining = 0;
-      for (unsigned k = sent; k < nm && msg_pkt_[k] == stop; ++k) ++remaining;
+      for (unsigned k = sent; k < nm && msg_pkt_[k] == stop; ++k) remaining += msg_segs_[k];
       if (p == stop && batch_full) remaining += segment_count(segment_layout(pkts[stop]), pkts[stop]->pkt_len) - seg;
       *lost_segments += remaining;
       done = static_cast<std::uint16_t>(stop + 1);
@@ -311,6 +331,81 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
     break;
   }
   return taken;
+}
+
+bool SocketSender::udp_gso_fits(const rte_mbuf* m, const SegmentLayout& l) {
+  // Our own VXLAN encapsulation (outer IPv4 without options at 14, UDP at 34), untagged (the
+  // tag's insertion is per segment), and one whole segment's datagram within an IPv4 packet.
+  const std::uint32_t hdrs = l.headers();
+  return l.outer && !(m->ol_flags & RTE_MBUF_F_TX_VLAN) && m->outer_l3_len == kOuterL3Len && hdrs > kOuterUdpEnd &&
+         hdrs - kOuterUdpEnd + l.mss <= kMaxUdpGsoPayload;
+}
+
+bool SocketSender::add_udp_gso_messages(const rte_mbuf* m, const SegmentLayout& l, const std::uint8_t* super,
+                                        std::uint32_t count, std::uint16_t p, void* name, socklen_t namelen,
+                                        std::uint32_t* seg, unsigned* nm, unsigned* ni, unsigned* nh) {
+  const std::uint32_t hdrs = l.headers();
+  const std::uint32_t datagram_hdrs = hdrs - kOuterUdpEnd;  // VXLAN + inner headers of each datagram
+  const std::uint32_t payload_total = m->pkt_len - hdrs;
+  const bool udp = l.l4_proto != 6;
+  const std::uint32_t field = udp ? wire::kUdpChecksumOffset : wire::kTcpChecksumOffset;
+  auto payload_of = [&](std::uint32_t i) {
+    return std::min<std::uint32_t>(l.mss, payload_total - std::min(payload_total, i * l.mss));
+  };
+  while (*seg < count) {
+    // The segments of this message: as many as fit in one IPv4 packet.
+    std::uint32_t take = 0, udp_payload = 0;
+    while (*seg + take < count && udp_payload + datagram_hdrs + payload_of(*seg + take) <= kMaxUdpGsoPayload) {
+      udp_payload += datagram_hdrs + payload_of(*seg + take);
+      ++take;
+    }
+    const unsigned room = 1 + take * (1 + m->nb_segs);  // vnet header, then per segment headers + slices
+    if (*nm == kMessages || *nh + take > kMessages || *ni + room > kIovecs) return false;
+    iovec* iov = iov_ + *ni;
+    unsigned k = 0;
+    iov[k++] = {&vnet_[*nm], kVnetLen};
+    std::uint8_t* first = headers_[*nh];
+    for (std::uint32_t i = 0; i < take; ++i) {
+      std::uint8_t* h = headers_[*nh + i];
+      const std::uint32_t len = write_segment_headers(l, super, m->pkt_len, *seg + i, h);
+      iov[k++] = i == 0 ? iovec{h, hdrs} : iovec{h + kOuterUdpEnd, datagram_hdrs};
+      const unsigned slices = k;
+      add_slices(m, hdrs + (*seg + i) * l.mss, len, iov, &k, room);
+      // The inner checksum, complete: the header's field holds the pseudo-header sum
+      // (write_segment_headers), so the sum over header and payload is the whole one.
+      OnesSum sum;
+      sum.add(h + l.l4_offset(), l.l4_len);
+      for (unsigned j = slices; j < k; ++j) sum.add(static_cast<const std::uint8_t*>(iov[j].iov_base), iov[j].iov_len);
+      std::uint16_t c = static_cast<std::uint16_t>(~sum.folded());
+      if (udp && c == 0) c = 0xffff;  // 0 would mean "no checksum"
+      h[l.l4_offset() + field] = static_cast<std::uint8_t>(c >> 8);
+      h[l.l4_offset() + field + 1] = static_cast<std::uint8_t>(c);
+    }
+    // The outer headers describe the whole message; the kernel's UDP segmentation gives each
+    // datagram its length, IPv4 ID and checksums, and leaves the outer UDP checksum pending.
+    std::uint8_t* ip = first + kOuterL2Len;
+    std::uint8_t* uh = ip + kOuterL3Len;
+    put_be16(ip + offsetof(wire::Ipv4Header, total_length_be), kOuterL3Len + 8 + udp_payload);
+    put_be16(ip + offsetof(wire::Ipv4Header, checksum_be), ipv4_header_checksum(ip, kOuterL3Len));
+    put_be16(uh + offsetof(wire::UdpHeader, length_be), 8 + udp_payload);
+    put_be16(uh + wire::kUdpChecksumOffset,
+             pseudo_header_sum(ip + offsetof(wire::Ipv4Header, src_be), wire::kIpProtoUdp, 8 + udp_payload));
+    wire::VirtioNetHeader& vh = vnet_[*nm];
+    vh = wire::VirtioNetHeader{};
+    vh.flags = wire::kVnetNeedsCsum;
+    vh.gso_type = take > 1 ? wire::kVnetGsoUdpL4 : wire::kVnetGsoNone;
+    vh.gso_size = static_cast<std::uint16_t>(take > 1 ? datagram_hdrs + l.mss : 0);
+    vh.hdr_len = static_cast<std::uint16_t>(kOuterUdpEnd);
+    vh.csum_start = static_cast<std::uint16_t>(kOuterL2Len + kOuterL3Len);
+    vh.csum_offset = static_cast<std::uint16_t>(wire::kUdpChecksumOffset);
+    msgs_[*nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
+    msg_segs_[*nm] = static_cast<std::uint16_t>(take);
+    msg_pkt_[(*nm)++] = p;
+    *ni += k;
+    *nh += take;
+    *seg += take;
+  }
+  return true;
 }
 
 }  // namespace vxfed::dataplane

@@ -17,6 +17,7 @@
 #include <rte_mempool.h>
 
 #include "common/result.hpp"
+#include "dataplane/core/segment.hpp"
 #include "dataplane/core/tx_stage.hpp"
 #include "dataplane/core/wire/virtio_net.hpp"
 
@@ -76,31 +77,53 @@ class SocketReceiver {
   unsigned char from_[kMaxBurst][32];  // sockaddr_ll
 };
 
+// How a sender hands the kernel a VXLAN super-packet (a pod's, encapsulated once).
+enum class UplinkSegmenting : std::uint8_t {
+  // One message per segment, each inner checksum left pending (NEEDS_CSUM): the legacy
+  // vnet header has no VXLAN segmentation.
+  PerSegment,
+  // One UDP super-packet (GSO_UDP_L4) per up to 64 KiB of datagrams: the outer headers
+  // once, then each segment's VXLAN and inner headers and payload; the kernel (or a NIC with
+  // UDP segmentation offload) cuts it at gso_size, one VXLAN frame per datagram. The inner
+  // checksums are completed here, as the kernel's UDP segmentation does not know the inner
+  // header (docs/pod-ports.md, "The uplink's UDP super-packets").
+  UdpGso,
+};
+
 // A worker's send side (scratch for the messages of one call, shared by its sockets).
 // Sends pkts[0..n) with one vnet header each, to `ifindex` (0: the socket's own interface).
 // Pending checksums and super-packets are handed to the kernel as they are (a pod's kernel
-// takes GSO), unless `segment`: then super-packets are cut into their segments here, each
-// with its pending checksum (the uplink: the kernel cannot segment VXLAN for an AF_PACKET
-// sender). An mbuf with RTE_MBUF_F_TX_VLAN gets its vlan_tci inserted as an 802.1Q tag (the
-// underlay tag, underlay_tag.hpp). Frees what it sent and returns how many of pkts that was; the rest stay the
-// caller's. *lost_segments counts segments of a super-packet that was cut short (the socket
-// took only some of them; the packet counts as sent).
+// takes GSO), unless `uplink`: then super-packets are cut into their segments here (as
+// `segmenting` says) and a single packet's pending checksum is handed on. An mbuf with
+// RTE_MBUF_F_TX_VLAN gets its vlan_tci inserted as an 802.1Q tag (the underlay tag,
+// underlay_tag.hpp; such super-packets always go per segment). Frees what it sent and returns
+// how many of pkts that was; the rest stay the caller's. *lost_segments counts segments of a
+// super-packet that was cut short (the socket took only some of its messages; the packet
+// counts as sent).
 class SocketSender {
  public:
   SocketSender();
-  std::uint16_t send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool segment,
-                     std::uint64_t* lost_segments);
+  std::uint16_t send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool uplink,
+                     std::uint64_t* lost_segments, UplinkSegmenting segmenting = UplinkSegmenting::PerSegment);
 
  private:
+  // UplinkSegmenting::UdpGso: whether m's segments can go as UDP super-packets, and adding
+  // its messages from segment *seg on (false: the batch is full; *seg says where it stopped).
+  static bool udp_gso_fits(const rte_mbuf* m, const SegmentLayout& l);
+  bool add_udp_gso_messages(const rte_mbuf* m, const SegmentLayout& l, const std::uint8_t* super, std::uint32_t count,
+                            std::uint16_t p, void* name, socklen_t namelen, std::uint32_t* seg, unsigned* nm,
+                            unsigned* ni, unsigned* nh);
+
   static constexpr unsigned kMessages = 256;
   static constexpr unsigned kIovecs = 2048;
   static constexpr unsigned kHeaderRoom = 256;  // outer + inner headers of a segment
   mmsghdr msgs_[kMessages];
   std::uint16_t msg_pkt_[kMessages];            // which of pkts a message belongs to
+  std::uint16_t msg_segs_[kMessages];           // how many of its segments a message carries
   wire::VirtioNetHeader vnet_[kMessages];
   iovec iov_[kIovecs];
   std::uint8_t tags_[kMessages][4];            // 802.1Q tags inserted (RTE_MBUF_F_TX_VLAN)
-  alignas(64) std::uint8_t headers_[kMessages][kHeaderRoom];
+  alignas(64) std::uint8_t headers_[kMessages][kHeaderRoom];  // one per segment
 };
 
 }  // namespace vxfed::dataplane

@@ -12,6 +12,7 @@
 #include "dataplane/core/coalesce.hpp"
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/uplink_super.hpp"
 #include "dataplane/core/vnet_parse.hpp"
 #include "dataplane/runtime/idle_backoff.hpp"
 #include "dataplane/runtime/packet_socket.hpp"
@@ -119,16 +120,39 @@ void handle_pod_frames(WorkerContext& w, const ForwardingState* s, std::uint32_t
   }
 }
 
-// Frames from the uplink socket: those too big for their buffers or with a refused vnet
-// header are dropped (counted on the uplink), the rest keep their checksum state and are
-// compacted to the front. Returns how many are left.
-std::uint16_t take_uplink_frames(WorkerContext& w, rte_mbuf** pkts, const wire::VirtioNetHeader* vnet,
-                                 const unsigned* ifs, unsigned n) {
-  std::uint16_t kept = 0;
+// Frames from the uplink socket, through the pipeline in order: those too big for their
+// buffers or with a refused vnet header are dropped (counted on the uplink), the rest keep
+// their checksum state. A UDP super-packet (a peer's --uplink-gso that a veth kept whole) is
+// cut into its datagrams first (uplink_super.hpp), which go through between the frames
+// around it.
+void forward_uplink_frames(WorkerContext& w, const ForwardingState* s, std::uint32_t captured, rte_mbuf** pkts,
+                           const wire::VirtioNetHeader* vnet, const unsigned* ifs, unsigned n) {
+  std::uint16_t kept = 0;  // pkts[0..kept): frames waiting for the pipeline
   for (unsigned i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     if (ifs[i] == 0) [[unlikely]] {
       drop_burst(&m, 1, w.uplink, DropReason::FrameTooBig, *w.counters);
+      continue;
+    }
+    if (vnet[i].gso_type == wire::kVnetGsoUdpL4) {
+      const UplinkSuperPacket sp =
+          parse_uplink_super(vnet[i], ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), m->data_len), m->pkt_len);
+      if (!sp.ok) [[unlikely]] {
+        drop_burst(&m, 1, w.uplink, DropReason::BadVnetHeader, *w.counters);
+        continue;
+      }
+      if (kept) handle_uplink(w, s, captured, pkts, kept);
+      kept = 0;
+      rte_mbuf* frames[kMaxUplinkSuperDatagrams];
+      unsigned count = 0;
+      const SplitResult r = split_uplink_super(m, sp, w.pool, frames, &count);
+      if (r != SplitResult::Done) [[unlikely]] {
+        w.counters->ports[w.uplink].rx_packets.add(1);
+        w.counters->drop(r == SplitResult::NoMbufs ? DropReason::MbufAllocFailed : DropReason::BadVnetHeader, w.uplink, 1);
+        continue;
+      }
+      for (unsigned k = 0; k < count; k += kMaxBurst)
+        handle_uplink(w, s, captured, frames + k, static_cast<std::uint16_t>(std::min<unsigned>(kMaxBurst, count - k)));
       continue;
     }
     if ((vnet[i].flags | vnet[i].gso_type) != 0) {
@@ -142,7 +166,7 @@ std::uint16_t take_uplink_frames(WorkerContext& w, rte_mbuf** pkts, const wire::
     }
     pkts[kept++] = m;
   }
-  return kept;
+  if (kept) handle_uplink(w, s, captured, pkts, kept);
 }
 
 // A DPDK port's TX burst when some staged packet has pending work (mbuf_offload.hpp): DPDK
@@ -256,7 +280,7 @@ int worker_main(void* arg) {
       const unsigned ifindex = s == nullptr ? 0 : s->pod_ifindex[port - kFirstPodPort];
       sent = ifindex == 0 ? 0 : sender->send(w.pod_fd, ifindex, p, n, false, &lost_segments);
     } else if (port == w.uplink && w.uplink_fd >= 0) {
-      sent = sender->send(w.uplink_fd, 0, p, n, true, &lost_segments);
+      sent = sender->send(w.uplink_fd, 0, p, n, true, &lost_segments, w.uplink_segmenting);
     } else {
       std::uint64_t pending = 0;
       for (std::uint16_t i = 0; i < n; ++i) pending |= p[i]->ol_flags;
@@ -281,8 +305,7 @@ int worker_main(void* arg) {
       const unsigned got = uplink_rx->receive(w.uplink_fd, pkts, frame_vnet, frame_ifs, kMaxBurst, &uplink_refused);
       if (got) {
         work += got;
-        const std::uint16_t n = take_uplink_frames(w, pkts, frame_vnet, frame_ifs, got);
-        if (n) handle_uplink(w, s, captured, pkts, n);
+        forward_uplink_frames(w, s, captured, pkts, frame_vnet, frame_ifs, got);
       }
       if (uplink_refused) [[unlikely]] {
         w.counters->drop(DropReason::UnreadableFrame, w.uplink, uplink_refused);

@@ -16,6 +16,7 @@
 #include "dataplane/runtime/capture_tap.hpp"
 #include "dataplane/runtime/forwarding_state.hpp"
 #include "dataplane/runtime/idle_backoff.hpp"
+#include "dataplane/runtime/packet_socket.hpp"
 #include "dataplane/runtime/ports.hpp"
 #include "dataplane/runtime/rcu_slot.hpp"
 #include "dataplane/runtime/socket_wakeup.hpp"
@@ -41,6 +42,7 @@ struct WorkerContext {
   int pod_fd = -1;                    // this worker's pod socket (pod_sockets.hpp)
   int uplink_fd = -1;                 // this worker's uplink socket (uplink_sockets.hpp), or -1: a DPDK port
   unsigned uplink_segments = 1;       // mbufs per frame from the uplink socket
+  UplinkSegmenting uplink_segmenting = UplinkSegmenting::PerSegment;  // super-packets to the uplink socket
   rte_mempool* pool = nullptr;        // mbufs for frames from the sockets, and software segmentation
   const WakeEvent* wake = nullptr;
   CaptureTap* capture = nullptr;      // packet capture (capture_tap.hpp); shared by the workers

@@ -123,4 +123,47 @@ std::string hex_diff(const Bytes& want, const Bytes& got) {
   return "identical";
 }
 
+std::uint16_t get16(const Bytes& b, std::size_t at) { return static_cast<std::uint16_t>(b.at(at) << 8 | b.at(at + 1)); }
+std::uint32_t get32(const Bytes& b, std::size_t at) { return std::uint32_t{get16(b, at)} << 16 | get16(b, at + 2); }
+void put16(Bytes& b, std::size_t at, std::uint16_t v) {
+  b.at(at) = static_cast<std::uint8_t>(v >> 8);
+  b.at(at + 1) = static_cast<std::uint8_t>(v);
+}
+
+std::uint16_t pseudo_sum(std::uint32_t src, std::uint32_t dst, std::uint8_t proto, std::size_t l4_len) {
+  Bytes p;
+  for (std::uint32_t a : {src, dst})
+    for (int s = 24; s >= 0; s -= 8) p.push_back(static_cast<std::uint8_t>(a >> s));
+  p.push_back(0);
+  p.push_back(proto);
+  p.push_back(static_cast<std::uint8_t>(l4_len >> 8));
+  p.push_back(static_cast<std::uint8_t>(l4_len));
+  return static_cast<std::uint16_t>(~checksum(p.data(), p.size()));
+}
+
+bool l4_checksum_ok(const Bytes& b, std::size_t ip_at) {
+  const std::size_t hlen = (b.at(ip_at) & 0x0f) * 4u;
+  const std::size_t total = get16(b, ip_at + 2);
+  Bytes p(b.begin() + static_cast<long>(ip_at + 12), b.begin() + static_cast<long>(ip_at + 20));
+  p.push_back(0);
+  p.push_back(b.at(ip_at + 9));
+  p.push_back(static_cast<std::uint8_t>((total - hlen) >> 8));
+  p.push_back(static_cast<std::uint8_t>(total - hlen));
+  p.insert(p.end(), b.begin() + static_cast<long>(ip_at + hlen), b.begin() + static_cast<long>(ip_at + total));
+  return checksum(p.data(), p.size()) == 0;
+}
+bool ipv4_checksum_ok(const Bytes& b, std::size_t ip_at) {
+  return checksum(b.data() + ip_at, (b.at(ip_at) & 0x0f) * 4u) == 0;
+}
+
+Bytes tcp_partial(std::uint32_t src, std::uint32_t dst, std::uint32_t seq, std::uint8_t flags, const Bytes& data) {
+  Bytes t = {0x9c, 0x40, 0x14, 0x51};  // ports 40000 -> 5201
+  for (int s = 24; s >= 0; s -= 8) t.push_back(static_cast<std::uint8_t>(seq >> s));
+  t.insert(t.end(), {0, 0, 0x30, 0x39, 0x80, flags, 0x01, 0xf5, 0, 0, 0, 0});  // ack 12345, 8 words
+  t.insert(t.end(), {1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2});                 // NOP NOP TS
+  t.insert(t.end(), data.begin(), data.end());
+  put16(t, 16, pseudo_sum(src, dst, 6, t.size()));
+  return t;
+}
+
 }  // namespace vxfed::test

@@ -42,6 +42,19 @@ Bytes vxlan_frame(const Mac& dst, const Mac& src, std::uint32_t outer_src, std::
                   std::uint16_t sport, std::uint32_t vni, const Bytes& inner, std::uint8_t tos = 0);
 
 std::uint16_t checksum(const std::uint8_t* p, std::size_t n);  // Internet checksum, host order
+
+// The pseudo-header sum (not complemented) of an L4 packet, as a kernel leaves it in the
+// checksum field of a packet whose checksum it hands over pending (NEEDS_CSUM).
+std::uint16_t pseudo_sum(std::uint32_t src, std::uint32_t dst, std::uint8_t proto, std::size_t l4_len);
+// A TCP segment, ports 40000 -> 5201, ACK number 12345, a 20-byte header + 12 bytes of options
+// (NOP NOP timestamp), with its checksum pending (the pseudo-header sum in the field).
+Bytes tcp_partial(std::uint32_t src, std::uint32_t dst, std::uint32_t seq, std::uint8_t flags, const Bytes& data);
+// Whether the L4 checksum of the IPv4 packet at `ip_at` in frame b is complete and right.
+bool l4_checksum_ok(const Bytes& b, std::size_t ip_at);
+bool ipv4_checksum_ok(const Bytes& b, std::size_t ip_at);
+std::uint16_t get16(const Bytes& b, std::size_t at);
+std::uint32_t get32(const Bytes& b, std::size_t at);
+void put16(Bytes& b, std::size_t at, std::uint16_t v);
 std::string hex_diff(const Bytes& want, const Bytes& got);     // first difference, for messages
 
 }  // namespace vxfed::test

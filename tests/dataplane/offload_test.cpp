@@ -17,6 +17,7 @@
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/segment.hpp"
+#include "dataplane/core/uplink_super.hpp"
 #include "dataplane/core/vnet_parse.hpp"
 #include "tests/dataplane/eal_env.hpp"
 #include "tests/dataplane/frames.hpp"
@@ -32,54 +33,6 @@ using wire::VirtioNetHeader;
 const std::uint32_t kPod1Ip = ip("10.244.1.10"), kPod2Ip = ip("10.244.1.11");
 const std::uint32_t kRemote = ip("10.245.1.20");  // behind VTEP 198.18.0.2
 constexpr std::uint32_t kSeq = 0x10000000;
-
-std::uint16_t get16(const Bytes& b, std::size_t at) { return static_cast<std::uint16_t>(b.at(at) << 8 | b.at(at + 1)); }
-std::uint32_t get32(const Bytes& b, std::size_t at) { return std::uint32_t{get16(b, at)} << 16 | get16(b, at + 2); }
-void put16(Bytes& b, std::size_t at, std::uint16_t v) {
-  b.at(at) = static_cast<std::uint8_t>(v >> 8);
-  b.at(at + 1) = static_cast<std::uint8_t>(v);
-}
-
-// The pseudo-header sum (not complemented) of an L4 packet, as a kernel leaves it in the
-// checksum field of a packet whose checksum it hands over pending (NEEDS_CSUM).
-std::uint16_t pseudo_sum(std::uint32_t src, std::uint32_t dst, std::uint8_t proto, std::size_t l4_len) {
-  Bytes p;
-  for (std::uint32_t a : {src, dst})
-    for (int s = 24; s >= 0; s -= 8) p.push_back(static_cast<std::uint8_t>(a >> s));
-  p.push_back(0);
-  p.push_back(proto);
-  p.push_back(static_cast<std::uint8_t>(l4_len >> 8));
-  p.push_back(static_cast<std::uint8_t>(l4_len));
-  return static_cast<std::uint16_t>(~checksum(p.data(), p.size()));
-}
-
-// Whether the L4 checksum of the IPv4 packet at `ip_at` in frame b is complete and right.
-bool l4_checksum_ok(const Bytes& b, std::size_t ip_at) {
-  const std::size_t hlen = (b.at(ip_at) & 0x0f) * 4u;
-  const std::size_t total = get16(b, ip_at + 2);
-  Bytes p(b.begin() + static_cast<long>(ip_at + 12), b.begin() + static_cast<long>(ip_at + 20));
-  p.push_back(0);
-  p.push_back(b.at(ip_at + 9));
-  p.push_back(static_cast<std::uint8_t>((total - hlen) >> 8));
-  p.push_back(static_cast<std::uint8_t>(total - hlen));
-  p.insert(p.end(), b.begin() + static_cast<long>(ip_at + hlen), b.begin() + static_cast<long>(ip_at + total));
-  return checksum(p.data(), p.size()) == 0;
-}
-bool ipv4_checksum_ok(const Bytes& b, std::size_t ip_at) {
-  return checksum(b.data() + ip_at, (b.at(ip_at) & 0x0f) * 4u) == 0;
-}
-
-// A TCP segment (20-byte header + 12 bytes of options: NOP NOP timestamp) with its checksum
-// pending (the pseudo-header sum in the field).
-Bytes tcp_partial(std::uint32_t src, std::uint32_t dst, std::uint32_t seq, std::uint8_t flags, const Bytes& data) {
-  Bytes t = {0x9c, 0x40, 0x14, 0x51};  // ports 40000 -> 5201
-  for (int s = 24; s >= 0; s -= 8) t.push_back(static_cast<std::uint8_t>(seq >> s));
-  t.insert(t.end(), {0, 0, 0x30, 0x39, 0x80, flags, 0x01, 0xf5, 0, 0, 0, 0});  // ack 12345, 8 words
-  t.insert(t.end(), {1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2});                 // NOP NOP TS
-  t.insert(t.end(), data.begin(), data.end());
-  put16(t, 16, pseudo_sum(src, dst, 6, t.size()));
-  return t;
-}
 
 Bytes pod_tcp(std::uint32_t dst, std::uint32_t seq, std::uint8_t flags, const Bytes& data, std::uint16_t id = 7) {
   return ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
@@ -201,6 +154,98 @@ TEST(VnetParse, UplinkPendingChecksumInsideVxlan) {
   // Pending somewhere that is neither: refused. A super-packet from the wire: refused.
   EXPECT_FALSE(dp::parse_uplink_vnet(vnet(wire::kVnetNeedsCsum, 0, 0, 50 + 30, 16), span, n).ok);
   EXPECT_FALSE(dp::parse_uplink_vnet(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoTcpv4, 1000, 84, 16), span, n).ok);
+}
+
+// ---- UDP super-packets from the uplink (a peer's --uplink-gso over a veth) ----
+
+// An inner TCP segment from the remote pod to pod 1, its checksum complete (or, `corrupt`,
+// wrong by one payload byte), as the datagram of one VXLAN frame.
+Bytes vxlan_datagram(std::uint32_t seq, const Bytes& data, bool corrupt = false) {
+  Bytes t = tcp_partial(kRemote, kPod1Ip, seq, 0x10, data);
+  put16(t, 16, checksum(t.data(), t.size()));  // the field held the pseudo-header sum
+  if (corrupt) t.back() ^= 1;
+  return vxlan(kVniA, ethernet(kPod1Mac, gateway_mac(kVniA), 0x0800, ipv4(kRemote, kPod1Ip, 6, t)));
+}
+Bytes uplink_super(const Bytes& datagrams, int udp_length_delta = 0, std::uint16_t port = 4789, std::uint8_t ihl = 5) {
+  return ethernet(kUplinkMac, neighbor_mac(2), 0x0800,
+                  ipv4(ip("198.18.0.2"), ip("198.18.0.1"), 17, udp(50000, port, datagrams, udp_length_delta),
+                       Ipv4Opts{.id = 77, .df = true, .ihl = ihl}));
+}
+dp::UplinkSuperPacket super_verdict(const VirtioNetHeader& h, const Bytes& f) {
+  return dp::parse_uplink_super(h, dp::ByteSpan(f.data(), f.size()), static_cast<std::uint32_t>(f.size()));
+}
+
+TEST(VnetParse, UplinkUdpSuperPacketTakenOnlyAsVxlanDatagrams) {
+  Bytes d;
+  for (int i = 0; i < 3; ++i) {
+    const Bytes g = vxlan_datagram(kSeq + i * 1000, payload(1000, 1));
+    d.insert(d.end(), g.begin(), g.end());
+  }
+  const std::uint16_t gso = static_cast<std::uint16_t>(d.size() / 3);
+  const Bytes f = uplink_super(d);
+  const auto ok = super_verdict(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, gso, 34, 6), f);
+  ASSERT_TRUE(ok.ok);
+  EXPECT_EQ(ok.gso_size, gso);
+  EXPECT_EQ(ok.payload_len, d.size());
+  // The checksum pending elsewhere, DATA_VALID, another gso_type, room for no VXLAN frame.
+  EXPECT_FALSE(super_verdict(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, gso, 84, 16), f).ok);
+  EXPECT_FALSE(super_verdict(vnet(wire::kVnetDataValid, wire::kVnetGsoUdpL4, gso, 34, 6), f).ok);
+  EXPECT_FALSE(super_verdict(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoTcpv4, gso, 34, 6), f).ok);
+  EXPECT_FALSE(super_verdict(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, 41, 34, 6), f).ok);
+  // Not to the VXLAN port, a UDP length that disagrees, outer IPv4 options.
+  EXPECT_FALSE(super_verdict(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, gso, 34, 6), uplink_super(d, 0, 4790)).ok);
+  EXPECT_FALSE(super_verdict(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, gso, 34, 6), uplink_super(d, -2)).ok);
+  EXPECT_FALSE(super_verdict(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, gso, 38, 6), uplink_super(d, 0, 4789, 6)).ok);
+}
+
+// Cut into its three datagrams: each a whole VXLAN frame (outer lengths, ID + i, checksums),
+// the inner checksums verified and handed on pending, except the wrong one, left as it came
+// for the pod's kernel to refuse.
+TEST(UplinkSuper, CutIntoItsDatagramsInnerChecksumsVerified) {
+  VXFED_REQUIRE_EAL();
+  std::vector<Bytes> g = {vxlan_datagram(kSeq, payload(1000, 1)), vxlan_datagram(kSeq + 1000, payload(1000, 2), true),
+                          vxlan_datagram(kSeq + 2000, payload(600, 3))};
+  Bytes d;
+  for (const Bytes& x : g) d.insert(d.end(), x.begin(), x.end());
+  const Bytes f = uplink_super(d);
+  rte_mbuf* m = make_mbuf(f, small_pool(), 2048 - 128);  // a chain, as the uplink socket fills it
+  ASSERT_NE(m, nullptr);
+  const auto sp = dp::parse_uplink_super(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, g[0].size(), 34, 6),
+                                         dp::ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), m->data_len), m->pkt_len);
+  ASSERT_TRUE(sp.ok);
+  rte_mbuf* out[dp::kMaxUplinkSuperDatagrams];
+  unsigned n = 0;
+  ASSERT_EQ(dp::split_uplink_super(m, sp, jumbo_pool(), out, &n), dp::SplitResult::Done);
+  ASSERT_EQ(n, 3u);
+  for (unsigned i = 0; i < n; ++i) {
+    const Bytes s = read_mbuf(out[i]);
+    const bool verified = (out[i]->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_NONE;
+    rte_pktmbuf_free(out[i]);
+    ASSERT_EQ(s.size(), 42 + g[i].size()) << "frame " << i;
+    EXPECT_EQ(get16(s, 16), s.size() - 14) << "outer IPv4 total length, frame " << i;
+    EXPECT_EQ(get16(s, 18), 77 + i) << "outer IPv4 ID, frame " << i;
+    EXPECT_TRUE(ipv4_checksum_ok(s, 14)) << "frame " << i;
+    EXPECT_EQ(get16(s, 38), s.size() - 34) << "outer UDP length, frame " << i;
+    EXPECT_EQ(get16(s, 40), 0) << "outer UDP checksum, frame " << i;
+    EXPECT_EQ(verified, i != 1) << "frame " << i;
+    Bytes want = g[i];
+    if (i != 1) put16(want, 8 + 14 + 20 + 16, pseudo_sum(kRemote, kPod1Ip, 6, want.size() - 8 - 14 - 20));
+    EXPECT_TRUE(std::equal(s.begin() + 42, s.end(), want.begin())) << "datagram " << i << ": "
+                                                                  << hex_diff(want, Bytes(s.begin() + 42, s.end()));
+  }
+  // More datagrams than a super-packet may carry, and one larger than an mbuf: refused.
+  const Bytes many = uplink_super(payload(65 * 42, 4));
+  m = make_mbuf(many, small_pool(), 2048 - 128);
+  auto big = dp::parse_uplink_super(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, 42, 34, 6),
+                                    dp::ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), m->data_len), m->pkt_len);
+  ASSERT_TRUE(big.ok);
+  EXPECT_EQ(dp::split_uplink_super(m, big, jumbo_pool(), out, &n), dp::SplitResult::Refused);
+  EXPECT_EQ(n, 0u);
+  m = make_mbuf(f, small_pool(), 2048 - 128);
+  big = dp::parse_uplink_super(vnet(wire::kVnetNeedsCsum, wire::kVnetGsoUdpL4, 2100, 34, 6),
+                               dp::ByteSpan(rte_pktmbuf_mtod(m, const std::uint8_t*), m->data_len), m->pkt_len);
+  ASSERT_TRUE(big.ok);
+  EXPECT_EQ(dp::split_uplink_super(m, big, small_pool(), out, &n), dp::SplitResult::Refused);
 }
 
 // ---- through the pipeline ----
