@@ -27,6 +27,11 @@ void check_vnet(const std::uint8_t* data, std::size_t size) {
   std::memcpy(&h, data, sizeof h);
   const dp::ByteSpan frame(data + sizeof h, size - sizeof h);
   const auto len = static_cast<std::uint32_t>(frame.size());
+  // An uplink UDP super-packet that is taken must hold its datagrams inside the frame, each
+  // with room for VXLAN + inner Ethernet + IPv4 (uplink_super.hpp cuts at these numbers).
+  if (const dp::UplinkSuperPacket sp = dp::parse_uplink_super(h, frame, len); sp.ok) {
+    if (sp.gso_size < 42 || sp.payload_len + 42 != len) __builtin_trap();
+  }
   for (bool pod : {true, false}) {
     const dp::VnetVerdict v = pod ? dp::parse_pod_vnet(h, frame, len) : dp::parse_uplink_vnet(h, frame, len);
     if (!v.ok || v.offload.checksum != dp::L4Checksum::Partial) continue;

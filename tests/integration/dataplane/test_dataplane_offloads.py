@@ -4,7 +4,9 @@ underlay MTU 9000 and 1500, with node B's kernel leaving the inner checksums of 
 pending, TCP and UDP iperf3 runs in both directions get through, the pods' kernels (which verify
 every checksum they receive) count no checksum error, the dataplane refuses no vnet header, and
 the frames crossing the pod's port are super-packets: pod A's TCP arrives whole (average frame
-above the pod MTU) and what the dataplane hands pod A is coalesced."""
+above the pod MTU), leaves on the uplink as UDP super-packets (--uplink-gso: average packet on the
+uplink veth above the MTU, the peer's kernel VXLAN taking them apart), and what the dataplane
+hands pod A is coalesced."""
 
 import json
 import time
@@ -39,6 +41,12 @@ def port(counters: dict, field: str) -> int:
     return d.port_sum(counters, "hA", field)
 
 
+def uplink_tx(f) -> tuple[int, int]:
+    """Packets and bytes node A's kernel sent on the uplink veth (a UDP super-packet counts once)."""
+    read = lambda what: int(f.node_a.run(f"cat /sys/class/net/up0/statistics/tx_{what}").stdout)  # noqa: E731
+    return read("packets"), read("bytes")
+
+
 def one_mtu(mtu: int) -> None:
     with t.Topology(f"dpoff{mtu}") as topo:
         f = d.ForwarderTopology(topo, mtu=mtu, peer_partial_checksums=True)
@@ -51,9 +59,9 @@ def one_mtu(mtu: int) -> None:
         errors0 = csum_errors(f.pod_a) + csum_errors(f.pod_b)
         for udp in (False, True):
             for reverse in (False, True):
-                c0 = f.counters()
+                c0, u0 = f.counters(), uplink_tx(f)
                 s = iperf(f, udp, reverse, f.pod_mtu)
-                c1 = f.counters()
+                c1, u1 = f.counters(), uplink_tx(f)
                 way = "B -> A" if reverse else "A -> B"
                 rx = port(c1, "rx_packets") - port(c0, "rx_packets")
                 tx = port(c1, "tx_packets") - port(c0, "tx_packets")
@@ -72,6 +80,12 @@ def one_mtu(mtu: int) -> None:
                         assert tx_avg > f.pod_mtu + 14, (tx, tx_avg)
                     else:
                         assert rx_avg > f.pod_mtu + 14, (rx, rx_avg)
+                        # ... and on to the uplink as UDP super-packets (--uplink-gso), which the
+                        # peer's kernel VXLAN takes apart: more than one frame's bytes per packet.
+                        up_pkts, up_bytes = u1[0] - u0[0], u1[1] - u0[1]
+                        t.log(f"MTU {mtu} TCP A -> B: uplink veth sent {up_pkts} packets, average "
+                              f"{up_bytes / max(up_pkts, 1):.0f} B")
+                        assert up_bytes / max(up_pkts, 1) > mtu + 14, (up_pkts, up_bytes)
         errors = csum_errors(f.pod_a) + csum_errors(f.pod_b) - errors0
         assert errors == 0, f"{errors} checksum errors in the pods"
         drops = d.drop_map(f.counters())
