@@ -122,7 +122,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
       // Frames of the underlay MTU, and UDP super-packets of up to 64 KiB (a peer's
       // --uplink-gso over a veth, which keeps them whole), in mbufs of kPodSegmentBytes.
       ctx->uplink_segments = std::max(kPodFrameSegments, (options.mtu + 18 + kPodSegmentBytes - 1) / kPodSegmentBytes);
-      ctx->uplink_segmenting = options.uplink_gso ? UplinkSegmenting::UdpGso : UplinkSegmenting::PerSegment;
+      ctx->uplink_segmenting = up->udp_gso() ? UplinkSegmenting::UdpGso : UplinkSegmenting::PerSegment;
     }
     ctx->pod_fd = d->ports_->pod_sockets().fd(w);
     ctx->pool = d->ports_->pool();

@@ -108,13 +108,8 @@ Result<std::unique_ptr<Ports>> Ports::create(const Options& options, unsigned wo
   spdlog::info("mbuf pool: {} mbufs of {} bytes data room", n, data_room);
 
   if (!options.uplink_iface.empty()) {
-    // With --uplink-gso the sockets send through the qdisc layer: the bypass
-    // (dev_direct_xmit) drops a packet the interface cannot segment itself (ENOBUFS,
-    // measured with a veth's tx-udp-segmentation off), where the qdisc path segments it in
-    // software. A 64 KiB message carries up to 45 frames, so the qdisc's cost per packet
-    // hardly counts.
     auto up = UplinkSockets::create(options.uplink_iface, workers, options.endpoint_frames * ports->max_frame_ * 2,
-                                    !options.uplink_gso);
+                                    options.uplink_gso);
     if (!up) return make_error(up.error());
     ports->uplink_sockets_ = std::move(*up);
     ports->uplink_ = kUplinkSocketPort;

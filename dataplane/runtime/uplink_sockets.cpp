@@ -3,17 +3,36 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+
+#include <spdlog/spdlog.h>
 
 #include "dataplane/runtime/packet_socket.hpp"
 
 namespace vxfed::dataplane {
 
+bool kernel_takes_udp_gso(const std::string& release) {
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(release.c_str(), "%u.%u", &major, &minor) != 2) return false;
+  return major > 6 || (major == 6 && minor >= 2);
+}
+
 Result<std::unique_ptr<UplinkSockets>> UplinkSockets::create(const std::string& iface, unsigned workers,
-                                                             unsigned rcvbuf_bytes, bool qdisc_bypass) {
+                                                             unsigned rcvbuf_bytes, bool udp_gso) {
+  if (udp_gso) {
+    utsname u{};
+    const std::string release = ::uname(&u) == 0 ? u.release : "";
+    if (!kernel_takes_udp_gso(release)) {
+      spdlog::warn("--uplink-gso: kernel {} cannot take UDP super-packets from a packet socket (needs 6.2+); "
+                   "sending frame by frame", release.empty() ? "(unknown)" : release);
+      udp_gso = false;
+    }
+  }
   if (iface.empty() || iface.size() >= IF_NAMESIZE)
     return make_error("--uplink-iface '" + iface + "' is not a valid Linux interface name");
   std::unique_ptr<UplinkSockets> u(new UplinkSockets());
@@ -33,7 +52,11 @@ Result<std::unique_ptr<UplinkSockets>> UplinkSockets::create(const std::string& 
   PacketSocketConfig c;
   c.ifindex = u->ifindex_;
   c.rcvbuf_bytes = rcvbuf_bytes;
-  c.qdisc_bypass = qdisc_bypass;
+  // With UDP super-packets the sockets send through the qdisc layer: the bypass
+  // (dev_direct_xmit) drops a packet the interface cannot segment itself (ENOBUFS, measured
+  // with a veth's tx-udp-segmentation off), where the qdisc path segments it in software. A
+  // 64 KiB message carries up to 45 frames, so the qdisc's cost per packet hardly counts.
+  c.qdisc_bypass = !udp_gso;
   c.what = "the uplink";
   // Another group than the pod sockets' (pod_sockets.cpp): ids differ per process.
   c.fanout_group = workers > 1 ? static_cast<int>((::getpid() + 0x8000) & 0xffff) : -1;
@@ -42,6 +65,7 @@ Result<std::unique_ptr<UplinkSockets>> UplinkSockets::create(const std::string& 
     if (!fd) return make_error(fd.error());
     u->fds_.push_back(*fd);
   }
+  u->udp_gso_ = udp_gso;
   return u;
 }
 

@@ -23,10 +23,17 @@ namespace vxfed::dataplane {
 // stay below RTE_MAX_ETHPORTS), below the pods' aggregate index.
 constexpr std::uint16_t kUplinkSocketPort = kMaxEthdevPorts - 2;
 
+// Whether this kernel takes UDP super-packets (GSO_UDP_L4) in a packet socket's vnet header:
+// Linux 6.2 and later. `release` is uname's (e.g. "6.1.0-27-amd64"); one that cannot be read
+// counts as too old.
+bool kernel_takes_udp_gso(const std::string& release);
+
 class UplinkSockets {
  public:
+  // udp_gso: send a pod's super-packet as UDP super-packets (--uplink-gso), which needs the
+  // qdisc path (packet_socket.hpp); turned off with a warning on a kernel too old for it.
   static Result<std::unique_ptr<UplinkSockets>> create(const std::string& iface, unsigned workers,
-                                                       unsigned rcvbuf_bytes, bool qdisc_bypass);
+                                                       unsigned rcvbuf_bytes, bool udp_gso);
   ~UplinkSockets();
   UplinkSockets(const UplinkSockets&) = delete;
   UplinkSockets& operator=(const UplinkSockets&) = delete;
@@ -36,6 +43,7 @@ class UplinkSockets {
   unsigned ifindex() const { return ifindex_; }
   const wire::MacAddress& mac() const { return mac_; }
   unsigned mtu() const { return mtu_; }
+  bool udp_gso() const { return udp_gso_; }
   // Frames the kernel dropped on worker's socket (receive buffer full) since the last call.
   std::uint64_t take_drops(unsigned worker) const;
 
@@ -44,6 +52,7 @@ class UplinkSockets {
   std::vector<int> fds_;
   unsigned ifindex_ = 0;
   unsigned mtu_ = 0;
+  bool udp_gso_ = false;
   wire::MacAddress mac_{};
 };
 
