@@ -19,8 +19,6 @@ constexpr std::uint32_t kTcp = kIp + sizeof(Ipv4Header);
 constexpr std::uint16_t kMaxChain = 64;
 constexpr std::uint32_t kMaxIpTotal = 65535;
 
-std::uint32_t get32(const std::uint8_t* p) { return std::uint32_t{p[0]} << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
-
 // The parts of a segment the run's next segment is compared with, read once.
 struct Segment {
   const std::uint8_t* p = nullptr;  // frame
@@ -42,7 +40,7 @@ bool eligible(const rte_mbuf* m, Segment& s) {
   s.p = p;
   s.tcp_len = tcp_len;
   s.payload = total - sizeof(Ipv4Header) - tcp_len;
-  s.seq = get32(p + kTcp + offsetof(TcpHeader, seq_be));
+  s.seq = load_be32(p + kTcp + offsetof(TcpHeader, seq_be));
   s.flags = p[kTcp + offsetof(TcpHeader, flags)];
   return true;
 }

@@ -45,10 +45,7 @@ void copy_range(const rte_mbuf* m, std::uint32_t off, std::uint32_t len, std::ui
 void complete_contiguous(std::uint8_t* p, std::uint32_t len, std::uint32_t field_off, bool udp) {
   OnesSum s;
   s.add(p, len);
-  std::uint16_t c = static_cast<std::uint16_t>(~s.folded());
-  if (udp && c == 0) c = 0xffff;  // 0 would mean "no checksum"
-  p[field_off] = static_cast<std::uint8_t>(c >> 8);
-  p[field_off + 1] = static_cast<std::uint8_t>(c);
+  store_l4_checksum(p + field_off, s, udp);
 }
 
 }  // namespace
@@ -82,11 +79,7 @@ void finish_l4_checksum(rte_mbuf* m) {
   } else {
     OnesSum s;
     sum_range(m, l4, m->pkt_len - l4, s);
-    std::uint16_t c = static_cast<std::uint16_t>(~s.folded());
-    if (udp && c == 0) c = 0xffff;
-    auto* p = rte_pktmbuf_mtod_offset(m, std::uint8_t*, field);  // headers are in the first segment
-    p[0] = static_cast<std::uint8_t>(c >> 8);
-    p[1] = static_cast<std::uint8_t>(c);
+    store_l4_checksum(rte_pktmbuf_mtod_offset(m, std::uint8_t*, field), s, udp);  // headers: in the first segment
   }
   m->ol_flags &= ~(kTxCsumFlags | RTE_MBUF_F_TX_IPV4);
 }

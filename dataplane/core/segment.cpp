@@ -1,6 +1,5 @@
 #include "dataplane/core/segment.hpp"
 
-#include <bit>
 #include <cstring>
 
 #include "dataplane/core/wire/ethernet.hpp"
@@ -14,16 +13,6 @@ namespace {
 
 using namespace vxfed::wire;
 
-std::uint16_t get16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] << 8 | p[1]); }
-void put16(std::uint8_t* p, std::uint16_t v) {
-  p[0] = static_cast<std::uint8_t>(v >> 8);
-  p[1] = static_cast<std::uint8_t>(v);
-}
-std::uint32_t get32(const std::uint8_t* p) { return std::uint32_t{get16(p)} << 16 | get16(p + 2); }
-void put32(std::uint8_t* p, std::uint32_t v) {
-  put16(p, static_cast<std::uint16_t>(v >> 16));
-  put16(p + 2, static_cast<std::uint16_t>(v));
-}
 
 constexpr std::uint32_t kIpTotalLength = offsetof(Ipv4Header, total_length_be);
 constexpr std::uint32_t kIpId = offsetof(Ipv4Header, id_be);
@@ -35,9 +24,9 @@ constexpr std::uint32_t kUdpLength = offsetof(UdpHeader, length_be);
 
 // Rewrites the IPv4 header at ip for a packet of `total` bytes and ID + index.
 void rewrite_ipv4(std::uint8_t* ip, std::uint32_t len, std::uint32_t total, std::uint32_t index) {
-  put16(ip + kIpTotalLength, static_cast<std::uint16_t>(total));
-  put16(ip + kIpId, static_cast<std::uint16_t>(get16(ip + kIpId) + index));
-  put16(ip + kIpChecksum, ipv4_header_checksum(ip, len));
+  store_be16(ip + kIpTotalLength, static_cast<std::uint16_t>(total));
+  store_be16(ip + kIpId, static_cast<std::uint16_t>(load_be16(ip + kIpId) + index));
+  store_be16(ip + kIpChecksum, ipv4_header_checksum(ip, len));
 }
 
 }  // namespace
@@ -74,7 +63,7 @@ void OnesSum::add(const std::uint8_t* p, std::size_t n) {
   // 2^32 = 1 modulo 0xffff, so a 64-bit value folds by adding its halves.
   std::uint64_t s = (a & 0xffffffffu) + (a >> 32) + (b & 0xffffffffu) + (b >> 32);
   while (s >> 16) s = (s & 0xffff) + (s >> 16);
-  sum_ += std::endian::native == std::endian::little ? swap(static_cast<std::uint16_t>(s)) : s;
+  sum_ += swap(static_cast<std::uint16_t>(s));  // little-endian only (wire/byte_order.hpp)
   if (i < n) {
     sum_ += static_cast<std::uint32_t>(p[i] << 8);
     odd_ = true;
@@ -85,6 +74,11 @@ std::uint16_t OnesSum::folded() const {
   std::uint64_t s = sum_;
   while (s >> 16) s = (s & 0xffff) + (s >> 16);
   return static_cast<std::uint16_t>(s);
+}
+
+void store_l4_checksum(std::uint8_t* field, const OnesSum& sum, bool udp) {
+  const auto c = static_cast<std::uint16_t>(~sum.folded());
+  store_be16(field, udp && c == 0 ? 0xffff : c);
 }
 
 std::uint16_t pseudo_header_sum(const std::uint8_t* src_dst, std::uint8_t proto, std::uint32_t l4_len) {
@@ -120,15 +114,15 @@ std::uint32_t write_segment_headers(const SegmentLayout& l, const std::uint8_t* 
   const std::uint32_t ip_total = std::uint32_t{l.l3_len} + l.l4_len + len;
   rewrite_ipv4(ip, l.l3_len, ip_total, index);
   if (l.l4_proto == kIpProtoTcp) {
-    put32(l4 + kTcpSeq, get32(l4 + kTcpSeq) + start);
+    store_be32(l4 + kTcpSeq, load_be32(l4 + kTcpSeq) + start);
     std::uint8_t flags = l4[kTcpFlags];
     if (index + 1 < count) flags &= static_cast<std::uint8_t>(~(kTcpFin | kTcpPsh));
     if (index > 0) flags &= static_cast<std::uint8_t>(~kTcpCwr);
     l4[kTcpFlags] = flags;
-    put16(l4 + kTcpChecksumOffset, pseudo_header_sum(ip + kIpAddresses, kIpProtoTcp, l.l4_len + len));
+    store_be16(l4 + kTcpChecksumOffset, pseudo_header_sum(ip + kIpAddresses, kIpProtoTcp, l.l4_len + len));
   } else {
-    put16(l4 + kUdpLength, static_cast<std::uint16_t>(sizeof(UdpHeader) + len));
-    put16(l4 + kUdpChecksumOffset, pseudo_header_sum(ip + kIpAddresses, kIpProtoUdp, sizeof(UdpHeader) + len));
+    store_be16(l4 + kUdpLength, static_cast<std::uint16_t>(sizeof(UdpHeader) + len));
+    store_be16(l4 + kUdpChecksumOffset, pseudo_header_sum(ip + kIpAddresses, kIpProtoUdp, sizeof(UdpHeader) + len));
   }
   if (l.outer) {
     constexpr std::uint32_t outer_ip = sizeof(EthernetHeader);
@@ -136,8 +130,8 @@ std::uint32_t write_segment_headers(const SegmentLayout& l, const std::uint8_t* 
     const std::uint32_t outer_total = l.l3_offset - outer_ip + ip_total;
     rewrite_ipv4(out + outer_ip, outer_ip_len, outer_total, 0);
     std::uint8_t* udp = out + outer_ip + outer_ip_len;
-    put16(udp + kUdpLength, static_cast<std::uint16_t>(outer_total - outer_ip_len));
-    put16(udp + kUdpChecksumOffset, 0);
+    store_be16(udp + kUdpLength, static_cast<std::uint16_t>(outer_total - outer_ip_len));
+    store_be16(udp + kUdpChecksumOffset, 0);
   }
   return len;
 }

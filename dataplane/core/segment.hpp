@@ -52,6 +52,11 @@ class OnesSum {
   bool odd_ = false;  // an odd number of bytes so far
 };
 
+// Writes the complete L4 checksum for `sum` (taken over the L4 header, whose field held the
+// pseudo-header sum, and its payload) into the 2-byte field, big-endian; for UDP a checksum
+// of 0 goes out as 0xffff (0 would mean "no checksum", RFC 768).
+void store_l4_checksum(std::uint8_t* field, const OnesSum& sum, bool udp);
+
 // The TCP/UDP pseudo-header sum (RFC 9293 3.1, RFC 768) for addresses as stored in the
 // packet: what a partial checksum field holds (store it with to_be16).
 std::uint16_t pseudo_header_sum(const std::uint8_t* src_dst, std::uint8_t proto, std::uint32_t l4_len);

@@ -16,11 +16,22 @@ using namespace vxfed::wire;
 
 constexpr std::uint8_t kKnownFlags = kVnetNeedsCsum | kVnetDataValid;
 
-// The IPv4 packet whose header starts at l3 and its TCP/UDP header, bounds-checked inside
-// `first` (and packet_len). True when it is a whole (unfragmented) IPv4 TCP or UDP packet
-// with its L4 header readable; fills proto, l3_len, l4_len and *ip_end (where the IPv4
-// packet ends, from the frame's start).
-bool ipv4_l4(ByteSpan first, std::uint32_t packet_len, std::uint32_t l3, FrameOffload& o, std::uint32_t* ip_end) {
+
+std::uint16_t ether_type_at(ByteSpan first, std::uint32_t off) {
+  be16 t;
+  std::memcpy(&t, first.data() + off + offsetof(EthernetHeader, ether_type_be), 2);
+  return from_be16(t);
+}
+
+std::uint32_t checksum_offset_of(std::uint8_t proto) {
+  return proto == kIpProtoTcp ? kTcpChecksumOffset : kUdpChecksumOffset;
+}
+
+VnetVerdict refused() { return VnetVerdict{false, DropReason::BadVnetHeader, {}}; }
+
+}  // namespace
+
+bool locate_ipv4_l4(ByteSpan first, std::uint32_t packet_len, std::uint32_t l3, FrameOffload& o, std::uint32_t* ip_end) {
   if (l3 + sizeof(Ipv4Header) > first.size()) return false;
   Ipv4Header ip;
   std::memcpy(&ip, first.data() + l3, sizeof ip);
@@ -50,20 +61,6 @@ bool ipv4_l4(ByteSpan first, std::uint32_t packet_len, std::uint32_t l3, FrameOf
   return true;
 }
 
-std::uint16_t ether_type_at(ByteSpan first, std::uint32_t off) {
-  be16 t;
-  std::memcpy(&t, first.data() + off + offsetof(EthernetHeader, ether_type_be), 2);
-  return from_be16(t);
-}
-
-std::uint32_t checksum_offset_of(std::uint8_t proto) {
-  return proto == kIpProtoTcp ? kTcpChecksumOffset : kUdpChecksumOffset;
-}
-
-VnetVerdict refused() { return VnetVerdict{false, DropReason::BadVnetHeader, {}}; }
-
-}  // namespace
-
 VnetVerdict parse_pod_vnet(const VirtioNetHeader& h, ByteSpan first, std::uint32_t packet_len) {
   VnetVerdict v;
   const std::uint8_t gso = h.gso_type & static_cast<std::uint8_t>(~kVnetGsoEcn);
@@ -87,7 +84,7 @@ VnetVerdict parse_pod_vnet(const VirtioNetHeader& h, ByteSpan first, std::uint32
   if (!(h.flags & kVnetNeedsCsum)) return refused();  // GSO without NEEDS_CSUM, or DATA_VALID with GSO
   FrameOffload& o = v.offload;
   std::uint32_t ip_end = 0;
-  if (!ipv4_l4(first, packet_len, sizeof(EthernetHeader), o, &ip_end)) return refused();
+  if (!locate_ipv4_l4(first, packet_len, sizeof(EthernetHeader), o, &ip_end)) return refused();
   if (h.csum_start != o.l3_offset + o.l3_len || h.csum_offset != checksum_offset_of(o.l4_proto)) return refused();
   o.checksum = L4Checksum::Partial;
   if (gso == kVnetGsoNone) return v;
@@ -110,7 +107,7 @@ VnetVerdict parse_uplink_vnet(const VirtioNetHeader& h, ByteSpan first, std::uin
     return v;
   FrameOffload outer;
   std::uint32_t outer_end = 0;
-  if (!ipv4_l4(first, packet_len, sizeof(EthernetHeader), outer, &outer_end) || outer.l4_proto != kIpProtoUdp)
+  if (!locate_ipv4_l4(first, packet_len, sizeof(EthernetHeader), outer, &outer_end) || outer.l4_proto != kIpProtoUdp)
     return v;
   const std::uint32_t udp = outer.l3_offset + outer.l3_len;
   be16 dport;
@@ -121,7 +118,7 @@ VnetVerdict parse_uplink_vnet(const VirtioNetHeader& h, ByteSpan first, std::uin
   FrameOffload& o = v.offload;
   std::uint32_t inner_end = 0;
   if (inner_eth + sizeof(EthernetHeader) > first.size() || ether_type_at(first, inner_eth) != kEtherTypeIpv4 ||
-      !ipv4_l4(first, outer_end, inner_eth + sizeof(EthernetHeader), o, &inner_end))
+      !locate_ipv4_l4(first, outer_end, inner_eth + sizeof(EthernetHeader), o, &inner_end))
     return refused();  // a pending checksum inside a VXLAN frame we cannot locate
   if (h.csum_start != o.l3_offset + o.l3_len || h.csum_offset != checksum_offset_of(o.l4_proto)) return refused();
   o.checksum = L4Checksum::Partial;
@@ -136,7 +133,7 @@ UplinkSuperPacket parse_uplink_super(const VirtioNetHeader& h, ByteSpan first, s
     return s;
   FrameOffload outer;
   std::uint32_t outer_end = 0;
-  if (!ipv4_l4(first, packet_len, sizeof(EthernetHeader), outer, &outer_end) || outer.l4_proto != kIpProtoUdp ||
+  if (!locate_ipv4_l4(first, packet_len, sizeof(EthernetHeader), outer, &outer_end) || outer.l4_proto != kIpProtoUdp ||
       outer.l3_len != sizeof(Ipv4Header) || outer_end != packet_len)
     return s;
   const std::uint32_t udp = outer.l3_offset + outer.l3_len;

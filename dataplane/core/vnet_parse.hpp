@@ -40,6 +40,13 @@ struct FrameOffload {
   bool encapsulated = false;    // uplink: the metadata is about the inner packet of a VXLAN frame
 };
 
+// The IPv4 packet whose header starts at l3 and its TCP/UDP header, bounds-checked inside
+// `first` (and packet_len). True when it is a whole (unfragmented) IPv4 TCP or UDP packet
+// with its L4 header readable; fills o's l4_proto, l3_offset, l3_len, l4_len and *ip_end
+// (where the IPv4 packet ends, from the frame's start).
+bool locate_ipv4_l4(ByteSpan first, std::uint32_t packet_len, std::uint32_t l3, FrameOffload& o,
+                    std::uint32_t* ip_end);
+
 struct VnetVerdict {
   bool ok = true;
   DropReason drop = DropReason::BadVnetHeader;  // when !ok

@@ -54,10 +54,11 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--uplink-gso", o.uplink_gso,
                  "with --uplink-iface: 1 hands a pod's super-packet to the kernel as one UDP "
-                 "super-packet of VXLAN datagrams (GSO_UDP_L4, kernel 6.2+; inner checksums completed "
-                 "by us), which the kernel or a NIC with UDP segmentation offload cuts into frames; 0: "
-                 "one message per frame with the inner checksum left pending. Received UDP "
-                 "super-packets are taken either way")
+                 "super-packet of VXLAN datagrams (GSO_UDP_L4; inner checksums completed by us), which "
+                 "the kernel or a NIC with UDP segmentation offload cuts into frames, and sends through "
+                 "the qdisc layer; before kernel 6.2 a warning and frame by frame; 0: one message per "
+                 "frame with the inner checksum left pending. Received UDP super-packets are taken "
+                 "either way")
       ->capture_default_str();
   app.add_option("--vtep-ip", o.vtep_ip,
                  "this node's VTEP IPv4 address: outer source of encapsulated frames; "

@@ -30,11 +30,6 @@ std::string errno_text() { return std::strerror(errno); }
 constexpr std::uint32_t kOuterUdpEnd = kOuterL2Len + kOuterL3Len + sizeof(wire::UdpHeader);
 constexpr std::uint32_t kMaxUdpGsoPayload = 65535 - kOuterL3Len - sizeof(wire::UdpHeader);
 
-void put_be16(std::uint8_t* p, std::uint32_t v) {
-  p[0] = static_cast<std::uint8_t>(v >> 8);
-  p[1] = static_cast<std::uint8_t>(v);
-}
-
 // iovecs for m's bytes [off, off + len) across its segments; false when more than `room`.
 bool add_slices(const rte_mbuf* m, std::uint32_t off, std::uint32_t len, iovec* iov, unsigned* n, unsigned room) {
   for (; m != nullptr && len > 0; m = m->next) {
@@ -376,19 +371,16 @@ bool SocketSender::add_udp_gso_messages(const rte_mbuf* m, const SegmentLayout& 
       OnesSum sum;
       sum.add(h + l.l4_offset(), l.l4_len);
       for (unsigned j = slices; j < k; ++j) sum.add(static_cast<const std::uint8_t*>(iov[j].iov_base), iov[j].iov_len);
-      std::uint16_t c = static_cast<std::uint16_t>(~sum.folded());
-      if (udp && c == 0) c = 0xffff;  // 0 would mean "no checksum"
-      h[l.l4_offset() + field] = static_cast<std::uint8_t>(c >> 8);
-      h[l.l4_offset() + field + 1] = static_cast<std::uint8_t>(c);
+      store_l4_checksum(h + l.l4_offset() + field, sum, udp);
     }
     // The outer headers describe the whole message; the kernel's UDP segmentation gives each
     // datagram its length, IPv4 ID and checksums, and leaves the outer UDP checksum pending.
     std::uint8_t* ip = first + kOuterL2Len;
     std::uint8_t* uh = ip + kOuterL3Len;
-    put_be16(ip + offsetof(wire::Ipv4Header, total_length_be), kOuterL3Len + 8 + udp_payload);
-    put_be16(ip + offsetof(wire::Ipv4Header, checksum_be), ipv4_header_checksum(ip, kOuterL3Len));
-    put_be16(uh + offsetof(wire::UdpHeader, length_be), 8 + udp_payload);
-    put_be16(uh + wire::kUdpChecksumOffset,
+    wire::store_be16(ip + offsetof(wire::Ipv4Header, total_length_be), kOuterL3Len + 8 + udp_payload);
+    wire::store_be16(ip + offsetof(wire::Ipv4Header, checksum_be), ipv4_header_checksum(ip, kOuterL3Len));
+    wire::store_be16(uh + offsetof(wire::UdpHeader, length_be), 8 + udp_payload);
+    wire::store_be16(uh + wire::kUdpChecksumOffset,
              pseudo_header_sum(ip + offsetof(wire::Ipv4Header, src_be), wire::kIpProtoUdp, 8 + udp_payload));
     wire::VirtioNetHeader& vh = vnet_[*nm];
     vh = wire::VirtioNetHeader{};
