@@ -14,13 +14,11 @@
 
 #include <net/if.h>
 #include <poll.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "dataplane/core/mbuf_offload.hpp"
@@ -31,6 +29,7 @@
 #include "tests/dataplane/eal_env.hpp"
 #include "tests/dataplane/frames.hpp"
 #include "tests/dataplane/mbufs.hpp"
+#include "tests/dataplane/runtime/own_netns.hpp"
 
 namespace vxfed::test {
 namespace {
@@ -120,12 +119,7 @@ std::vector<std::pair<rte_mbuf*, wire::VirtioNetHeader>> receive(int fd, unsigne
 
 TEST(UplinkGso, TheKernelCarriesOurUdpSuperPacketAsTheFramesOfEachSegment) {
   VXFED_REQUIRE_EAL();
-  bool no_netns = false;
-  std::thread t([&] {
-    if (::unshare(CLONE_NEWNET) != 0) {
-      no_netns = true;
-      return;
-    }
+  const bool created = run_in_own_netns([&] {
     ASSERT_EQ(std::system("ip link add u0 type veth peer name u1 && ip link set u0 mtu 9000 up && "
                           "ip link set u1 mtu 9000 up"),
               0);
@@ -182,12 +176,7 @@ TEST(UplinkGso, TheKernelCarriesOurUdpSuperPacketAsTheFramesOfEachSegment) {
     ::close(out);
     ::close(in);
   });
-  t.join();
-  if (no_netns) {
-    if (const char* all = std::getenv("VXFED_REQUIRE_ALL"); all && std::string(all) == "1")
-      FAIL() << "cannot create a network namespace (not root?), and VXFED_REQUIRE_ALL=1 forbids skipping";
-    GTEST_SKIP() << "needs a network namespace of its own (root)";
-  }
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
 }
 
 // --uplink-gso falls back to frames on a kernel whose packet sockets do not take GSO_UDP_L4.

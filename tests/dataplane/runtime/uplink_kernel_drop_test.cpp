@@ -12,7 +12,6 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,10 +21,10 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "dataplane/runtime/uplink_kernel_drop.hpp"
+#include "tests/dataplane/runtime/own_netns.hpp"
 
 namespace vxfed::dataplane {
 namespace {
@@ -148,14 +147,7 @@ std::optional<Veth> make_veth() {
 }
 
 TEST(UplinkKernelDrop, VxlanToTheVtepStopsAtTcIngressAfterTheTapsEverythingElsePasses) {
-  // The work runs on a thread of its own that leaves the test's network namespace for a new
-  // one (unshare affects the calling thread only; `ip` inherits it).
-  bool no_netns = false;
-  std::thread t([&] {
-    if (::unshare(CLONE_NEWNET) != 0) {
-      no_netns = true;
-      return;
-    }
+  const bool created = vxfed::test::run_in_own_netns([&] {
     std::optional<Veth> v = make_veth();
     ASSERT_TRUE(v) << "veth set-up failed";
     const int vxlan = udp_socket(kVtep, 4789), other_port = udp_socket(kVtep, 4790),
@@ -182,12 +174,7 @@ TEST(UplinkKernelDrop, VxlanToTheVtepStopsAtTcIngressAfterTheTapsEverythingElseP
     EXPECT_EQ(drain(vxlan), 1) << "the drop ends with the object (the link closed): the node's stack sees VXLAN again";
     for (int fd : {vxlan, other_port, other_addr, v->tap, v->inject}) ::close(fd);
   });
-  t.join();
-  if (no_netns) {
-    if (const char* all = std::getenv("VXFED_REQUIRE_ALL"); all && std::string(all) == "1")
-      FAIL() << "cannot create a network namespace (not root?), and VXFED_REQUIRE_ALL=1 forbids skipping";
-    GTEST_SKIP() << "needs a network namespace of its own (root)";
-  }
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
 }
 
 TEST(UplinkKernelDrop, AnUplinkThatDoesNotExistIsReportedFailed) {

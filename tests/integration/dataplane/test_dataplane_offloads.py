@@ -43,7 +43,8 @@ def port(counters: dict, field: str) -> int:
 
 def uplink_tx(f) -> tuple[int, int]:
     """Packets and bytes node A's kernel sent on the uplink veth (a UDP super-packet counts once)."""
-    read = lambda what: int(f.node_a.run(f"cat /sys/class/net/up0/statistics/tx_{what}").stdout)  # noqa: E731
+    def read(what: str) -> int:
+        return int(f.node_a.run(f"cat /sys/class/net/up0/statistics/tx_{what}").stdout)
     return read("packets"), read("bytes")
 
 
