@@ -19,6 +19,18 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# --help answers before anything is installed or built (and without root): this header, then
+# the latency suite's own options, which need only Debian's python3 and harness/.
+for arg in "$@"; do
+  if [[ $arg == -h || $arg == --help ]]; then
+    sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+    echo
+    echo "The latency suite's options (perf/latency/latency_suite.py):"
+    PYTHONPATH="$PWD/harness${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 perf/latency/latency_suite.py --help
+    exit $?
+  fi
+done
+
 if [[ $(id -u) -ne 0 ]]; then
   echo "demo: must run as root (it creates network namespaces and runs DPDK)" >&2
   exit 1

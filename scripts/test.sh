@@ -6,8 +6,16 @@
 # skipped test: every test is meant to run here.
 #
 #   usage: sudo scripts/test.sh [--suite unit|packet|fuzz|integration] [meson test args...]
+#          scripts/test.sh --help     this text, at once (nothing installed or built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+for arg in "$@"; do
+  if [[ $arg == -h || $arg == --help ]]; then
+    sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+    exit 0
+  fi
+done
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "test.sh: must run as root (network namespaces, eBPF, DPDK)" >&2
