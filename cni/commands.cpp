@@ -1,6 +1,10 @@
 #include "cni/commands.hpp"
 
 #include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,17 +44,33 @@ std::uint64_t now_ms() {
                                         std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-// An fd on the pod's namespace; code 3 when it does not exist.
+// An fd on the pod's namespace; code 3 when there is none at the path: nothing missing, and
+// nothing else there either (a regular file, a directory, another kind of namespace), which
+// would otherwise get as far as the first netlink call and fail there as 101 although no
+// pod's network was ever involved (the spec's 3: no cleanup needed).
 class NetnsFd {
  public:
   static Expected<NetnsFd> open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT)
-        return cni_error(kContainerUnknown, "the pod's network namespace " + path + " does not exist");
+      if (errno == ENOENT || errno == ENOTDIR)
+        return cni_error(kContainerUnknown, "the pod's network namespace " + path + " (CNI_NETNS) does not exist");
       return cni_error(kIoFailure, "cannot open the pod's network namespace " + path, std::strerror(errno));
     }
-    return NetnsFd(fd);
+    NetnsFd ns(fd);
+    // NS_GET_NSTYPE answers only on an nsfs file; anything else is ENOTTY.
+    const int type = ::ioctl(fd, NS_GET_NSTYPE);
+    if (type == CLONE_NEWNET) return ns;
+    struct stat st {};
+    const bool stated = ::fstat(fd, &st) == 0;
+    const std::string what = type >= 0                        ? "a namespace of another kind"
+                             : stated && S_ISREG(st.st_mode) ? "a regular file"
+                             : stated && S_ISDIR(st.st_mode) ? "a directory"
+                                                              : "not a namespace file";
+    return cni_error(kContainerUnknown,
+                     "the pod's network namespace " + path + " (CNI_NETNS) is not a network namespace: it is " + what,
+                     "CNI_NETNS must name a network namespace (/var/run/netns/NAME, /proc/PID/ns/net); a netns "
+                     "file left behind after its namespace was unmounted is an empty regular file");
   }
   int fd() const { return fd_.get(); }
 

@@ -2,7 +2,8 @@
 """Bad input to the vxfed CNI plugin gets the right CNI error code and a message a person can
 act on, and leaves nothing behind (no links, endpoints, records, IPAM reservations): invalid
 JSON, missing fields, bad CNI_IFNAME / CNI_CONTAINERID, an unknown network, a type or IPAM type
-naming a path, unsupported versions, invalid bandwidth, a missing netns, IPAM exhaustion, and
+naming a path, unsupported versions, invalid bandwidth, a netns that is missing or not a network
+namespace (a regular file, a directory, another kind: 3, not a netlink failure), IPAM exhaustion, and
 vxfedd refusing the endpoint (ADD rolls back, IPAM included; DEL after the failed ADD)."""
 
 import json
@@ -36,6 +37,10 @@ def main():
             raise CniError("vxfed", command, proc.returncode, payload, proc.stderr)
 
         good = bed.conf("1.0.0")
+        not_netns = topo.workdir / "not-a-netns"
+        not_netns.write_text("")
+        prev_result = {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": str(not_netns)}],
+                       "ips": [{"address": "10.244.1.9/16", "interface": 0}]}
 
         def with_(**kv):
             c = dict(good)
@@ -62,6 +67,14 @@ def main():
             ("missing CNI_COMMAND", lambda: raw(with_(), env_override={"CNI_COMMAND": None}), 4, "CNI_COMMAND"),
             ("unknown CNI_ARGS key", lambda: raw(with_(), args="FOO=1"), 4, "IgnoreUnknown"),
             ("netns does not exist", lambda: raw(with_(), netns="/var/run/netns/vxf-no-such-ns"), 3, "does not exist"),
+            # What a netns file is after its namespace was unmounted: no namespace, nothing to clean up.
+            ("netns is a regular file", lambda: raw(with_(), netns=str(not_netns)), 3,
+             f"{not_netns} (CNI_NETNS) is not a network namespace: it is a regular file"),
+            ("netns is a directory", lambda: raw(with_(), netns=str(topo.workdir)), 3, "it is a directory"),
+            ("netns is another kind of namespace", lambda: raw(with_(), netns="/proc/self/ns/uts"), 3,
+             "a namespace of another kind"),
+            ("CHECK with a regular file as netns", lambda: raw(with_(prevResult=prev_result), command="CHECK",
+                                                               netns=str(not_netns)), 3, "is not a network namespace"),
             ("unknown network", lambda: raw(with_(network="no-such-net")), 7, "does not exist on this node"),
             ("type is a path", lambda: raw(with_(type="/usr/lib/cni/vxfed")), 7, "names a path"),
             ("ipam type is a path", lambda: raw(with_(ipam={"type": "/usr/lib/cni/host-local"})), 7, "names a path"),
