@@ -8,23 +8,39 @@ namespace vxfed::cni {
 
 namespace {
 
-Expected<std::string> check_vxfed(const nlohmann::json& conf, const std::string& where) {
+Expected<std::string> check_vxfed(const nlohmann::json& conf, const std::string& where, CheckedFile& out) {
   auto parsed = parse_netconf(conf.dump());
   if (!parsed) return cni_error(parsed.error().code, where + ": " + parsed.error().msg, parsed.error().details);
   std::string s = "vxfed network " + parsed->network;
   s += parsed->ipam_type.empty() ? ", no IPAM" : ", " + parsed->ipam_type + " IPAM";
+  if (parsed->cni_version == "1.1.0") out.warnings.push_back(cni_version_1_1_warning(where));
+  out.vxfed.emplace_back(where, std::move(*parsed));
   return s;
 }
 
 }  // namespace
 
-Expected<std::string> check_network_file(const std::string& text) {
+std::string cni_version_1_1_warning(const std::string& where) {
+  // libcni before v1.2.0 knows results up to 1.0.0: it runs the plugins, which wire the pod,
+  // then fails to read the 1.1.0 result they print ("unsupported CNI result version").
+  return where + ": cniVersion 1.1.0 needs a runtime built on libcni 1.2 or later "
+                 "(github.com/containernetworking/cni v1.2.0+). A runtime on an older libcni, such as Debian "
+                 "12's podman 4.3 (its CNI backend), runs vxfed, which wires the pod, and then reports the ADD "
+                 "as failed: 'unsupported CNI result version \"1.1.0\"'. For such a runtime set "
+                 "\"cniVersion\": \"1.0.0\" (vxfed works the same there; only GC and STATUS need 1.1.0)";
+}
+
+Expected<CheckedFile> check_network_file(const std::string& text) {
+  CheckedFile out;
   const auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object()) return cni_error(kDecodeFailure, "not a JSON object");
   if (!json.contains("plugins")) {
     if (json.value("type", "") != "vxfed")
       return cni_error(kInvalidConfig, "a single network configuration whose type is not vxfed");
-    return check_vxfed(json, "the configuration");
+    auto one = check_vxfed(json, "the configuration", out);
+    if (!one) return one.error();
+    out.summary = *one;
+    return out;
   }
   const auto& plugins = json["plugins"];
   if (!plugins.is_array() || plugins.empty()) return cni_error(kInvalidConfig, "plugins: must be a non-empty array");
@@ -55,13 +71,14 @@ Expected<std::string> check_network_file(const std::string& text) {
     nlohmann::json conf = p;
     conf["name"] = json["name"];
     conf["cniVersion"] = json["cniVersion"];
-    auto one = check_vxfed(conf, where);
+    auto one = check_vxfed(conf, where, out);
     if (!one) return one.error();
     summary += *one;
     any_vxfed = true;
   }
   if (!any_vxfed) return cni_error(kInvalidConfig, "no vxfed plugin in the conflist");
-  return summary;
+  out.summary = summary;
+  return out;
 }
 
 }  // namespace vxfed::cni

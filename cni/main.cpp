@@ -7,16 +7,20 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/cpu_baseline.h"
 #include "cni/bandwidth_hook.hpp"
 #include "cni/cni_result.hpp"
 #include "cni/commands.hpp"
 #include "cni/conf_check.hpp"
+#include "cni/conf_check_node.hpp"
 #include "cni/env.hpp"
 #include "cni/netconf.hpp"
 #include "cni/version.hpp"
@@ -53,6 +57,7 @@ void setup_logging(const cni::NetConf* conf, const cni::CniEnv* env) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   if (argc > 1) {
     // Runtimes never pass arguments; these are for people.
     CLI::App app{"vxfed CNI plugin (CNI 0.3.0-1.1.0). Run by a container runtime with CNI_* "
@@ -62,7 +67,9 @@ int main(int argc, char** argv) {
     app.add_flag("--version", version, "print the supported CNI versions");
     app.add_option("--check", check,
                    "dry run: read FILE (- for stdin), a conflist or a vxfed network configuration, as a runtime "
-                   "would pass it; print a summary and exit 0, or the problem and exit 2");
+                   "would pass it, and check host-local's ranges against this node's block when vxfedd answers "
+                   "(at the config's socket); print a summary and exit 0, or the problem and exit 2. Warnings "
+                   "(not checked; cniVersion 1.1.0 with older runtimes) go to stderr");
     CLI11_PARSE(app, argc, argv);
     if (!check.empty()) {
       std::string text;
@@ -76,13 +83,27 @@ int main(int argc, char** argv) {
         }
         text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
       }
-      auto summary = cni::check_network_file(text);
-      if (!summary) {
-        std::cerr << "vxfed --check: " << check << ": " << summary.error().msg
-                  << (summary.error().details.empty() ? "" : " (" + summary.error().details + ")") << "\n";
+      auto refuse = [&](const cni::CniError& e) {
+        std::cerr << "vxfed --check: " << check << ": " << e.msg << (e.details.empty() ? "" : " (" + e.details + ")")
+                  << "\n";
         return 2;
+      };
+      auto file = cni::check_network_file(text);
+      if (!file) return refuse(file.error());
+      // Then what only this node's vxfedd knows. Warnings go to stderr with the refusals, so an
+      // install step that discards stdout (deploy/install-cni.sh) still shows them.
+      std::vector<std::string> notes;
+      for (const auto& [where, conf] : file->vxfed) {
+        auto node = cni::check_against_node(conf, where);
+        if (!node) return refuse(node.error());
+        if (node->checked)
+          notes.push_back(node->line);
+        else
+          file->warnings.push_back(node->line);
       }
-      std::cout << "vxfed --check: valid: " << *summary << "\n";
+      for (const auto& w : file->warnings) std::cerr << "vxfed --check: warning: " << w << "\n";
+      std::cout << "vxfed --check: valid: " << file->summary << "\n";
+      for (const auto& n : notes) std::cout << "vxfed --check: " << n << "\n";
       return 0;
     }
     if (version) {

@@ -32,6 +32,83 @@ Done check_requested_in_block(const Requested& wanted, const std::vector<net::Ip
   return done();
 }
 
+namespace {
+
+// A host-local range's first and last address as host-local hands them out: rangeStart and
+// rangeEnd when given, else the subnet without its network and broadcast address.
+struct HostLocalRange {
+  net::Ipv4Addr first, last;
+};
+
+Expected<HostLocalRange> read_range(const nlohmann::json& r, const std::string& field) {
+  auto text = [&](const char* key) -> std::optional<std::string> {
+    auto it = r.find(key);
+    if (it == r.end() || !it->is_string() || it->get<std::string>().empty()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  const auto subnet_text = text("subnet");
+  if (!subnet_text) return cni_error(kInvalidConfig, field + ".subnet: a host-local range needs a subnet");
+  if (subnet_text->find(':') != std::string::npos)
+    return cni_error(kInvalidConfig, field + ".subnet: '" + *subnet_text + "' is IPv6; vxfed networks are IPv4 only");
+  // host-local masks host bits itself (Go's net.ParseCIDR), so 10.244.1.0/16 is its 10.244.0.0/16.
+  const auto subnet = net::Ipv4Interface::parse(*subnet_text);
+  if (!subnet) return cni_error(kInvalidConfig, field + ".subnet: " + subnet.error());
+  const auto p = subnet->prefix();
+  HostLocalRange out{p.network(), p.last()};
+  if (p.len <= 30) {
+    out.first.value++;
+    out.last.value--;
+  }
+  for (auto [key, slot] : {std::pair{"rangeStart", &out.first}, std::pair{"rangeEnd", &out.last}}) {
+    const auto v = text(key);
+    if (!v) continue;
+    auto a = net::Ipv4Addr::parse(*v);
+    if (!a) return cni_error(kInvalidConfig, field + "." + key + ": " + a.error());
+    *slot = *a;
+  }
+  return out;
+}
+
+}  // namespace
+
+Done check_ranges_in_block(const nlohmann::json& netconf, const std::optional<net::Ipv4Prefix>& block,
+                           const net::Ipv4Prefix& subnet, const std::string& network, const std::string& where) {
+  auto ipam = netconf.find("ipam");
+  if (ipam == netconf.end() || !ipam->is_object() || ipam->value("type", "") != "host-local") return done();
+  const net::Ipv4Prefix inside = block.value_or(subnet);
+  const std::string owned = block ? "this node's block " + block->str() + " of vxfed network \"" + network + "\""
+                                  : "vxfed network \"" + network + "\"'s subnet " + subnet.str() +
+                                        " (this node has all of it)";
+  auto check = [&](const nlohmann::json& r, const std::string& field) -> Done {
+    auto range = read_range(r, field);
+    if (!range) return range.error();
+    if (inside.contains(range->first) && inside.contains(range->last) && range->first.value <= range->last.value)
+      return done();
+    return cni_error(kInvalidConfig,
+                     field + ": host-local's range " + range->first.str() + "-" + range->last.str() +
+                         " is not inside " + owned,
+                     "host-local hands out any address of its range and ADD refuses one outside " + inside.str() +
+                         " (code 7); leave \"ranges\" out of the host-local section, and vxfed fills in each "
+                         "node's block (docs/cni.md), or keep the range inside " + inside.str());
+  };
+  const std::string base = where + ".ipam";
+  if (auto ranges = ipam->find("ranges"); ranges != ipam->end()) {
+    if (!ranges->is_array()) return cni_error(kInvalidConfig, base + ".ranges: must be an array of range sets");
+    for (std::size_t i = 0; i < ranges->size(); ++i) {
+      const auto& set = (*ranges)[i];
+      if (!set.is_array()) return cni_error(kInvalidConfig, base + ".ranges[" + std::to_string(i) + "]: must be an array of ranges");
+      for (std::size_t j = 0; j < set.size(); ++j) {
+        const std::string field = base + ".ranges[" + std::to_string(i) + "][" + std::to_string(j) + "]";
+        if (!set[j].is_object()) return cni_error(kInvalidConfig, field + ": must be an object");
+        if (auto r = check(set[j], field); !r) return r;
+      }
+    }
+    return done();
+  }
+  if (ipam->contains("subnet")) return check(*ipam, base);  // the legacy single range
+  return done();
+}
+
 bool ipam_takes_node_range(const nlohmann::json& netconf) {
   auto ipam = netconf.find("ipam");
   if (ipam == netconf.end() || !ipam->is_object()) return false;

@@ -31,6 +31,15 @@ std::vector<net::Ipv4Addr> static_addresses(const nlohmann::json& netconf);
 Done check_requested_in_block(const Requested& wanted, const std::vector<net::Ipv4Addr>& static_ips,
                               const net::Ipv4Prefix& block, const std::string& network);
 
+// Code 7 when host-local's own ranges (ipam.ranges[i][j], or the legacy ipam.subnet with its
+// rangeStart/rangeEnd) are not inside `block` (none: this node has the whole `subnet`):
+// host-local may hand out any address of a range and ADD refuses one outside the block, so
+// such a config fails on this node (for `vxfed --check`, which asks vxfedd for the block).
+// The error names the field (`where` + ".ipam.ranges[0][0]"), the range and the block. Nothing
+// to check for another IPAM type or without ranges (vxfed fills in the block then).
+Done check_ranges_in_block(const nlohmann::json& netconf, const std::optional<net::Ipv4Prefix>& block,
+                           const net::Ipv4Prefix& subnet, const std::string& network, const std::string& where);
+
 // Whether vxfed fills in the IPAM's ranges: host-local with no ranges (nor the legacy
 // single-range `subnet`) of its own.
 bool ipam_takes_node_range(const nlohmann::json& netconf);

@@ -65,5 +65,69 @@ TEST(NodeBlock, TheRangeIsTheBlockInsideTheSubnetWithoutItsFirstAndLastAddress) 
   EXPECT_EQ(whole["ipam"]["ranges"][0][0]["rangeEnd"], "10.244.255.254");
 }
 
+json host_local_ranges(json ranges) { return {{"ipam", {{"type", "host-local"}, {"ranges", std::move(ranges)}}}}; }
+
+TEST(NodeBlock, HostLocalRangesOutsideTheBlockAreRefusedNamingTheFieldTheRangeAndTheBlock) {
+  const auto subnet = prefix("10.244.0.0/16");
+  const std::optional<net::Ipv4Prefix> block = prefix("10.244.7.0/24");
+  // The range docs/cni.md's chained example once hard-coded: right on one node only.
+  const auto other_node = host_local_ranges(json::parse(
+      R"([[{"subnet":"10.244.0.0/16","rangeStart":"10.244.1.2","rangeEnd":"10.244.1.254","gateway":"10.244.0.1"}]])"));
+  auto out = check_ranges_in_block(other_node, block, subnet, "fed-a", "plugins[0]");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().code, kInvalidConfig);
+  EXPECT_EQ(out.error().msg, "plugins[0].ipam.ranges[0][0]: host-local's range 10.244.1.2-10.244.1.254 is not inside "
+                             "this node's block 10.244.7.0/24 of vxfed network \"fed-a\"");
+  EXPECT_NE(out.error().details.find("leave \"ranges\" out"), std::string::npos) << out.error().details;
+
+  EXPECT_TRUE(check_ranges_in_block(host_local_ranges(json::parse(
+      R"([[{"subnet":"10.244.0.0/16","rangeStart":"10.244.7.10","rangeEnd":"10.244.7.20"}]])")), block, subnet, "n", "p").ok());
+  // Without rangeStart/rangeEnd host-local hands out the whole subnet; partly inside is outside.
+  auto whole = check_ranges_in_block(host_local_ranges(json::parse(R"([[{"subnet":"10.244.0.0/16"}]])")), block, subnet, "n", "p");
+  ASSERT_FALSE(whole.ok());
+  EXPECT_NE(whole.error().msg.find("10.244.0.1-10.244.255.254"), std::string::npos) << whole.error().msg;
+  auto partly = check_ranges_in_block(host_local_ranges(json::parse(
+      R"([[{"subnet":"10.244.7.0/24"}],[{"subnet":"10.244.0.0/16","rangeStart":"10.244.7.2","rangeEnd":"10.244.8.2"}]])")),
+      block, subnet, "n", "p");
+  ASSERT_FALSE(partly.ok());
+  EXPECT_NE(partly.error().msg.find("p.ipam.ranges[1][0]: host-local's range 10.244.7.2-10.244.8.2"), std::string::npos)
+      << partly.error().msg;
+  auto reversed = check_ranges_in_block(host_local_ranges(json::parse(
+      R"([[{"subnet":"10.244.0.0/16","rangeStart":"10.244.7.9","rangeEnd":"10.244.7.2"}]])")), block, subnet, "n", "p");
+  EXPECT_FALSE(reversed.ok());
+  // The legacy single range, at the ipam level.
+  const json legacy = {{"ipam", {{"type", "host-local"}, {"subnet", "10.244.0.0/16"}, {"rangeStart", "10.244.1.2"},
+                                 {"rangeEnd", "10.244.1.9"}}}};
+  auto old = check_ranges_in_block(legacy, block, subnet, "n", "p");
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().msg.find("p.ipam: host-local's range 10.244.1.2-10.244.1.9"), std::string::npos) << old.error().msg;
+}
+
+TEST(NodeBlock, RangesAreCheckedAgainstTheSubnetWhenTheNodeHasAllOfIt) {
+  const auto subnet = prefix("10.244.0.0/16");
+  EXPECT_TRUE(check_ranges_in_block(host_local_ranges(json::parse(R"([[{"subnet":"10.244.0.0/16"}]])")), std::nullopt,
+                                    subnet, "n", "p").ok());
+  auto out = check_ranges_in_block(host_local_ranges(json::parse(R"([[{"subnet":"10.99.0.0/16"}]])")), std::nullopt,
+                                   subnet, "fed", "p");
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().msg.find("is not inside vxfed network \"fed\"'s subnet 10.244.0.0/16 (this node has all of it)"),
+            std::string::npos) << out.error().msg;
+}
+
+TEST(NodeBlock, RangeCheckSkipsWhatItNeedNotCheckAndRefusesWhatHostLocalCannotUse) {
+  const auto subnet = prefix("10.244.0.0/16");
+  const std::optional<net::Ipv4Prefix> block = prefix("10.244.7.0/24");
+  EXPECT_TRUE(check_ranges_in_block(json{{"ipam", {{"type", "host-local"}, {"dataDir", "/d"}}}}, block, subnet, "n", "p").ok());
+  EXPECT_TRUE(check_ranges_in_block(json{{"ipam", {{"type", "static"}, {"subnet", "10.99.0.0/16"}}}}, block, subnet, "n", "p").ok());
+  EXPECT_TRUE(check_ranges_in_block(json{{"type", "vxfed"}}, block, subnet, "n", "p").ok());
+  for (const char* bad : {R"([[{"subnet":"fd00::/64"}]])", R"([[{"rangeStart":"10.244.7.2"}]])",
+                          R"([[{"subnet":"10.244.7.0/24","rangeEnd":"10.244.7.300"}]])", R"([{"subnet":"x"}])", R"({})"}) {
+    auto out = check_ranges_in_block(host_local_ranges(json::parse(bad)), block, subnet, "n", "p");
+    ASSERT_FALSE(out.ok()) << bad;
+    EXPECT_EQ(out.error().code, kInvalidConfig) << bad;
+    EXPECT_EQ(out.error().msg.rfind("p.ipam.ranges", 0), 0u) << out.error().msg;
+  }
+}
+
 }  // namespace
 }  // namespace vxfed::cni

@@ -3,7 +3,8 @@
 complete with the right modes, no temporary file stays behind, a runtime polling the binary
 during a re-install only ever sees a complete executable, and the installed conflist parses
 unchanged: one conflist for every node, host-local without ranges (the plugin hands it the
-node's block)."""
+node's block). A conflist whose host-local ranges lie outside this node's block is refused
+while vxfedd answers (`vxfed --check`), and nothing of it is installed."""
 
 import hashlib
 import json
@@ -58,6 +59,31 @@ def main():
         r = tl.run([str(script), "--bin-src", str(bad), "--bin-dir", str(bin_dir), "--conf-src", ""], check=False)
         assert r.returncode != 0 and hashlib.sha256(installed.read_bytes()).digest() == hashlib.sha256(plugin.read_bytes()).digest()
         tl.log("install-cni.sh: atomic, idempotent, refuses a broken binary")
+
+        # A conflist with host-local ranges of another node's block: refused while vxfedd answers
+        # (install-cni.sh runs `vxfed --check`), naming the field, the range and the block; not
+        # installed.
+        fake = tl.require_binary("tests/cni/fake_vxfedd")
+        sock = w / "vxfedd.sock"
+        (w / "networks.json").write_text(json.dumps({"networks": [
+            {"name": "fed-a", "subnet": "10.244.0.0/16", "gateway": "10.244.0.1", "mtu": 8950, "vni": 1001,
+             "node_block": "10.244.7.0/24"}]}))
+        topo.spawn([str(fake), "--socket", str(sock), "--config", str(w / "networks.json")], name="fake_vxfedd")
+        tl.wait_for(sock.exists, 10, "fake vxfedd socket")
+        ranged = json.loads((tl.SOURCE_DIR / "deploy/10-vxfed.conflist").read_text())
+        ranged["plugins"][0]["socket"] = str(sock)
+        ranged["plugins"][0]["ipam"]["ranges"] = [[{"subnet": "10.244.0.0/16", "rangeStart": "10.244.1.2",
+                                                    "rangeEnd": "10.244.1.254"}]]
+        (w / "ranged.conflist").write_text(json.dumps(ranged))
+        before = (conf_dir / "10-vxfed.conflist").read_text()
+        for extra in (["--check"], []):
+            r = tl.run([str(script), *extra, "--bin-src", str(plugin), "--bin-dir", str(bin_dir),
+                        "--conf-src", str(w / "ranged.conflist"), "--conf-dir", str(conf_dir)], check=False)
+            assert r.returncode == 2, f"install-cni.sh {extra} accepted another node's ranges: {r.stdout} {r.stderr}"
+            for words in ("plugins[0].ipam.ranges[0][0]", "10.244.1.2-10.244.1.254", "this node's block 10.244.7.0/24"):
+                assert words in r.stderr, f"{words!r} not in: {r.stderr}"
+        assert (conf_dir / "10-vxfed.conflist").read_text() == before, "a refused conflist was installed"
+        tl.log("install-cni.sh refuses host-local ranges outside this node's block")
 
 
 if __name__ == "__main__":
