@@ -1,5 +1,6 @@
 #include "federation/etcd_client.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <condition_variable>
@@ -122,8 +123,47 @@ struct EtcdClient::Members {
     std::unique_ptr<pb::Lease::Stub> lease;
     std::unique_ptr<pb::Watch::Stub> watch;
   };
-  std::vector<Member> list;
+  std::vector<Member> list;  // in member_order of the client's name
+  // Per member: until when (steady clock, ns) it is tried after the others, because an attempt
+  // on it just went unanswered. 0: not silent.
+  std::unique_ptr<std::atomic<std::int64_t>[]> silent_until;
 };
+
+namespace {
+
+// FNV-1a, then splitmix64's finalizer: FNV alone spreads the last bytes of similar strings
+// (node-a1, node-a2 ... on 10.0.0.1:2379 ...) poorly over the high bits a comparison looks at.
+std::uint64_t score(const std::string& name, const std::string& address) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  };
+  for (unsigned char c : name) mix(c);
+  mix(0);
+  for (unsigned char c : address) mix(c);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
+}
+
+}  // namespace
+
+std::vector<std::size_t> member_order(const std::string& client_name, const std::vector<std::string>& addresses) {
+  std::vector<std::size_t> order(addresses.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (client_name.empty()) return order;
+  std::vector<std::uint64_t> scores;
+  for (const auto& a : addresses) scores.push_back(score(client_name, a));
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (scores[a] != scores[b]) return scores[a] > scores[b];
+    return addresses[a] < addresses[b];
+  });
+  return order;
+}
 
 StoreStatus validate(const EtcdOptions& options) {
   if (options.endpoints.empty()) return store_error(Code::invalid, "no etcd endpoints are configured");
@@ -184,7 +224,10 @@ StoreResult<std::unique_ptr<EtcdClient>> EtcdClient::create(const EtcdOptions& o
   // refuses pings more often than every 5 s.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  for (const auto& e : endpoints) {
+  std::vector<std::string> addresses;
+  for (const auto& e : endpoints) addresses.push_back(e.address);
+  for (const std::size_t i : member_order(options.client_name, addresses)) {
+    const Endpoint& e = endpoints[i];
     Members::Member m;
     m.address = e.address;
     m.channel = grpc::CreateCustomChannel(e.address, credentials, args);
@@ -193,18 +236,24 @@ StoreResult<std::unique_ptr<EtcdClient>> EtcdClient::create(const EtcdOptions& o
     m.watch = pb::Watch::NewStub(m.channel);
     members->list.push_back(std::move(m));
   }
+  members->silent_until = std::make_unique<std::atomic<std::int64_t>[]>(members->list.size());
   return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(members), options));
 }
 
 EtcdClient::EtcdClient(std::unique_ptr<Members> members, EtcdOptions options)
     : members_(std::move(members)), options_(std::move(options)) {
   prefix_ = options_.key_prefix + "/";
+  attempt_timeout_ = std::chrono::milliseconds(
+      std::min(options_.attempt_timeout_ms ? options_.attempt_timeout_ms : 250u, options_.request_timeout_ms));
+  // Errors name the members as the operator listed them, not in this client's order.
   std::string list;
-  for (const auto& m : members_->list) list += (list.empty() ? "" : ",") + m.address;
+  for (const auto& text : options_.endpoints) list += (list.empty() ? "" : ",") + parse_endpoint(text)->address;
   description_ = "etcd at " + list + " (key prefix " + options_.key_prefix + ")";
 }
 
 EtcdClient::~EtcdClient() = default;
+
+std::string EtcdClient::first_member() const { return members_->list[current_.load()].address; }
 
 namespace {
 thread_local std::optional<std::chrono::steady_clock::time_point> t_call_deadline;
@@ -226,6 +275,15 @@ std::optional<std::chrono::steady_clock::time_point> CallDeadline::current() { r
 // a budget of request_timeout_ms per member, so an election does not fail the call. Retrying
 // is safe: the model guards its transactions, and its unguarded writes are idempotent.
 //
+// A silent member (packets dropped, not refused: a blackholed host, a member cut off from the
+// leader) must not spend the call's budget: an attempt waits at most attempt_timeout_, then the
+// next member is tried within the same call. A member that went unanswered is tried after the
+// others for kSilentMemberLastFor, by every call of this client, and later passes of the same
+// call leave it out while another member is still in play (answered, but could not serve);
+// when every member went unanswered (the leader cut off: the followers wait for it until they
+// elect another), every one is tried again, each pass starting one further on (and after two
+// such passes with attempts twice as long each time: see below).
+//
 // Two things keep a store without quorum from holding callers for that whole budget:
 // - every request carries etcd's `hasleader: true` metadata, so a member that has no leader
 //   refuses at once ("etcdserver: no leader") instead of waiting for a quorum read to time out;
@@ -238,29 +296,46 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
   using Clock = std::chrono::steady_clock;
   const std::size_t n = members_->list.size();
   const auto per_member = std::chrono::milliseconds(options_.request_timeout_ms);
+  const auto since_epoch = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
   auto end = Clock::now() + per_member * n;
   if (const auto limit = CallDeadline::current(); limit && *limit < end) end = *limit;
   const bool one_pass = down_.load();
   std::size_t start = current_.load();
-  std::string failures;
+  std::vector<bool> unanswered(n, false);  // went unanswered in this call
+  std::vector<std::string> reasons(n);      // each member's latest failure in this call
+  std::vector<std::size_t> order;
+  auto attempt_limit = std::chrono::duration_cast<Clock::duration>(attempt_timeout_);
+  int silent_passes = 0;  // passes in a row where every attempt went unanswered
   for (;;) {
-    failures.clear();
+    const auto pass_started = Clock::now();
+    bool all_silent = true;
+    // This pass's order: from `start` round the list, the members not recently silent first.
+    order.clear();
+    const bool all_unanswered = std::find(unanswered.begin(), unanswered.end(), false) == unanswered.end();
+    for (int silent = 0; silent < 2; ++silent)
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t index = (start + i) % n;
+        if ((members_->silent_until[index].load() > since_epoch(pass_started)) == (silent == 1)) order.push_back(index);
+      }
     bool answered = false;  // some member is reachable but could not serve
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t index = (start + i) % n;
+    for (const std::size_t index : order) {
       auto& member = members_->list[index];
+      if (unanswered[index] && !all_unanswered) continue;  // its reason stays
       const auto now = Clock::now();
       if (now >= end) {
-        failures += (failures.empty() ? "" : "; ") + member.address + ": not tried, the call's time was up";
+        if (reasons[index].empty()) reasons[index] = "not tried, the call's time was up";
         continue;
       }
       grpc::ClientContext context;
       context.AddMetadata("hasleader", "true");
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::duration_cast<std::chrono::milliseconds>(std::min<Clock::duration>(per_member, end - now)));
+      const auto attempt = std::min<Clock::duration>(attempt_limit, end - now);
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(attempt));
       const grpc::Status status = rpc(member, context);
       if (status.ok()) {
         current_.store(index);
+        members_->silent_until[index].store(0);
         down_.store(false);
         return Done{};
       }
@@ -269,15 +344,36 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
         return store_error(code_of(status), "federation store " + description_ + ": " + what + " on " + member.address +
                                                 " failed: " + status_text(status));
       }
-      answered = answered || member.channel->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE;
-      failures += (failures.empty() ? "" : "; ") + member.address + ": " + status_text(status);
+      const bool reachable = member.channel->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE;
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        unanswered[index] = true;
+        members_->silent_until[index].store(since_epoch(Clock::now() + kSilentMemberLastFor));
+        reasons[index] = "no answer within " +
+                         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(attempt).count()) + " ms";
+      } else {
+        reasons[index] = status_text(status);
+        all_silent = false;
+      }
+      answered = answered || reachable;
     }
     start = (start + 1) % n;
     current_.store(start);
+    // Two passes in a row without a single answer is not one silent member (nor an election,
+    // which is over by then): the members may all be slower than attempt_timeout_ms (a far
+    // etcd, a loaded one). Each further pass gives an attempt twice as long, so that a store
+    // that is slow but there still serves within the call's budget.
+    silent_passes = all_silent ? silent_passes + 1 : 0;
+    if (silent_passes >= 2) attempt_limit = std::min<Clock::duration>(attempt_limit * 2, per_member);
     if (one_pass || !answered || Clock::now() + std::chrono::milliseconds(100) >= end) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // A pass that waited out silent members has paused already; one of quick refusals (an
+    // election under way) waits a little before asking again.
+    const auto spent = Clock::now() - pass_started;
+    if (spent < std::chrono::milliseconds(100)) std::this_thread::sleep_for(std::chrono::milliseconds(100) - spent);
   }
   down_.store(true);
+  std::string failures;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!reasons[i].empty()) failures += (failures.empty() ? "" : "; ") + members_->list[i].address + ": " + reasons[i];
   return store_error(Code::unavailable, "federation store " + description_ + " is unavailable (" + what + "): " + failures);
 }
 

@@ -1,10 +1,12 @@
 // A client of etcd's v3 gRPC API (the subset in etcd_rpc.proto) implementing Kv: a list of
 // member endpoints (each call goes to the member that answered last and moves on to the next
-// one when a member is unreachable, times out or has no quorum), optional TLS with a client
-// certificate, a key prefix under which every key lives, a deadline per call, and watch
-// streams on their own thread. Blocking calls: each waits at most request_timeout_ms per
-// member tried, less under a CallDeadline, and makes a single pass over the members once the
-// store is known to be unavailable. Thread-safe: calls may come from several threads.
+// one when a member is unreachable, does not answer within attempt_timeout_ms or has no
+// quorum), optional TLS with a client certificate, a key prefix under which every key lives,
+// a deadline per call, and watch streams on their own thread. Each node's client starts from
+// its own member (member_order: a rendezvous hash of the client's name). Blocking calls: each
+// waits at most request_timeout_ms per member, less under a CallDeadline, and makes a single
+// pass over the members once the store is known to be unavailable. Thread-safe: calls may
+// come from several threads.
 #pragma once
 
 #include <atomic>
@@ -31,8 +33,24 @@ struct EtcdOptions {
   std::string key_file;
   std::string key_prefix = "/vxfed";   // keys are key_prefix + "/" + relative key
   std::uint32_t request_timeout_ms = 2000;
+  // One attempt on one member: a member silent this long (blackholed, cut off from the
+  // leader) is left for the next one within the same call. Well under the call's budget, above
+  // the slowest answer a healthy member gives (a write's fsync, the network's round trip).
+  // 0: min(250 ms, request_timeout_ms).
+  std::uint32_t attempt_timeout_ms = 0;
   std::uint32_t reconnect_max_ms = 1000;  // a member that came back is tried again within this
+  // Who this client is (vxfedd: the node's name): picks the member it starts from, so that the
+  // nodes spread over the members instead of all starting from the first one listed. Empty:
+  // the members in the order listed.
+  std::string client_name;
 };
+
+// The order in which a client named `client_name` tries `addresses` (host:port), as indexes
+// into `addresses`: by a rendezvous hash, each member's score a 64-bit hash of the name and the
+// member's address, highest first. Stable across restarts and independent of the order the
+// endpoints are listed in; adding or removing a member moves only the clients that had it
+// first. Empty name: the order listed.
+std::vector<std::size_t> member_order(const std::string& client_name, const std::vector<std::string>& addresses);
 
 // Checks the options without touching the network (endpoints parse, TLS files readable).
 StoreStatus validate(const EtcdOptions& options);
@@ -110,6 +128,10 @@ class EtcdClient final : public Kv {
   // The last call found the store unavailable: the next one makes one pass over the members,
   // without the retries that ride out an election.
   bool known_down() const { return down_.load(); }
+  // The member (host:port) the next call goes to first.
+  std::string first_member() const;
+  // How long a member that did not answer within attempt_timeout_ms is tried after the others.
+  static constexpr std::chrono::seconds kSilentMemberLastFor{10};
 
  private:
   struct Members;
@@ -123,7 +145,8 @@ class EtcdClient final : public Kv {
   EtcdOptions options_;
   std::string prefix_;       // key_prefix + "/"
   std::string description_;
-  std::atomic<std::size_t> current_{0};
+  std::chrono::milliseconds attempt_timeout_;
+  std::atomic<std::size_t> current_{0};  // index into members_->list, which is in member_order
   std::atomic<std::uint64_t> cluster_id_{0};
   std::atomic<bool> down_{false};
 };

@@ -1,16 +1,25 @@
 // EtcdClient against members that accept connections and never answer (a member cut off
-// from its quorum, seen from the client): a CallDeadline caps a call, whatever the per-member
-// timeout and the election retries would allow; the error names the store; once a call has
-// found the store unavailable, known_down() says so. No etcd needed.
+// from its quorum, or blackholed, seen from the client) and small in-process gRPC servers
+// that play healthy members or members in an election: a CallDeadline caps a call, whatever
+// the per-member timeout and the election retries would allow; the error names the store; once
+// a call has found the store unavailable, known_down() says so; a silent member is left within
+// the call for the next one, and not waited for again in the same call while another member is
+// in play; each client name starts from its own member. No etcd needed.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <map>
+#include <set>
+
+#include <grpcpp/grpcpp.h>
 
 #include "federation/etcd_client.hpp"
+#include "federation/etcd_rpc.grpc.pb.h"
 
 namespace {
 
@@ -39,6 +48,37 @@ class SilentMember {
   int fd_ = -1;
   int port_ = 0;
 };
+
+// A member that answers Range: refuses the first `refusals` requests the way a member in an
+// election does ("etcdserver: no leader", UNAVAILABLE), serves every later one.
+class ServingMember final : public etcdserverpb::KV::Service {
+ public:
+  explicit ServingMember(int refusals = 0) : refusals_(refusals) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+  }
+  ~ServingMember() override { server_->Shutdown(std::chrono::system_clock::now()); }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  int requests() const { return requests_.load(); }
+
+  grpc::Status Range(grpc::ServerContext*, const etcdserverpb::RangeRequest*, etcdserverpb::RangeResponse* out) override {
+    if (requests_.fetch_add(1) < refusals_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "etcdserver: no leader");
+    out->mutable_header()->set_revision(7);
+    return grpc::Status::OK;
+  }
+
+ private:
+  int refusals_;
+  std::atomic<int> requests_{0};
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 TEST(EtcdClientDeadline, ACallDeadlineCapsACallOnSilentMembers) {
   SilentMember m1, m2, m3;
@@ -77,6 +117,113 @@ TEST(EtcdClientDeadline, NestedDeadlinesKeepTheEarlierEnd) {
     EXPECT_EQ(*fed::CallDeadline::current(), now + 1s);
   }
   EXPECT_FALSE(fed::CallDeadline::current());
+}
+
+// The case: the first member listed is blackholed, the others healthy, a call under
+// vxfedd's 2 s budget. Before attempt deadlines, the silent member's timeout spent the whole
+// budget and the call failed UNAVAILABLE after 2.0 s.
+TEST(EtcdClientSilentMember, IsLeftForTheNextMemberWithinTheCall) {
+  SilentMember silent;
+  ServingMember a, b;
+  fed::EtcdOptions options;
+  options.endpoints = {silent.endpoint(), a.endpoint(), b.endpoint()};
+  options.request_timeout_ms = 2000;
+  auto client = fed::EtcdClient::create(options);
+  ASSERT_TRUE(client) << client.error();
+  ASSERT_EQ((*client)->first_member(), silent.endpoint());  // no client name: the order listed
+  const auto started = std::chrono::steady_clock::now();
+  {
+    fed::CallDeadline deadline(started + 2s);
+    auto r = (*client)->get("v1/pools");
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->revision, 7);
+  }
+  const double took = seconds_since(started);
+  EXPECT_LT(took, 0.5) << took << " s";
+  EXPECT_GE(took, 0.2) << "the silent member was not tried first: " << took << " s";
+  EXPECT_EQ((*client)->first_member(), a.endpoint());  // the one that answered
+}
+
+// An election seen from the client: the serving member refuses three times before it answers,
+// the silent one never does. The silent member costs one attempt; the later passes of the same
+// call ask the refusing member again without waiting for the silent one each time (that was
+// 0.25 s a pass: about a second here).
+TEST(EtcdClientSilentMember, IsNotWaitedForAgainWhileAnotherMemberIsInPlay) {
+  ServingMember electing(/*refusals=*/3);
+  SilentMember silent;
+  fed::EtcdOptions options;
+  options.endpoints = {electing.endpoint(), silent.endpoint()};
+  options.request_timeout_ms = 2000;
+  options.attempt_timeout_ms = 250;
+  auto client = fed::EtcdClient::create(options);
+  ASSERT_TRUE(client) << client.error();
+  const auto started = std::chrono::steady_clock::now();
+  {
+    fed::CallDeadline deadline(started + 2s);
+    auto r = (*client)->get("v1/pools");
+    ASSERT_TRUE(r) << r.error();
+  }
+  const double took = seconds_since(started);
+  EXPECT_EQ(electing.requests(), 4);
+  // One attempt on the silent member (0.25 s) and three pauses between passes (0.1 s each).
+  EXPECT_LT(took, 0.75) << took << " s";
+}
+
+// Every member silent: the call ends within its budget, having tried each in attempts of
+// attempt_timeout_ms, again and again (none is left out when none answered).
+TEST(EtcdClientSilentMember, AllSilentUseTheBudgetAndNameEachMember) {
+  SilentMember m1, m2;
+  fed::EtcdOptions options;
+  options.endpoints = {m1.endpoint(), m2.endpoint()};
+  options.request_timeout_ms = 2000;
+  options.attempt_timeout_ms = 200;
+  auto client = fed::EtcdClient::create(options);
+  ASSERT_TRUE(client) << client.error();
+  const auto started = std::chrono::steady_clock::now();
+  fed::CallDeadline deadline(started + 1s);
+  auto r = (*client)->get("v1/pools");
+  ASSERT_FALSE(r);
+  const double took = seconds_since(started);
+  EXPECT_EQ(r.code(), fed::Code::unavailable);
+  EXPECT_NE(r.error().find(m1.endpoint() + ": no answer within"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find(m2.endpoint() + ": no answer within"), std::string::npos) << r.error();
+  EXPECT_GT(took, 0.9) << took << " s";
+  EXPECT_LT(took, 1.3) << took << " s";
+}
+
+// Each node's client starts from its own member: a rendezvous hash of the node's name over the
+// member addresses. Stable, independent of the order the endpoints are listed in, spread.
+TEST(MemberOrder, SpreadsNodesOverTheMembersWhateverTheListOrder) {
+  const std::vector<std::string> members = {"198.18.5.1:2379", "198.18.5.2:2379", "198.18.5.3:2379"};
+  const std::vector<std::string> reversed(members.rbegin(), members.rend());
+  std::map<std::string, int> first;
+  for (int i = 0; i < 300; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    const auto order = fed::member_order(node, members);
+    ASSERT_EQ(order.size(), 3u);
+    EXPECT_EQ(std::set<std::size_t>(order.begin(), order.end()).size(), 3u) << node;
+    EXPECT_EQ(order, fed::member_order(node, members)) << node;  // stable
+    const auto other = fed::member_order(node, reversed);
+    for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(members[order[k]], reversed[other[k]]) << node;
+    ++first[members[order[0]]];
+  }
+  ASSERT_EQ(first.size(), 3u);
+  for (const auto& [member, count] : first) EXPECT_GT(count, 60) << member << " is first for " << count << " of 300";
+  EXPECT_EQ(fed::member_order("", members), (std::vector<std::size_t>{0, 1, 2}));
+}
+
+// Removing a member moves only the nodes that had it first.
+TEST(MemberOrder, RemovingAMemberMovesOnlyItsNodes) {
+  const std::vector<std::string> three = {"10.0.0.1:2379", "10.0.0.2:2379", "10.0.0.3:2379"};
+  const std::vector<std::string> two = {"10.0.0.1:2379", "10.0.0.2:2379"};
+  for (int i = 0; i < 100; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    const std::string before = three[fed::member_order(node, three)[0]];
+    const std::string after = two[fed::member_order(node, two)[0]];
+    if (before != three[2]) {
+      EXPECT_EQ(before, after) << node;
+    }
+  }
 }
 
 }  // namespace
