@@ -14,6 +14,8 @@ PACKAGES=(
   libboost-dev libboost-system-dev libprotobuf-dev protobuf-compiler
   # federation store: etcd v3 over gRPC (the tests run a real etcd cluster)
   libgrpc++-dev protobuf-compiler-grpc etcd-server etcd-client
+  # a blackholed etcd member in the tests: iptables DROP in its namespace
+  iptables
   libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   # CNI plugin (rtnetlink)
   libmnl-dev

@@ -1,5 +1,6 @@
 """A real etcd cluster for tests: N members on loopback ports of this host (or, with ns= and
-host=, on that address of a namespace of the topology, for nodes in their own namespaces).
+host=, on that address of a namespace of the topology, for nodes in their own namespaces; or,
+with places=[(ns, address), ...], each member in a namespace of its own, reached from ns).
 
 Members are Debian's etcd (etcd-server) processes started through a `Topology` (so they are
 killed when the test ends) with their data under the topology's work directory. Ports are
@@ -15,6 +16,7 @@ killed member or a restarted cluster settles in about a second.
     cluster.stop_all(); cluster.start_all()
     cluster.wipe()                       # lose everything: a new, empty cluster on the same ports
     cluster.get_prefix("/vxfed/v1/")     # {key: value} through etcdctl
+    cluster.blackhole(1); cluster.heal(1)  # (places=) member 1's packets dropped, not refused
 
 With `tls=make_pki(dir)` the members serve clients over TLS only and require a client
 certificate signed by the test CA (etcd's --client-cert-auth); `cluster.tls` has the files.
@@ -65,35 +67,45 @@ def free_port() -> int:
 
 class EtcdCluster:
     def __init__(self, topo: Topology, members: int = 3, name: str = "etcd", tls: dict[str, str] | None = None,
-                 ns: Namespace | None = None, host: str = "127.0.0.1"):
+                 ns: Namespace | None = None, host: str = "127.0.0.1",
+                 places: list[tuple[Namespace, str]] | None = None, pre_vote: bool = False):
         """ns/host: the members run in that namespace and listen on host (an address it has);
-        TLS needs the default (the test certificate names 127.0.0.1)."""
-        assert tls is None or host == "127.0.0.1", "the test PKI's server certificate is for 127.0.0.1"
+        TLS needs the default (the test certificate names 127.0.0.1). places: member i runs in
+        places[i][0] and listens on places[i][1]; ns is where etcdctl runs (it must reach them).
+        pre_vote: etcd's --pre-vote (off by default in 3.4): a member that was cut off does not
+        unseat the leader when it comes back (docs/federation.md, "Running etcd for vxfed")."""
+        assert tls is None or (host == "127.0.0.1" and places is None), "the test PKI's server certificate is for 127.0.0.1"
+        assert places is None or len(places) == members, "one place per member"
         self.topo = topo
         self.ns = ns or topo.host
         self.host = host
+        self.places = places or [(self.ns, host)] * members
         self.tls = tls
+        self.pre_vote = pre_vote
         self.scheme = "https" if tls else "http"
         self.name = name
         self.etcd = require_program("etcd")
         self.etcdctl = require_program("etcdctl")
         self.size = members
-        self.client_ports = [free_port() for _ in range(members)]
-        self.peer_ports = [free_port() for _ in range(members)]
+        # Members with an address of their own take etcd's own ports (the same in every run,
+        # so an address list is too); on a shared address, free ones.
+        own = places is not None
+        self.client_ports = [2379 if own else free_port() for _ in range(members)]
+        self.peer_ports = [2380 if own else free_port() for _ in range(members)]
         self.dirs = [topo.workdir / f"{name}-m{i}" for i in range(members)]
         self.procs: list[subprocess.Popen | None] = [None] * members
         self.generation = 0  # bumped by wipe(): a new cluster token, so a new cluster id
 
     @property
     def endpoints(self) -> str:
-        return ",".join(f"{self.host}:{p}" for p in self.client_ports)
+        return ",".join(self.endpoint(i) for i in range(self.size))
 
     def endpoint(self, i: int) -> str:
-        return f"{self.host}:{self.client_ports[i]}"
+        return f"{self.places[i][1]}:{self.client_ports[i]}"
 
     def _args(self, i: int) -> list[str]:
-        h = self.host
-        initial = ",".join(f"m{j}=http://{h}:{p}" for j, p in enumerate(self.peer_ports))
+        h = self.places[i][1]
+        initial = ",".join(f"m{j}=http://{self.places[j][1]}:{p}" for j, p in enumerate(self.peer_ports))
         return [self.etcd, "--name", f"m{i}", "--data-dir", str(self.dirs[i]),
                 "--listen-client-urls", f"{self.scheme}://{h}:{self.client_ports[i]}",
                 "--advertise-client-urls", f"{self.scheme}://{h}:{self.client_ports[i]}",
@@ -102,7 +114,8 @@ class EtcdCluster:
                 "--initial-cluster", initial, "--initial-cluster-state", "new",
                 "--initial-cluster-token", f"vxfed-{self.topo.suffix}-{self.generation}",
                 "--heartbeat-interval", "50", "--election-timeout", "500",
-                "--logger", "zap", "--log-level", "warn", *self._tls_args()]
+                "--logger", "zap", "--log-level", "warn", *(["--pre-vote"] if self.pre_vote else []),
+                *self._tls_args()]
 
     def _tls_args(self) -> list[str]:
         if not self.tls:
@@ -116,7 +129,7 @@ class EtcdCluster:
         return ["--cacert", self.tls["ca"], "--cert", self.tls["client_cert"], "--key", self.tls["client_key"]]
 
     def start_member(self, i: int) -> None:
-        self.procs[i] = self.ns.spawn(self._args(i), name=f"{self.name}-m{i}-g{self.generation}")
+        self.procs[i] = self.places[i][0].spawn(self._args(i), name=f"{self.name}-m{i}-g{self.generation}")
 
     def start(self, timeout: float = 30) -> None:
         for i in range(self.size):
@@ -165,6 +178,27 @@ class EtcdCluster:
                 if address in self.endpoints.split(","):
                     return self.endpoints.split(",").index(address)
         return None
+
+    def _own_namespace(self, i: int) -> Namespace:
+        ns = self.places[i][0]
+        assert ns.name is not None and sum(p[0] is ns for p in self.places) == 1 and ns is not self.ns, \
+            "blackhole() needs each member in a namespace of its own (places=)"
+        return ns
+
+    def blackhole(self, i: int) -> None:
+        """Member i keeps running, but every packet to or from it (other than its own loopback)
+        is dropped, not refused: iptables DROP in its namespace. Clients and peers see silence."""
+        ns = self._own_namespace(i)
+        iptables = require_program("iptables")
+        ns.run([iptables, "-w", "-I", "INPUT", "!", "-i", "lo", "-j", "DROP"])
+        ns.run([iptables, "-w", "-I", "OUTPUT", "!", "-o", "lo", "-j", "DROP"])
+
+    def heal(self, i: int) -> None:
+        """Undoes blackhole(i)."""
+        ns = self._own_namespace(i)
+        iptables = require_program("iptables")
+        ns.run([iptables, "-w", "-D", "INPUT", "!", "-i", "lo", "-j", "DROP"])
+        ns.run([iptables, "-w", "-D", "OUTPUT", "!", "-o", "lo", "-j", "DROP"])
 
     def running(self, i: int) -> bool:
         proc = self.procs[i]

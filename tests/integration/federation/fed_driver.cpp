@@ -6,6 +6,10 @@
 //   register --node N [--hold-seconds S]   registers and keeps the lease alive for S seconds
 //   watch    --prefix P --count N          prints N events under P (relative key, from now)
 //            as JSON lines, after a first line {"watching": true}
+//   probe    --node N --seconds S [--interval-ms I]   one client making a write and a read of
+//            probe/<node> every I ms for S seconds, each under a CallDeadline of
+//            min(timeout, 3 s) as vxfedd's API requests are; prints {"first_member": M}, then a
+//            line per call {"op", "start_ms" (unix), "ms" (duration), "ok", "error"}
 // Common: --endpoints a:p,b:p,c:p [--key-prefix /vxfed] [--timeout-ms T] [--start-at MS]
 //         [--ca-file F [--cert-file F --key-file F]] (TLS, with a client certificate)
 // (--start-at: wait until that unix time in ms, so that processes act at one moment).
@@ -56,6 +60,7 @@ int main(int argc, char** argv) {
   std::string endpoints, key_prefix = "/vxfed", ca_file, cert_file, key_file, node, network, subnet, prefix, cluster = "cluster-a";
   std::uint32_t timeout_ms = 2000, block_len = 24, pinned = 0, count = 1, hold_seconds = 0;
   std::uint64_t start_at = 0;
+  std::uint32_t seconds = 10, interval_ms = 100;
   std::vector<std::string> labels;
   app.add_option("--endpoints", endpoints, "etcd members, comma-separated")->required();
   app.add_option("--key-prefix", key_prefix);
@@ -81,6 +86,10 @@ int main(int argc, char** argv) {
   auto* watch = app.add_subcommand("watch", "print events under a prefix");
   watch->add_option("--prefix", prefix)->required();
   watch->add_option("--count", count);
+  auto* probe = app.add_subcommand("probe", "time a write and a read every interval");
+  probe->add_option("--node", node)->required();
+  probe->add_option("--seconds", seconds);
+  probe->add_option("--interval-ms", interval_ms);
   app.require_subcommand(1);
   CLI11_PARSE(app, argc, argv);
 
@@ -91,6 +100,7 @@ int main(int argc, char** argv) {
   options.cert_file = cert_file;
   options.key_file = key_file;
   options.request_timeout_ms = timeout_ms;
+  options.client_name = node;  // each node starts from its own member, as vxfedd's client does
   auto client = EtcdClient::create(options);
   if (!client) return fail(client.store_error());
 
@@ -116,6 +126,31 @@ int main(int argc, char** argv) {
   if (*leave) {
     auto ok = store.leave(network, now_ms());
     if (!ok) return fail(ok.store_error());
+    return 0;
+  }
+  if (*probe) {
+    std::cout << nlohmann::json{{"first_member", (*client)->first_member()}}.dump() << std::endl;
+    const std::string key = "probe/" + node;
+    const auto budget = std::chrono::milliseconds(std::min<std::uint32_t>(timeout_ms, 3000));
+    auto timed = [&](const char* op, auto&& call) {
+      const auto start_ms = now_ms();
+      const auto started = std::chrono::steady_clock::now();
+      std::string error;
+      {
+        CallDeadline deadline(started + budget);
+        if (auto r = call(); !r) error = std::string(code_name(r.code())) + ": " + r.error();
+      }
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      std::cout << nlohmann::json{{"op", op}, {"start_ms", start_ms}, {"ms", ms}, {"ok", error.empty()}, {"error", error}}.dump()
+                << std::endl;
+    };
+    const auto until = now_ms() + std::uint64_t{seconds} * 1000;
+    for (std::uint64_t i = 0; now_ms() < until; ++i) {
+      const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms);
+      timed("put", [&] { return (*client)->put(key, std::to_string(i)); });
+      timed("get", [&] { return (*client)->get(key); });
+      std::this_thread::sleep_until(next);
+    }
     return 0;
   }
   if (*reg) {
