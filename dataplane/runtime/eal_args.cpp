@@ -1,5 +1,7 @@
 #include "dataplane/runtime/eal_args.hpp"
 
+#include <sched.h>
+
 #include <cctype>
 #include <set>
 #include <string_view>
@@ -97,7 +99,7 @@ bool looks_like_pci(const std::string& s) {
 
 }  // namespace
 
-Result<unsigned> count_corelist(const std::string& list) {
+Result<unsigned> count_corelist(const std::string& list, std::set<unsigned>* cpus) {
   std::set<unsigned> lcores;
   std::size_t pos = 0;
   while (pos <= list.size()) {
@@ -107,10 +109,11 @@ Result<unsigned> count_corelist(const std::string& list) {
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
+  if (cpus) cpus->insert(lcores.begin(), lcores.end());  // -l: an lcore runs on the CPU of its number
   return static_cast<unsigned>(lcores.size());
 }
 
-Result<unsigned> count_lcore_map(const std::string& map) {
+Result<unsigned> count_lcore_map(const std::string& map, std::set<unsigned>* cpus) {
   const std::string what = "--lcores '" + map + "'";
   std::set<unsigned> lcores;
   std::size_t i = 0;
@@ -139,11 +142,16 @@ Result<unsigned> count_lcore_map(const std::string& map) {
     return st;
   };
   while (i < map.size()) {
-    if (auto st = read_set(lcores); !st) return make_error(st.error());
+    std::set<unsigned> group;
+    if (auto st = read_set(group); !st) return make_error(st.error());
+    lcores.insert(group.begin(), group.end());
     if (i < map.size() && map[i] == '@') {
       ++i;
-      std::set<unsigned> cpus;
-      if (auto st = read_set(cpus); !st) return make_error(st.error());
+      std::set<unsigned> on;
+      if (auto st = read_set(on); !st) return make_error(st.error());
+      if (cpus) cpus->insert(on.begin(), on.end());
+    } else if (cpus) {
+      cpus->insert(group.begin(), group.end());  // no '@': each lcore on the CPU of its number
     }
     if (i < map.size()) {
       if (map[i] != ',') return make_error(what + ": unexpected '" + std::string(1, map[i]) + "'");
@@ -159,12 +167,13 @@ Result<EalSummary> parse_eal_args(const std::vector<std::string>& args) {
   EalSummary s;
   std::string cores_from;  // which of -l, -c, --lcores gave the lcores
   bool block_given = false;
-  const auto set_lcores = [&](const std::string& option, Result<unsigned> n) -> Status {
+  const auto set_lcores = [&](const std::string& option, const std::string& value, Result<unsigned> n) -> Status {
     if (!n) return make_error(n.error());
     if (!cores_from.empty())
       return make_error(option + ": the lcores are already given by " + cores_from + " (use one of -l, -c, --lcores)");
     cores_from = option;
     s.lcores = *n;
+    s.lcores_given_by = option + " '" + value + "'";
     return {};
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -208,19 +217,25 @@ Result<EalSummary> parse_eal_args(const std::vector<std::string>& args) {
     (void)has_value;
 
     if (name == "corelist") {
-      if (auto st = set_lcores("-l", count_corelist(value)); !st) return make_error(st.error());
+      if (auto st = set_lcores("-l", value, count_corelist(value, &s.cpus)); !st) return make_error(st.error());
     } else if (name == "lcores") {
-      if (auto st = set_lcores("--lcores", count_lcore_map(value)); !st) return make_error(st.error());
+      if (auto st = set_lcores("--lcores", value, count_lcore_map(value, &s.cpus)); !st) return make_error(st.error());
     } else if (name == "coremask") {
       std::string hex = value.rfind("0x", 0) == 0 || value.rfind("0X", 0) == 0 ? value.substr(2) : value;
       unsigned bits = 0;
-      for (char ch : hex) {
+      std::set<unsigned> mask_cpus;
+      for (std::size_t k = 0; k < hex.size(); ++k) {
+        const char ch = hex[k];
         if (!std::isxdigit(static_cast<unsigned char>(ch))) return make_error("-c '" + value + "' is not a hexadecimal mask");
         const unsigned v = static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(ch)) ? ch - '0' : (std::tolower(ch) - 'a' + 10));
         bits += static_cast<unsigned>(__builtin_popcount(v));
+        const unsigned base = static_cast<unsigned>(4 * (hex.size() - 1 - k));  // the last digit holds CPUs 0-3
+        for (unsigned b = 0; b < 4; ++b)
+          if (v & (1u << b)) mask_cpus.insert(base + b);
       }
       if (hex.empty() || bits == 0) return make_error("-c '" + value + "' selects no core");
-      if (auto st = set_lcores("-c", bits); !st) return make_error(st.error());
+      if (auto st = set_lcores("-c", value, bits); !st) return make_error(st.error());
+      s.cpus = mask_cpus;
     } else if (name == "vdev") {
       auto d = parse_device(value, "--vdev");
       if (!d) return make_error(d.error());
@@ -258,11 +273,46 @@ Result<EalSummary> parse_eal_args(const std::vector<std::string>& args) {
   return s;
 }
 
-Status check_eal_for_options(const EalSummary& eal, const Options& o) {
+std::set<unsigned> process_cpus() {
+  std::set<unsigned> out;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  for (unsigned c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.insert(c);
+  return out;
+}
+
+namespace {
+
+// "0-1,4": a CPU set as taskset and cpuset files print it.
+std::string cpu_list(const std::set<unsigned>& cpus) {
+  std::string out;
+  for (auto it = cpus.begin(); it != cpus.end();) {
+    unsigned first = *it, last = first;
+    for (++it; it != cpus.end() && *it == last + 1; ++it) last = *it;
+    if (!out.empty()) out += ",";
+    out += std::to_string(first) + (last != first ? "-" + std::to_string(last) : "");
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+Status check_eal_for_options(const EalSummary& eal, const Options& o, const std::set<unsigned>& allowed_cpus) {
   if (eal.lcores && *eal.lcores < o.queues + 1)
     return make_error("--queues " + std::to_string(o.queues) + " needs " + std::to_string(o.queues + 1) +
-                      " EAL lcores (the control thread + one per worker), the EAL options give " +
+                      " EAL lcores (the control thread + one per worker), " + eal.lcores_given_by + " gives " +
                       std::to_string(*eal.lcores) + ": e.g. -l 1-" + std::to_string(o.queues + 1));
+  // EAL pins each lcore's thread to its CPU: one outside the affinity (the container's cpuset,
+  // taskset) fails rte_eal_init, however valid the list reads.
+  std::set<unsigned> outside;
+  for (unsigned c : eal.cpus)
+    if (!allowed_cpus.count(c)) outside.insert(c);
+  if (!outside.empty())
+    return make_error(eal.lcores_given_by + ": CPU " + cpu_list(outside) + " is not in this process's CPU affinity (" +
+                      cpu_list(allowed_cpus) + "), so EAL cannot start an lcore there; name CPUs of " +
+                      cpu_list(allowed_cpus) + ", or leave out -l and EAL takes the affinity's CPUs");
   // --uplink-iface: our own sockets, no EAL device (the interface is looked up at start).
   if (!o.uplink_iface.empty()) return {};
   const EalDevice* uplink = nullptr;

@@ -3,6 +3,7 @@
 // (lcores for --queues, the uplink's device, af_packet qpairs).
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,17 @@ Options options(unsigned queues, const std::string& uplink = "net_af_packet0") {
   return o;
 }
 
-std::string verdict(const Args& eal, const Options& o) {
+// A machine with every CPU EAL can name: only the rules about the arguments themselves count.
+std::set<unsigned> every_cpu() {
+  std::set<unsigned> all;
+  for (unsigned c = 0; c < 1024; ++c) all.insert(c);
+  return all;
+}
+
+std::string verdict(const Args& eal, const Options& o, const std::set<unsigned>& cpus = every_cpu()) {
   auto s = parse_eal_args(eal);
   if (!s) return s.error();
-  auto st = check_eal_for_options(*s, o);
+  auto st = check_eal_for_options(*s, o, cpus);
   return st ? "ok" : st.error();
 }
 
@@ -84,7 +92,7 @@ TEST(EalArgs, RefusesWhatEalRefuses) {
 TEST(EalArgs, TheForwardersOwnRules) {
   const Args af2{"-l", "2,3", "--vdev", "net_af_packet0,iface=eth1,qpairs=2"};
   EXPECT_EQ(verdict(af2, options(2)),
-            "--queues 2 needs 3 EAL lcores (the control thread + one per worker), the EAL options give 2: e.g. -l 1-3");
+            "--queues 2 needs 3 EAL lcores (the control thread + one per worker), -l '2,3' gives 2: e.g. -l 1-3");
   EXPECT_EQ(verdict({"-l", "1-3", "--vdev", "net_af_packet0,iface=eth1,qpairs=2"}, options(2)), "ok");
   EXPECT_EQ(verdict({"--vdev", "net_af_packet0,iface=eth1,qpairs=2"}, options(2)), "ok");  // cpuset decides
   EXPECT_EQ(verdict({"-l", "0-2", "--vdev", "net_af_packet0,iface=eth1"}, options(2)),
@@ -103,6 +111,30 @@ TEST(EalArgs, TheForwardersOwnRules) {
   sockets.uplink_iface = "up0";
   EXPECT_EQ(verdict({"-l", "0-2", "--no-pci"}, sockets), "ok");
   EXPECT_NE(verdict({"-l", "0-1", "--no-pci"}, sockets), "ok");
+}
+
+// The lcore list against the CPUs the process may run on (a container's cpuset, taskset): the
+// count alone said "valid" for -l 0-2 with --queues 2 on a 2-CPU set, which EAL cannot start.
+TEST(EalArgs, LcoresOnCpusOfTheAffinity) {
+  const std::set<unsigned> two{0, 1};
+  const std::string af2 = "net_af_packet0,iface=eth1,qpairs=2";
+  EXPECT_EQ(verdict({"-l", "0-2", "--vdev", af2}, options(2), two),
+            "-l '0-2': CPU 2 is not in this process's CPU affinity (0-1), so EAL cannot start an lcore there; "
+            "name CPUs of 0-1, or leave out -l and EAL takes the affinity's CPUs");
+  EXPECT_EQ(verdict({"-l", "0-2", "--vdev", af2}, options(2), {0, 1, 2, 3}), "ok");
+  EXPECT_EQ(verdict({"-l", "4,6-7", "--vdev", af2}, options(2), {4, 5, 7}).substr(0, 31),
+            "-l '4,6-7': CPU 6 is not in thi");
+  EXPECT_NE(verdict({"-c", "0x7", "--vdev", af2}, options(2), two).find("-c '0x7': CPU 2 "), std::string::npos);
+  EXPECT_EQ(verdict({"-c", "0x13", "--vdev", af2}, options(2), {0, 1, 4}), "ok");
+  // --lcores: the CPUs after '@' count, not the lcore numbers (the harness runs 3 lcores on 2 CPUs).
+  EXPECT_EQ(verdict({"--lcores", "0@0,1@1,2@1", "--vdev", af2}, options(2), two), "ok");
+  EXPECT_NE(verdict({"--lcores", "0@0,1@1,2@2", "--vdev", af2}, options(2), two).find("--lcores '0@0,1@1,2@2': CPU 2 "),
+            std::string::npos);
+  EXPECT_NE(verdict({"--lcores", "(0-2)@(0-3)", "--vdev", af2}, options(2), two).find("CPU 2-3 "), std::string::npos);
+  // No lcore list: EAL takes the affinity's CPUs, whatever the machine it is checked on.
+  EXPECT_EQ(verdict({"--vdev", af2}, options(2), {0}), "ok");
+  // The process's own affinity is what the default reads.
+  EXPECT_FALSE(process_cpus().empty());
 }
 
 }  // namespace
