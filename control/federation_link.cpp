@@ -44,6 +44,7 @@ Result<std::unique_ptr<FederationLink>> FederationLink::create(asio::io_context&
   options.key_file = config.federation.key_file;
   options.key_prefix = config.federation.key_prefix;
   options.request_timeout_ms = config.federation.request_timeout_ms;
+  options.client_name = config.node.name;  // the nodes spread over the members (docs/federation.md, "The client")
   auto client = fed::EtcdClient::create(options);
   if (!client) return make_error(config.source + ": federation: " + client.error());
   return std::unique_ptr<FederationLink>(new FederationLink(io, config, std::move(*client), std::move(log)));
