@@ -10,9 +10,13 @@ MAC=..;IP=..`), no runtimeConfig. Checked:
   ignored MAC=, registered the kernel's MAC, tuning then set M: traffic lost both ways.)
 - A plugin later in a chain that changes the MAC (tuning's own "mac"): CHECK fails naming the
   MAC, instead of passing for a pod the dataplane cannot reach.
-- `podman rm` runs DEL: no endpoint, link or record is left."""
+- `podman rm` runs DEL: no endpoint, link or record is left.
+- The list at cniVersion 1.1.0: podman 4.3's libcni (before 1.2) reports the ADD as failed
+  ('unsupported CNI result version "1.1.0"') after vxfed's ADD succeeded, and DELs it: what
+  docs/cni.md and `vxfed --check`'s warning say."""
 
 import json
+import subprocess
 
 import vxfed_harness as tl
 from vxfed_harness.cni_bed import REFERENCE_PLUGINS
@@ -93,6 +97,19 @@ def main():
                 raise AssertionError(f"CHECK: expected vxfed's code 103 naming {MAC_TUNED}, got {e}") from None
             tl.log(f"CHECK after tuning changed the MAC: {e.code} {e.msg}")
         rt.delete(chain, cid, pod.path, "eth0")
+
+        # The same list at cniVersion 1.1.0 (docs/cni.md, "cniVersion 1.1.0 and older runtimes"):
+        # podman's libcni predates 1.2, so vxfed's ADD succeeds and podman cannot read its result,
+        # reports the ADD as failed and DELs what vxfed made.
+        adds_before = (w / "vxfed-cni.log").read_text().count("info ADD: ADD ")
+        pm.add_network({"cniVersion": "1.1.0", "name": f"{NETWORK}-v11", "plugins": [dict(vxfed, network=NETWORK)]})
+        r = pm.run_container("v11", image, network=f"{NETWORK}-v11", check=False)
+        if not isinstance(r, subprocess.CompletedProcess) or 'unsupported CNI result version "1.1.0"' not in r.stderr:
+            raise AssertionError(f"podman with a 1.1.0 list: expected libcni's 'unsupported CNI result version', got {r}")
+        log = (w / "vxfed-cni.log").read_text()
+        if log.count("info ADD: ADD ") != adds_before + 1:
+            raise AssertionError(f"podman with a 1.1.0 list failed before vxfed's ADD succeeded: {log[-1500:]}")
+        tl.log(f"podman with cniVersion 1.1.0: vxfed's ADD succeeded, podman says: {r.stderr.strip().splitlines()[-1]}")
 
         a.remove()
         b.remove()
