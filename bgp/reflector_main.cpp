@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cpu_baseline.h"
 #include "bgp/config.hpp"
 #include "bgp/frr_apply.hpp"
 #include "bgp/frr_render.hpp"
@@ -43,6 +44,7 @@ vxfed::Result<vxfed::bgp::BgpConfig> load(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   CLI::App app{"vxfed-reflector: renders and applies a vxfed cluster route reflector's FRR config"};
   std::string config;
   bool check = false, print = false;

@@ -13,6 +13,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
+#include "common/cpu_baseline.h"
 #include "proto/control.pb.h"
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
@@ -368,6 +369,7 @@ int cmd_dump_dataplane(const Globals& g, const std::string& socket) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   CLI::App app{"vxfedctl: inspect and drive vxfedd, the vxfed node daemon.\n"
                "Exit codes: 0 ok, 1 vxfedd returned an error, 2 usage, 3 vxfedd unreachable,\n"
                "4 (status) the dataplane is not connected or not ready."};

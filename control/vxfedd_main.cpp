@@ -14,6 +14,7 @@
 #include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "common/cpu_baseline.h"
 #include "control/config_overrides.hpp"
 #include "control/daemon.hpp"
 #include "control/daemon_config.hpp"
@@ -83,6 +84,7 @@ void report_ready(int& fd, char status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   CLI::App app{"vxfedd: the vxfed node control daemon (networks, VNIs, endpoints, routes -> vxfed-dataplane)"};
   vxfed::control::DaemonOptions options;
   std::string check_config, socket, state_dir, log_level, node_name, vtep_ip, metrics_listen;

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/cpu_baseline.h"
 #include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vb = vxfed::bpf;
@@ -39,6 +40,7 @@ int fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   CLI::App app{"vxfed-bpf: per-pod rate limits and traffic-class marking (TC eBPF on the pod interface)"};
   app.require_subcommand(1);
   vb::Options opt;

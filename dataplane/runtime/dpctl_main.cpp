@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cpu_baseline.h"
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
 #include "dataplane/runtime/capture_client.hpp"
@@ -23,6 +24,7 @@ using namespace vxfed;
 namespace v1 = vxfed::dataplane::v1;
 
 int main(int argc, char** argv) {
+  vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   CLI::App app("vxfed-dpctl: talk to vxfed-dataplane's table API (proto/dataplane.proto)");
   std::string socket_path;
   int timeout_ms = 10000;
