@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -388,6 +389,12 @@ class ForwardingTables {
 
   // ---- introspection (control thread, tests) ----
   std::size_t network_count() const { return network_state_by_vni_.size(); }
+  // The VNIs of every network (the uplink's tc drop keeps its own copy: uplink_kernel_drop.hpp).
+  std::set<std::uint32_t> vnis() const {
+    std::set<std::uint32_t> out;
+    for (const auto& entry : network_state_by_vni_) out.insert(entry.first);
+    return out;
+  }
   std::size_t route_count() const { return route_group_.size() - endpoint_state_.size(); }
   std::size_t endpoint_count() const { return endpoint_state_.size(); }
   std::size_t vtep_count() const { return vtep_index_.size(); }

@@ -43,24 +43,9 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   if (!ports) return make_error(ports.error());
   d->ports_ = std::move(*ports);
   d->uplink_mac_ = d->ports_->uplink_mac();
-  d->vxlan_claim_ = std::make_unique<VxlanPortClaim>(options.parsed.vtep, net::kVxlanUdpPort);
-  switch (d->vxlan_claim_->state()) {
-    case VxlanPortClaim::State::claimed:
-    case VxlanPortClaim::State::not_local:
-      spdlog::info("{}", d->vxlan_claim_->describe());
-      break;
-    default:
-      spdlog::warn("{}", d->vxlan_claim_->describe());
-  }
-  // A kernel VXLAN device holding the port is someone else's: its traffic is not ours to drop.
-  if (!options.uplink_iface.empty() && options.uplink_kernel_drop &&
-      d->vxlan_claim_->state() != VxlanPortClaim::State::taken) {
-    d->uplink_drop_ = std::make_unique<UplinkKernelDrop>(options.uplink_iface, options.parsed.vtep, net::kVxlanUdpPort);
-    if (d->uplink_drop_->state() == UplinkKernelDrop::State::attached)
-      spdlog::info("{}", d->uplink_drop_->describe());
-    else
-      spdlog::warn("{}", d->uplink_drop_->describe());
-  }
+  d->port_guard_ = std::make_unique<VxlanPortGuard>(VxlanPortGuard::Config{
+      options.parsed.vtep, net::kVxlanUdpPort, kernel_uplink_iface(options), options.uplink_kernel_drop,
+      options.uplink_drop_pin_root});
 
   // RCU: one thread id per worker.
   const std::size_t qs_size = rte_rcu_qsbr_get_memsize(d->workers_);
@@ -235,6 +220,7 @@ Status Dataplane::run(const std::atomic<bool>& stop) {
     arp_->tick(std::chrono::steady_clock::now());
     tick_path_mtus();
     copy_neighbor_macs();
+    port_guard_->tick(std::chrono::steady_clock::now());
   }
   spdlog::info("stopping");
   stop_workers();
@@ -361,6 +347,7 @@ Status Dataplane::apply_snapshot(const v1::Snapshot& snapshot) {
   if (old) reclaimer_->defer([t = old.release()] { delete t; });  // after the old state
   generation_ = snapshot.generation();
   ready_ = true;
+  port_guard_->set_vnis(tables_->vnis());
   ++snapshots_applied_;
   update_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   arp_->watch(report.new_vteps);
@@ -387,6 +374,7 @@ Status Dataplane::apply_delta(const v1::Delta& delta) {
   if (report->pod_ports_changed) publish_state();
   if (report->waited_grace_period) ++handovers_;
   arp_->watch(report->new_vteps);
+  port_guard_->set_vnis(tables_->vnis());
   generation_ = delta.generation();
   ++deltas_applied_;
   update_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -483,8 +471,7 @@ void Dataplane::fill_status(v1::DataplaneStatus& s) const {
   s.set_ports(static_cast<std::uint32_t>(1 + ports_->endpoint_ports().size()));
   s.set_version(vxfed::kVersion);
   s.set_api_refused(api_ ? api_->refused() : 0);
-  s.set_vxlan_port(VxlanPortClaim::name(vxlan_claim_->state()));
-  s.set_uplink_kernel_drop(uplink_drop_ ? UplinkKernelDrop::name(uplink_drop_->state()) : "off");
+  port_guard_->fill_status(s);
   if (tables_) {
     s.set_networks(static_cast<std::uint32_t>(tables_->network_count()));
     s.set_endpoints(static_cast<std::uint32_t>(tables_->endpoint_count()));

@@ -28,8 +28,7 @@
 #include "dataplane/runtime/ports.hpp"
 #include "dataplane/runtime/rcu_reclaimer.hpp"
 #include "dataplane/runtime/rcu_slot.hpp"
-#include "dataplane/runtime/uplink_kernel_drop.hpp"
-#include "dataplane/runtime/vxlan_port_claim.hpp"
+#include "dataplane/runtime/vxlan_port_guard.hpp"
 #include "common/metrics/histogram.hpp"
 #include "common/result.hpp"
 #include "common/serving_lock.hpp"
@@ -82,8 +81,7 @@ class Dataplane {
   std::uint32_t vtep_ip_be_ = 0;
   wire::MacAddress uplink_mac_{};
   std::unique_ptr<Ports> ports_;
-  std::unique_ptr<VxlanPortClaim> vxlan_claim_;  // keeps the node's kernel quiet about our VXLAN traffic
-  std::unique_ptr<UplinkKernelDrop> uplink_drop_;  // --uplink-iface: our VXLAN stops at its tc ingress
+  std::unique_ptr<VxlanPortGuard> port_guard_;  // VTEP:4789 ours: the claim and the uplink's tc drop
   unsigned workers_ = 1;
   rte_rcu_qsbr* qs_ = nullptr;
   std::unique_ptr<RcuSlot<ForwardingState>> state_;

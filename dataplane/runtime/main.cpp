@@ -11,6 +11,7 @@
 #include <rte_errno.h>
 #include <spdlog/spdlog.h>
 
+#include "common/cpu_baseline.h"
 #include "dataplane/runtime/dataplane.hpp"
 #include "dataplane/runtime/eal_args.hpp"
 #include "dataplane/runtime/options.hpp"
@@ -59,6 +60,7 @@ int check_only(const char* argv0, const std::vector<std::string>& eal_args,
 }  // namespace
 
 int main(int argc, char** argv) {
+  vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   using namespace vxfed::dataplane;
   // Our options follow the first `--`; everything before it belongs to EAL.
   int split = argc;
@@ -79,7 +81,14 @@ int main(int argc, char** argv) {
     std::cout << parsed->help_text;
     return 0;
   }
-  const Options& options = parsed->options;
+  Options& options = parsed->options;
+  // An af_packet PMD uplink sits on a kernel interface too: the tc drop serves it.
+  if (options.uplink_iface.empty()) {
+    if (auto eal = parse_eal_args(std::vector<std::string>(argv + 1, argv + split)))
+      for (const auto& vdev : eal->vdevs)
+        if (vdev.name == options.uplink && vdev.name.rfind("net_af_packet", 0) == 0)
+          if (auto it = vdev.kvargs.find("iface"); it != vdev.kvargs.end()) options.uplink_pmd_iface = it->second;
+  }
   if (options.check) return check_only(argv[0], std::vector<std::string>(argv + 1, argv + split), options);
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [vxfed-dataplane] [%l] %v");

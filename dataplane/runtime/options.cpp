@@ -3,12 +3,18 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 #include <string_view>
 #include <utility>
 
 namespace vxfed::dataplane {
+
+std::string default_bpf_pin_root() {
+  const char* root = std::getenv("VXFED_BPF_PIN_ROOT");
+  return root != nullptr && *root != '\0' ? root : "/sys/fs/bpf/vxfed";
+}
 
 namespace {
 
@@ -46,11 +52,18 @@ void add_options(CLI::App& app, Options& o) {
   uplink->excludes(uplink_iface);
   uplink_iface->excludes(uplink);
   app.add_option("--uplink-kernel-drop", o.uplink_kernel_drop,
-                 "with --uplink-iface: 1 drops the VXLAN datagrams to the VTEP at the interface's tc "
-                 "ingress (a BPF program on a TCX link, kernel 6.6+), after our AF_PACKET sockets took "
-                 "their copy, so the node's IP and UDP input never process them; 0: the node's stack "
-                 "sees them and the VTEP:4789 claim drops them there. Not attached while another "
-                 "socket holds VTEP:4789 (a kernel VXLAN device)")
+                 "with --uplink-iface or an af_packet PMD uplink: 1 drops the VXLAN datagrams to the VTEP "
+                 "at the interface's tc ingress (a BPF program on a TCX link, kernel 6.6+), after our "
+                 "AF_PACKET sockets took their copy, so the node's IP and UDP input never process them "
+                 "and no other socket on VTEP:4789 can read them; while a kernel VXLAN device of the node "
+                 "shares the port only our networks' VNIs are dropped. 0: the node's stack sees them and "
+                 "the VTEP:4789 claim drops them there (a process that takes the port first reads them)")
+      ->capture_default_str();
+  app.add_option("--uplink-drop-pin-root", o.uplink_drop_pin_root,
+                 "bpffs directory under which the tc drop's link and VNI map are pinned "
+                 "(uplink-drop/<netns>-<iface>/), so the drop stays in force while the dataplane is down "
+                 "and the next one takes it over; \"\": not pinned (a crash leaves VXLAN to the node's "
+                 "sockets until the restart). Default: $VXFED_BPF_PIN_ROOT, else /sys/fs/bpf/vxfed")
       ->capture_default_str();
   app.add_option("--uplink-gso", o.uplink_gso,
                  "with --uplink-iface: 1 hands a pod's super-packet to the kernel as one UDP "

@@ -15,10 +15,18 @@
 
 namespace vxfed::dataplane {
 
+// $VXFED_BPF_PIN_ROOT, else /sys/fs/bpf/vxfed: where vxfed's eBPF pins live (vxfedd's pod
+// programs too), so one setting moves them all.
+std::string default_bpf_pin_root();
+
 struct Options {
   std::string uplink;                 // DPDK port name (e.g. 0000:03:00.0, net_pcap0) or index ...
   std::string uplink_iface;           // ... or a kernel interface served by our own AF_PACKET sockets
-  bool uplink_kernel_drop = true;     // --uplink-iface: drop our VXLAN at its tc ingress, after our sockets' copy
+  bool uplink_kernel_drop = true;     // a kernel uplink: drop our VXLAN at its tc ingress, after our sockets' copy
+  std::string uplink_drop_pin_root = default_bpf_pin_root();  // bpffs root of the drop's pins ("": not pinned)
+  // The kernel interface under a DPDK af_packet uplink (its vdev's iface=), filled in by main
+  // from the EAL arguments: the tc drop serves it as it serves --uplink-iface.
+  std::string uplink_pmd_iface;
   bool uplink_gso = true;             // --uplink-iface: a pod's super-packet leaves as UDP super-packets (GSO_UDP_L4)
   std::string vtep_ip;                // our VTEP IPv4 on the uplink
   unsigned queues = 1;                // RX queues on the uplink = worker lcores
@@ -67,6 +75,11 @@ struct ParseOutcome {
   std::string help_text;
 };
 Result<ParseOutcome> parse_options(const std::string& argv0, const std::vector<std::string>& args);
+
+// The uplink's kernel interface, if it has one: --uplink-iface, or an af_packet PMD's iface.
+inline const std::string& kernel_uplink_iface(const Options& o) {
+  return o.uplink_iface.empty() ? o.uplink_pmd_iface : o.uplink_iface;
+}
 
 // The usage text (EAL part and our options), for --help.
 std::string usage_text(const std::string& argv0);

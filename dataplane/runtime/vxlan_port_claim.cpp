@@ -65,9 +65,10 @@ std::string VxlanPortClaim::describe() const {
       return "UDP " + where + ": the VTEP is not an address of this network namespace; the kernel does not "
              "take the VXLAN traffic, nothing to claim";
     case State::taken:
-      return "UDP " + where + " is held by another socket of this network namespace (a kernel VXLAN device?): "
-             "the kernel will also decapsulate the VXLAN traffic this dataplane forwards; remove it or use "
-             "another VTEP address";
+      return "UDP " + where + " is held by another socket of this network namespace (a kernel VXLAN device, or "
+             "a process that took the port): without the uplink's tc drop it would read the VXLAN traffic this "
+             "dataplane forwards; the claim is tried again every 0.5 s (`ss -ulpn sport = :" + std::to_string(port_) +
+             "` names the holder)";
     case State::failed:
       break;
   }

@@ -17,13 +17,16 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dataplane/runtime/kernel_vxlan_devices.hpp"
 #include "dataplane/runtime/uplink_kernel_drop.hpp"
+#include "dataplane/runtime/vxlan_port_guard.hpp"
 #include "tests/dataplane/runtime/own_netns.hpp"
 
 namespace vxfed::dataplane {
@@ -40,9 +43,10 @@ std::uint16_t ip_checksum(const std::uint8_t* h) {
   return static_cast<std::uint16_t>(~s);
 }
 
-// An Ethernet + IPv4 + UDP frame (UDP checksum 0: none, as VXLAN senders do) to dst:port.
+// An Ethernet + IPv4 + UDP frame (UDP checksum 0: none, as VXLAN senders do) to dst:port,
+// whose payload starts with a VXLAN header of `vni`.
 std::vector<std::uint8_t> udp_frame(const std::array<std::uint8_t, 6>& dst_mac, std::uint32_t dst, std::uint16_t port,
-                                    std::uint16_t frag = 0) {
+                                    std::uint16_t frag = 0, std::uint32_t vni = 1001) {
   std::vector<std::uint8_t> f(14 + 20 + 8 + 16, 0);
   std::memcpy(f.data(), dst_mac.data(), 6);
   f[6] = 0x02;  // a locally administered source
@@ -67,6 +71,11 @@ std::vector<std::uint8_t> udp_frame(const std::array<std::uint8_t, 6>& dst_mac, 
   udp[2] = port >> 8;
   udp[3] = port & 0xff;
   udp[5] = 8 + 16;
+  std::uint8_t* vxlan = udp + 8;
+  vxlan[0] = 0x08;  // the I flag
+  vxlan[4] = static_cast<std::uint8_t>(vni >> 16);
+  vxlan[5] = static_cast<std::uint8_t>(vni >> 8);
+  vxlan[6] = static_cast<std::uint8_t>(vni);
   return f;
 }
 
@@ -173,6 +182,182 @@ TEST(UplinkKernelDrop, VxlanToTheVtepStopsAtTcIngressAfterTheTapsEverythingElseP
     v->send(udp_frame(v->mac_u0, kVtep, 4789));
     EXPECT_EQ(drain(vxlan), 1) << "the drop ends with the object (the link closed): the node's stack sees VXLAN again";
     for (int fd : {vxlan, other_port, other_addr, v->tap, v->inject}) ::close(fd);
+  });
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
+}
+
+// The squatter of docs/security.md: a process that holds VTEP:4789 before the dataplane (no
+// SO_REUSEPORT, so the claim fails). With the drop attached it reads none of our datagrams.
+TEST(UplinkKernelDrop, ASocketHoldingTheVxlanPortReadsNoneOfOurDatagrams) {
+  const bool created = vxfed::test::run_in_own_netns([&] {
+    std::optional<Veth> v = make_veth();
+    ASSERT_TRUE(v) << "veth set-up failed";
+    const int squatter = udp_socket(kVtep, 4789);
+    drain_ipv4_frames(v->tap);
+    v->send(udp_frame(v->mac_u0, kVtep, 4789));
+    ASSERT_EQ(drain(squatter), 1) << "the premise: without the drop the port's holder reads VXLAN";
+    drain_ipv4_frames(v->tap);
+    {
+      VxlanPortClaim claim(net::Ipv4Addr{kVtep}, 4789);
+      EXPECT_EQ(claim.state(), VxlanPortClaim::State::taken);
+      UplinkKernelDrop drop("u0", net::Ipv4Addr{kVtep}, 4789);
+      ASSERT_EQ(drop.state(), UplinkKernelDrop::State::attached) << drop.describe();
+      EXPECT_EQ(drop.scope(), UplinkKernelDrop::Scope::all);
+      for (std::uint32_t vni : {1001u, 1002u, 7u}) v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, vni));
+      EXPECT_EQ(drain_ipv4_frames(v->tap), 3) << "the uplink's AF_PACKET socket has every frame";
+      EXPECT_EQ(drain(squatter), 0) << "the port's holder must read none of them";
+    }
+    ::close(squatter);
+    for (int fd : {v->tap, v->inject}) ::close(fd);
+  });
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
+}
+
+// A kernel VXLAN device of another CNI shares the port: only our networks' VNIs are dropped,
+// the others reach the port's holder (a plain socket stands in for the device's).
+TEST(UplinkKernelDrop, OurVnisScopeDropsOnlyTheVnisOfOurNetworks) {
+  const bool created = vxfed::test::run_in_own_netns([&] {
+    std::optional<Veth> v = make_veth();
+    ASSERT_TRUE(v) << "veth set-up failed";
+    const int holder = udp_socket(kVtep, 4789);
+    drain_ipv4_frames(v->tap);
+    UplinkKernelDrop drop("u0", net::Ipv4Addr{kVtep}, 4789);
+    ASSERT_EQ(drop.state(), UplinkKernelDrop::State::attached) << drop.describe();
+    ASSERT_TRUE(drop.set_vnis({1001, 1002}));
+    ASSERT_TRUE(drop.set_scope(UplinkKernelDrop::Scope::our_vnis));
+    for (std::uint32_t vni : {1001u, 1002u}) v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, vni));
+    EXPECT_EQ(drain(holder), 0) << "our VNIs are dropped";
+    v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, 5000));
+    EXPECT_EQ(drain(holder), 1) << "another VNI is the device's";
+    ASSERT_TRUE(drop.set_vnis({1002}));  // network 1001 removed from the tables
+    v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, 1001));
+    v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, 1002));
+    EXPECT_EQ(drain(holder), 1) << "only 1001 passes once it is no longer ours";
+    ASSERT_TRUE(drop.set_scope(UplinkKernelDrop::Scope::all));
+    v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, 5000));
+    EXPECT_EQ(drain(holder), 0) << "scope all: every VNI";
+    EXPECT_EQ(drain_ipv4_frames(v->tap), 6) << "the uplink's AF_PACKET socket has every frame";
+    for (int fd : {holder, v->tap, v->inject}) ::close(fd);
+  });
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
+}
+
+// A bpffs of the test's own, mounted on a temporary directory, removed at the end.
+struct TempBpffs {
+  std::string dir;
+  TempBpffs() {
+    char tmpl[] = "/tmp/vxfed-bpffs-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return;
+    if (std::system(("mount -t bpf bpf " + std::string(tmpl)).c_str()) == 0) dir = tmpl;
+  }
+  ~TempBpffs() {
+    if (dir.empty()) return;
+    [[maybe_unused]] int rc = std::system(("umount " + dir + " && rmdir " + dir).c_str());
+  }
+};
+
+// Fail closed across a crash: the pinned link stays in force with no dataplane, the next one
+// takes it over (one link, not two), and removing the pins detaches it.
+TEST(UplinkKernelDrop, PinnedDropOutlivesItsOwnerAndTheNextOneTakesItOver) {
+  TempBpffs bpffs;
+  ASSERT_FALSE(bpffs.dir.empty()) << "cannot mount a bpffs (root needed)";
+  const bool created = vxfed::test::run_in_own_netns([&] {
+    std::optional<Veth> v = make_veth();
+    ASSERT_TRUE(v) << "veth set-up failed";
+    const int squatter = udp_socket(kVtep, 4789);
+    drain_ipv4_frames(v->tap);
+    const std::string pins = uplink_drop_pin_dir(bpffs.dir, "u0");
+    {
+      UplinkKernelDrop first("u0", net::Ipv4Addr{kVtep}, 4789, pins);
+      ASSERT_EQ(first.state(), UplinkKernelDrop::State::attached) << first.describe();
+      EXPECT_TRUE(first.pinned()) << first.describe();
+      EXPECT_FALSE(first.took_over());
+      ASSERT_TRUE(first.set_vnis({1001}));
+    }  // the dataplane is gone (a crash closes its descriptors alike)
+    v->send(udp_frame(v->mac_u0, kVtep, 4789));
+    EXPECT_EQ(drain(squatter), 0) << "with no dataplane the pinned drop still keeps our datagrams from the port's holder";
+    {
+      UplinkKernelDrop next("u0", net::Ipv4Addr{kVtep}, 4789, pins);
+      ASSERT_EQ(next.state(), UplinkKernelDrop::State::attached) << next.describe();
+      EXPECT_TRUE(next.took_over()) << next.describe();
+      ASSERT_TRUE(next.set_scope(UplinkKernelDrop::Scope::our_vnis));
+      v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, 1001));
+      EXPECT_EQ(drain(squatter), 0) << "the map came along: 1001 is still ours";
+      v->send(udp_frame(v->mac_u0, kVtep, 4789, 0, 5000));
+      EXPECT_EQ(drain(squatter), 1) << "one program runs (the taken-over link), not the old one beside it";
+      ASSERT_TRUE(next.set_scope(UplinkKernelDrop::Scope::all));
+      ASSERT_EQ(::unlink((pins + "/link").c_str()), 0);
+      ASSERT_EQ(::unlink((pins + "/vnis").c_str()), 0);
+    }
+    v->send(udp_frame(v->mac_u0, kVtep, 4789));
+    EXPECT_EQ(drain(squatter), 1) << "unpinned and closed: detached";
+    for (int fd : {squatter, v->tap, v->inject}) ::close(fd);
+  });
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
+}
+
+TEST(KernelVxlanDevices, AnUpDeviceOnThePortIsFound) {
+  const bool created = vxfed::test::run_in_own_netns([&] {
+    auto none = kernel_vxlan_device_on_port(4789);
+    ASSERT_TRUE(none) << none.error();
+    EXPECT_FALSE(*none);
+    ASSERT_EQ(std::system("ip link add vx0 type vxlan id 42 dstport 4789 && ip link add vx1 type vxlan id 43 dstport 4790 "
+                          "&& ip link set vx1 up"),
+              0);
+    auto down = kernel_vxlan_device_on_port(4789);
+    ASSERT_TRUE(down) << down.error();
+    EXPECT_FALSE(*down) << "a device that is down holds no port";
+    ASSERT_EQ(std::system("ip link set vx0 up"), 0);
+    auto up = kernel_vxlan_device_on_port(4789);
+    ASSERT_TRUE(up) << up.error();
+    EXPECT_TRUE(*up);
+    auto other = kernel_vxlan_device_on_port(4791);
+    ASSERT_TRUE(other) << other.error();
+    EXPECT_FALSE(*other);
+  });
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
+}
+
+// A squatter holds the port when the dataplane starts: the drop is attached all the same, and
+// the guard takes the port back within one recheck of the squatter leaving.
+TEST(VxlanPortGuard, TakesThePortBackWithinOneRecheckOfItsHolderLeaving) {
+  const bool created = vxfed::test::run_in_own_netns([&] {
+    std::optional<Veth> v = make_veth();
+    ASSERT_TRUE(v) << "veth set-up failed";
+    int squatter = udp_socket(kVtep, 4789);
+    VxlanPortGuard guard({net::Ipv4Addr{kVtep}, 4789, "u0", true, ""});
+    EXPECT_EQ(guard.claim().state(), VxlanPortClaim::State::taken);
+    ASSERT_NE(guard.drop(), nullptr);
+    ASSERT_EQ(guard.drop()->state(), UplinkKernelDrop::State::attached) << guard.drop()->describe();
+    guard.set_vnis({1001});
+    auto t = std::chrono::steady_clock::now();
+    guard.tick(t += VxlanPortGuard::kRecheck);
+    EXPECT_EQ(guard.claim().state(), VxlanPortClaim::State::taken) << "still held";
+    ::close(squatter);
+    guard.tick(t += VxlanPortGuard::kRecheck);
+    EXPECT_EQ(guard.claim().state(), VxlanPortClaim::State::claimed) << "one recheck after the holder left";
+    EXPECT_EQ(guard.drop()->scope(), UplinkKernelDrop::Scope::all);
+  });
+  VXFED_SKIP_WITHOUT_OWN_NETNS(created);
+}
+
+// Another CNI's kernel VXLAN device holds the port (it binds the wildcard address) before the
+// dataplane starts: the drop narrows to our VNIs at once, and widens when the device goes.
+TEST(VxlanPortGuard, AKernelVxlanDeviceOnThePortNarrowsTheDropToOurVnis) {
+  const bool created = vxfed::test::run_in_own_netns([&] {
+    std::optional<Veth> v = make_veth();
+    ASSERT_TRUE(v) << "veth set-up failed";
+    ASSERT_EQ(std::system("ip link add vx0 type vxlan id 42 dstport 4789 dev u0 && ip link set vx0 up"), 0);
+    VxlanPortGuard guard({net::Ipv4Addr{kVtep}, 4789, "u0", true, ""});
+    EXPECT_EQ(guard.claim().state(), VxlanPortClaim::State::taken);
+    ASSERT_NE(guard.drop(), nullptr);
+    ASSERT_EQ(guard.drop()->state(), UplinkKernelDrop::State::attached) << guard.drop()->describe();
+    EXPECT_EQ(guard.drop()->scope(), UplinkKernelDrop::Scope::our_vnis);
+    ASSERT_EQ(std::system("ip link del vx0"), 0);
+    guard.tick(std::chrono::steady_clock::now() + VxlanPortGuard::kRecheck);
+    EXPECT_EQ(guard.drop()->scope(), UplinkKernelDrop::Scope::all);
+    EXPECT_EQ(guard.claim().state(), VxlanPortClaim::State::claimed);
+    for (int fd : {v->tap, v->inject}) ::close(fd);
   });
   VXFED_SKIP_WITHOUT_OWN_NETNS(created);
 }
