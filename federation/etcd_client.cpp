@@ -324,7 +324,7 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
       auto& member = members_->list[index];
       if (unanswered[index] && !all_unanswered) continue;  // its reason stays
       const auto now = Clock::now();
-      if (now >= end) {
+      if (now + std::chrono::milliseconds(1) >= end) {
         if (reasons[index].empty()) reasons[index] = "not tried, the call's time was up";
         continue;
       }

@@ -5,8 +5,8 @@ Each vxfed-fed-driver process is one client (one "node"); many at once play a fe
   1. eight nodes join network red at the same moment: one VNI for all, eight distinct blocks;
      six nodes create six networks at the same moment: six distinct VNIs;
   2. a watch on v1/networks/ sees a network being created;
-  3. one member killed (the first endpoint, where every client starts): the same answers, and
-     new networks and blocks still work;
+  3. one member killed (the first endpoint listed; the clients start from members of their own,
+     so some of them from this one): the same answers, and new networks and blocks still work;
   4. every member down: a call fails with UNAVAILABLE naming the store and its endpoints, within
      the timeouts;
   5. the members back (same data): calls work again and nothing changed;
