@@ -57,17 +57,33 @@ Status write_config_file(const std::string& path, const std::string& text) {
   return {};
 }
 
+namespace {
+
+std::vector<std::string> reload_command(const FrrSettings& s, const char* mode) {
+  const std::string dir = dir_of(s.config_path);
+  std::vector<std::string> argv{"python3", s.reload_script, mode, "--stdout", "--log-level", "warning",
+                                "--bindir", dir_of(s.vtysh), "--confdir", dir, "--rundir", dir};
+  if (!s.vty_socket_dir.empty()) argv.insert(argv.end(), {"--vty_socket", s.vty_socket_dir});
+  argv.push_back(s.config_path);
+  return argv;
+}
+
+std::string lines_to_add(const std::string& test_output) {
+  // frr-reload --test prints "Lines To Delete" and "Lines To Add" sections (each under a line
+  // of '='), the latter only when there is something to add.
+  const auto at = test_output.find("Lines To Add");
+  return at == std::string::npos ? std::string() : test_output.substr(at);
+}
+
+}  // namespace
+
 Result<ApplyReport> apply_frr_config(const FrrSettings& s, const std::string& text) {
   if (auto st = write_config_file(s.config_path, text); !st) return make_error(st.error());
   ApplyReport report;
   if (s.apply == ApplyMode::kNone) return report;
   std::vector<std::string> argv;
   if (s.apply == ApplyMode::kReload) {
-    const std::string dir = dir_of(s.config_path);
-    argv = {"python3", s.reload_script, "--reload", "--stdout", "--log-level", "warning",
-            "--bindir", dir_of(s.vtysh), "--confdir", dir, "--rundir", dir};
-    if (!s.vty_socket_dir.empty()) argv.insert(argv.end(), {"--vty_socket", s.vty_socket_dir});
-    argv.push_back(s.config_path);
+    argv = reload_command(s, "--reload");
   } else {
     argv = vtysh_command(s);
     argv.insert(argv.end(), {"-f", s.config_path});
@@ -76,10 +92,28 @@ Result<ApplyReport> apply_frr_config(const FrrSettings& s, const std::string& te
   if (!run) return make_error(run.error());
   report.seconds = run->seconds;
   report.output = redact_frr_text(run->output);
-  if (run->exit_code != 0) {
-    return make_error("applying " + s.config_path + " with " + to_string(s.apply) + " failed (exit " +
-                      std::to_string(run->exit_code) + "): " + report.output);
+  if (run->exit_code == 0) return report;
+  const std::string failed = "applying " + s.config_path + " with " + to_string(s.apply) + " failed (exit " +
+                             std::to_string(run->exit_code) + "): " + report.output;
+  if (s.apply != ApplyMode::kReload) return make_error(failed);
+  // frr-reload's exit status is not the verdict: its second pass runs every line its first pass
+  // added once more, and FRR 8.4 refuses a per-neighbour graceful-restart mode the neighbour
+  // already has ("not valid at this moment"; bgpd logs "Invalid bgp graceful restart command
+  // used !"). So every apply that adds a neighbour with its own mode (a reflector's
+  // graceful-restart-helper, a peer that differs from the global mode) exits 1 with the mode
+  // in force (docs/bgp.md, "Applying"). The verdict is whether FRR now holds every line of the
+  // file: frr-reload --test's difference has nothing left to add.
+  auto check = run_command(reload_command(s, "--test"), std::chrono::seconds(60));
+  if (!check) return make_error(failed + "; checking the running config: " + check.error());
+  report.seconds += check->seconds;
+  const std::string missing = redact_frr_text(lines_to_add(check->output));
+  if (check->exit_code != 0 || !missing.empty()) {
+    return make_error(failed + "; FRR's running config still lacks: " +
+                      (missing.empty() ? redact_frr_text(check->output) : missing));
   }
+  report.output += "\n(frr-reload exited " + std::to_string(run->exit_code) +
+                   "; FRR's running config holds every line of the file)";
+  report.lines_refused_but_in_force = true;
   return report;
 }
 

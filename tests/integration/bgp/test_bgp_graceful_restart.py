@@ -8,6 +8,9 @@ the same config. Meanwhile:
   - B's adapter loses its FPM connection and keeps A's route; when B's zebra reconnects, the
     resync waits (resync_min_ms) for bgpd to re-learn before sweeping: B's adapter must never
     remove 10.244.0.0/16.
+A's graceful-restart mode is the neighbour's own (a per-neighbour line, as a reflector's
+helper mode is): its first apply to a fresh bgpd must not fail, and the mode must be in force
+in the session (A holds it, B saw it in A's OPEN: no peer reset needed).
 The window (kill -> session re-established and the stale routes refreshed on A, and the
 resync complete on B) is measured and printed.
 """
@@ -66,12 +69,28 @@ def wait_refresh_settled(a: Node, since: float) -> None:
           f"{time.monotonic() - since:.1f} s after the drivers started")
 
 
+def check_gr_applied(topo, a: Node, b: Node) -> None:
+    """A's start applied its per-neighbour graceful-restart mode without an error, and the mode
+    is in force in the session (no peer reset needed): A holds it, B saw it in A's OPEN."""
+    log = topo.log_of("driver-a")
+    assert "failed" not in log and "reset this peer" not in log, f"A's adapter logged a failed apply:\n{log[-3000:]}"
+    mine = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]
+    assert mine["gracefulRestartInfo"]["localGrMode"] == "Restart", mine["gracefulRestartInfo"]
+    theirs = json.loads(b.vtysh("show bgp neighbors 198.18.0.1 json"))["198.18.0.1"]
+    assert theirs["gracefulRestartInfo"]["remoteGrMode"] == "Restart", theirs["gracefulRestartInfo"]
+    assert theirs["neighborCapabilities"]["gracefulRestart"] == "advertisedAndReceived", theirs["neighborCapabilities"]
+
+
 def run(topo, a: Node, b: Node, results: dict) -> None:
     timers = {"keepalive": 1, "hold": 3, "connect_retry": 1}
+    # A's mode is the neighbour's own (global off, the peer on): a per-neighbour
+    # graceful-restart line, which frr-reload's second pass runs again and FRR 8.4 refuses
+    # once in force (issue 37 item 6: every start logged the apply as failed).
     a.write_config({
-        "asn": 65001, "router_id": "198.18.0.1", "graceful_restart": True,
+        "asn": 65001, "router_id": "198.18.0.1", "graceful_restart": False,
         "clusters": {"cluster-b": ["10.245.0.0/16"]},
-        "peers": [{"address": "198.18.0.2", "remote_asn": 65002, "cluster": "cluster-b", "network": "fed", **timers}],
+        "peers": [{"address": "198.18.0.2", "remote_asn": 65002, "cluster": "cluster-b", "network": "fed",
+                   "graceful_restart": True, **timers}],
         "fpm": {"resync_min_ms": 2000, "resync_settle_ms": 1000},
     })
     b.write_config({
@@ -95,6 +114,7 @@ def run(topo, a: Node, b: Node, results: dict) -> None:
     gr = json.loads(a.vtysh("show bgp neighbors 198.18.0.2 json"))["198.18.0.2"]["gracefulRestartInfo"]
     t.log(f"GR negotiated: local {gr.get('localGrMode')}, remote {gr.get('remoteGrMode')}")
     assert "Restart" in gr.get("remoteGrMode", "") and "Helper" not in gr.get("remoteGrMode", "x"), gr
+    check_gr_applied(topo, a, b)
     wait_refresh_settled(a, drivers_started)
     b_resyncs = b.state()["stats"]["resyncs"]
 
