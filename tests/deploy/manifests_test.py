@@ -11,12 +11,20 @@
 3. What the daemons use is there: the vxfedd config's sockets, state dir and FRR paths sit on
    mounts, shared with the containers and the host paths that must see them; the dataplane's
    CPUs match --queues; no container is privileged and every added capability has a comment.
-4. Controls: the defects this test was written for are caught (the old `-l 2,3` with
-   `--queues 2`; a misspelled field; a wrong type), so a green run means something.
+4. The files agree with each other and with the docs (manifest_consistency.py): vxfedd's
+   metrics port passed, declared and the one deploy/monitoring/ scrapes; the images fully
+   qualified and what scripts/build-image.sh tags; every namespace used is created, no object
+   defined twice in a file; the pod-security label the node pods need; a Guaranteed pod where
+   the dataplane wants exclusive CPUs; what docs/cni.md and docs/deploy.md say of each NAD
+   file's IPAM, and docs/deploy.md's package count against deploy/image/packages.lock.
+5. Controls: the defects this test was written for are caught (the old `-l 2,3` with
+   `--queues 2`; an -l CPU outside this process's affinity; a misspelled field; a wrong type;
+   each mismatch of 4 in a mutated copy), so a green run means something.
 """
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,6 +33,9 @@ from pathlib import Path
 
 import vxfed_harness as t
 from vxfed_harness import k8s_schema, manifests as mf
+from vxfed_harness.env import SOURCE_DIR
+
+import manifest_consistency as mc
 
 failures = []
 
@@ -161,10 +172,8 @@ def check_commands(docs, workdir):
         ns = d.body["metadata"].get("namespace", "default")
         for spec, c, kind in mf.pod_containers(d.body):
             where = f"{d.where} {kind} container {c['name']}"
-            if not c["image"].startswith("vxfed:"):
-                fail(f"{where}: image {c['image']} is not vxfed's")
-            elif mf.image_version(c["image"]) != version:
-                fail(f"{where}: image {c['image']} but the project's version is {version} (scripts/build-image.sh tags vxfed:{version})")
+            if mf.image_version(c["image"]) != version:
+                fail(f"{where}: image {c['image']} but the project's version is {version}")
             env = mf.container_env(c, ns, cms)
             argv = mf.container_argv(c, env)
             for a in argv:
@@ -260,6 +269,116 @@ def check_mounts(spec, c, argv, mounts, cms, ns, where):
             fail(f"{where}: --api-socket {api} is not on a volume")
 
 
+def monitoring():
+    import yaml
+
+    d = SOURCE_DIR / "deploy" / "monitoring"
+    return yaml.safe_load((d / "podmonitor.yaml").read_text()), yaml.safe_load((d / "scrape-config.yaml").read_text())
+
+
+def locked_packages() -> int:
+    lines = (SOURCE_DIR / "deploy" / "image" / "packages.lock").read_text().splitlines()
+    return sum(1 for x in lines if x.strip() and not x.startswith("#"))
+
+
+def doc_package_counts(text: str, locked: int):
+    """docs/deploy.md's "N packages" / "N .deb files" of the image: the lock's count."""
+    return [f"docs/deploy.md: says {m.group(0)}, deploy/image/packages.lock holds {locked}"
+            for m in re.finditer(r"\b(\d+) (?:packages|\.deb files)\b", text) if int(m.group(1)) != locked]
+
+
+def consistency_problems(docs, podmon, scrape, docs_text):
+    """Every problem of manifest_consistency.py's checks (and the package count) on these inputs."""
+    ds = next(d for d in docs if d.body.get("kind") == "DaemonSet").body
+    built = mc.built_image_ref((SOURCE_DIR / "scripts" / "build-image.sh").read_text(), mf.project_version())
+    types = mc.nad_ipam_types(docs)
+    errs = mc.metrics_endpoint(ds, podmon, scrape) + mc.image_refs(docs, built) + mc.namespaces_and_names(docs)
+    errs += mc.pod_security(docs) + mc.guaranteed_for_exclusive_cpus(docs)
+    for name, text in docs_text.items():
+        errs += mc.doc_ipam_statements(name, text, types)
+    errs += doc_package_counts(docs_text["docs/deploy.md"], locked_packages())
+    return errs
+
+
+def docs_texts():
+    return {n: (SOURCE_DIR / n).read_text() for n in ("docs/cni.md", "docs/deploy.md")}
+
+
+def check_consistency(docs):
+    podmon, scrape = monitoring()
+    errs = consistency_problems(docs, podmon, scrape, docs_texts())
+    for e in errs:
+        fail(e)
+    if not errs:
+        t.log("consistency: metrics port passed, declared and scraped; images as build-image.sh tags them; "
+              "namespaces created, no name twice; pod-security label; a Guaranteed pod; the docs' NAD IPAM and "
+              "package count")
+
+
+def consistency_controls(docs):
+    """Each mismatch manifest_consistency.py exists for, made in a copy, is reported."""
+    podmon, scrape = monitoring()
+    texts = docs_texts()
+    ds_doc = next(d for d in docs if d.body.get("kind") == "DaemonSet")
+
+    def mutated_ds(change):
+        body = copy.deepcopy(ds_doc.body)
+        change(body["spec"]["template"]["spec"], body)
+        return [mf.Document(d.path, d.index, body) if d is ds_doc else d for d in docs]
+
+    def vxfedd(spec):
+        return next(c for c in spec["containers"] if c["name"] == "vxfedd")
+
+    def drop_metrics_listen(spec, _):
+        c = vxfedd(spec)
+        i = c["command"].index("--metrics-listen")
+        del c["command"][i:i + 2]
+
+    def bare_image(spec, _):
+        spec["containers"][0]["image"] = "vxfed:" + mf.project_version()
+
+    def no_psa_label(d):
+        return [mf.Document(d.path, d.index, {**d.body, "metadata": {"name": d.body["metadata"]["name"]}})
+                if d.body.get("kind") == "Namespace" else d for d in docs]
+
+    nad_a = [d for d in docs if d.path.name == "nad-cross-cluster.yaml"]
+    nad_b = next(d for d in docs if d.path.name == "nad-cross-cluster-b.yaml" and d.body.get("kind") == "NetworkAttachmentDefinition")
+    # The file as it was: cluster B's NAD beside cluster A's, and no Namespace.
+    old_nad = [d for d in docs if d.path.name != "nad-cross-cluster-b.yaml"
+               and not (d.path.name == "nad-cross-cluster.yaml" and d.body.get("kind") == "Namespace")]
+    old_nad.append(mf.Document(nad_a[0].path, 99, copy.deepcopy(nad_b.body)))
+    old_cni = texts["docs/cni.md"] + ("\n\n`deploy/nad-cross-cluster.yaml`: NADs for cluster A (host-local, static) and "
+                                      "cluster B\n(whereabouts), and a pod using one with a MAC and a rate limit.\n")
+    other_port = copy.deepcopy(podmon)
+    other_port["spec"]["podMetricsEndpoints"][0]["port"] = "http-metrics"
+    other_keep = copy.deepcopy(scrape)
+    for r in other_keep["scrape_configs"][0]["relabel_configs"]:
+        if r.get("source_labels") == ["__meta_kubernetes_pod_container_port_name"]:
+            r["regex"] = "prometheus"
+    cases = [
+        ("vxfedd without --metrics-listen", mutated_ds(drop_metrics_listen), podmon, scrape, texts, "no --metrics-listen"),
+        ("vxfedd's metrics port not declared", mutated_ds(lambda spec, _: vxfedd(spec).pop("ports")), podmon, scrape, texts,
+         "does not declare"),
+        ("the PodMonitor scraping another port name", docs, other_port, scrape, texts, "scrapes port 'http-metrics'"),
+        ("the scrape config keeping another port name", docs, podmon, other_keep, texts, "keeps container ports"),
+        ("a bare image name", mutated_ds(bare_image), podmon, scrape, texts, "is not fully qualified"),
+        ("the old nad-cross-cluster.yaml (no namespace, fed-a twice)", old_nad, podmon, scrape, texts,
+         "namespace training is created neither"),
+        ("the old nad-cross-cluster.yaml (fed-a twice)", old_nad, podmon, scrape, texts, "is defined twice"),
+        ("a namespace without the pod-security label", no_psa_label(ds_doc), podmon, scrape, texts, "pod-security.kubernetes.io/enforce"),
+        ("vxfedd without resources (pod not Guaranteed)", mutated_ds(lambda spec, _: vxfedd(spec).pop("resources")), podmon,
+         scrape, texts, "is not Guaranteed"),
+        ("docs/cni.md's old whereabouts sentence", docs, podmon, scrape, {**texts, "docs/cni.md": old_cni}, "uses host-local, static, whereabouts"),
+        ("a stale package count", docs, podmon, scrape, {**texts, "docs/deploy.md": texts["docs/deploy.md"] + f"\n({locked_packages() + 5} packages)\n"},
+         "deploy/image/packages.lock holds"),
+    ]
+    for what, ds_docs, pm, sc, tx, expect in cases:
+        errs = consistency_problems(ds_docs, pm, sc, tx)
+        if not any(expect in e for e in errs):
+            fail(f"control: {what} is not reported (expected '{expect}'; got {errs})")
+    t.log(f"controls: {len(cases)} mismatches between the files and the docs are caught")
+
+
 def controls(docs, workdir):
     """The defects the checks exist for are caught."""
     layout = mf.image_layout()
@@ -288,7 +407,15 @@ def controls(docs, workdir):
     bad["spec"]["template"]["spec"]["containers"][1].pop("name")
     if not k8s_schema.validate(bad):
         fail("control: a container without a name is not reported")
-    t.log("controls: the old lcore list, a qpairs mismatch, a misspelled field, a wrong type and a missing name are caught")
+    # An -l CPU this process may not run on: EAL could not place its lcore there.
+    outside = max(os.sched_getaffinity(0)) + 1
+    lcores = f"0,{outside},{outside + 1}"
+    rc, out = run_check([dp, "-l", lcores] + old[old.index("--file-prefix"):],
+                        f"control: -l {lcores} (CPUs outside this process's affinity)", expect_ok=False)
+    if f"-l '{lcores}'" not in out or "affinity" not in out:
+        fail(f"control: the affinity refusal does not name -l and the affinity: {out}")
+    t.log("controls: the old lcore list, a qpairs mismatch, -l outside the affinity, a misspelled field, a wrong type "
+          "and a missing name are caught")
 
 
 def main():
@@ -300,6 +427,8 @@ def main():
         fail("no manifests under deploy/")
     check_types(docs)
     check_raw_text(docs)
+    check_consistency(docs)
+    consistency_controls(docs)
     plugin = mf.image_layout()["/opt/vxfed/bin/vxfed"]
     with tempfile.TemporaryDirectory(prefix="vxfed-manifests-") as w:
         check_commands(docs, Path(w))
