@@ -85,6 +85,9 @@ Status Adapter::apply() {
                to_string(opts_.config.frr.apply), opts_.config.peers.size(), opts_.advertise.size(),
                r->seconds);
   if (!r->output.empty()) spdlog::debug("bgp: FRR tool output: {}", r->output);  // redacted
+  if (r->lines_refused_but_in_force)
+    spdlog::info("bgp: frr-reload re-ran lines FRR already held (graceful-restart modes) and they were refused; "
+                 "the running config holds the whole file");
   return {};
 }
 
@@ -356,6 +359,7 @@ void Adapter::poll_peers() {
         }
         check_bgpd_pid();  // first: a poll of a bgpd that is already gone decides nothing
         reapply_to_new_bgpd();
+        carry_peer_counters(peers_, kept);
         peers_ = std::move(kept);
         if (restart_hold_.on_peers(peers_, polled_at, std::chrono::steady_clock::now())) end_restart_hold();
         if (opts_.on_peers) opts_.on_peers(peers_);

@@ -152,7 +152,14 @@ PeerConfig parse_peer(const Field& f, const BgpConfig& cfg) {
   if (f.has("accept")) {
     const auto accept = f["accept"].items();
     if (accept.empty()) f["accept"].fail("must be a non-empty list");
-    for (const auto& item : accept) p.accept.push_back(prefix_match(item));
+    for (const auto& item : accept) {
+      p.accept.push_back(prefix_match(item));
+      // 0.0.0.0/0 in any form admits a default route (every destination would go to this peer)
+      // or, with le/ge, any prefix at all: the accept list would filter nothing.
+      if (p.accept.back().prefix.len == 0)
+        item.fail("'" + p.accept.back().str() + "' is too wide: it admits the default route or any prefix; list the "
+                  "CIDRs of the peer's cluster (bgp.clusters)");
+    }
   } else if (p.reflector || cfg.role == Role::kRouteReflector) {
     // Node blocks, any length: of every declared cluster through our reflector, of the peer's
     // cluster from another cluster's reflector.

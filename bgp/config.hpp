@@ -136,6 +136,9 @@ struct BgpConfig {
   std::map<std::string, std::vector<net::Ipv4Prefix>> vtep_ranges; // remote cluster -> its VTEPs' underlay ranges
   std::vector<PeerConfig> peers;
   ReflectorNodes nodes;                                         // role route-reflector only
+  // This node's own cluster (vxfedd: cluster.name; not a key of the bgp: section): the cluster
+  // its reflector peers report in their status and metrics. Empty: unknown.
+  std::string local_cluster;
   FrrSettings frr;
   FpmSettings fpm;
   bool operator==(const BgpConfig&) const = default;

@@ -1,5 +1,7 @@
 #include "bgp/peer_status.hpp"
 
+#include "bgp/frr_render.hpp"
+
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <sstream>
@@ -7,7 +9,7 @@
 namespace vxfed::bgp {
 
 std::vector<std::string> peer_status_commands(const BgpConfig& config) {
-  std::vector<std::string> commands{"show bgp neighbors json"};
+  std::vector<std::string> commands{"show bgp neighbors json", "show route-map json"};
   for (const auto& p : config.peers) {
     commands.push_back("show bgp ipv4 unicast neighbors " + p.address.str() + " prefix-counts json");
   }
@@ -21,7 +23,8 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
     PeerStatus s;
     s.address = p.address.str();
     s.remote_asn = p.remote_asn;
-    s.cluster = p.cluster;
+    s.ibgp = p.reflector;
+    s.cluster = p.reflector ? config.local_cluster : p.cluster;
     out.push_back(s);
   }
   // Several JSON documents one after another; text that is not JSON (an error for a peer
@@ -51,6 +54,20 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
                       nullptr, false);
     pos = end + 1;
     if (doc.is_discarded() || !doc.is_object()) continue;
+    if (doc.contains("BGP") && doc["BGP"].is_object()) {  // show route-map json, bgpd's part
+      const json& maps = doc["BGP"];
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        auto m = maps.find(inbound_route_map_name(config.peers[i]));
+        if (m == maps.end() || !m->is_object()) continue;
+        // Every route the map looked at that no permit rule took hit its implicit deny.
+        std::uint64_t permitted = 0;
+        for (const auto& rule : m->value("rules", json::array()))
+          if (rule.is_object() && rule.value("type", "") == "permit") permitted += rule.value("invoked", std::uint64_t{0});
+        const std::uint64_t invoked = m->value("invoked", std::uint64_t{0});
+        out[i].prefixes_denied = invoked > permitted ? invoked - permitted : 0;
+      }
+      continue;
+    }
     if (doc.contains("prefixCountsFor")) {
       std::string addr = doc.value("prefixCountsFor", "");
       for (auto& s : out) {
@@ -69,6 +86,7 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
       const json& n = *it;
       s.state = n.value("bgpState", "Unknown");
       s.connections_dropped = n.value("connectionsDropped", 0u);
+      s.max_prefix_overflow = n.value("prefixesConfigExceedMax", false);
       if (s.state == "Established") {
         s.uptime_s = n.value("bgpTimerUpMsec", std::uint64_t{0}) / 1000;
         s.established_epoch = n.value("bgpTimerUpEstablishedEpoch", std::uint64_t{0});
@@ -89,6 +107,16 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
     }
   }
   return out;
+}
+
+void carry_peer_counters(const std::vector<PeerStatus>& before, std::vector<PeerStatus>& now) {
+  for (auto& s : now) {
+    auto old = std::find_if(before.begin(), before.end(), [&](const PeerStatus& b) { return b.address == s.address; });
+    const bool was_down = old != before.end() && old->max_prefix_overflow;
+    // A poll bgpd did not answer knows nothing: the state seen before stands.
+    if (s.state == "Unknown") s.max_prefix_overflow = was_down;
+    s.max_prefix_teardowns = (old != before.end() ? old->max_prefix_teardowns : 0) + (s.max_prefix_overflow && !was_down);
+  }
 }
 
 }  // namespace vxfed::bgp

@@ -4,23 +4,21 @@
 
 namespace vxfed::control {
 
-namespace {
-
 // federated: blocks come from the store, so a node without networks has nothing to announce
 // (the cluster's CIDRs are the other nodes' blocks too).
-std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidrs, bool federated,
-                                        const NodeState& state) {
+std::vector<net::Ipv4Prefix> advertised_prefixes(const std::vector<std::string>& pod_cidrs, bool federated,
+                                                 const std::vector<NetworkPrefixes>& networks) {
   std::vector<net::Ipv4Prefix> out;
   std::vector<net::Ipv4Prefix> cluster;
   for (const auto& cidr : pod_cidrs)
     if (auto p = net::Ipv4Prefix::parse(cidr)) cluster.push_back(*p);
-  bool whole_cluster = state.network_count() == 0 && !federated;  // a lone node announces its cluster
-  for (const auto& n : state.list_networks()) {
-    if (auto block = net::Ipv4Prefix::parse(n.node_block())) {
+  bool whole_cluster = networks.empty() && !federated;  // a lone node announces its cluster
+  for (const auto& n : networks) {
+    if (auto block = net::Ipv4Prefix::parse(n.block)) {
       out.push_back(*block);  // other nodes of the cluster hold the rest of the subnet
     } else if (!cluster.empty()) {
       whole_cluster = true;
-    } else if (auto subnet = net::Ipv4Prefix::parse(n.spec().subnet())) {
+    } else if (auto subnet = net::Ipv4Prefix::parse(n.subnet)) {
       out.push_back(*subnet);
     }
   }
@@ -28,6 +26,15 @@ std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidr
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+namespace {
+
+std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidrs, bool federated,
+                                        const NodeState& state) {
+  std::vector<NetworkPrefixes> networks;
+  for (const auto& n : state.list_networks()) networks.push_back({n.node_block(), n.spec().subnet()});
+  return advertised_prefixes(pod_cidrs, federated, networks);
 }
 
 }  // namespace
@@ -38,6 +45,8 @@ std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config, const Nod
 
 // This node's own prefixes must not overlap a cluster of its eBGP peers: FRR would prefer our
 // `network` statement and the node would lose its route to that cluster without a word.
+// The same check runs on the config's own networks when it is read (daemon_config.cpp), so
+// --check-config refuses what a start would.
 static Status check_own_prefixes(const Config& config, const NodeState& state, const bgp::BgpConfig& bgp) {
   const std::string why = bgp::own_prefix_overlap(advertised_prefixes(config, state), bgp);
   if (!why.empty()) return make_error(config.source + ": this node's prefix " + why);

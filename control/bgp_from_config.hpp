@@ -34,6 +34,15 @@ Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& conf
 // federated (its blocks come from the store). Sorted, without duplicates.
 std::vector<net::Ipv4Prefix> advertised_prefixes(const Config& config, const NodeState& state);
 
+// The rule behind it, on a network's block ("" if none) and subnet: NodeState's networks at run
+// time, the config's networks when it is read (so --check-config refuses what a start refuses).
+struct NetworkPrefixes {
+  std::string block;
+  std::string subnet;
+};
+std::vector<net::Ipv4Prefix> advertised_prefixes(const std::vector<std::string>& pod_cidrs, bool federated,
+                                                 const std::vector<NetworkPrefixes>& networks);
+
 // `vxfedctl peers`.
 v1::PeerInfo peer_info(const bgp::PeerStatus& status);
 

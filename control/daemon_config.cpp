@@ -8,6 +8,7 @@
 #include "common/net/ipv4.hpp"
 #include "common/net/vxlan.hpp"
 #include "common/yaml/reader.hpp"
+#include "control/bgp_from_config.hpp"
 #include "control/names.hpp"
 #include "federation/etcd_client.hpp"
 #include "federation/federation_store.hpp"
@@ -37,6 +38,36 @@ NetworkConfig read_network(const Field& r) {
     n.static_routes.push_back(StaticRoute{rr.required_str("prefix"), rr["vteps"].strings()});
   }
   return n;
+}
+
+// What the bgp: section cannot check alone, as it does not know this node's cluster.
+void check_bgp_against_cluster(Config& c) {
+  c.bgp.local_cluster = c.cluster.name;
+  std::vector<net::Ipv4Prefix> own;
+  for (const auto& cidr : c.cluster.pod_cidrs) own.push_back(*net::Ipv4Prefix::parse(cidr));  // checked above
+  // An eBGP peer whose accept list admits our own pods' space could take our routes over (its
+  // route would be installed for our own pods). Our reflector's may: it brings our other nodes'.
+  for (std::size_t i = 0; i < c.bgp.peers.size(); ++i) {
+    const auto& peer = c.bgp.peers[i];
+    if (peer.reflector) continue;
+    for (std::size_t j = 0; j < peer.accept.size(); ++j) {
+      for (const auto& mine : own) {
+        if (!peer.accept[j].prefix.overlaps(mine)) continue;
+        const std::string field = "bgp.peers[" + std::to_string(i) + "].accept" +
+                                  (peer.accept_defaulted ? "" : "[" + std::to_string(j) + "]");
+        fail(field, "'" + peer.accept[j].str() + "' admits this cluster's own pod CIDR '" + mine.str() +
+                        "' (cluster.pod_cidrs)" +
+                        (peer.accept_defaulted ? " (the default: the CIDRs of cluster '" + peer.cluster + "')" : "") +
+                        ": a peer could take over routes to our own pods; accept only its cluster's CIDRs");
+      }
+    }
+  }
+  // The check a start makes (bgp_from_config.cpp), on the config's networks.
+  std::vector<NetworkPrefixes> networks;
+  for (const auto& n : c.networks) networks.push_back({n.block, n.subnet});
+  const auto ours = advertised_prefixes(c.cluster.pod_cidrs, c.federation.enabled, networks);
+  if (const std::string why = vxfed::bgp::own_prefix_overlap(ours, c.bgp); !why.empty())
+    fail("bgp.clusters", "this node's prefix " + why);
 }
 
 void parse_into(Config& c, const YAML::Node& root) {
@@ -197,6 +228,7 @@ void parse_into(Config& c, const YAML::Node& root) {
     auto bgp = vxfed::bgp::parse_config(root["bgp"]);
     if (!bgp) fail(bgp.error(), "");  // already "bgp.field: reason"
     else c.bgp = std::move(*bgp);
+    if (c.bgp.enabled) check_bgp_against_cluster(c);
   }
 }
 

@@ -23,8 +23,10 @@ std::string state_label(const std::string& frr_state) {
   return "Unknown";
 }
 
+// session: ibgp (this cluster's reflector; cluster is then this node's own) or ebgp (another
+// cluster's node or reflector), so an alert can say which kind of session is down.
 metrics::Labels peer_labels(const bgp::PeerStatus& p) {
-  return {{"peer", p.address}, {"cluster", p.cluster}};
+  return {{"peer", p.address}, {"cluster", p.cluster}, {"session", p.ibgp ? "ibgp" : "ebgp"}};
 }
 
 }  // namespace
@@ -54,6 +56,16 @@ void render_bgp_metrics(Exposition& w, const BgpFigures& bgp) {
   w.family("vxfed_bgp_peer_connections_dropped_total", Type::counter,
            "Established sessions with the peer that went down (FRR's count: restarts with bgpd).");
   for (const auto& p : bgp.peers) w.sample(std::uint64_t{p.connections_dropped}, peer_labels(p));
+  w.family("vxfed_bgp_peer_prefixes_denied_total", Type::counter,
+           "Routes of the peer FRR's inbound policy refused (outside its accept list), counted at each evaluation; "
+           "FRR's count since bgpd started.");
+  for (const auto& p : bgp.peers) w.sample(p.prefixes_denied, peer_labels(p));
+  w.family("vxfed_bgp_peer_max_prefix_exceeded", Type::gauge,
+           "1 while FRR holds the session down because the peer went over its max_prefix.");
+  for (const auto& p : bgp.peers) w.sample(p.max_prefix_overflow, peer_labels(p));
+  w.family("vxfed_bgp_peer_max_prefix_teardowns_total", Type::counter,
+           "Sessions FRR closed because the peer went over its max_prefix (seen while vxfedd ran).");
+  for (const auto& p : bgp.peers) w.sample(p.max_prefix_teardowns, peer_labels(p));
 
   if (bgp.md5_failure) {
     w.family("vxfed_bgp_tcp_md5_rejected_total", Type::counter,

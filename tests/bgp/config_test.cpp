@@ -162,6 +162,11 @@ TEST(BgpConfig, ErrorsNameTheFieldAndReason) {
       {"accept ge>le", with_peer("    accept: ['10.245.0.0/16 ge 24 le 20']\n"), "le must be >= ge"},
       {"accept word", with_peer("    accept: ['10.245.0.0/16 lt 20']\n"), "unknown keyword 'lt'"},
       {"accept empty", with_peer("    accept: []\n"), "bgp.peers[0].accept: must be a non-empty list"},
+      // Issue 37: an accept list of everything filtered nothing.
+      {"accept everything", with_peer("    accept: [10.245.0.0/16, '0.0.0.0/0 le 32']\n"),
+       "bgp.peers[0].accept[1]: '0.0.0.0/0 le 32' is too wide: it admits the default route or any prefix"},
+      {"accept default route", with_peer("    accept: [{prefix: 0.0.0.0/0}]\n"),
+       "bgp.peers[0].accept[0]: '0.0.0.0/0' is too wide"},
       {"max prefix", with_peer("    max_prefix: 0\n"), "bgp.peers[0].max_prefix: must be an integer 1.."},
       {"max prefix restart", with_peer("    max_prefix_restart: 0\n"),
        "bgp.peers[0].max_prefix_restart: must be an integer 1..65535"},

@@ -126,6 +126,22 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
       {"static block with federation", with("mtu: 1500", "mtu: 1500, block: 10.244.2.0/25") + "federation: {endpoints: [\"e:2379\"]}\n", "networks[1].block", "without federation"},
       {"block outside subnet", with("mtu: 1500", "mtu: 1500, block: 10.244.9.0/25"), "networks[1].block", "not inside subnet"},
       {"block length too short", with("mtu: 1500", "mtu: 1500, block_prefix_len: 16"), "networks[1].block_prefix_len", "cannot be cut"},
+      // Issue 37: --check-config said valid for what the daemon refused at start.
+      {"peer cluster overlaps our pods",
+       with("bgp: {enabled: false}", "bgp: {asn: 65001, router_id: 198.18.0.1, clusters: {b: [10.244.128.0/17]}, "
+                                     "peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: red, "
+                                     "accept: [10.250.0.0/16]}]}"),
+       "bgp.clusters", "this node's prefix '10.244.0.0/16' overlaps '10.244.128.0/17' of cluster 'b'"},
+      {"accept admits our pods",
+       with("bgp: {enabled: false}", "bgp: {asn: 65001, router_id: 198.18.0.1, clusters: {b: [10.245.0.0/16]}, "
+                                     "peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: red, "
+                                     "accept: [10.245.0.0/16, '10.244.0.0/16 le 24']}]}"),
+       "bgp.peers[0].accept[1]", "'10.244.0.0/16 le 24' admits this cluster's own pod CIDR '10.244.0.0/16'"},
+      {"accept everything",
+       with("bgp: {enabled: false}", "bgp: {asn: 65001, router_id: 198.18.0.1, clusters: {b: [10.245.0.0/16]}, "
+                                     "peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: red, "
+                                     "accept: ['0.0.0.0/0 le 32']}]}"),
+       "bgp.peers[0].accept[0]", "too wide"},
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.yaml, "bad.yaml");
@@ -134,6 +150,18 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
     EXPECT_NE(r.error().find(c.field), std::string::npos) << c.what << ": " << r.error();
     EXPECT_NE(r.error().find(c.reason), std::string::npos) << c.what << ": " << r.error();
   }
+}
+
+// A reflector peer (iBGP) accepts this cluster's blocks by design, and reports this node's
+// cluster (bgp/peer_status.hpp).
+TEST(Config, AReflectorPeerMayAcceptOurOwnCidrs) {
+  auto c = parse_config(with("bgp: {enabled: false}",
+                             "bgp: {asn: 65001, router_id: 198.18.0.1, clusters: {cluster-a: [10.244.0.0/16], "
+                             "b: [10.245.0.0/16]}, peers: [{address: 198.18.0.10, remote_asn: 65001, network: red}, "
+                             "{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: red}]}"),
+                        "good.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->bgp.local_cluster, "cluster-a");
 }
 
 TEST(Config, FederationSection) {

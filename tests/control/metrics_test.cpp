@@ -150,9 +150,41 @@ TEST(Metrics, PeerStateIsOneOfAFixedSet) {
   vxfed::metrics::Exposition w;
   vc::render_bgp_metrics(w, bgp);
   const auto text = w.take();
-  EXPECT_NE(text.find("vxfed_bgp_peer_state{peer=\"198.18.0.2\",cluster=\"\",state=\"Unknown\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("vxfed_bgp_peer_state{peer=\"198.18.0.2\",cluster=\"\",session=\"ebgp\",state=\"Unknown\"} 1"), std::string::npos);
   EXPECT_EQ(text.find("SomethingFrrInvented"), std::string::npos);
-  EXPECT_NE(text.find("vxfed_bgp_peer_up{peer=\"198.18.0.2\",cluster=\"\"} 0"), std::string::npos);
+  EXPECT_NE(text.find("vxfed_bgp_peer_up{peer=\"198.18.0.2\",cluster=\"\",session=\"ebgp\"} 0"), std::string::npos);
+}
+
+// Issue 37: a reflector's series had cluster="" and nothing told iBGP from eBGP; FRR's
+// refusals and max-prefix teardowns were not in the metrics at all.
+TEST(Metrics, PeerSeriesSayTheSessionAndFrrsRefusals) {
+  vc::BgpFigures bgp;
+  vxfed::bgp::PeerStatus rr;
+  rr.address = "198.18.0.10";
+  rr.cluster = "cluster-a";
+  rr.ibgp = true;
+  rr.state = "Established";
+  vxfed::bgp::PeerStatus b;
+  b.address = "198.18.0.2";
+  b.cluster = "cluster-b";
+  b.state = "Idle";
+  b.prefixes_denied = 6;
+  b.max_prefix_overflow = true;
+  b.max_prefix_teardowns = 2;
+  bgp.peers = {rr, b};
+  vxfed::metrics::Exposition w;
+  vc::render_bgp_metrics(w, bgp);
+  for (const auto& e : w.errors()) ADD_FAILURE() << e;
+  const auto text = w.take();
+  for (const char* line : {
+           "vxfed_bgp_peer_up{peer=\"198.18.0.10\",cluster=\"cluster-a\",session=\"ibgp\"} 1",
+           "vxfed_bgp_peer_up{peer=\"198.18.0.2\",cluster=\"cluster-b\",session=\"ebgp\"} 0",
+           "vxfed_bgp_peer_prefixes_denied_total{peer=\"198.18.0.2\",cluster=\"cluster-b\",session=\"ebgp\"} 6",
+           "vxfed_bgp_peer_prefixes_denied_total{peer=\"198.18.0.10\",cluster=\"cluster-a\",session=\"ibgp\"} 0",
+           "vxfed_bgp_peer_max_prefix_exceeded{peer=\"198.18.0.2\",cluster=\"cluster-b\",session=\"ebgp\"} 1",
+           "vxfed_bgp_peer_max_prefix_teardowns_total{peer=\"198.18.0.2\",cluster=\"cluster-b\",session=\"ebgp\"} 2",
+       })
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
 
 TEST(TcpCounters, Md5CountersFromProcNetNetstat) {
