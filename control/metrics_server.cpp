@@ -1,5 +1,10 @@
 #include "control/metrics_server.hpp"
 
+#include <fstream>
+#include <sstream>
+
+#include "common/peer_credentials.hpp"
+
 namespace vxfed::control {
 
 namespace asio = boost::asio;
@@ -85,7 +90,7 @@ struct HttpConnection : std::enable_shared_from_this<HttpConnection> {
 }  // namespace
 
 MetricsServer::MetricsServer(asio::io_context& io, Render render, std::shared_ptr<spdlog::logger> log)
-    : io_(io), acceptor_(io), render_(std::move(render)), log_(std::move(log)) {}
+    : retry_(io), io_(io), acceptor_(io), render_(std::move(render)), log_(std::move(log)) {}
 
 MetricsServer::~MetricsServer() { stop(); }
 
@@ -108,17 +113,61 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::create(asio::io_context& i
     return make_error("metrics address '" + listen + "' must be IPV4:PORT with a port 1..65535");
   const auto port = static_cast<unsigned short>(port_number);
   std::unique_ptr<MetricsServer> server(new MetricsServer(io, std::move(render), std::move(log)));
-  tcp::endpoint endpoint(address, port);
-  server->acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) server->acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) server->acceptor_.bind(endpoint, ec);
-  if (!ec) server->acceptor_.listen(64, ec);
-  if (ec) return make_error("cannot serve metrics on " + listen + ": " + ec.message());
-  server->accept();
+  server->endpoint_ = tcp::endpoint(address, port);
+  server->try_listen();
   return server;
 }
 
+namespace {
+
+// Who holds a listening TCP socket on ip:port (or on the wildcard address with that port), for
+// the log: "uid 65534", or "" when /proc/net/tcp does not say.
+std::string port_holder(std::uint32_t ip, std::uint16_t port) {
+  std::ifstream in("/proc/net/tcp");
+  std::stringstream text;
+  text << in.rdbuf();
+  for (std::uint32_t candidate : {ip, 0u})
+    if (auto uid = tcp_socket_uid(text.str(), candidate, port, 0, 0)) return "uid " + std::to_string(*uid);
+  return "";
+}
+
+}  // namespace
+
+void MetricsServer::try_listen() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  ec.clear();
+  acceptor_.open(endpoint_.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint_, ec);
+  if (!ec) acceptor_.listen(64, ec);
+  const std::string where = endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port());
+  if (!ec) {
+    listening_ = true;
+    if (stats_->listen_failures > 0)
+      log_->info("metrics: serving on {} again ({} failed attempts over {:.0f} s)", where, stats_->listen_failures,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - failing_since_).count());
+    accept();
+    return;
+  }
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  if (stats_->listen_failures++ == 0) {
+    failing_since_ = std::chrono::steady_clock::now();
+    const std::string holder = port_holder(endpoint_.address().to_v4().to_uint(), endpoint_.port());
+    log_->error("metrics: cannot serve on {}: {}{}; vxfedd serves the node without metrics and tries again every {} s. "
+                "Whoever holds the port answers Prometheus in vxfedd's name: find and stop it (docs/security.md)",
+                where, ec.message(), holder.empty() ? "" : " (held by " + holder + ")", kRetry.count());
+  }
+  retry_.expires_after(kRetry);
+  retry_.async_wait([this, alive = alive_](const boost::system::error_code& wait_ec) {
+    if (wait_ec || !*alive) return;
+    try_listen();
+  });
+}
+
 unsigned short MetricsServer::port() const {
+  if (!listening_) return 0;
   boost::system::error_code ec;
   return acceptor_.local_endpoint(ec).port();
 }
@@ -127,6 +176,7 @@ void MetricsServer::stop() {
   if (!*alive_) return;
   *alive_ = false;
   boost::system::error_code ignored;
+  retry_.cancel();
   acceptor_.close(ignored);
 }
 

@@ -86,6 +86,9 @@ void render_vxfedd_metrics(Exposition& w, const MetricsInput& in) {
       .sample(in.metrics_server.rejected_not_found, {{"reason", "not_found"}})
       .sample(in.metrics_server.rejected_too_large, {{"reason", "too_large"}})
       .sample(in.metrics_server.rejected_timeout, {{"reason", "timeout"}});
+  w.counter("vxfedd_metrics_listen_failures_total",
+            "Attempts to bind the metrics port that failed (another process held it; retried every 2 s).",
+            in.metrics_server.listen_failures);
   w.counter("vxfedd_config_reloads_total", "Config reloads applied.", in.config_reloads);
   w.counter("vxfedd_config_reload_failures_total", "Config reloads refused.", in.config_reload_failures);
   if (in.federation_enabled) {

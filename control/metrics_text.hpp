@@ -33,6 +33,7 @@ struct MetricsServerStats {
   std::uint64_t rejected_not_found = 0;  // GET of another path
   std::uint64_t rejected_too_large = 0;  // request head over 8 KiB
   std::uint64_t rejected_timeout = 0;    // no complete request within 5 s
+  std::uint64_t listen_failures = 0;     // attempts to bind the port that failed (another process held it)
 };
 
 struct BgpFigures {
