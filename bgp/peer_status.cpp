@@ -9,7 +9,8 @@
 namespace vxfed::bgp {
 
 std::vector<std::string> peer_status_commands(const BgpConfig& config) {
-  std::vector<std::string> commands{"show bgp neighbors json", "show route-map json"};
+  // `show route-map` is an enable-node command (a vty socket starts in the view node).
+  std::vector<std::string> commands{"show bgp neighbors json", "enable", "show route-map json"};
   for (const auto& p : config.peers) {
     commands.push_back("show bgp ipv4 unicast neighbors " + p.address.str() + " prefix-counts json");
   }

@@ -112,7 +112,9 @@ int main(int argc, char** argv) {
                        {"prefixes_received", p.prefixes_received}, {"prefixes_accepted", p.prefixes_accepted},
                        {"prefixes_advertised", p.prefixes_advertised}, {"prefixes_stale", p.prefixes_stale},
                        {"connections_dropped", p.connections_dropped},
-                       {"established_epoch", p.established_epoch}});
+                       {"established_epoch", p.established_epoch}, {"ibgp", p.ibgp},
+                       {"prefixes_denied", p.prefixes_denied}, {"max_prefix_overflow", p.max_prefix_overflow},
+                       {"max_prefix_teardowns", p.max_prefix_teardowns}});
     }
     const auto s = adapter->stats();
     json stats = {{"fpm_connected", s.fpm_connected}, {"fpm_connections", s.fpm_connections},

@@ -135,10 +135,16 @@ exit
         most = max(most, len(held & c_prefixes))
     assert most <= 1, "more than max-prefix routes of C were installed at some point"
     results["max_prefix_c_routes_ever_held"] = most
+    if nc.get("prefixesConfigExceedMax"):
+        # FRR closed C's session for max-prefix: the peer status (and so the metrics) says so.
+        t.wait_for(lambda: a.peer("198.18.1.3")["max_prefix_overflow"], 10, "A's peer status: C over max-prefix")
+        assert a.peer("198.18.1.3")["max_prefix_teardowns"] == 1, a.peer("198.18.1.3")
     def b_counts() -> bool:
         p = a.peer("198.18.0.2")
         return p["prefixes_accepted"] == 2 and p["prefixes_received"] >= 2
     t.wait_for(b_counts, 15, "A's peer status for B: 2 accepted")
+    # B's 10.245.200.0/24 is outside A's accept list: FRR's refusal shows in A's peer status.
+    t.wait_for(lambda: a.peer("198.18.0.2")["prefixes_denied"] >= 1, 15, "A's peer status: B's route denied")
     time.sleep(1)
     ever = a.ever_learned()
     for bad in ("10.245.200.0/24",):
