@@ -69,6 +69,8 @@ class UplinkKernelDrop {
   bool took_over() const { return took_over_; }
   // One line for the log.
   std::string describe() const;
+  // The loaded program (-1 when not attached), for perf/uplink_drop's BPF_PROG_TEST_RUN.
+  int program_fd() const { return prog_fd_; }
 
   // Both write the map the program reads; no-ops (OK) when nothing is attached.
   Status set_scope(Scope scope);
