@@ -1,5 +1,6 @@
 #include "federation/blocks.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace vxfed::federation {
@@ -49,8 +50,19 @@ StoreResult<Block> pick_block(const std::string& network, const Block& subnet, u
   }
   return store_error(Code::exhausted, "network '" + network + "': every /" + std::to_string(block_len) +
                                           " block of subnet " + subnet.str() + " is taken (" + std::to_string(count) +
-                                          " blocks, one per node); widen the subnet, use smaller blocks, or let "
-                                          "gone nodes' blocks be released");
+                                          " blocks); widen the subnet, use smaller blocks, or let gone nodes' "
+                                          "blocks be released");
+}
+
+std::vector<Block> blocks_owned_by(const std::vector<KeyValue>& blocks, const std::string& node) {
+  std::vector<Block> out;
+  for (const auto& kv : blocks) {
+    if (kv.value != node) continue;
+    const auto slash = kv.key.rfind('/');
+    if (auto b = parse_block_key(slash == std::string::npos ? kv.key : kv.key.substr(slash + 1))) out.push_back(*b);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace vxfed::federation

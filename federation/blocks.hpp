@@ -23,9 +23,14 @@ StoreResult<Block> parse_block_key(const std::string& key_text);
 StoreStatus check_block_length(const std::string& network, const Block& subnet, unsigned block_len);
 
 // The first block of `block_len` inside `subnet` that overlaps none of `taken` (the network's
-// blocks everywhere; blocks outside the subnet are ignored). EXHAUSTED, naming the network,
-// when every block is taken.
+// blocks everywhere; blocks outside the subnet are ignored). EXHAUSTED, naming the network and
+// the subnet, when every block is taken. A node may own several blocks of a network (its first
+// one, then one more each time its blocks are full), so the count is blocks, not nodes.
 StoreResult<Block> pick_block(const std::string& network, const Block& subnet, unsigned block_len,
                               const std::vector<Block>& taken);
+
+// The blocks a range of v1/blocks/<network>/ gives `node` (key: the block, value: its owner),
+// lowest first; keys that are not blocks are skipped (reported where they are used).
+std::vector<Block> blocks_owned_by(const std::vector<KeyValue>& blocks, const std::string& node);
 
 }  // namespace vxfed::federation

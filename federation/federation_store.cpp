@@ -151,10 +151,89 @@ StoreResult<FederationStore::Claim> FederationStore::claim_block(const NetworkRe
   return Claim::done;
 }
 
+// ---------------------------------------------------------------- more blocks
+
+StoreResult<std::string> FederationStore::claim_more(const std::string& network, const std::string& subnet_text) {
+  const auto subnet = Block::parse(subnet_text);
+  if (!subnet)
+    return store_error(Code::invalid, "network '" + network + "': subnet '" + subnet_text + "' is not an IPv4 CIDR");
+  const auto mine_key = keys::node_network(options_.node, network);
+  for (unsigned attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    auto net = kv_.get(keys::network(network));
+    if (!net) return net.store_error();
+    const auto* net_kv = first(*net);
+    if (net_kv == nullptr)
+      return store_error(Code::not_found, "network '" + network + "' is not in the federation store; the node "
+                                              "joins it again at the next reconcile");
+    auto record = decode_network(*net_kv);
+    if (!record) return record.store_error();
+    auto mine = kv_.get(mine_key);
+    if (!mine) return mine.store_error();
+    const auto* mine_kv = first(*mine);
+    if (mine_kv == nullptr || mine_kv->value.empty())
+      return store_error(Code::not_found, "node '" + options_.node + "' has no block of network '" + network +
+                                              "' in the federation store; it claims its first one at the next reconcile");
+    auto blocks = kv_.get_prefix(keys::blocks(network));
+    if (!blocks) return blocks.store_error();
+    std::vector<Block> taken;
+    for (const auto& kv : blocks->kvs)
+      if (auto b = parse_block_key(keys::leaf(kv.key))) taken.push_back(*b);
+    auto pick = pick_block(network, *subnet, record->block_len, taken);
+    if (!pick) return pick.store_error();
+    const auto key = block_key(network, *pick);
+    // The same guards as the first block's: nobody took it meanwhile, this node did not leave,
+    // the network was not released and created again.
+    auto claimed = kv_.txn({Compare::unchanged(net_kv->key, net_kv->mod_revision), Compare::absent(key),
+                            Compare::unchanged(mine_key, mine_kv->mod_revision)},
+                           {Op::put(key, options_.node)}, {});
+    if (!claimed) return claimed.store_error();
+    if (claimed->succeeded) return pick->str();
+  }
+  return store_error(Code::conflict, "network '" + network + "': no block could be claimed after " +
+                                         std::to_string(options_.max_attempts) + " attempts under contention in " +
+                                         kv_.describe() + "; try again");
+}
+
+StoreStatus FederationStore::release_more(const std::string& network, const std::string& block_text) {
+  const auto block = Block::parse(block_text);
+  if (!block) return store_error(Code::invalid, "block '" + block_text + "' of network '" + network + "' is not a CIDR");
+  const auto mine_key = keys::node_network(options_.node, network);
+  auto mine = kv_.get(mine_key);
+  if (!mine) return mine.store_error();
+  if (const auto* kv = first(*mine); kv && kv->value == block->str())
+    return store_error(Code::invalid, "block " + block->str() + " is node '" + options_.node + "''s first block of network '" +
+                                          network + "'; it goes when the node leaves the network");
+  const auto key = block_key(network, *block);
+  auto released = kv_.txn({Compare::value_is(key, options_.node)}, {Op::erase(key)}, {});
+  if (!released) return released.store_error();
+  return Done{};
+}
+
+// Every block of `network` the store gives `node` besides `first`, each in a transaction of
+// its own (a node may hold more blocks than etcd allows operations in one), each only while
+// `guard` holds and the block is unchanged.
+StoreStatus FederationStore::erase_more_blocks(const std::string& node, const std::string& network,
+                                               const std::string& first_block, const std::vector<Compare>& guard) {
+  auto blocks = kv_.get_prefix(keys::blocks(network));
+  if (!blocks) return blocks.store_error();
+  for (const auto& kv : blocks->kvs) {
+    if (kv.value != node) continue;
+    auto b = parse_block_key(keys::leaf(kv.key));
+    if (!b || b->str() == first_block) continue;
+    std::vector<Compare> g = guard;
+    g.push_back(Compare::unchanged(kv.key, kv.mod_revision));
+    auto done = kv_.txn(std::move(g), {Op::erase(kv.key)}, {});
+    if (!done) return done.store_error();
+  }
+  return Done{};
+}
+
 StoreStatus FederationStore::leave(const std::string& network, std::uint64_t now_ms) {
   const auto mine_key = keys::node_network(options_.node, network);
   auto mine = kv_.get(mine_key);
   if (!mine) return mine.store_error();
+  if (auto ok = erase_more_blocks(options_.node, network, first(*mine) ? first(*mine)->value : std::string{}, {}); !ok)
+    return ok;
   std::vector<Compare> guard;
   std::vector<Op> ops{Op::erase(mine_key), Op::erase(keys::member(network, options_.node))};
   if (const auto* kv = first(*mine); kv && !kv->value.empty()) {
@@ -273,6 +352,7 @@ StoreStatus FederationStore::release_node(const std::string& node, std::uint64_t
   if (!held) return held.store_error();
   for (const auto& kv : held->kvs) {
     const std::string network = keys::leaf(kv.key);
+    if (auto ok = erase_more_blocks(node, network, kv.value, {Compare::absent(keys::alive(node))}); !ok) return ok;
     std::vector<Compare> guard{Compare::absent(keys::alive(node))};
     std::vector<Op> ops{Op::erase(kv.key), Op::erase(keys::member(network, node))};
     if (auto block = Block::parse(kv.value)) {
@@ -318,6 +398,7 @@ StoreResult<ReconcileReport> FederationStore::reconcile(const std::vector<Member
       if (*restored == 0) continue;  // a conflict, reported
     }
     if (auto ok = claim_exact_block(m, report); !ok) return ok.store_error();
+    if (auto ok = reassert_more_blocks(m, report); !ok) return ok.store_error();
   }
   // Memberships the store remembers and the node no longer has (it left while the store was
   // unreachable): leave them now.
@@ -415,6 +496,44 @@ StoreStatus FederationStore::claim_exact_block(const Membership& m, ReconcileRep
   if (put->succeeded) ++report.restored;
   else report.conflicts.push_back("block " + m.block + " of network '" + m.network + "' changed while node '" + options_.node +
                                   "' restored it; the next reconcile looks again");
+  return Done{};
+}
+
+// The node's further blocks as its local copy has them: put back what the store lost (a
+// block another node owns meanwhile is a conflict, reported); a further block the store gives
+// this node and its copy does not have (it crashed between the claim and saving it, or gave
+// the block back while the store was away) is released.
+StoreStatus FederationStore::reassert_more_blocks(const Membership& m, ReconcileReport& report) {
+  auto blocks = kv_.get_prefix(keys::blocks(m.network));
+  if (!blocks) return blocks.store_error();
+  std::map<std::string, const KeyValue*> by_block;
+  for (const auto& kv : blocks->kvs)
+    if (auto b = parse_block_key(keys::leaf(kv.key))) by_block[b->str()] = &kv;
+  std::set<std::string> local(m.more_blocks.begin(), m.more_blocks.end());
+  for (const auto& text : m.more_blocks) {
+    const auto block = Block::parse(text);
+    if (!block) return store_error(Code::internal, "the local copy's block '" + text + "' of network '" + m.network + "' is not a CIDR");
+    auto it = by_block.find(block->str());
+    if (it != by_block.end()) {
+      if (it->second->value != options_.node)
+        report.conflicts.push_back("block " + text + " of network '" + m.network + "' belongs to node '" +
+                                   it->second->value + "' in the federation store; node '" + options_.node +
+                                   "' (its local copy) keeps using it");
+      continue;
+    }
+    const auto key = block_key(m.network, *block);
+    auto put = kv_.txn({Compare::absent(key)}, {Op::put(key, options_.node)}, {});
+    if (!put) return put.store_error();
+    if (put->succeeded) ++report.restored;
+    else report.conflicts.push_back("block " + text + " of network '" + m.network + "' was taken while node '" +
+                                    options_.node + "' restored it; the next reconcile looks again");
+  }
+  for (const auto& [text, kv] : by_block) {
+    if (kv->value != options_.node || text == m.block || local.count(text)) continue;
+    auto gone = kv_.txn({Compare::unchanged(kv->key, kv->mod_revision)}, {Op::erase(kv->key)}, {});
+    if (!gone) return gone.store_error();
+    if (gone->succeeded) ++report.released;
+  }
   return Done{};
 }
 

@@ -47,12 +47,16 @@ struct Membership {
   vni::Labels labels;
   unsigned block_len = kDefaultBlockLength;
   std::string block;              // this node's block, "10.244.3.0/24"
+  // The blocks it claimed after that one when its blocks were full (v1/blocks/ names this
+  // node as their owner; node-networks holds the first only), lowest first.
+  std::vector<std::string> more_blocks;
   bool operator==(const Membership&) const = default;
 };
 
 struct ReconcileReport {
   std::size_t restored = 0;             // records the store had lost, put back from the local copy
   std::size_t left = 0;                 // memberships in the store the node no longer has: dropped
+  std::size_t released = 0;             // further blocks the store gave the node and its copy lacks: released
   std::vector<std::string> conflicts;   // store and local copy disagree; the node keeps its own
 };
 
@@ -70,7 +74,18 @@ class FederationStore {
   // of `request.subnet` (allocated on first use; the same node name gets the same block).
   StoreResult<Membership> join(const NetworkRequest& request, std::uint64_t now_ms);
 
-  // This node stops using the network: its block is freed at once (its pods are gone); the
+  // One more block of the network for this node, because every block it has is full
+  // (Calico's block affinity): the lowest free block of the network's block length inside
+  // `subnet` (this node's cluster's pod CIDR on it), claimed in one transaction guarded by
+  // "that block is free, this node is still a member, the network is unchanged". The node
+  // must have joined. EXHAUSTED naming the network and the subnet when no block is free.
+  StoreResult<std::string> claim_more(const std::string& network, const std::string& subnet);
+  // Gives back one of the blocks claim_more gave (empty ones, after a grace period: vxfedd
+  // decides), only while the store still names this node as its owner; never the node's first
+  // block (that one goes with leave()). A block no longer this node's is already released.
+  StoreStatus release_more(const std::string& network, const std::string& block);
+
+  // This node stops using the network: its blocks are freed at once (its pods are gone); the
   // last node out releases the VNI, held down for the pools' hold-down.
   StoreStatus leave(const std::string& network, std::uint64_t now_ms);
 
@@ -106,6 +121,9 @@ class FederationStore {
   StoreResult<Claim> claim_block(const NetworkRequest& request, const Block& subnet, const KeyValue& network_kv,
                                  Membership& out);
   StoreStatus claim_exact_block(const Membership& local, ReconcileReport& report);
+  StoreStatus reassert_more_blocks(const Membership& local, ReconcileReport& report);
+  StoreStatus erase_more_blocks(const std::string& node, const std::string& network, const std::string& first,
+                                const std::vector<Compare>& guard);
   StoreStatus release_if_unused(const std::string& network, std::uint64_t now_ms);
   StoreResult<std::int64_t> restore_network(const Membership& local, std::uint64_t now_ms, ReconcileReport& report);
   StoreStatus release_node(const std::string& node, std::uint64_t now_ms);

@@ -51,6 +51,34 @@ TEST(Blocks, PickSkipsTakenAndNamesTheNetworkWhenFull) {
   EXPECT_FALSE(Block::parse("10.244.1.1/24"));       // host bits
 }
 
+TEST(Blocks, ANodesBlocksAreThoseNamingItAndExhaustionCountsBlocks) {
+  const std::vector<KeyValue> range{{"v1/blocks/red/10.244.0.32_28", "node-a1"},
+                                    {"v1/blocks/red/10.244.0.16_28", "node-a2"},
+                                    {"v1/blocks/red/10.244.0.0_28", "node-a1"},
+                                    {"v1/blocks/red/junk", "node-a1"}};
+  const auto mine = blocks_owned_by(range, "node-a1");
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine[0].str(), "10.244.0.0/28");  // lowest first
+  EXPECT_EQ(mine[1].str(), "10.244.0.32/28");
+  EXPECT_TRUE(blocks_owned_by(range, "node-a3").empty());
+  // A /26 holds four /28s whoever owns them: one node with all four fills it.
+  const Block subnet = *Block::parse("10.244.0.0/26");
+  std::vector<Block> taken;
+  for (int i = 0; i < 4; ++i) {
+    auto b = pick_block("red", subnet, 28, taken);
+    ASSERT_TRUE(b) << b.error();
+    EXPECT_EQ(b->str(), "10.244.0." + std::to_string(16 * i) + "/28");
+    taken.push_back(*b);
+  }
+  auto none = pick_block("red", subnet, 28, taken);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().find("every /28 block of subnet 10.244.0.0/26 is taken (4 blocks)"), std::string::npos)
+      << none.error();
+  // A freed block in the middle is the next one picked.
+  taken.erase(taken.begin() + 1);
+  EXPECT_EQ(pick_block("red", subnet, 28, taken)->str(), "10.244.0.16/28");
+}
+
 TEST(FederationStore, SameNetworkSameVniOnEveryNodeAndABlockEach) {
   FakeKv kv;
   FederationStore a(kv, node_options("node-a1")), b(kv, node_options("node-a2")),
@@ -389,6 +417,99 @@ TEST(FederationStore, ThePoolsAreSeededOnceAndTheStoresWin) {
   auto m = b.join(red(), 1);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->vni, 1000u);
+}
+
+TEST(FederationStore, ANodeWithFullBlocksClaimsMoreAndGivesThemBack) {
+  FakeKv kv;
+  FederationStore a(kv, node_options("node-a1")), b(kv, node_options("node-a2"));
+  const NetworkRequest small{"red", {}, 0, "10.244.0.0/26", 28};
+  auto ja = a.join(small, 1);
+  ASSERT_TRUE(ja) << ja.error();
+  EXPECT_EQ(ja->block, "10.244.0.0/28");
+  ASSERT_TRUE(b.join(small, 1));                       // 10.244.0.16/28
+  auto more = a.claim_more("red", "10.244.0.0/26");
+  ASSERT_TRUE(more) << more.error();
+  EXPECT_EQ(*more, "10.244.0.32/28");
+  EXPECT_EQ(kv.dump()["v1/blocks/red/10.244.0.32_28"], "node-a1");
+  EXPECT_EQ(kv.dump()[keys::node_network("node-a1", "red")], "10.244.0.0/28");  // the first block stays the membership's
+  // b has read the free blocks; a claims the last one first: b's transaction fails, it reads
+  // again and finds the subnet full.
+  kv.before_txn = [&] { ASSERT_TRUE(a.claim_more("red", "10.244.0.0/26")); };
+  auto full = b.claim_more("red", "10.244.0.0/26");
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.code(), Code::exhausted);
+  EXPECT_NE(full.error().find("network 'red'"), std::string::npos) << full.error();
+  EXPECT_NE(full.error().find("10.244.0.0/26"), std::string::npos) << full.error();
+  EXPECT_EQ(kv.dump()["v1/blocks/red/10.244.0.48_28"], "node-a1");
+  // Given back: only a further block, only while it is a's.
+  EXPECT_FALSE(a.release_more("red", "10.244.0.0/28"));
+  ASSERT_TRUE(a.release_more("red", "10.244.0.32/28"));
+  EXPECT_EQ(kv.dump(keys::blocks("red")).count("v1/blocks/red/10.244.0.32_28"), 0u);
+  ASSERT_TRUE(a.release_more("red", "10.244.0.16/28"));  // b's: untouched
+  EXPECT_EQ(kv.dump()["v1/blocks/red/10.244.0.16_28"], "node-a2");
+  auto again = b.claim_more("red", "10.244.0.0/26");
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(*again, "10.244.0.32/28");
+  // Not a member: nothing to claim more of.
+  FederationStore c(kv, node_options("node-a3"));
+  auto outsider = c.claim_more("red", "10.244.0.0/26");
+  ASSERT_FALSE(outsider);
+  EXPECT_EQ(outsider.code(), Code::not_found);
+  // Leaving frees every block the node has; the network stays b's.
+  ASSERT_TRUE(a.leave("red", 2));
+  const auto left = kv.dump(keys::blocks("red"));
+  ASSERT_EQ(left.size(), 2u);
+  for (const auto& [k, v] : left) EXPECT_EQ(v, "node-a2") << k;
+}
+
+TEST(FederationStore, AGoneNodeLosesEveryBlockAndReconcileKeepsTheCopysBlocks) {
+  FakeKv kv;
+  FederationStore a(kv, node_options("node-a1")), b(kv, node_options("node-a2"));
+  ASSERT_TRUE(a.register_node(0));
+  ASSERT_TRUE(b.register_node(0));
+  const NetworkRequest small{"red", {}, 0, "10.244.0.0/24", 28};
+  auto ja = a.join(small, 0);
+  ASSERT_TRUE(ja);
+  ASSERT_TRUE(b.join(small, 0));
+  ASSERT_TRUE(b.claim_more("red", "10.244.0.0/24"));
+  ASSERT_TRUE(b.claim_more("red", "10.244.0.0/24"));
+  auto a_more = a.claim_more("red", "10.244.0.0/24");   // 10.244.0.64/28
+  ASSERT_TRUE(a_more);
+  auto a_crashed = a.claim_more("red", "10.244.0.0/24");  // claimed, then a crashed before saving it
+  ASSERT_TRUE(a_crashed);
+  EXPECT_EQ(kv.dump(keys::blocks("red")).size(), 6u);
+  // The store wiped: a's copy (its first block and the one further block it kept) comes back
+  // as it is; the block it never saved is not in the store to begin with.
+  kv.wipe();
+  Membership local = *ja;
+  local.more_blocks = {*a_more};
+  auto rebuilt = a.reconcile({local}, 1);
+  ASSERT_TRUE(rebuilt) << rebuilt.error();
+  EXPECT_TRUE(rebuilt->conflicts.empty());
+  EXPECT_EQ(kv.dump()["v1/blocks/red/10.244.0.0_28"], "node-a1");
+  EXPECT_EQ(kv.dump()["v1/blocks/red/10.244.0.64_28"], "node-a1");
+  // A further block the store gives a and its copy lacks is released at the next reconcile.
+  ASSERT_TRUE(a.claim_more("red", "10.244.0.0/24"));
+  auto cleaned = a.reconcile({local}, 2);
+  ASSERT_TRUE(cleaned) << cleaned.error();
+  EXPECT_EQ(cleaned->released, 1u);
+  EXPECT_EQ(blocks_owned_by([&] {
+              std::vector<KeyValue> r;
+              for (const auto& [k, v] : kv.dump(keys::blocks("red"))) r.push_back(KeyValue{k, v});
+              return r;
+            }(), "node-a1").size(), 2u);
+  // b (not in the rebuilt store yet) re-asserts its three; then it goes away for good.
+  ASSERT_TRUE(b.register_node(3));
+  ASSERT_TRUE(b.join(small, 3));
+  ASSERT_TRUE(b.claim_more("red", "10.244.0.0/24"));
+  ASSERT_TRUE(a.register_node(3));
+  kv.expire_lease(b.lease());
+  ASSERT_TRUE(a.collect_gone_nodes(10));
+  auto released = a.collect_gone_nodes(10 + kHour);
+  ASSERT_TRUE(released) << released.error();
+  EXPECT_EQ(*released, 1u);
+  for (const auto& [k, v] : kv.dump(keys::blocks("red"))) EXPECT_EQ(v, "node-a1") << k;
+  EXPECT_EQ(kv.dump(keys::blocks("red")).size(), 2u);
 }
 
 }  // namespace
