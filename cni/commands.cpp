@@ -20,6 +20,7 @@
 #include "cni/cni_result.hpp"
 #include "cni/delegate.hpp"
 #include "cni/netlink.hpp"
+#include "cni/node_path.hpp"
 #include "cni/node_block.hpp"
 #include "cni/offloads.hpp"
 #include "cni/records.hpp"
@@ -380,7 +381,15 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
     return iface_error("cannot remove the on-link route " + connected.str(), r.error());
   if (auto st = pod_nl->add_route(pod_index, net::Ipv4Prefix::make(network->gateway, 32), net::Ipv4Addr{}, true); !st)
     return iface_error("cannot add the gateway route", st.error());
+  // The node's kernel beside the dataplane (cni/node_path.hpp): before any route via it.
+  {
+    auto host_end = host_nl->get_link(host);
+    if (!host_end || !host_end->has_value()) return iface_error("the host end " + host + " vanished", "");
+    if (auto st = add_pod_side(*pod_nl, pod_index, (*host_end)->mac); !st)
+      return iface_error("cannot route the pod to the node", st.error());
+  }
   CniResult result;
+  result.routes.push_back({net::Ipv4Prefix::make(kNodeHop, 32).str(), ""});
   std::set<net::Ipv4Prefix> routed;
   auto route_via = [&](const net::Ipv4Prefix& dst, net::Ipv4Addr gw) -> Done {
     if (!routed.insert(dst).second) return done();
@@ -406,6 +415,8 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (auto st = host_nl->set_up((*host_link)->index); !st) return iface_error("cannot bring " + host + " up", st.error());
   pod_link = pod_nl->get_link(env.ifname);
   if (!pod_link || !pod_link->has_value()) return iface_error("the pod end " + env.ifname + " vanished", "");
+  if (auto st = add_node_side(*host_nl, (*host_link)->index, address->addr, (*pod_link)->mac); !st)
+    return iface_error("cannot route the node to the pod", st.error());
   const std::string pod_mac = net::format_mac((*pod_link)->mac);
 
   if (auto r = bandwidth_attach(conf, env.container_id, env.ifname, env.netns); !r) return r.error();
@@ -560,6 +571,11 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
   if (!host_link) return iface_error("cannot look up " + host, host_link.error());
   if (!host_link->has_value()) return fail("the host end " + host + " is missing");
   if (!(*host_link)->up) return fail("the host end " + host + " is down");
+  if (auto ip = net::Ipv4Addr::parse(our_ip)) {
+    auto problem = node_path_problem(*host_nl, (*host_link)->index, *pod_nl, l.index, *ip);
+    if (!problem) return iface_error("cannot read the node's path to the pod", problem.error());
+    if (!problem->empty()) return fail(*problem);
+  }
 
   pb::ControlRequest req;
   req.mutable_check_endpoint()->set_container_id(env.container_id);

@@ -5,6 +5,7 @@
 #include <linux/if.h>
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <unistd.h>
@@ -322,6 +323,20 @@ vxfed::Result<bool> Netlink::delete_route(int oif, const net::Ipv4Prefix& dst, n
   if (rc == -ESRCH) return false;
   if (rc != 0) return make_error("cannot delete route " + dst.str() + ": " + errno_text(rc));
   return true;
+}
+
+vxfed::Status Netlink::set_neighbor(int index, net::Ipv4Addr ip, const net::Mac& mac) {
+  Buffer b;
+  auto* nlh = b.header(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE);
+  auto* nd = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ndmsg)));
+  nd->ndm_family = AF_INET;
+  nd->ndm_ifindex = index;
+  nd->ndm_state = NUD_PERMANENT;
+  mnl_attr_put_u32(nlh, NDA_DST, ip.to_network());
+  mnl_attr_put(nlh, NDA_LLADDR, mac.size(), mac.data());
+  if (int rc = transact(nlh); rc != 0)
+    return make_error("cannot set the neighbour " + ip.str() + " lladdr " + net::format_mac(mac) + ": " + errno_text(rc));
+  return {};
 }
 
 vxfed::Result<std::vector<RouteEntry>> Netlink::routes(int oif) {

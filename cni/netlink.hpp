@@ -64,6 +64,9 @@ class Netlink {
   // true when deleted, false when it did not exist.
   vxfed::Result<bool> delete_route(int oif, const net::Ipv4Prefix& dst, net::Ipv4Addr gateway);
   vxfed::Result<std::vector<RouteEntry>> routes(int oif);  // IPv4, main table
+  // A permanent IPv4 neighbour entry (created or replaced): the kernel sends to `ip` on this
+  // link with `mac` and never asks by ARP.
+  vxfed::Status set_neighbor(int index, net::Ipv4Addr ip, const net::Mac& mac);
 
  private:
   explicit Netlink(mnl_socket* sock);

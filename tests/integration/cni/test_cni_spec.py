@@ -34,9 +34,16 @@ def verify_attachment(bed: CniBed, ns, cid: str, ifname: str, result: dict, vers
     assert routes.get("10.244.0.0/16") == "10.244.0.1", routes
     assert routes.get("10.245.0.0/16") == "10.244.0.1", routes
     assert "10.244.0.1" in routes, f"no on-link gateway route: {routes}"
+    # The node's kernel beside the dataplane (cni/node_path.hpp): on-link both ways.
+    assert "169.254.118.1" in routes and routes["169.254.118.1"] is None, f"no on-link route to the node: {routes}"
     host = fnv_host_iface(cid, ifname)
     hl = json.loads(subprocess.run(["ip", "-j", "link", "show", "dev", host], capture_output=True, text=True, check=True).stdout)[0]
     assert hl["mtu"] == 9000 and "UP" in hl["flags"], hl
+    host_addrs = [f"{a['local']}/{a['prefixlen']}" for a in json.loads(subprocess.run(
+        ["ip", "-j", "-4", "addr", "show", "dev", host], capture_output=True, text=True, check=True).stdout)[0]["addr_info"]]
+    assert host_addrs == ["169.254.118.1/32"], host_addrs
+    node_route = subprocess.run(["ip", "-4", "route", "show", addrs[0].split("/")[0]], capture_output=True, text=True).stdout
+    assert f"dev {host} scope link" in node_route, f"the node has no route to the pod through {host}: {node_route}"
     # result layout
     assert result["cniVersion"] == version
     ifaces = result["interfaces"]
@@ -47,7 +54,7 @@ def verify_attachment(bed: CniBed, ns, cid: str, ifname: str, result: dict, vers
     ip = result["ips"][0]
     assert ip["address"] == addrs[0] and ip["interface"] == 1 and ip["gateway"] == "10.244.0.1", ip
     assert ("version" in ip) == (version == "0.4.0"), ip
-    assert {r["dst"] for r in result["routes"]} == {"10.244.0.0/16", "10.245.0.0/16"}, result["routes"]
+    assert {r["dst"] for r in result["routes"]} == {"169.254.118.1/32", "10.244.0.0/16", "10.245.0.0/16"}, result["routes"]
     eps = [e for e in bed.endpoints() if e["container_id"] == cid and e["ifname"] == ifname]
     assert len(eps) == 1, bed.endpoints()
     assert eps[0]["host_iface"] == host and eps[0]["ip"] == addrs[0].split("/")[0] and eps[0]["mac"] == link["address"], eps
@@ -106,6 +113,15 @@ def main():
         ns.run(["ip", "route", "add", "10.244.0.1", "dev", "net1", "scope", "link"])
         ns.run(["ip", "route", "add", "10.244.0.0/16", "via", "10.244.0.1", "dev", "net1"])
         ns.run(["ip", "route", "add", "10.245.0.0/16", "via", "10.244.0.1", "dev", "net1"])
+        expect_error(lambda: rt.check(conf, cid, bed.netns_path(ns), "net1"), 103, "route 169.254.118.1/32",
+                     "CHECK without the pod's route to the node")
+        ns.run(["ip", "route", "add", "169.254.118.1", "dev", "net1", "scope", "link"])
+        rt.check(conf, cid, bed.netns_path(ns), "net1")
+        # The node side: its route to the pod through the host end.
+        subprocess.run(["ip", "route", "del", "10.244.7.7/32"], check=True)
+        expect_error(lambda: rt.check(conf, cid, bed.netns_path(ns), "net1"), 103, "no route 10.244.7.7/32",
+                     "CHECK without the node's route to the pod")
+        subprocess.run(["ip", "route", "add", "10.244.7.7/32", "dev", fnv_host_iface(cid, "net1"), "scope", "link"], check=True)
         rt.check(conf, cid, bed.netns_path(ns), "net1")
         ns.run(["ip", "route", "del", "10.245.0.0/16", "dev", "net1"], check=False)
         expect_error(lambda: rt.check(conf, cid, bed.netns_path(ns), "net1"), 103, "route 10.245.0.0/16", "CHECK with a route missing")
