@@ -1,0 +1,108 @@
+#include "bgp/bmp_session.hpp"
+
+#include <string>
+
+namespace vxfed::bgp::bmp {
+
+const char* to_string(Ignored reason) {
+  switch (reason) {
+#define VXFED_BMP_NAME(name) \
+  case Ignored::name:        \
+    return #name;
+    VXFED_BMP_IGNORED(VXFED_BMP_NAME)
+#undef VXFED_BMP_NAME
+    case Ignored::count_:
+      break;
+  }
+  return "unknown";
+}
+
+bool Session::feed(Bytes data) {
+  if (failed()) return false;
+  counters_.bytes += data.size();
+  // Whole messages are read straight from `data`; only a message cut by the read boundary is
+  // copied, into pending_, until it is whole.
+  Bytes rest = data;
+  if (!pending_.empty()) {
+    pending_.insert(pending_.end(), data.begin(), data.end());
+    rest = Bytes(pending_);
+  }
+  std::size_t used = 0;
+  while (true) {
+    Frame frame;
+    const auto st = parse_frame(rest.subspan(used), frame);
+    if (st == FrameStatus::need_more) break;
+    if (st != FrameStatus::ok) {
+      framing_error_ = std::string(to_string(st)) + " (version " + std::to_string(frame.version) + ", length " +
+                       std::to_string(frame.length) + ")";
+      pending_.clear();
+      return false;
+    }
+    handle(frame);
+    used += frame.length;
+  }
+  std::vector<std::uint8_t> left(rest.begin() + static_cast<std::ptrdiff_t>(used), rest.end());
+  pending_ = std::move(left);
+  return true;
+}
+
+void Session::handle(const Frame& frame) {
+  if (frame.type > static_cast<std::uint8_t>(MessageType::route_mirroring)) return ignore(Ignored::unknown_type);
+  const auto type = static_cast<MessageType>(frame.type);
+  ++counters_.messages[frame.type];
+  Malformed bad;
+  switch (type) {
+    case MessageType::initiation:
+    case MessageType::termination: {
+      std::size_t tlvs = 0;
+      if (!tlvs_ok(frame.body, tlvs, bad)) return malformed(bad);
+      if (type == MessageType::initiation && handlers_.initiation) handlers_.initiation();
+      if (type == MessageType::termination && handlers_.termination) handlers_.termination();
+      return;
+    }
+    case MessageType::route_mirroring:
+      return ignore(Ignored::route_mirroring);
+    default:
+      break;
+  }
+  const auto header = parse_peer_header(frame.body, bad);
+  if (!header) return malformed(bad);
+  const Bytes after = frame.body.subspan(kPerPeerHeaderSize);
+  if (header->ipv6) return ignore(Ignored::ipv6_peer);
+  const PeerKey key{header->distinguisher, header->address};
+  switch (type) {
+    case MessageType::peer_up: {
+      PeerUp up;
+      if (!parse_peer_up(after, up, bad)) return malformed(bad);
+      peers_[key] = *header;
+      if (handlers_.peer_up) handlers_.peer_up(key, *header);
+      return;
+    }
+    case MessageType::peer_down: {
+      std::uint8_t reason = 0;
+      if (!parse_peer_down(after, reason, bad)) return malformed(bad);
+      if (peers_.erase(key) == 0) return ignore(Ignored::unknown_peer);
+      if (handlers_.peer_down) handlers_.peer_down(key, reason);
+      return;
+    }
+    case MessageType::statistics_report: {
+      std::uint32_t count = 0;
+      if (!parse_statistics(after, count, bad)) return malformed(bad);
+      return;
+    }
+    case MessageType::route_monitoring: {
+      if (!parse_update(after, header->two_byte_as_path, update_, bad)) return malformed(bad);
+      if (header->adj_rib_out) return ignore(Ignored::adj_rib_out);
+      if (!header->post_policy) return ignore(Ignored::pre_policy);
+      if (!peers_.count(key)) return ignore(Ignored::unknown_peer);
+      if (update_.other_family && update_.announced.empty() && update_.withdrawn.empty())
+        return ignore(Ignored::other_family);
+      if (handlers_.routes) handlers_.routes(key, update_);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace vxfed::bgp::bmp

@@ -1,0 +1,244 @@
+// The BMP parser and session (bgp/bmp_parser.hpp, bgp/bmp_session.hpp) on messages built as
+// bgpd's BMP module sends them (bmp_messages.hpp): what a station takes, and every malformed or
+// foreign message refused and counted without a route change.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bgp/bmp_parser.hpp"
+#include "bgp/bmp_session.hpp"
+#include "tests/bgp/bmp_messages.hpp"
+
+namespace vxfed::bgp::bmp {
+namespace {
+
+using namespace test;
+
+constexpr std::uint32_t kReflector = 0x0a000002;  // 10.0.0.2
+constexpr std::uint32_t kVtep = 0xc6120005;       // 198.18.0.5
+
+struct Seen {
+  std::vector<std::string> events;
+  Session session{Session::Handlers{
+      [this](const PeerKey& k, const PeerHeader&) { events.push_back("up " + k.address.str()); },
+      [this](const PeerKey& k, std::uint8_t r) { events.push_back("down " + k.address.str() + " " + std::to_string(r)); },
+      [this](const PeerKey& k, const Update& u) {
+        std::string e = "routes " + k.address.str();
+        for (auto p : u.announced) e += " +" + net::Ipv4Addr{p.addr}.str() + "/" + std::to_string(p.len);
+        for (auto p : u.withdrawn) e += " -" + net::Ipv4Addr{p.addr}.str() + "/" + std::to_string(p.len);
+        if (u.next_hop) e += " via " + u.next_hop->str();
+        if (u.end_of_rib) e += " eor";
+        events.push_back(e);
+      },
+      [this] { events.push_back("init"); },
+      [this] { events.push_back("term"); }}};
+  std::uint64_t ignored(Ignored r) const { return session.counters().ignored[static_cast<std::size_t>(r)]; }
+};
+
+Buf announce(std::vector<std::pair<std::uint32_t, unsigned>> nlri, std::uint32_t nh = kVtep) {
+  Buf attrs = attribute(1, {0});
+  append(attrs, as_path({65001, 65002}));
+  append(attrs, next_hop(nh));
+  return update({}, attrs, nlri);
+}
+
+TEST(BmpParser, FramesNeedTheWholeMessageAndRefuseBadVersionsAndLengths) {
+  Frame f;
+  const Buf init = initiation();
+  EXPECT_EQ(parse_frame(Bytes(init).first(5), f), FrameStatus::need_more);
+  EXPECT_EQ(parse_frame(Bytes(init).first(init.size() - 1), f), FrameStatus::need_more);
+  ASSERT_EQ(parse_frame(init, f), FrameStatus::ok);
+  EXPECT_EQ(f.length, init.size());
+  EXPECT_EQ(f.type, 4);
+  EXPECT_EQ(parse_frame(message(4, {}, 2), f), FrameStatus::bad_version);
+  Buf short_len = init;
+  short_len[4] = 5;
+  short_len[1] = short_len[2] = short_len[3] = 0;
+  EXPECT_EQ(parse_frame(short_len, f), FrameStatus::bad_length);
+  Buf huge = init;
+  huge[1] = 0x7f;
+  EXPECT_EQ(parse_frame(huge, f), FrameStatus::bad_length);
+}
+
+TEST(BmpParser, UpdateWithNextHopAsPathAndWithdrawals) {
+  Buf attrs = attribute(1, {0});
+  append(attrs, as_path({65001, 65002}));
+  append(attrs, next_hop(kVtep));
+  append(attrs, attribute(5, {0, 0, 0, 100}));  // LOCAL_PREF: read past
+  const Buf msg = update({{0x0af40700, 24}}, attrs, {{0x0af40500, 24}, {0x0af40600, 26}});
+  Update u;
+  Malformed bad;
+  ASSERT_TRUE(parse_update(msg, false, u, bad)) << bad.why;
+  ASSERT_EQ(u.announced.size(), 2u);
+  EXPECT_EQ(u.announced[1].addr, 0x0af40600u);
+  EXPECT_EQ(u.announced[1].len, 26);
+  ASSERT_EQ(u.withdrawn.size(), 1u);
+  EXPECT_EQ(u.withdrawn[0].addr, 0x0af40700u);
+  EXPECT_EQ(u.next_hop->value, kVtep);
+  EXPECT_EQ(u.origin_as, 65002u);
+  EXPECT_EQ(u.as_path_length, 2);
+  EXPECT_FALSE(u.end_of_rib);
+}
+
+TEST(BmpParser, MpReachAndMpUnreachOfIpv4UnicastAndOtherFamilies) {
+  Buf reach{0, 1, 1, 4};
+  put32(reach, kVtep);
+  reach.push_back(0);
+  append(reach, prefix(0x0af40500, 24));
+  Buf attrs = attribute(14, reach, 0x80);
+  append(attrs, as_path({65001}));
+  Update u;
+  Malformed bad;
+  ASSERT_TRUE(parse_update(update({}, attrs, {}), false, u, bad)) << bad.why;
+  ASSERT_EQ(u.announced.size(), 1u);
+  EXPECT_EQ(u.next_hop->value, kVtep);
+
+  Buf v6{0, 2, 1, 16};
+  for (int i = 0; i < 16; ++i) v6.push_back(0x20);
+  v6.push_back(0);
+  v6.push_back(64);
+  for (int i = 0; i < 8; ++i) v6.push_back(0x20);
+  ASSERT_TRUE(parse_update(update({}, attribute(14, v6, 0x80), {}), false, u, bad)) << bad.why;
+  EXPECT_TRUE(u.other_family);
+  EXPECT_TRUE(u.announced.empty()) << "an IPv6 prefix is never taken for IPv4";
+
+  Buf unreach{0, 1, 1};
+  append(unreach, prefix(0x0af40500, 24));
+  ASSERT_TRUE(parse_update(update({}, attribute(15, unreach, 0x80), {}), false, u, bad)) << bad.why;
+  ASSERT_EQ(u.withdrawn.size(), 1u);
+  EXPECT_FALSE(u.end_of_rib);
+}
+
+TEST(BmpParser, EndOfRibIsAnEmptyUpdateOrAnEmptyMpUnreach) {
+  Update u;
+  Malformed bad;
+  ASSERT_TRUE(parse_update(update({}, {}, {}), false, u, bad));
+  EXPECT_TRUE(u.end_of_rib);
+  ASSERT_TRUE(parse_update(update({}, attribute(15, {0, 1, 1}, 0x80), {}), false, u, bad));
+  EXPECT_TRUE(u.end_of_rib);
+  ASSERT_TRUE(parse_update(update({}, attribute(15, {0, 2, 1}, 0x80), {}), false, u, bad));
+  EXPECT_FALSE(u.end_of_rib) << "IPv6's End-of-RIB is not IPv4's";
+  EXPECT_TRUE(u.other_family);
+}
+
+TEST(BmpParser, TwoByteAsPathWhenThePeerHeaderSaysSo) {
+  Buf v{2, 2};
+  put16(v, 65001);
+  put16(v, 65002);
+  Buf attrs = attribute(2, v);
+  append(attrs, next_hop(kVtep));
+  Update u;
+  Malformed bad;
+  ASSERT_TRUE(parse_update(update({}, attrs, {{0x0af40500, 24}}), true, u, bad)) << bad.why;
+  EXPECT_EQ(u.origin_as, 65002u);
+  EXPECT_FALSE(parse_update(update({}, attrs, {{0x0af40500, 24}}), false, u, bad))
+      << "read as 4-byte ASes the segment runs past the attribute";
+}
+
+// Every malformed UPDATE: refused with a reason, nothing taken.
+TEST(BmpParser, MalformedUpdatesAreRefused) {
+  struct Case {
+    const char* name;
+    Buf msg;
+  };
+  Buf bad_marker = announce({{0x0af40500, 24}});
+  bad_marker[3] = 0;
+  Buf wrong_length = announce({{0x0af40500, 24}});
+  wrong_length[17] = static_cast<std::uint8_t>(wrong_length[17] + 1);
+  Buf not_update = bgp(4, {});
+  Buf long_prefix = announce({});
+  long_prefix.push_back(33);
+  for (int i = 0; i < 5; ++i) long_prefix.push_back(1);
+  Buf cut_prefix = announce({});
+  cut_prefix.push_back(24);
+  cut_prefix.push_back(10);
+  Buf nh5 = update({}, attribute(3, {1, 2, 3, 4, 5}), {{0x0af40500, 24}});
+  Buf no_nh = update({}, as_path({65001}), {{0x0af40500, 24}});
+  Buf attr_past = update({}, Buf{0x40, 3, 9, 1, 2, 3, 4}, {});
+  Buf seg_past = update({}, attribute(2, {2, 5, 0, 0, 0, 1}), {});
+  Buf seg_type = update({}, attribute(2, {9, 1, 0, 0, 0, 1}), {});
+  Buf mp_nh = update({}, attribute(14, {0, 1, 1, 40, 1}, 0x80), {});
+  const std::vector<Case> cases = {
+      {"marker", bad_marker}, {"length", wrong_length}, {"not an UPDATE", not_update},
+      {"prefix longer than 32", long_prefix}, {"prefix cut", cut_prefix}, {"NEXT_HOP 5 bytes", nh5},
+      {"announced without a next hop", no_nh}, {"attribute past the attributes", attr_past},
+      {"AS_PATH segment past the attribute", seg_past}, {"AS_PATH segment type", seg_type},
+      {"MP_REACH next hop past the attribute", mp_nh},
+  };
+  for (const auto& c : cases) {
+    // Re-frame the BGP length where the case did not mean to break it.
+    Buf msg = c.msg;
+    if (std::string(c.name) != "length" && msg.size() >= 19) {
+      msg[16] = static_cast<std::uint8_t>(msg.size() >> 8);
+      msg[17] = static_cast<std::uint8_t>(msg.size());
+    }
+    Update u;
+    Malformed bad;
+    EXPECT_FALSE(parse_update(msg, false, u, bad)) << c.name;
+    EXPECT_STRNE(bad.why, "") << c.name;
+  }
+}
+
+TEST(BmpSession, PeerUpRoutesEndOfRibAndPeerDownInOrderAcrossReadBoundaries) {
+  Seen s;
+  Buf stream = initiation();
+  append(stream, peer_up(kReflector));
+  append(stream, route_monitoring(kReflector, announce({{0x0af40500, 24}})));
+  append(stream, statistics(kReflector));
+  append(stream, route_monitoring(kReflector, update({{0x0af40500, 24}}, {}, {})));
+  append(stream, route_monitoring(kReflector, update({}, {}, {})));
+  append(stream, peer_down(kReflector, 3));
+  // Fed three bytes at a time: every message crosses a read boundary.
+  for (std::size_t i = 0; i < stream.size(); i += 3)
+    ASSERT_TRUE(s.session.feed(Bytes(stream).subspan(i, std::min<std::size_t>(3, stream.size() - i))));
+  const std::vector<std::string> want = {
+      "init", "up 10.0.0.2", "routes 10.0.0.2 +10.244.5.0/24 via 198.18.0.5", "routes 10.0.0.2 -10.244.5.0/24",
+      "routes 10.0.0.2 eor", "down 10.0.0.2 3"};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.session.counters().messages[static_cast<std::size_t>(MessageType::route_monitoring)], 3u);
+  EXPECT_TRUE(s.session.peers_up().empty());
+}
+
+TEST(BmpSession, ForeignAndMalformedMessagesAreCountedAndChangeNothing) {
+  Seen s;
+  Buf stream = peer_up(kReflector);
+  append(stream, route_monitoring(kReflector, announce({{0x0af40500, 24}}), 0));           // pre-policy
+  append(stream, route_monitoring(kReflector, announce({{0x0af40500, 24}}), 0x40 | 0x10));  // Adj-RIB-Out
+  append(stream, route_monitoring(kReflector, announce({{0x0af40500, 24}}), 0x40 | 0x80));  // IPv6 peer
+  append(stream, route_monitoring(0x0a000009, announce({{0x0af40500, 24}})));              // never up
+  append(stream, peer_down(0x0a000009));                                                   // never up
+  Buf truncated = peer_header(kReflector);
+  truncated.resize(20);
+  append(stream, message(0, truncated));                                                    // short peer header
+  Buf bad_update = route_monitoring(kReflector, announce({{0x0af40500, 24}}));
+  bad_update[6 + 42 + 17] = 200;                                                            // BGP length lies
+  append(stream, bad_update);
+  append(stream, message(9, {1, 2, 3}));                                                    // unknown type
+  append(stream, message(6, peer_header(kReflector)));                                      // route mirroring
+  ASSERT_TRUE(s.session.feed(stream));
+  EXPECT_EQ(s.events, std::vector<std::string>{"up 10.0.0.2"}) << "no route change from any of them";
+  EXPECT_EQ(s.ignored(Ignored::pre_policy), 1u);
+  EXPECT_EQ(s.ignored(Ignored::adj_rib_out), 1u);
+  EXPECT_EQ(s.ignored(Ignored::ipv6_peer), 1u);
+  EXPECT_EQ(s.ignored(Ignored::unknown_peer), 2u);
+  EXPECT_EQ(s.ignored(Ignored::malformed), 2u);
+  EXPECT_EQ(s.ignored(Ignored::unknown_type), 1u);
+  EXPECT_EQ(s.ignored(Ignored::route_mirroring), 1u);
+  EXPECT_STRNE(s.session.last_malformed(), "");
+}
+
+TEST(BmpSession, AFramingErrorStopsTheSessionForGood) {
+  Seen s;
+  Buf stream = peer_up(kReflector);
+  Buf garbage(10 * 1024 * 1024, 0x41);  // 10 MB of 'A': version 65
+  append(stream, garbage);
+  EXPECT_FALSE(s.session.feed(stream));
+  EXPECT_TRUE(s.session.failed());
+  EXPECT_NE(s.session.framing_error().find("bad_version"), std::string::npos) << s.session.framing_error();
+  EXPECT_FALSE(s.session.feed(route_monitoring(kReflector, announce({{0x0af40500, 24}}))));
+  EXPECT_EQ(s.events, std::vector<std::string>{"up 10.0.0.2"});
+}
+
+}  // namespace
+}  // namespace vxfed::bgp::bmp
