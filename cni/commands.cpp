@@ -151,13 +151,14 @@ struct Network {
   std::uint32_t mtu = 0;
   std::vector<net::Ipv4Prefix> remote;
   std::optional<net::Ipv4Prefix> block;  // this node's block of the subnet; none: the whole subnet
+  std::vector<net::Ipv4Prefix> blocks;    // every block it owns (node_blocks), the first one first
 };
 
 // The config the IPAM plugin sees for ADD: this node's range filled in when it takes one.
 NetConf ipam_conf_for_add(const NetConf& conf, const Network& n) {
   NetConf out = conf;
   if (ipam_takes_node_range(conf.raw))
-    out.raw = with_node_range(conf.raw, n.subnet, n.block.value_or(n.subnet), n.gateway);
+    out.raw = with_node_ranges(conf.raw, n.subnet, n.blocks.empty() ? std::vector{n.subnet} : n.blocks, n.gateway);
   return out;
 }
 
@@ -220,6 +221,14 @@ Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
       return cni_error(kVxfeddRefused, "vxfedd gives network \"" + conf.network + "\" an invalid block for this node",
                        "node_block \"" + n.info.node_block() + "\", subnet " + n.subnet.str());
     n.block = *block;
+    n.blocks.push_back(*block);
+  }
+  for (const auto& text : n.info.node_blocks()) {  // the first one is node_block (an older vxfedd: none)
+    auto block = net::Ipv4Prefix::parse(text);
+    if (!block || !n.subnet.contains(*block))
+      return cni_error(kVxfeddRefused, "vxfedd gives network \"" + conf.network + "\" an invalid block for this node",
+                       "node_blocks \"" + text + "\", subnet " + n.subnet.str());
+    if (std::find(n.blocks.begin(), n.blocks.end(), *block) == n.blocks.end()) n.blocks.push_back(*block);
   }
   const std::uint32_t net_mtu = n.info.mtu() ? n.info.mtu() : kDefaultPodMtu;
   if (conf.mtu > net_mtu)
@@ -228,6 +237,32 @@ Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
                                          std::to_string(net::kVxlanOverhead) + ")");
   n.mtu = conf.mtu ? conf.mtu : net_mtu;
   return n;
+}
+
+// host-local's answer when every address of its ranges is taken.
+bool ipam_exhausted(const CniError& e) {
+  return e.code == kIpamFailure && (e.msg.find("no IP addresses available") != std::string::npos ||
+                                    e.details.find("no IP addresses available") != std::string::npos);
+}
+
+// Every block this node has is full (host-local said so): vxfedd claims one more from the
+// federation store (nothing when another ADD's claim already gave the node one) and the
+// network comes back with it. When none can be had, code 106 names the limit met.
+Expected<Network> claim_block(VxfeddClient& client, const NetConf& conf, const Network& n, const CniError& full) {
+  pb::ControlRequest req;
+  req.mutable_claim_block()->set_network(conf.network);
+  for (const auto& b : n.blocks) req.mutable_claim_block()->add_seen(b.str());
+  auto resp = client.call(req);
+  if (!resp) return resp.error();
+  const std::string owned = n.blocks.empty() ? "subnet " + n.subnet.str() : "its " + blocks_text(n.blocks);
+  if (resp->code() == pb::EXHAUSTED)
+    return cni_error(kNoAddressLeft, "no address left for the pod in vxfed network \"" + conf.network +
+                                         "\" on this node: " + resp->error(),
+                     "IPAM found every address of this node's " + owned + " in use: " + full.msg);
+  if (resp->code() != pb::OK)
+    return from_vxfedd(*resp, "this node's " + owned + " of vxfed network \"" + conf.network +
+                                  "\" are full and vxfedd could not claim another block");
+  return get_network(client, conf);
 }
 
 // What the endpoint's dataplane state means for a runtime: nothing (the dataplane forwards for
@@ -294,7 +329,7 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   auto network = get_network(*client, conf);
   if (!network) return network.error();
   if (network->block)
-    if (auto r = check_requested_in_block(*wanted, static_addresses(conf.raw), *network->block, conf.network); !r)
+    if (auto r = check_requested_in_blocks(*wanted, static_addresses(conf.raw), network->blocks, conf.network); !r)
       return r.error();
   auto nsfd = NetnsFd::open(env.netns);
   if (!nsfd) return nsfd.error();
@@ -317,10 +352,22 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
                              "; choose another CNI_IFNAME", "");
   }
 
-  const NetConf ipam_conf = ipam_conf_for_add(conf, *network);
-  IpamDelegate ipam(ipam_conf, env);
+  NetConf ipam_conf = ipam_conf_for_add(conf, *network);
+  IpamDelegate ipam(ipam_conf, env);  // holds ipam_conf by reference: a new block changes it
   Rollback rollback;  // declared after everything its steps use, so it runs before they go
   auto ip_result = ipam.add();
+  if (!ip_result && ipam_exhausted(ip_result.error()) && ipam_takes_node_range(conf.raw)) {
+    // Calico's block affinity: the node's blocks are full, one more and one more try.
+    auto more = claim_block(*client, conf, *network, ip_result.error());
+    if (!more) return more.error();
+    *network = std::move(*more);
+    ipam_conf = ipam_conf_for_add(conf, *network);
+    ip_result = ipam.add();
+    if (!ip_result && ipam_exhausted(ip_result.error()))
+      return cni_error(kTryAgainLater, "this node's " + blocks_text(network->blocks) + " of vxfed network \"" +
+                                           conf.network + "\" were taken by other pods' ADDs at the same time; try again",
+                       ip_result.error().msg);
+  }
   if (!ip_result) return ip_result.error();
   rollback.push("IPAM DEL", [&] {
     if (auto r = ipam.del(); !r) spdlog::error("rollback: {} ({})", r.error().msg, r.error().details);
@@ -345,9 +392,10 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
     return cni_error(kUnsupportedField, "IPAM plugin \"" + conf.ipam_type + "\" assigned " + address->str() +
                                             ", not the address requested in " + wanted->ips_source +
                                             "; use an IPAM plugin that honours requested addresses (host-local, static)");
-  if (network->block && !network->block->contains(address->addr))
-    return cni_error(kInvalidConfig, "IPAM assigned " + address->str() + ", outside this node's block " +
-                                         network->block->str() + " of network \"" + conf.network + "\"",
+  if (network->block && std::none_of(network->blocks.begin(), network->blocks.end(),
+                                     [&](const net::Ipv4Prefix& b) { return b.contains(address->addr); }))
+    return cni_error(kInvalidConfig, "IPAM assigned " + address->str() + ", outside this node's " +
+                                         blocks_text(network->blocks) + " of network \"" + conf.network + "\"",
                      "other nodes route only the block to this node; leave \"ranges\" out of a host-local "
                      "\"ipam\" section (vxfed fills in the node's block) or give ranges inside the block");
 

@@ -31,6 +31,7 @@ enum Code : int {
   kCheckFailed = 103,            // CHECK found the attachment different from prevResult
   kInternal = 104,               // a bug: an invariant did not hold
   kDataplaneRefused = 105,       // the dataplane cannot take the pod (e.g. every pod port in use)
+  kNoAddressLeft = 106,          // this node's blocks are full and no other block can be had (the limit is named)
 };
 
 struct CniError {

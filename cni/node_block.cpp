@@ -1,5 +1,7 @@
 #include "cni/node_block.hpp"
 
+#include <algorithm>
+
 namespace vxfed::cni {
 
 std::vector<net::Ipv4Addr> static_addresses(const nlohmann::json& netconf) {
@@ -17,18 +19,33 @@ std::vector<net::Ipv4Addr> static_addresses(const nlohmann::json& netconf) {
 
 Done check_requested_in_block(const Requested& wanted, const std::vector<net::Ipv4Addr>& static_ips,
                               const net::Ipv4Prefix& block, const std::string& network) {
+  return check_requested_in_blocks(wanted, static_ips, {block}, network);
+}
+
+std::string blocks_text(const std::vector<net::Ipv4Prefix>& blocks) {
+  std::string out = blocks.size() == 1 ? "block " : "blocks ";
+  for (std::size_t i = 0; i < blocks.size(); ++i) out += (i ? ", " : "") + blocks[i].str();
+  return out;
+}
+
+Done check_requested_in_blocks(const Requested& wanted, const std::vector<net::Ipv4Addr>& static_ips,
+                               const std::vector<net::Ipv4Prefix>& blocks, const std::string& network) {
+  const std::string owned = blocks_text(blocks);
   auto refuse = [&](net::Ipv4Addr ip, const std::string& where) -> Done {
     return cni_error(kInvalidConfig,
-                     "the address " + ip.str() + " requested in " + where + " is outside this node's block " +
-                         block.str() + " of vxfed network \"" + network + "\"",
-                     "every node of a network owns one block of its subnet and the other nodes route only that "
-                     "block here; request an address of " + block.str() + " or place the pod on the node that "
+                     "the address " + ip.str() + " requested in " + where + " is outside this node's " + owned +
+                         " of vxfed network \"" + network + "\"",
+                     "every node of a network owns blocks of its subnet and the other nodes route only those "
+                     "here; request an address of " + owned + " or place the pod on the node that "
                      "owns the address's block");
   };
+  auto inside = [&](net::Ipv4Addr ip) {
+    return std::any_of(blocks.begin(), blocks.end(), [&](const net::Ipv4Prefix& b) { return b.contains(ip); });
+  };
   for (const auto ip : wanted.ips)
-    if (!block.contains(ip)) return refuse(ip, wanted.ips_source);
+    if (!inside(ip)) return refuse(ip, wanted.ips_source);
   for (const auto ip : static_ips)
-    if (!block.contains(ip)) return refuse(ip, "ipam.addresses");
+    if (!inside(ip)) return refuse(ip, "ipam.addresses");
   return done();
 }
 
@@ -118,21 +135,31 @@ bool ipam_takes_node_range(const nlohmann::json& netconf) {
 
 nlohmann::json with_node_range(const nlohmann::json& netconf, const net::Ipv4Prefix& subnet,
                                const net::Ipv4Prefix& block, net::Ipv4Addr gateway) {
+  return with_node_ranges(netconf, subnet, {block}, gateway);
+}
+
+nlohmann::json with_node_ranges(const nlohmann::json& netconf, const net::Ipv4Prefix& subnet,
+                                const std::vector<net::Ipv4Prefix>& blocks, net::Ipv4Addr gateway) {
   nlohmann::json out = netconf;
-  // Not the block's first and last address: for the block that starts or ends the subnet they
-  // are the subnet's network and broadcast addresses, and for the others .0 and .255 of a /24
-  // confuse enough software to be worth two addresses.
-  std::uint32_t first = block.network().value, last = block.last().value;
-  if (block.len <= 30) {
-    ++first;
-    --last;
+  nlohmann::json set = nlohmann::json::array();
+  for (const auto& block : blocks) {
+    // Not the block's first and last address: for the block that starts or ends the subnet
+    // they are the subnet's network and broadcast addresses, and for the others .0 and .255
+    // of a /24 confuse enough software to be worth two addresses.
+    std::uint32_t first = block.network().value, last = block.last().value;
+    if (block.len <= 30) {
+      ++first;
+      --last;
+    }
+    set.push_back({
+        {"subnet", subnet.str()},
+        {"rangeStart", net::Ipv4Addr{first}.str()},
+        {"rangeEnd", net::Ipv4Addr{last}.str()},
+        {"gateway", gateway.str()},
+    });
   }
-  out["ipam"]["ranges"] = nlohmann::json::array({nlohmann::json::array({{
-      {"subnet", subnet.str()},
-      {"rangeStart", net::Ipv4Addr{first}.str()},
-      {"rangeEnd", net::Ipv4Addr{last}.str()},
-      {"gateway", gateway.str()},
-  }})});
+  // One range set: host-local gives one address per set, trying its ranges in turn.
+  out["ipam"]["ranges"] = nlohmann::json::array({set});
   return out;
 }
 

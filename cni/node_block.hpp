@@ -30,6 +30,11 @@ std::vector<net::Ipv4Addr> static_addresses(const nlohmann::json& netconf);
 // not inside `block`.
 Done check_requested_in_block(const Requested& wanted, const std::vector<net::Ipv4Addr>& static_ips,
                               const net::Ipv4Prefix& block, const std::string& network);
+// The same against every block this node owns (GetNetwork node_blocks): inside any of them.
+Done check_requested_in_blocks(const Requested& wanted, const std::vector<net::Ipv4Addr>& static_ips,
+                               const std::vector<net::Ipv4Prefix>& blocks, const std::string& network);
+// "10.244.0.0/28" or "blocks 10.244.0.0/28, 10.244.0.32/28", for messages.
+std::string blocks_text(const std::vector<net::Ipv4Prefix>& blocks);
 
 // Code 7 when host-local's own ranges (ipam.ranges[i][j], or the legacy ipam.subnet with its
 // rangeStart/rangeEnd) are not inside `block` (none: this node has the whole `subnet`):
@@ -49,5 +54,9 @@ bool ipam_takes_node_range(const nlohmann::json& netconf);
 // block's first and last address; host-local skips the gateway itself.
 nlohmann::json with_node_range(const nlohmann::json& netconf, const net::Ipv4Prefix& subnet,
                                const net::Ipv4Prefix& block, net::Ipv4Addr gateway);
+// A node that owns several blocks: one range set holding one range per block, in order, so
+// host-local hands out one address and moves on to the next range when one is full.
+nlohmann::json with_node_ranges(const nlohmann::json& netconf, const net::Ipv4Prefix& subnet,
+                                const std::vector<net::Ipv4Prefix>& blocks, net::Ipv4Addr gateway);
 
 }  // namespace vxfed::cni

@@ -73,6 +73,29 @@ void ApiHandler::handle(const v1::ControlRequest& request, Reply reply) {
                            });
     return;
   }
+  if (request.op_case() == v1::ControlRequest::kClaimBlock) {
+    // The federation store's claim runs off this thread; the answer is the network with it.
+    const auto& claim = request.claim_block();
+    state_.claim_block(claim.network(), {claim.seen().begin(), claim.seen().end()},
+                       [this, request, reply = std::move(reply), started](v1::ErrorCode code, const std::string& error) {
+                         v1::ControlResponse response;
+                         response.set_request_id(request.request_id());
+                         ++counters_.requests;
+                         if (code == v1::OK) {
+                           v1::ErrorCode got = v1::OK;
+                           auto r = state_.get_network(request.claim_block().network(), &got);
+                           if (r) *response.mutable_network() = std::move(*r);
+                           response.set_code(got);
+                           if (!r) response.set_error(r.error());
+                         } else {
+                           response.set_code(code);
+                           response.set_error(error);
+                         }
+                         finish(response, op_name(request), started);
+                         reply(std::move(response));
+                       });
+    return;
+  }
   auto response = answer(request);
   const std::uint32_t wait_ms =
       request.op_case() == v1::ControlRequest::kAttachEndpoint ? request.attach_endpoint().wait_ms() : 0;
@@ -240,6 +263,10 @@ v1::ControlResponse ApiHandler::answer(const v1::ControlRequest& request) {
       }
       break;
     }
+    case v1::ControlRequest::kClaimBlock:  // asynchronous: handle(request, reply) only
+      response.set_code(v1::INVALID_ARGUMENT);
+      response.set_error("ClaimBlock needs an asynchronous reply");
+      break;
     case v1::ControlRequest::OP_NOT_SET:
     default:
       response.set_code(v1::INVALID_ARGUMENT);

@@ -33,7 +33,10 @@ namespace {
 std::vector<net::Ipv4Prefix> advertised(const std::vector<std::string>& pod_cidrs, bool federated,
                                         const NodeState& state) {
   std::vector<NetworkPrefixes> networks;
-  for (const auto& n : state.list_networks()) networks.push_back({n.node_block(), n.spec().subnet()});
+  for (const auto& n : state.list_networks()) {
+    if (n.node_blocks().empty()) networks.push_back({n.node_block(), n.spec().subnet()});
+    for (const auto& block : n.node_blocks()) networks.push_back({block, n.spec().subnet()});  // each block it owns
+  }
   return advertised_prefixes(pod_cidrs, federated, networks);
 }
 

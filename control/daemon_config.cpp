@@ -139,7 +139,7 @@ void parse_into(Config& c, const YAML::Node& root) {
   if (top.has("federation")) {
     const Field f = top["federation"];
     f.allow({"endpoints", "tls", "key_prefix", "request_timeout_ms", "node_ttl_seconds", "block_release_after_seconds",
-             "reconcile_interval_seconds"});
+             "reconcile_interval_seconds", "empty_block_release_seconds"});
     c.federation.enabled = true;
     const auto endpoints = f["endpoints"].items();
     if (endpoints.empty()) f["endpoints"].fail("must list the etcd members (host:port)");
@@ -159,6 +159,7 @@ void parse_into(Config& c, const YAML::Node& root) {
     c.federation.node_ttl_seconds = static_cast<std::uint32_t>(f.integer("node_ttl_seconds", 15, 3, 3600));
     c.federation.block_release_after_seconds = f.integer("block_release_after_seconds", 86400, 0, 365ull * 86400);
     c.federation.reconcile_interval_seconds = static_cast<std::uint32_t>(f.integer("reconcile_interval_seconds", 30, 1, 3600));
+    c.federation.empty_block_release_seconds = f.integer("empty_block_release_seconds", 600, 0, 7 * 86400);
     federation::EtcdOptions all;
     all.endpoints = c.federation.endpoints;
     all.ca_file = c.federation.ca_file;

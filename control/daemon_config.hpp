@@ -94,6 +94,9 @@ struct Config {
     std::uint32_t node_ttl_seconds = 15;       // registration lease
     std::uint64_t block_release_after_seconds = 86400;  // a gone node keeps its blocks this long
     std::uint32_t reconcile_interval_seconds = 30;      // re-assert the local copy, collect gone nodes
+    // A block claimed when the node's blocks were full goes back to the store once it has had
+    // no endpoint for this long (checked at every reconcile).
+    std::uint64_t empty_block_release_seconds = 600;
   } federation;
 
   std::vector<vni::PoolSpec> pools;            // default: federation 1000-2000

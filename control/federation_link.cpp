@@ -238,6 +238,61 @@ void FederationLink::prepare(const NetworkConfig& network, Prepared done) {
   });
 }
 
+void FederationLink::claim_more(const NetworkConfig& network, MoreClaimed done) {
+  const auto end = std::chrono::steady_clock::now() + api_budget();
+  auto pending = std::make_shared<PendingPrepare>(io_, [done](v1::ErrorCode code, const std::string& text) { done(code, text); });
+  pending->timer.expires_at(end);
+  pending->timer.async_wait([this, pending, name = network.name](const boost::system::error_code& ec) {
+    if (ec || pending->answered) return;
+    pending->answered = true;
+    pending->done(v1::UNAVAILABLE, needs_store(name, "federation store " + client_->describe() + " did not answer within " +
+                                                         std::to_string(api_budget().count()) + " ms"));
+  });
+  worker_->post([this, pending, name = network.name, subnet = network.subnet, end] {
+    if (std::chrono::steady_clock::now() >= end) return;  // the timer answered
+    Outcome outcome;
+    std::string block;
+    {
+      std::lock_guard lock(store_mutex_);
+      fed::CallDeadline deadline(end);
+      auto r = store_->claim_more(name, subnet);
+      outcome = outcome_of(r);
+      if (r) {
+        block = *r;
+        std::lock_guard changes(changes_mutex_);
+        claimed_.push_back(Claimed{name, block, false});
+      }
+    }
+    asio::post(io_, [this, pending, name, block, outcome] {
+      if (stopped_) return;
+      saw(outcome);
+      // In the node's copy once done() below has run, or never (answered by the timer, or not
+      // saved): the snapshot of the next reconcile says which, and that one gives it back if so.
+      const auto settle = [this, &name, &block] {
+        std::lock_guard changes(changes_mutex_);
+        for (auto& c : claimed_)
+          if (c.network == name && c.block == block) c.settled = true;
+      };
+      if (pending->answered) {
+        settle();
+        return;
+      }
+      pending->answered = true;
+      pending->timer.cancel();
+      if (outcome) {
+        pending->done(api_code(outcome->code), outcome->code == fed::Code::unavailable
+                                                   ? needs_store(name, outcome->message)
+                                                   : outcome->message);
+        return;
+      }
+      ++stats_.blocks_claimed;
+      log_->info("federation: network '{}': this node's blocks are full, claimed {}", name, block);
+      pending->done(v1::OK, block);
+      settle();
+    });
+  });
+}
+
 void FederationLink::left(const std::string& network) {
   fed::Membership gone;
   gone.network = network;
@@ -339,14 +394,23 @@ void FederationLink::reconcile(const char* why) {
     return;
   }
   reconciling_ = true;
+  // Further blocks empty for the grace period leave the node's copy first: this reconcile
+  // then finds them in the store and not in the copy, and gives them back.
+  for (const auto& dropped : state_->drop_empty_blocks(settings_.empty_block_release_seconds * 1000)) {
+    ++stats_.blocks_released;
+    log_->info("federation: block {} had no endpoint for {} s: given back to the store", dropped,
+               settings_.empty_block_release_seconds);
+  }
   std::vector<fed::Membership> local;
   for (const auto& n : state_->local_networks())
-    local.push_back(fed::Membership{n.config.name, n.vni, n.pool, n.config.labels, block_length_of(n.config), n.block});
+    local.push_back(fed::Membership{n.config.name, n.vni, n.pool, n.config.labels, block_length_of(n.config), n.block,
+                                    n.more_blocks});
   {
     // What the snapshot holds is no longer a change; a join prepare() made that the node has
     // not stored yet still is.
     std::lock_guard lock(changes_mutex_);
     std::erase_if(changes_, [](const Change& c) { return !c.pending; });
+    std::erase_if(claimed_, [](const Claimed& c) { return c.settled; });
   }
   worker_->post([this, why, local = std::move(local)]() mutable {
     auto done = std::make_shared<ReconcileDone>();
@@ -355,6 +419,10 @@ void FederationLink::reconcile(const char* why) {
       {
         std::lock_guard changes(changes_mutex_);
         local = apply_changes(std::move(local), changes_);
+        for (auto& m : local)  // claimed after the snapshot, or on their way into the node's copy
+          for (const auto& c : claimed_)
+            if (c.network == m.network && std::find(m.more_blocks.begin(), m.more_blocks.end(), c.block) == m.more_blocks.end())
+              m.more_blocks.push_back(c.block);
       }
       const std::uint64_t now = system_unix_ms();
       auto report = store_->reconcile(local, now);

@@ -47,6 +47,8 @@ class FederationLink final : public NetworkAllocator {
     std::uint64_t restored = 0;         // records put back from the local copy
     std::uint64_t conflicts = 0;        // store and local copy disagreed (kept local)
     std::uint64_t nodes_released = 0;   // gone nodes whose blocks were released
+    std::uint64_t blocks_claimed = 0;   // further blocks claimed because the node's were full
+    std::uint64_t blocks_released = 0;  // further blocks given back after staying empty
   };
 
   static Result<std::unique_ptr<FederationLink>> create(boost::asio::io_context& io, const Config& config,
@@ -62,6 +64,10 @@ class FederationLink final : public NetworkAllocator {
   // The store's join on the worker; `done` on the io thread with its outcome, or UNAVAILABLE
   // once api_budget() has passed (the worker busy with a call that does not come back).
   void prepare(const NetworkConfig& network, Prepared done) override;
+  // The store's claim_more on the worker; `done` on the io thread (UNAVAILABLE once
+  // api_budget() has passed). Until the node has saved the block, reconciles count it as the
+  // node's, so none gives it back meanwhile.
+  void claim_more(const NetworkConfig& network, MoreClaimed done) override;
 
   bool available() const { return available_; }
   std::string describe() const { return client_->describe(); }
@@ -134,6 +140,13 @@ class FederationLink final : public NetworkAllocator {
   std::timed_mutex store_mutex_;
   std::mutex changes_mutex_;
   std::vector<Change> changes_;            // since the last reconcile's snapshot, and pending joins
+  // Further blocks claimed since the last reconcile's snapshot of the node's copy (settled:
+  // the node has saved it, or never will): a reconcile counts them as the node's.
+  struct Claimed {
+    std::string network, block;
+    bool settled = false;
+  };
+  std::vector<Claimed> claimed_;
   std::uint64_t next_change_ = 1;
   std::unique_ptr<StoreWorker> worker_;    // last: stopped before the rest goes
 };

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 #include "control/daemon_config.hpp"
@@ -25,6 +26,7 @@ struct LocalNetwork {
   std::uint32_t vni = 0;
   std::string pool;
   std::string block;
+  std::vector<std::string> more_blocks;  // claimed when its blocks were full
 };
 
 class NetworkAllocator {
@@ -45,6 +47,15 @@ class NetworkAllocator {
   virtual void prepare(const NetworkConfig& network, Prepared done) {
     (void)network;
     done(v1::OK, {});
+  }
+
+  // One more block of the network for this node (its blocks are full), without holding the
+  // caller's thread: `done` on it with OK and the block, or the refusal and its reason
+  // (EXHAUSTED naming the subnet, UNAVAILABLE naming the store). The default: no store, so
+  // nothing to claim from.
+  using MoreClaimed = std::function<void(v1::ErrorCode code, const std::string& block_or_error)>;
+  virtual void claim_more(const NetworkConfig& network, MoreClaimed done) {
+    done(v1::EXHAUSTED, "network '" + network.name + "' has no federation store to claim another block from");
   }
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <sstream>
 
 #include "common/net/ipv4.hpp"
 #include "common/net/mac.hpp"
@@ -101,6 +102,9 @@ Result<std::unique_ptr<NodeState>> NodeState::open(const Config& config, Options
   auto blocks = vni::DurableStore::open(dir, "blocks", state->options_.store, notes);
   if (!blocks) return make_error(blocks.error());
   state->block_store_ = std::move(*blocks);
+  auto more_blocks = vni::DurableStore::open(dir, "more-blocks", state->options_.store, notes);
+  if (!more_blocks) return make_error(more_blocks.error());
+  state->more_block_store_ = std::move(*more_blocks);
   if (auto ok = state->restore(config, notes); !ok) return make_error(ok.error());
   state->networks_changed_ = false;  // the observer learns the restored networks at its start
   return state;
@@ -234,6 +238,8 @@ v1::NetworkInfo NodeState::info_of(const Network& n) const {
   info.set_gateway_mac(net::format_mac(net::gateway_mac(n.vni)));
   info.set_mtu(n.config.mtu);
   info.set_node_block(n.block);
+  if (!n.block.empty()) info.add_node_blocks(n.block);
+  for (const auto& b : n.more_blocks) info.add_node_blocks(b);
   for (auto it = routes_.lower_bound(RouteKey{n.vni, {}}); it != routes_.end() && it->first.vni == n.vni; ++it)
     if (effective_route(it->first)) info.add_remote_cidrs(it->first.prefix.str());
   auto count = endpoints_per_network_.find(n.config.name);
@@ -291,7 +297,12 @@ Result<v1::NetworkInfo> NodeState::add_network(NetworkConfig network, bool from_
   }
   auto allocation = allocate_network(network, code);
   if (!allocation) return make_error(allocation.error());
-  Network n{network, allocation->vni, allocation->pool, from_config, false, allocation->block};
+  Network n{network, allocation->vni, allocation->pool, from_config, false, allocation->block, {}};
+  if (options_.allocator != nullptr)
+    if (auto more = more_block_store_->entries().find(network.name); more != more_block_store_->entries().end()) {
+      std::istringstream words(more->second);
+      for (std::string b; words >> b;) n.more_blocks.push_back(b);
+    }
   if (auto ok = persist_network(n); !ok) {
     // Alone, the VNI goes back to the pool; with the federation it stays this node's (the
     // next attempt gets the same one).
@@ -375,6 +386,7 @@ void NodeState::prepare_network(NetworkConfig network, NetworkAllocator::Prepare
 void NodeState::network_left(const std::string& name) {
   if (options_.allocator == nullptr) return;
   (void)block_store_->erase(name);  // a failed erase is harmless: the store decides next time
+  (void)more_block_store_->erase(name);
   options_.allocator->left(name);
 }
 
@@ -394,8 +406,123 @@ std::vector<std::string> NodeState::retry_pending() {
 
 std::vector<LocalNetwork> NodeState::local_networks() const {
   std::vector<LocalNetwork> out;
-  for (const auto& [name, n] : networks_) out.push_back(LocalNetwork{n.config, n.vni, n.pool, n.block});
+  for (const auto& [name, n] : networks_) out.push_back(LocalNetwork{n.config, n.vni, n.pool, n.block, n.more_blocks});
   return out;
+}
+
+// ---------------------------------------------------------------- more blocks
+
+Status NodeState::save_more_blocks(const Network& network) {
+  if (network.more_blocks.empty()) return more_block_store_->erase(network.config.name);
+  std::string value;
+  for (const auto& b : network.more_blocks) value += (value.empty() ? "" : " ") + b;
+  return more_block_store_->put(network.config.name, value);
+}
+
+bool NodeState::in_node_blocks(const Network& network, net::Ipv4Addr ip) const {
+  const auto block = net::Ipv4Prefix::parse(network.block);  // "" (the whole subnet) does not parse
+  if (!block || block->contains(ip)) return true;
+  for (const auto& b : network.more_blocks)
+    if (auto p = net::Ipv4Prefix::parse(b); p && p->contains(ip)) return true;
+  return false;
+}
+
+void NodeState::claim_block(const std::string& name, const std::vector<std::string>& seen, BlockClaimed done) {
+  auto it = networks_.find(name);
+  if (it == networks_.end()) {
+    done(v1::NOT_FOUND, "network '" + name + "' does not exist on this node");
+    return;
+  }
+  const Network& n = it->second;
+  if (options_.allocator == nullptr || n.block.empty()) {
+    // Alone, the node's addresses are its config's: nothing to claim more from.
+    done(v1::EXHAUSTED,
+         n.block.empty()
+             ? "network '" + name + "': this node has all of subnet " + n.config.subnet +
+                   " and its IPAM found no free address in it; the network's subnet is the limit (widen it)"
+             : "network '" + name + "': this node's block " + n.block + " (the network's `block` in vxfedd's config) "
+                   "is full and without a federation store vxfedd has no other block to claim; the block is the "
+                   "limit (give the network a larger block, or a federation store: docs/federation.md)");
+    return;
+  }
+  // Another ADD's claim already gave the node a block this plugin did not see: try that one.
+  std::vector<std::string> mine = n.more_blocks;
+  mine.push_back(n.block);
+  for (const auto& b : mine)
+    if (std::find(seen.begin(), seen.end(), b) == seen.end()) {
+      done(v1::OK, {});
+      return;
+    }
+  auto& waiting = claims_[name];
+  waiting.push_back(std::move(done));
+  if (waiting.size() > 1) return;  // the first one's store call answers it too
+  options_.allocator->claim_more(n.config, [this, name](v1::ErrorCode code, const std::string& result) {
+    NetworkChangeScope scope(*this);
+    std::string error = code == v1::OK ? std::string{} : result;
+    auto net = networks_.find(name);
+    if (code == v1::OK && net == networks_.end()) {
+      code = v1::NOT_FOUND;  // removed meanwhile: the next reconcile gives the block back
+      error = "network '" + name + "' was removed while a block was claimed for it";
+    }
+    if (code == v1::OK) {
+      net->second.more_blocks.push_back(result);
+      std::sort(net->second.more_blocks.begin(), net->second.more_blocks.end(),
+                [](const std::string& a, const std::string& b) { return *net::Ipv4Prefix::parse(a) < *net::Ipv4Prefix::parse(b); });
+      if (auto ok = save_more_blocks(net->second); !ok) {
+        // Not kept: the next reconcile gives it back to the store.
+        std::erase(net->second.more_blocks, result);
+        code = v1::INTERNAL;
+        error = "block " + result + " of network '" + name + "' could not be saved: " + ok.error();
+      } else {
+        networks_changed_ = true;  // advertised from now on
+      }
+    }
+    auto waiting = std::move(claims_[name]);
+    claims_.erase(name);
+    for (auto& d : waiting) d(code, error);
+  });
+}
+
+std::vector<std::string> NodeState::drop_empty_blocks(std::uint64_t grace_ms) {
+  NetworkChangeScope scope(*this);
+  std::vector<std::string> dropped;
+  const std::uint64_t now = options_.clock();
+  std::map<std::pair<std::string, std::string>, std::uint64_t> still_empty;
+  for (auto& [name, n] : networks_) {
+    if (n.more_blocks.empty()) continue;
+    std::map<std::string, std::size_t> used;
+    for (const auto& [id, e] : endpoints_) {
+      if (e.info.spec().network() != name) continue;
+      const auto ip = net::Ipv4Addr::parse(e.info.spec().ip());
+      for (const auto& b : n.more_blocks)
+        if (auto p = net::Ipv4Prefix::parse(b); ip && p && p->contains(*ip)) ++used[b];
+    }
+    std::vector<std::string> keep;
+    for (const auto& b : n.more_blocks) {
+      if (used[b] > 0) {
+        keep.push_back(b);
+        continue;
+      }
+      auto since = empty_since_.find({name, b});
+      const std::uint64_t from = since == empty_since_.end() ? now : since->second;
+      if (now - from < grace_ms || claims_.count(name)) {
+        keep.push_back(b);
+        still_empty[{name, b}] = from;
+        continue;
+      }
+      dropped.push_back(name + " " + b);
+    }
+    if (keep.size() == n.more_blocks.size()) continue;
+    const auto before = n.more_blocks;
+    n.more_blocks = keep;
+    if (auto ok = save_more_blocks(n); !ok) {
+      n.more_blocks = before;  // tried again at the next call
+      continue;
+    }
+    networks_changed_ = true;  // withdrawn
+  }
+  empty_since_ = std::move(still_empty);
+  return dropped;
 }
 
 void NodeState::remove_network_now(const std::string& name) {
@@ -619,10 +746,14 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
   if (spec.ip() == network->second.config.gateway) return make_error("ip " + spec.ip() + " is the network's gateway");
   // Other nodes route this node's block to it and nothing else: an address outside it would
   // be unreachable from them (and may be another node's pod's).
-  const auto block = net::Ipv4Prefix::parse(network->second.block);  // "" (the whole subnet) does not parse
-  if (const auto& b = network->second.block; block && !block->contains(*ip))
-    return make_error("ip " + spec.ip() + " is outside this node's block " + b + " of network '" + spec.network() +
-                      "'; its IPAM must hand out addresses of the block (GetNetwork node_block)");
+  if (!in_node_blocks(network->second, *ip)) {
+    std::string blocks = network->second.block;
+    for (const auto& b : network->second.more_blocks) blocks += ", " + b;
+    const char* noun = network->second.more_blocks.empty() ? "block " : "blocks ";
+    return make_error("ip " + spec.ip() + " is outside this node's " + noun + blocks + " of network '" +
+                      spec.network() + "'; its IPAM must hand out addresses of the " + noun +
+                      "(GetNetwork node_blocks)");
+  }
   const auto mac = net::parse_mac(spec.mac());
   if (!mac) return make_error("mac: " + mac.error());
   if (net::is_multicast(*mac)) return make_error("mac " + spec.mac() + " is multicast");

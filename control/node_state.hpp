@@ -95,6 +95,21 @@ class NodeState {
   // The networks as this node holds them: what it re-asserts to the federation store.
   std::vector<LocalNetwork> local_networks() const;
 
+  // ---- more blocks (the federation store's block affinity, docs/federation.md) ----
+  // The CNI plugin's IPAM found every block of the network it was given (`seen`) full: one
+  // more block from the federation store, persisted, advertised (the networks observer) and
+  // returned by GetNetwork from then on. `done` on this thread: OK also when the node already
+  // has a block the plugin did not see (another ADD's claim: nothing claimed); EXHAUSTED
+  // naming the limit when the subnet has no free block, or when the node has no store to ask
+  // (its block, or the whole subnet, comes from its config). Claims of one network at once
+  // share one store call.
+  using BlockClaimed = std::function<void(v1::ErrorCode code, const std::string& error)>;
+  void claim_block(const std::string& network, const std::vector<std::string>& seen, BlockClaimed done);
+  // Further blocks without an endpoint since `grace_ms` are dropped from the node's copy (the
+  // federation link's next reconcile gives them back to the store); returns them as
+  // "network block", for logs. A block is empty from the first call that sees it empty.
+  std::vector<std::string> drop_empty_blocks(std::uint64_t grace_ms);
+
   // ---- endpoints ----
   Result<v1::EndpointInfo> attach(const v1::EndpointSpec& spec, v1::ErrorCode* code);
   Status detach(const std::string& container_id, const std::string& ifname, v1::ErrorCode* code);
@@ -140,6 +155,7 @@ class NodeState {
     bool from_config = false;
     bool orphaned = false;     // gone from the config but endpoints still use it
     std::string block;         // this node's block of the subnet ("" : the whole subnet)
+    std::vector<std::string> more_blocks;  // claimed when its blocks were full (federation)
   };
   struct Endpoint {
     v1::EndpointInfo info;
@@ -199,6 +215,11 @@ class NodeState {
   std::unique_ptr<vni::DurableStore> network_store_;
   std::unique_ptr<vni::DurableStore> endpoint_store_;
   std::unique_ptr<vni::DurableStore> block_store_;          // network -> this node's block (federation)
+  std::unique_ptr<vni::DurableStore> more_block_store_;     // network -> its further blocks, space-separated
+  std::map<std::string, std::vector<BlockClaimed>> claims_;  // a claim on its way to the store, by network
+  std::map<std::pair<std::string, std::string>, std::uint64_t> empty_since_;  // (network, further block)
+  Status save_more_blocks(const Network& network);
+  bool in_node_blocks(const Network& network, net::Ipv4Addr ip) const;
   std::map<std::string, NetworkConfig> pending_;            // config networks waiting for the store
   std::map<std::string, Network> networks_;
   std::map<std::string, Endpoint> endpoints_;               // by endpoint id

@@ -65,6 +65,28 @@ TEST(NodeBlock, TheRangeIsTheBlockInsideTheSubnetWithoutItsFirstAndLastAddress) 
   EXPECT_EQ(whole["ipam"]["ranges"][0][0]["rangeEnd"], "10.244.255.254");
 }
 
+TEST(NodeBlock, SeveralBlocksAreOneRangeSetSoHostLocalGivesOneAddressAndMovesOnWhenOneIsFull) {
+  const json conf = {{"type", "vxfed"}, {"ipam", {{"type", "host-local"}}}};
+  const auto subnet = prefix("10.244.0.0/24");
+  const net::Ipv4Addr gw = *net::Ipv4Addr::parse("10.244.0.1");
+  auto two = with_node_ranges(conf, subnet, {prefix("10.244.0.0/28"), prefix("10.244.0.32/28")}, gw);
+  EXPECT_EQ(two["ipam"]["ranges"], json::parse(R"([[{"subnet":"10.244.0.0/24","rangeStart":"10.244.0.1",
+                                                   "rangeEnd":"10.244.0.14","gateway":"10.244.0.1"},
+                                                  {"subnet":"10.244.0.0/24","rangeStart":"10.244.0.33",
+                                                   "rangeEnd":"10.244.0.46","gateway":"10.244.0.1"}]])"));
+  // A requested address is fine in any of the node's blocks, refused outside all of them.
+  Requested wanted;
+  wanted.ips = {*net::Ipv4Addr::parse("10.244.0.40")};
+  wanted.ips_source = "runtimeConfig.ips";
+  const std::vector<net::Ipv4Prefix> blocks{prefix("10.244.0.0/28"), prefix("10.244.0.32/28")};
+  EXPECT_TRUE(check_requested_in_blocks(wanted, {}, blocks, "fed").ok());
+  wanted.ips = {*net::Ipv4Addr::parse("10.244.0.20")};
+  auto out = check_requested_in_blocks(wanted, {}, blocks, "fed");
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().msg.find("outside this node's blocks 10.244.0.0/28, 10.244.0.32/28"), std::string::npos)
+      << out.error().msg;
+}
+
 json host_local_ranges(json ranges) { return {{"ipam", {{"type", "host-local"}, {"ranges", std::move(ranges)}}}}; }
 
 TEST(NodeBlock, HostLocalRangesOutsideTheBlockAreRefusedNamingTheFieldTheRangeAndTheBlock) {
