@@ -22,8 +22,14 @@ std::string errno_text() { return std::strerror(errno); }
 
 // Classic BPF accepting frames whose ifindex is one of `ifs`: compares in groups of up to 250
 // (jt is 8 bits), each group jumping to an accept placed after it; no match rejects.
+// First, a frame the pod addressed to the host end's own MAC (PACKET_HOST) is rejected: it is
+// for the node's kernel (a pod answering the node, cni/node_path.hpp), which takes it itself;
+// what the pod sends us goes to the gateway MAC (PACKET_OTHERHOST) or is broadcast (ARP).
 std::vector<sock_filter> ifindex_filter(const std::vector<unsigned>& ifs) {
   std::vector<sock_filter> p;
+  p.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<std::uint32_t>(SKF_AD_OFF + SKF_AD_PKTTYPE)));
+  p.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, 1));
+  p.push_back(BPF_STMT(BPF_RET | BPF_K, 0));
   p.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<std::uint32_t>(SKF_AD_OFF + SKF_AD_IFINDEX)));
   for (std::size_t g = 0; g < ifs.size(); g += 250) {
     const std::size_t end = std::min(ifs.size(), g + 250);
