@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <rte_mbuf.h>
 
@@ -14,6 +15,14 @@ namespace vxfed::dataplane {
 
 constexpr std::uint16_t kMaxBurst = 64;               // most packets one process_* call takes
 constexpr std::uint16_t kTxStageCapacity = 2 * kMaxBurst;
+
+// What a sender that counts for itself reports to TxStage::flush: it took (sent, or dropped
+// and counted) pkts[0..taken), and put `frames` frames of `bytes` bytes on the wire.
+struct TxSent {
+  std::uint16_t taken = 0;
+  std::uint64_t frames = 0;
+  std::uint64_t bytes = 0;
+};
 
 struct TxStage {
   struct Queue {
@@ -52,23 +61,35 @@ struct TxStage {
     }
   }
 
-  // Hands every staged queue to send(port, pkts, n) -> number accepted (e.g. a lambda around
-  // rte_eth_tx_burst(port, my_queue, pkts, n)); counts tx packets/bytes of what was accepted,
-  // frees the rest and counts it as tx_full. Leaves the stage empty.
+  // Hands every staged queue to send(port, pkts, n) and leaves the stage empty. send returns
+  // either the number accepted (e.g. a lambda around rte_eth_tx_burst(port, my_queue, pkts,
+  // n)): then the accepted packets and their bytes are counted as sent; or a TxSent, for a
+  // sender that puts other frames on the wire than the packets it took (a super-packet cut
+  // into segments) or drops some itself: then its own figures are. What was not taken is
+  // freed and counted as tx_full.
   template <typename Send>
   void flush(Send&& send, WorkerCounters& counters) {
     for (std::uint16_t i = 0; i < n_dirty; ++i) {
       const std::uint16_t port = dirty[i];
       Queue& q = ports[port];
-      std::uint64_t bytes = 0;
-      for (std::uint16_t k = 0; k < q.count; ++k) bytes += rte_pktmbuf_pkt_len(q.pkts[k]);
-      const std::uint16_t sent = send(port, q.pkts, q.count);
-      for (std::uint16_t k = sent; k < q.count; ++k) {
-        bytes -= rte_pktmbuf_pkt_len(q.pkts[k]);
-        rte_pktmbuf_free(q.pkts[k]);
+      std::uint16_t sent;
+      if constexpr (std::is_same_v<std::invoke_result_t<Send&, std::uint16_t, rte_mbuf**, std::uint16_t>, TxSent>) {
+        const TxSent r = send(port, q.pkts, q.count);
+        sent = r.taken;
+        for (std::uint16_t k = sent; k < q.count; ++k) rte_pktmbuf_free(q.pkts[k]);
+        counters.ports[port].tx_packets.add(r.frames);
+        counters.ports[port].tx_bytes.add(r.bytes);
+      } else {
+        std::uint64_t bytes = 0;
+        for (std::uint16_t k = 0; k < q.count; ++k) bytes += rte_pktmbuf_pkt_len(q.pkts[k]);
+        sent = send(port, q.pkts, q.count);
+        for (std::uint16_t k = sent; k < q.count; ++k) {
+          bytes -= rte_pktmbuf_pkt_len(q.pkts[k]);
+          rte_pktmbuf_free(q.pkts[k]);
+        }
+        counters.ports[port].tx_packets.add(sent);
+        counters.ports[port].tx_bytes.add(bytes);
       }
-      counters.ports[port].tx_packets.add(sent);
-      counters.ports[port].tx_bytes.add(bytes);
       if (sent < q.count) counters.drop(DropReason::TxFull, port, q.count - sent);
       q.count = 0;
     }

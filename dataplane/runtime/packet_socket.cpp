@@ -219,7 +219,7 @@ unsigned SocketReceiver::receive(int fd, rte_mbuf** pkts, wire::VirtioNetHeader*
 SocketSender::SocketSender() { std::memset(msgs_, 0, sizeof msgs_); }
 
 std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool uplink,
-                                 std::uint64_t* lost_segments, UplinkSegmenting segmenting) {
+                                 SendTally* tally, UplinkSegmenting segmenting) {
   sockaddr_ll to{};
   to.sll_family = AF_PACKET;
   to.sll_ifindex = static_cast<int>(ifindex);
@@ -227,25 +227,25 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
   void* name = ifindex != 0 ? &to : nullptr;
   const socklen_t namelen = ifindex != 0 ? sizeof to : 0;
 
-  std::uint16_t taken = 0;   // pkts[0..taken) are done (sent and freed)
-  std::uint32_t resume = 0;  // segments of pkts[taken] already sent by an earlier batch
+  std::uint16_t taken = 0;   // pkts[0..taken) are done (sent or refused, and freed)
+  std::uint32_t resume = 0;  // segments of pkts[taken] already handled by an earlier batch
   while (taken < n) {
     unsigned nm = 0, ni = 0, nh = 0;  // messages, iovecs, header slots used
     std::uint16_t p = taken;
     std::uint32_t seg = resume;
-    std::uint32_t first_seg_in_batch = resume;  // of pkts[taken]
+    const std::uint32_t first_seg_in_batch = resume;  // of pkts[taken]
     bool batch_full = false;   // stopped inside a super-packet: it continues in the next batch
-    bool unsendable = false;   // stopped at a packet we cannot send: the caller drops it
+    bool undescribable = false;  // stopped at a packet no message can carry (see below)
     while (p < n && !batch_full) {
       rte_mbuf* m = pkts[p];
       if (uplink && (m->ol_flags & kTxSegFlags)) {
         const SegmentLayout l = segment_layout(m);
         const std::uint32_t hdrs = l.headers();
-        const std::uint32_t count = segment_count(l, m->pkt_len);
         if (hdrs > kHeaderRoom || m->data_len < hdrs || l.mss == 0) {
-          unsendable = true;
+          undescribable = true;
           break;
         }
+        const std::uint32_t count = segment_count(l, m->pkt_len);
         const auto* super = rte_pktmbuf_mtod(m, const std::uint8_t*);
         if (segmenting == UplinkSegmenting::UdpGso && udp_gso_fits(m, l)) {
           batch_full = !add_udp_gso_messages(m, l, super, count, p, name, namelen, &seg, &nm, &ni, &nh);
@@ -267,6 +267,7 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
             insert_tag(m, tags_[nm], vnet_[nm], iov, &k);
             msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
             msg_segs_[nm] = 1;
+            msg_bytes_[nm] = hdrs + len;
             msg_pkt_[nm++] = p;
             ni += k;
           }
@@ -274,7 +275,7 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
         }
       } else {
         if (m->nb_segs > kMaxChain) {
-          unsendable = true;
+          undescribable = true;
           break;
         }
         if (nm == kMessages || ni + 3 + m->nb_segs > kIovecs) break;  // the next batch takes it
@@ -286,43 +287,76 @@ std::uint16_t SocketSender::send(int fd, unsigned ifindex, rte_mbuf** pkts, std:
         insert_tag(m, tags_[nm], vnet_[nm], iov, &k);
         msgs_[nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
         msg_segs_[nm] = 1;
+        msg_bytes_[nm] = m->pkt_len;
         msg_pkt_[nm++] = p;
         ni += k;
       }
       ++p;
       seg = 0;
     }
-    if (nm == 0) break;
-    const int rc = ::sendmmsg(fd, msgs_, nm, MSG_DONTWAIT);
-    const unsigned sent = rc > 0 ? static_cast<unsigned>(rc) : 0;
-    if (sent == nm && batch_full) {
-      // All sent, the last packet continues in the next batch.
-      rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(p - taken));
-      resume = seg;
-      taken = p;
-      continue;
-    }
-    if (sent == nm) {
-      rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(p - taken));
-      taken = p;
+    if (nm == 0) {
+      // The batch's first packet gave no message: headers beyond kHeaderRoom, a chain longer
+      // than a message takes. It is refused, not left for the caller to count as tx_full.
+      if (!undescribable && !batch_full) break;
+      rte_pktmbuf_free(pkts[taken]);
+      ++tally->refused;
+      ++taken;
       resume = 0;
-      if (unsendable) break;
       continue;
     }
-    // The socket took only `sent` messages: the packet of message `sent` is the first not
-    // fully sent. If some of its segments went out it counts as sent, the rest lost.
-    const std::uint16_t stop = msg_pkt_[sent];
-    const bool started = (sent > 0 && msg_pkt_[sent - 1] == stop) || (stop == taken && first_seg_in_batch > 0);
-    std::uint16_t done = stop;
-    if (started) {
-      std::uint32_t remaining = 0;
-      for (unsigned k = sent; k < nm && msg_pkt_[k] == stop; ++k) remaining += msg_segs_[k];
-      if (p == stop && batch_full) remaining += segment_count(segment_layout(pkts[stop]), pkts[stop]->pkt_len) - seg;
-      *lost_segments += remaining;
-      done = static_cast<std::uint16_t>(stop + 1);
+    // Send the batch. sendmmsg stops at the first message that fails and returns how many
+    // went before it (the error itself is lost), so a short count is sent again from there:
+    // then the failing message comes first and its errno says why. A full queue ends the
+    // call; any other error refuses that message's packet and the batch goes on after it.
+    unsigned done = 0;               // messages sent, or skipped with a refused packet
+    bool full = false;
+    bool continuing_refused = false;  // pkts[p], which continues in the next batch, was refused
+    while (done < nm) {
+      const int rc = ::sendmmsg(fd, msgs_ + done, nm - done, MSG_DONTWAIT);
+      if (rc > 0) {
+        for (unsigned k = done; k < done + static_cast<unsigned>(rc); ++k) {
+          tally->frames += msg_segs_[k];
+          tally->bytes += msg_bytes_[k];
+        }
+        done += static_cast<unsigned>(rc);
+        continue;
+      }
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc == 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+        full = true;
+        break;
+      }
+      const std::uint16_t bad = msg_pkt_[done];
+      std::uint64_t frames = 0;
+      for (; done < nm && msg_pkt_[done] == bad; ++done) frames += msg_segs_[done];
+      if (bad == p && batch_full) {
+        frames += segment_count(segment_layout(pkts[p]), pkts[p]->pkt_len) - seg;
+        continuing_refused = true;
+      }
+      tally->refused += frames;
     }
-    rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(done - taken));
-    taken = done;
+    if (!full) {
+      const std::uint16_t end = batch_full && continuing_refused ? static_cast<std::uint16_t>(p + 1) : p;
+      rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(end - taken));
+      taken = end;
+      resume = batch_full && !continuing_refused ? seg : 0;
+      continue;
+    }
+    // The queue is full at message `done`: its packet is the first not fully sent. If some
+    // of its segments went out it counts as sent, the rest lost; the packets behind it stay
+    // the caller's.
+    const std::uint16_t stop = msg_pkt_[done];
+    const bool started = (done > 0 && msg_pkt_[done - 1] == stop) || (stop == taken && first_seg_in_batch > 0);
+    std::uint16_t end = stop;
+    if (started) {
+      std::uint64_t remaining = 0;
+      for (unsigned k = done; k < nm && msg_pkt_[k] == stop; ++k) remaining += msg_segs_[k];
+      if (p == stop && batch_full) remaining += segment_count(segment_layout(pkts[stop]), pkts[stop]->pkt_len) - seg;
+      tally->queue_full += remaining;
+      end = static_cast<std::uint16_t>(stop + 1);
+    }
+    rte_pktmbuf_free_bulk(pkts + taken, static_cast<unsigned>(end - taken));
+    taken = end;
     break;
   }
   return taken;
@@ -341,42 +375,47 @@ bool SocketSender::add_udp_gso_messages(const rte_mbuf* m, const SegmentLayout& 
                                         std::uint32_t* seg, unsigned* nm, unsigned* ni, unsigned* nh) {
   const std::uint32_t hdrs = l.headers();
   const std::uint32_t datagram_hdrs = hdrs - kOuterUdpEnd;  // VXLAN + inner headers of each datagram
-  const std::uint32_t payload_total = m->pkt_len - hdrs;
   const bool udp = l.l4_proto != 6;
   const std::uint32_t field = udp ? wire::kUdpChecksumOffset : wire::kTcpChecksumOffset;
-  auto payload_of = [&](std::uint32_t i) {
-    return std::min<std::uint32_t>(l.mss, payload_total - std::min(payload_total, i * l.mss));
-  };
   while (*seg < count) {
-    // The segments of this message: as many as fit in one IPv4 packet.
-    std::uint32_t take = 0, udp_payload = 0;
-    while (*seg + take < count && udp_payload + datagram_hdrs + payload_of(*seg + take) <= kMaxUdpGsoPayload) {
-      udp_payload += datagram_hdrs + payload_of(*seg + take);
-      ++take;
-    }
-    const unsigned room = 1 + take * (1 + m->nb_segs);  // vnet header, then per segment headers + slices
-    if (*nm == kMessages || *nh + take > kMessages || *ni + room > kIovecs) return false;
+    if (*nm == kMessages) return false;
+    // The segments of this message: as many as fit in one IPv4 packet, at most
+    // kMaxUdpGsoSegments (the kernel refuses more), each with all of its iovecs (a segment's
+    // payload may span several mbufs, so the room is checked as they are added).
     iovec* iov = iov_ + *ni;
+    const unsigned room = kIovecs - *ni;
     unsigned k = 0;
     iov[k++] = {&vnet_[*nm], kVnetLen};
     std::uint8_t* first = headers_[*nh];
-    for (std::uint32_t i = 0; i < take; ++i) {
-      std::uint8_t* h = headers_[*nh + i];
-      const std::uint32_t len = write_segment_headers(l, super, m->pkt_len, *seg + i, h);
-      iov[k++] = i == 0 ? iovec{h, hdrs} : iovec{h + kOuterUdpEnd, datagram_hdrs};
-      const unsigned slices = k;
-      add_slices(m, hdrs + (*seg + i) * l.mss, len, iov, &k, room);
+    std::uint32_t take = 0, udp_payload = 0;
+    while (*seg + take < count && take < kMaxUdpGsoSegments && *nh + take < kMessages && k < room) {
+      std::uint8_t* h = headers_[*nh + take];
+      const std::uint32_t len = write_segment_headers(l, super, m->pkt_len, *seg + take, h);
+      if (udp_payload + datagram_hdrs + len > kMaxUdpGsoPayload) break;
+      const unsigned at = k;
+      iov[k++] = take == 0 ? iovec{h, hdrs} : iovec{h + kOuterUdpEnd, datagram_hdrs};
+      if (!add_slices(m, hdrs + (*seg + take) * l.mss, len, iov, &k, room)) {
+        k = at;  // not this segment: the next message takes it
+        break;
+      }
       // The inner checksum, complete: the header's field holds the pseudo-header sum
       // (write_segment_headers), so the sum over header and payload is the whole one.
       OnesSum sum;
       sum.add(h + l.l4_offset(), l.l4_len);
-      for (unsigned j = slices; j < k; ++j) sum.add(static_cast<const std::uint8_t*>(iov[j].iov_base), iov[j].iov_len);
+      for (unsigned j = at + 1; j < k; ++j) sum.add(static_cast<const std::uint8_t*>(iov[j].iov_base), iov[j].iov_len);
       store_l4_checksum(h + l.l4_offset() + field, sum, udp);
+      udp_payload += datagram_hdrs + len;
+      ++take;
     }
+    if (take == 0) return false;  // no room left in this batch
     // The outer headers describe the whole message; the kernel's UDP segmentation gives each
-    // datagram its length, IPv4 ID and checksums, and leaves the outer UDP checksum pending.
+    // datagram its length, IPv4 ID (the message's + i) and checksums, and leaves the outer
+    // UDP checksum pending. The message's ID is the super-packet's + its first segment, so
+    // the IDs run on across the messages of one super-packet as within one.
     std::uint8_t* ip = first + kOuterL2Len;
     std::uint8_t* uh = ip + kOuterL3Len;
+    std::uint8_t* id = ip + offsetof(wire::Ipv4Header, id_be);
+    wire::store_be16(id, static_cast<std::uint16_t>(wire::load_be16(id) + *seg));
     wire::store_be16(ip + offsetof(wire::Ipv4Header, total_length_be), kOuterL3Len + 8 + udp_payload);
     wire::store_be16(ip + offsetof(wire::Ipv4Header, checksum_be), ipv4_header_checksum(ip, kOuterL3Len));
     wire::store_be16(uh + offsetof(wire::UdpHeader, length_be), 8 + udp_payload);
@@ -392,6 +431,7 @@ bool SocketSender::add_udp_gso_messages(const rte_mbuf* m, const SegmentLayout& 
     vh.csum_offset = static_cast<std::uint16_t>(wire::kUdpChecksumOffset);
     msgs_[*nm].msg_hdr = msghdr{name, namelen, iov, k, nullptr, 0, 0};
     msg_segs_[*nm] = static_cast<std::uint16_t>(take);
+    msg_bytes_[*nm] = take * kOuterUdpEnd + udp_payload;  // each datagram behind its own outer headers
     msg_pkt_[(*nm)++] = p;
     *ni += k;
     *nh += take;

@@ -90,21 +90,43 @@ enum class UplinkSegmenting : std::uint8_t {
   UdpGso,
 };
 
+// The most datagrams one UDP super-packet of ours carries. The kernel refuses a GSO_UDP_L4
+// packet of more than UDP_MAX_SEGMENTS (128, include/linux/udp.h; not in the uapi headers)
+// segments from a packet socket with EINVAL (UplinkGso.TheKernelRefusesMoreThan128Segments);
+// a peer dataplane behind a veth takes at most kMaxUplinkSuperDatagrams (64) of them whole
+// (uplink_super.hpp), so we send no more than that: a pod's super-packet of more segments (a
+// peer's small MSS) goes as several.
+constexpr std::uint32_t kKernelUdpGsoMaxSegments = 128;
+constexpr std::uint32_t kMaxUdpGsoSegments = 64;
+static_assert(kMaxUdpGsoSegments <= kKernelUdpGsoMaxSegments);
+
+// What one SocketSender::send put on the wire and what it dropped, in frames: a
+// super-packet cut into segments counts each segment, a UDP super-packet each of its
+// datagrams (as the kernel or the NIC sends them), a super-packet handed whole to a pod one.
+struct SendTally {
+  std::uint64_t frames = 0;      // frames sent
+  std::uint64_t bytes = 0;       // their bytes as on the wire (each with its own headers; no 802.1Q tag)
+  std::uint64_t queue_full = 0;  // segments of a super-packet the socket's full queue cut short (tx_full)
+  std::uint64_t refused = 0;     // frames the kernel refused or that no message can describe (tx_refused)
+};
+
 // A worker's send side (scratch for the messages of one call, shared by its sockets).
 // Sends pkts[0..n) with one vnet header each, to `ifindex` (0: the socket's own interface).
 // Pending checksums and super-packets are handed to the kernel as they are (a pod's kernel
 // takes GSO), unless `uplink`: then super-packets are cut into their segments here (as
 // `segmenting` says) and a single packet's pending checksum is handed on. An mbuf with
 // RTE_MBUF_F_TX_VLAN gets its vlan_tci inserted as an 802.1Q tag (the underlay tag,
-// underlay_tag.hpp; such super-packets always go per segment). Frees what it sent and returns
-// how many of pkts that was; the rest stay the caller's. *lost_segments counts segments of a
-// super-packet that was cut short (the socket took only some of its messages; the packet
-// counts as sent).
+// underlay_tag.hpp; such super-packets always go per segment). Returns how many of pkts it
+// consumed: sent, or dropped and counted in tally->refused (a packet the kernel refused with
+// an error other than a full queue, or one no message can describe: the packets behind it
+// are still sent); all are freed. It stops at a full queue (EAGAIN, ENOBUFS): the rest stay
+// the caller's, and a super-packet cut short there counts as sent with its unsent segments
+// in tally->queue_full. Adds to *tally, never resets it.
 class SocketSender {
  public:
   SocketSender();
-  std::uint16_t send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool uplink,
-                     std::uint64_t* lost_segments, UplinkSegmenting segmenting = UplinkSegmenting::PerSegment);
+  std::uint16_t send(int fd, unsigned ifindex, rte_mbuf** pkts, std::uint16_t n, bool uplink, SendTally* tally,
+                     UplinkSegmenting segmenting = UplinkSegmenting::PerSegment);
 
  private:
   // UplinkSegmenting::UdpGso: whether m's segments can go as UDP super-packets, and adding
@@ -120,6 +142,7 @@ class SocketSender {
   mmsghdr msgs_[kMessages];
   std::uint16_t msg_pkt_[kMessages];            // which of pkts a message belongs to
   std::uint16_t msg_segs_[kMessages];           // how many of its segments a message carries
+  std::uint32_t msg_bytes_[kMessages];          // the bytes of those segments' frames on the wire
   wire::VirtioNetHeader vnet_[kMessages];
   iovec iov_[kIovecs];
   std::uint8_t tags_[kMessages][4];            // 802.1Q tags inserted (RTE_MBUF_F_TX_VLAN)

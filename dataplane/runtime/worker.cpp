@@ -171,17 +171,17 @@ void forward_uplink_frames(WorkerContext& w, const ForwardingState* s, std::uint
 
 // A DPDK port's TX burst when some staged packet has pending work (mbuf_offload.hpp): DPDK
 // ports here are configured without TX offloads, so super-packets are segmented and pending
-// checksums finished in software first. Returns how many of pkts were consumed (sent, or
-// dropped and counted here); the rest stay the caller's. A super-packet counts as sent when
-// its segmentation was done; segments the device refused count as tx_full.
-[[gnu::noinline]] std::uint16_t ethdev_send_finishing(WorkerContext& w, std::uint16_t port, std::uint16_t queue,
-                                                      rte_mbuf** pkts, std::uint16_t n) {
+// checksums finished in software first. Takes pkts[0..taken) (sent, or dropped and counted
+// here); the rest stay the caller's. A super-packet counts as taken when its segmentation was
+// done; segments the device refused count as tx_full. frames and bytes: the segments sent.
+[[gnu::noinline]] TxSent ethdev_send_finishing(WorkerContext& w, std::uint16_t port, std::uint16_t queue,
+                                               rte_mbuf** pkts, std::uint16_t n) {
   constexpr unsigned kOut = 256;
   rte_mbuf* out[kOut];
-  std::uint16_t done = 0;
-  while (done < n) {
+  TxSent r;
+  while (r.taken < n) {
     unsigned no = 0;
-    std::uint16_t i = done;
+    std::uint16_t i = r.taken;
     for (; i < n; ++i) {
       bool alloc_failed = false;
       const unsigned k = finish_offloads(pkts[i], w.pool, out + no, kOut - no, &alloc_failed);
@@ -192,21 +192,27 @@ void forward_uplink_frames(WorkerContext& w, const ForwardingState* s, std::uint
       if (k == 0) break;  // no room left in out: send what we have first
       no += k;
     }
-    if (no == 0 && i == done) {  // a single super-packet with more segments than kOut
+    if (no == 0 && i == r.taken) {  // a single super-packet with more segments than kOut
       w.counters->drop(DropReason::TxFull, port);
       rte_pktmbuf_free(pkts[i]);
-      done = static_cast<std::uint16_t>(i + 1);
+      r.taken = static_cast<std::uint16_t>(i + 1);
       continue;
     }
+    // Counted before the send: the device may free what it took at once.
+    std::uint64_t bytes[kOut + 1];
+    bytes[0] = 0;
+    for (unsigned k = 0; k < no; ++k) bytes[k + 1] = bytes[k] + rte_pktmbuf_pkt_len(out[k]);
     const std::uint16_t sent = rte_eth_tx_burst(port, queue, out, static_cast<std::uint16_t>(no));
-    done = i;
+    r.frames += sent;
+    r.bytes += bytes[sent];
+    r.taken = i;
     if (sent < no) {
       w.counters->drop(DropReason::TxFull, port, no - sent);
       rte_pktmbuf_free_bulk(out + sent, no - sent);
       break;  // the device is full: the rest stay the caller's
     }
   }
-  return done;
+  return r;
 }
 
 // The descriptors an idle worker waits on, rebuilt when the published state changes (rare:
@@ -263,7 +269,7 @@ int worker_main(void* arg) {
   auto pod_rx = std::make_unique<SocketReceiver>(w.pool, kPodFrameSegments);
   auto uplink_rx = std::make_unique<SocketReceiver>(w.pool, w.uplink_segments);
   auto sender = std::make_unique<SocketSender>();
-  std::uint64_t lost_segments = 0, pod_refused = 0, uplink_refused = 0;
+  std::uint64_t pod_refused = 0, uplink_refused = 0;
   const auto queue = static_cast<std::uint16_t>(w.id);
   const ForwardingState* s = nullptr;
   // Without a capture tap (tests that build a context by hand) nothing is ever captured.
@@ -271,27 +277,33 @@ int worker_main(void* arg) {
   if (w.capture == nullptr) w.capture = &no_capture;
   std::uint32_t captured = CaptureTap::kNoCapture;
   // Pod ports are sent to through the pod socket by ifindex (super-packets whole), the uplink
-  // socket gets super-packets cut into segments, DPDK ports go on our TX queue.
-  const auto send = [queue, &w, &s, &sender, &lost_segments, &captured](std::uint16_t port, rte_mbuf** p,
-                                                                          std::uint16_t n) -> std::uint16_t {
+  // socket gets super-packets cut into segments, DPDK ports go on our TX queue. Each says
+  // what it put on the wire: a super-packet cut into segments counts every segment.
+  const auto send = [queue, &w, &s, &sender, &captured](std::uint16_t port, rte_mbuf** p, std::uint16_t n) -> TxSent {
     capture_if(w.capture, captured, port, w.id, p, n, true);
-    std::uint16_t sent;
+    SendTally t;
+    std::uint16_t taken;
     if (port >= kFirstPodPort) {
       const unsigned ifindex = s == nullptr ? 0 : s->pod_ifindex[port - kFirstPodPort];
-      sent = ifindex == 0 ? 0 : sender->send(w.pod_fd, ifindex, p, n, false, &lost_segments);
+      taken = ifindex == 0 ? 0 : sender->send(w.pod_fd, ifindex, p, n, false, &t);
     } else if (port == w.uplink && w.uplink_fd >= 0) {
-      sent = sender->send(w.uplink_fd, 0, p, n, true, &lost_segments, w.uplink_segmenting);
+      taken = sender->send(w.uplink_fd, 0, p, n, true, &t, w.uplink_segmenting);
     } else {
       std::uint64_t pending = 0;
       for (std::uint16_t i = 0; i < n; ++i) pending |= p[i]->ol_flags;
-      return (pending & kTxPendingFlags) ? ethdev_send_finishing(w, port, queue, p, n)
-                                         : rte_eth_tx_burst(port, queue, p, n);
+      if (pending & kTxPendingFlags) return ethdev_send_finishing(w, port, queue, p, n);
+      TxSent r;
+      for (std::uint16_t i = 0; i < n; ++i) r.bytes += rte_pktmbuf_pkt_len(p[i]);
+      r.taken = rte_eth_tx_burst(port, queue, p, n);
+      for (std::uint16_t i = r.taken; i < n; ++i) r.bytes -= rte_pktmbuf_pkt_len(p[i]);
+      r.frames = r.taken;
+      return r;
     }
-    if (lost_segments) [[unlikely]] {
-      w.counters->drop(DropReason::TxFull, port, lost_segments);
-      lost_segments = 0;
+    if (t.queue_full | t.refused) [[unlikely]] {
+      if (t.queue_full) w.counters->drop(DropReason::TxFull, port, t.queue_full);
+      if (t.refused) w.counters->drop(DropReason::TxRefused, port, t.refused);
     }
-    return sent;
+    return TxSent{taken, t.frames, t.bytes};
   };
 
   while (!w.stop->load(std::memory_order_relaxed)) {
