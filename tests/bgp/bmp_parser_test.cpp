@@ -3,6 +3,8 @@
 // foreign message refused and counted without a route change.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -238,6 +240,42 @@ TEST(BmpSession, AFramingErrorStopsTheSessionForGood) {
   EXPECT_NE(s.session.framing_error().find("bad_version"), std::string::npos) << s.session.framing_error();
   EXPECT_FALSE(s.session.feed(route_monitoring(kReflector, announce({{0x0af40500, 24}}))));
   EXPECT_EQ(s.events, std::vector<std::string>{"up 10.0.0.2"});
+}
+
+Buf golden(const std::string& name) {
+  std::ifstream f(std::string(BGP_GOLDEN_DIR) + "/" + name, std::ios::binary);
+  return Buf((std::istreambuf_iterator<char>(f)), {});
+}
+
+// Captured from Debian 12's FRR 8.4.4 (2026-12-06): a node's bgpd as a BGP view (`router bgp
+// 65001 view v`, `bmp connect 127.0.0.1 port 620 min-retry 100 max-retry 1000`, `bmp monitor
+// ipv4 unicast post-policy`) and a speaker announcing 10.244.5.0/24 and 10.244.6.0/26 with next
+// hop 198.18.0.5, then withdrawing the /26. The station connected before the BGP session was
+// up: bgpd sent Peer Down for the peer not yet up (changes nothing), Peer Up, the routes as
+// they came, and no End-of-RIB (it has no table to sync at that point).
+TEST(BmpSession, ARealFrr84FeedAsThePeerComesUp) {
+  const Buf capture = golden("bmp_frr84_peer_comes_up.bin");
+  ASSERT_EQ(capture.size(), 702u);
+  Seen s;
+  ASSERT_TRUE(s.session.feed(capture)) << s.session.framing_error();
+  const std::vector<std::string> want = {"init", "up 10.0.0.2", "routes 10.0.0.2 +10.244.5.0/24 via 198.18.0.5",
+                                         "routes 10.0.0.2 +10.244.6.0/26 via 198.18.0.5",
+                                         "routes 10.0.0.2 -10.244.6.0/26"};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.ignored(Ignored::unknown_peer), 2u);
+  EXPECT_EQ(s.ignored(Ignored::malformed), 0u);
+}
+
+// The same bgpd when the station connected again with the session up (bgpd retried after
+// ~0.1 s): its table resent, then End-of-RIB post-policy (and a pre-policy one, ignored).
+TEST(BmpSession, ARealFrr84FeedAfterAReconnectEndsWithEndOfRib) {
+  Seen s;
+  ASSERT_TRUE(s.session.feed(golden("bmp_frr84_reconnect.bin"))) << s.session.framing_error();
+  const std::vector<std::string> want = {"init", "up 10.0.0.2", "routes 10.0.0.2 +10.244.5.0/24 via 198.18.0.5",
+                                         "routes 10.0.0.2 eor"};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.ignored(Ignored::pre_policy), 1u);
+  EXPECT_EQ(s.ignored(Ignored::malformed), 0u);
 }
 
 }  // namespace
