@@ -214,8 +214,10 @@ void Adapter::apply_in_background(bool new_bgpd) {
     }
     auto r = apply_frr_config(frr, text);
     if (r && bare) {
-      auto cleared = run_vty_commands(vty, {"clear bgp ipv4 unicast * soft"}, std::chrono::seconds(10));
-      if (!cleared) spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared.error());
+      // `clear` is an enable-node command: a vty socket starts in the view node ("Unknown command").
+      auto cleared = run_vty_commands(vty, soft_clear_commands(), std::chrono::seconds(10));
+      if (!cleared || cleared->failed)
+        spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared ? cleared->output : cleared.error());
     }
     asio::post(io_, [this, alive, r = std::move(r), text = std::move(text), count, bgpd = std::move(bgpd),
                      new_bgpd]() mutable {
@@ -347,6 +349,19 @@ void Adapter::poll_peers() {
       auto r = run_vty_commands(socket, commands, std::chrono::seconds(10));
       std::vector<PeerStatus> status = parse_peer_status(cfg, r ? r->output : std::string());
       if (!r) spdlog::debug("bgp: peer status poll failed: {}", r.error());
+      // A reflector that restarted only listens, and bgpd, its helper, waits for it to dial:
+      // dial it (peer_status.hpp, redial_commands; docs/bgp.md, "Graceful restart").
+      if (auto redial = redial_commands(cfg, status); !redial.empty()) {
+        auto k = run_vty_commands(socket, redial, std::chrono::seconds(10));
+        const auto now = std::chrono::steady_clock::now();
+        if (!k || k->failed)
+          spdlog::warn("bgp: dialing the reflector bgpd waits for passively failed: {}",
+                       k ? k->output : k.error());
+        else if (now - redial_logged_at_ > std::chrono::seconds(60))
+          spdlog::info("bgp: a reflector session is down and bgpd, its graceful-restart helper, only waits for it "
+                       "(NSF passive): dialing it ({}; logged once a minute)", redial.back());
+        if (now - redial_logged_at_ > std::chrono::seconds(60)) redial_logged_at_ = now;
+      }
       asio::post(io_, [this, status = std::move(status), alive, polled_at] {
         if (!alive->load()) return;
         polling_ = false;

@@ -155,6 +155,8 @@ class Adapter : public AdapterInterface {
   std::vector<std::string> over_limit_;
   std::vector<std::string> over_limit_kept_;  // warning-only peers over their limit
   std::thread poll_thread_;
+  // Only the poll thread touches it (one at a time): when a reflector redial was last logged.
+  std::chrono::steady_clock::time_point redial_logged_at_{};
   std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
   bool applying_ = false;      // apply_thread_ runs; its result is posted back
   bool reapply_ = false;       // the advertised list changed again meanwhile

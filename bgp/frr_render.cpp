@@ -90,6 +90,13 @@ std::string render_frr_config(const RenderInput& in) {
     if (peer.ebgp_multihop) o << n << " ebgp-multihop " << peer.ebgp_multihop << "\n";
     if (!peer.update_source.empty()) o << n << " update-source " << peer.update_source << "\n";
     if (peer.bfd) o << n << " bfd\n";
+    // Toward a reflector, BFD must not end the graceful restart the session's close starts: when
+    // the reflector's FRR dies its BFD goes down too and, if that reaches bgpd before the TCP
+    // close, the session stops without keeping the reflector's routes (docs/bgp.md, "Graceful
+    // restart"). With the C bit checked bgpd ignores a BFD down of a graceful-restart peer that
+    // says its BFD shares its control plane (the C bit clear, FRR's default). The reflector's
+    // own BFD toward the node, which removes a dead node's blocks, is not affected.
+    if (peer.bfd && peer.reflector) o << n << " bfd check-control-plane-failure\n";
     // Per-neighbour mode only where it differs from the global one. A reflector: helper only
     // (we keep its routes while it restarts; it must not keep ours when we go away).
     if (peer.reflector) o << n << " graceful-restart-helper\n";

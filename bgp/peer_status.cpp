@@ -88,6 +88,7 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
       s.state = n.value("bgpState", "Unknown");
       s.connections_dropped = n.value("connectionsDropped", 0u);
       s.max_prefix_overflow = n.value("prefixesConfigExceedMax", false);
+      s.nsf_passive = s.state == "Active" && n.value("bgpStateIs", "") == "passiveNSF";
       if (s.state == "Established") {
         s.uptime_s = n.value("bgpTimerUpMsec", std::uint64_t{0}) / 1000;
         s.established_epoch = n.value("bgpTimerUpEstablishedEpoch", std::uint64_t{0});
@@ -109,6 +110,19 @@ std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::st
   }
   return out;
 }
+
+std::vector<std::string> redial_commands(const BgpConfig& config, const std::vector<PeerStatus>& status) {
+  std::vector<std::string> out;
+  for (const auto& p : config.peers) {
+    if (!p.reflector) continue;
+    for (const auto& s : status)
+      if (s.address == p.address.str() && s.nsf_passive) out.push_back("clear bgp " + s.address);
+  }
+  if (!out.empty()) out.insert(out.begin(), "enable");
+  return out;
+}
+
+std::vector<std::string> soft_clear_commands() { return {"enable", "clear bgp ipv4 unicast * soft"}; }
 
 void carry_peer_counters(const std::vector<PeerStatus>& before, std::vector<PeerStatus>& now) {
   for (auto& s : now) {

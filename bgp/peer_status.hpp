@@ -32,6 +32,10 @@ struct PeerStatus {  // maps 1:1 onto control.proto PeerInfo
   // without soft-reconfiguration inbound, which vxfed does not use (docs/bgp.md).
   std::uint64_t prefixes_denied = 0;
   bool max_prefix_overflow = false;        // FRR holds the session down: it went over max_prefix
+  // FRR's "Active (NSF passive)" (bgpStateIs "passiveNSF"): the session went down, its routes are
+  // kept stale as graceful-restart helper, and bgpd waits for the restarting peer to dial: it
+  // never dials itself until the restart timer expires and the routes are gone.
+  bool nsf_passive = false;
   std::uint64_t max_prefix_teardowns = 0;  // times seen going into that state (carry_peer_counters)
 };
 
@@ -42,6 +46,18 @@ std::vector<std::string> peer_status_commands(const BgpConfig& config);
 // `output`: the concatenated JSON documents of those commands. Every configured peer gets an
 // entry; peers FRR does not report keep state "Unknown".
 std::vector<PeerStatus> parse_peer_status(const BgpConfig& config, const std::string& output);
+
+// A route reflector takes its nodes on a `bgp listen range` and never dials them, and a node
+// whose reflector went down waits passively as its graceful-restart helper (nsf_passive): after
+// a reflector restart nobody dials, until the node's restart timer drops the stale routes (104 s
+// in issue 37's bed). The commands that make this node's bgpd dial every reflector peer in that
+// state, keeping the stale routes (`clear bgp X` on a peer that is not established only restarts
+// its connection attempt); empty when there is none. `clear` is an enable-node command.
+std::vector<std::string> redial_commands(const BgpConfig& config, const std::vector<PeerStatus>& status);
+
+// What asks every peer of a bgpd for its routes again and sends ours again (a soft clear, after
+// a bare bgpd got its config: docs/bgp.md, "Applying"). `enable` first, as above.
+std::vector<std::string> soft_clear_commands();
 
 // FRR counts no max-prefix teardowns: each poll that finds a peer held down for max-prefix
 // when the previous one did not adds one to the count `before` had. A teardown lasts at least

@@ -91,3 +91,34 @@ TEST(PeerStatus, MaxPrefixTeardownsAreCountedOncePerTeardown) {
 }
 
 }  // namespace
+
+// FRR 8.4's "Active (NSF passive)": a graceful-restart helper whose reflector went down keeps
+// its routes stale and waits for the reflector to dial, which a reflector on a listen range
+// never does (issue 37, item 4). Such a reflector peer is dialed (`clear bgp X`, in the
+// enable node); an eBGP peer in the same state, or a reflector merely Active, is not.
+constexpr const char* kReflectorNsfPassive = R"(
+{"198.18.0.2":{"remoteAs":65002,"bgpState":"Active","bgpStateIs":"passiveNSF","connectionsDropped":1},
+ "198.18.0.10":{"remoteAs":65001,"bgpState":"Active","bgpStateIs":"passiveNSF","connectionsDropped":1,
+ "lastResetDueTo":"BFD down received"}}
+)";
+
+TEST(PeerStatus, AReflectorWaitedForPassivelyIsDialed) {
+  const auto s = vxfed::bgp::parse_peer_status(config(), kReflectorNsfPassive);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_TRUE(s[0].nsf_passive);
+  EXPECT_TRUE(s[1].nsf_passive);
+  EXPECT_EQ(vxfed::bgp::redial_commands(config(), s),
+            (std::vector<std::string>{"enable", "clear bgp 198.18.0.10"}));
+  const auto active = vxfed::bgp::parse_peer_status(config(), kEstablished);  // the reflector Active, not NSF
+  EXPECT_FALSE(active[1].nsf_passive);
+  EXPECT_TRUE(vxfed::bgp::redial_commands(config(), active).empty());
+}
+
+// The soft clear after a bare bgpd got its config: `clear` lives in the enable node, and a vty
+// socket starts in the view node, where bgpd answers "Unknown command" and clears nothing.
+TEST(PeerStatus, TheSoftClearEntersTheEnableNodeFirst) {
+  const auto c = vxfed::bgp::soft_clear_commands();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0], "enable");
+  EXPECT_EQ(c[1], "clear bgp ipv4 unicast * soft");
+}
