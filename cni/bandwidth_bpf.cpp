@@ -34,7 +34,12 @@ Done bandwidth_validate(const NetConf& conf) {
 Done bandwidth_attach(const NetConf& conf, const std::string& container_id, const std::string& ifname,
                       const std::string& netns) {
   if (!requested(conf)) return done();
-  if (auto st = vb::attach_pod(pod_for(conf, container_id, ifname, netns)); !st)
+  vb::PodAttachment pod = pod_for(conf, container_id, ifname, netns);
+  // attach_pod cuts a burst above one second of its rate; say so, or containerd's default
+  // burst (2^32-1 bits) would silently mean something else than the pod spec asked for.
+  vb::BandwidthSpec capped = pod.bandwidth;
+  for (const auto& cut : vb::cap_bursts(capped)) spdlog::warn("runtimeConfig.bandwidth.{}", cut);
+  if (auto st = vb::attach_pod(pod); !st)
     return cni_error(kInterfaceFailure, "cannot attach the pod's bandwidth limits", st.error());
   return done();
 }

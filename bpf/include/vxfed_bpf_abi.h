@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h> /* struct bpf_spin_lock */
 
-#define VXFED_BPF_ABI_VERSION 1
+#define VXFED_BPF_ABI_VERSION 2
 
 /* Match rules for traffic-class marking; first match wins. */
 #define VXFED_MAX_RULES 16
@@ -32,6 +32,10 @@
 #define VXFED_CFG_INGRESS_LIMIT (1u << 1) /* police pod ingress (token bucket) */
 #define VXFED_CFG_MARK          (1u << 2) /* apply the marking rules */
 #define VXFED_CFG_EGRESS_POLICE (1u << 3) /* egress by token-bucket drops: no fq qdisc here */
+/* Shaping by a queue (docs/bpf.md, "Rate limits"): a token bucket that drops makes TCP wait
+ * for its 200 ms timers, so by default the limits are a tbf qdisc's, which holds packets: */
+#define VXFED_CFG_EGRESS_QDISC  (1u << 4) /* egress: the pod interface's root tbf limits; pass */
+#define VXFED_CFG_INGRESS_SHAPE (1u << 5) /* ingress: redirect to the pod's ifb (ingress_ifindex) */
 
 /* Per-pod configuration: array map "config", one entry. Rates in bytes per second and
  * bursts in bytes (the loader converts from the CNI's bits). */
@@ -42,6 +46,8 @@ struct vxfed_config {
 	__u64 egress_burst_bytes;
 	__u64 ingress_rate_bps;    /* bytes/s */
 	__u64 ingress_burst_bytes;
+	__u32 ingress_ifindex;     /* VXFED_CFG_INGRESS_SHAPE: the ifb whose tbf holds ingress */
+	__u32 pad;
 };
 
 /* vxfed_rule.flags */
@@ -81,7 +87,8 @@ struct vxfed_counter {
 	X(MARKED, "marked")                      /* DSCP or priority changed */  \
 	X(NOT_IPV4, "not_ipv4")                  /* IPv6, ARP, VLAN in-band ... */ \
 	X(MALFORMED, "malformed")                /* truncated, bad IHL */        \
-	X(FRAGMENT, "fragment")                  /* passed unmarked */
+	X(FRAGMENT, "fragment")                  /* passed unmarked */          \
+	X(INGRESS_SHAPED, "ingress_to_shaper")   /* redirected to the ifb's tbf */
 
 #define VXFED_STAT_ENUM(name, text) VXFED_STAT_##name,
 enum vxfed_stat { VXFED_STAT_LIST(VXFED_STAT_ENUM) VXFED_STAT_MAX };
@@ -106,6 +113,8 @@ struct vxfed_rate_state {
 #define VXFED_META_IFNAME_MAX 16
 #define VXFED_META_INSTALLED_FQ (1u << 0) /* the loader put the fq root qdisc there */
 #define VXFED_META_EGRESS_POLICED (1u << 1) /* egress limited by drops (no fq) */
+#define VXFED_META_INSTALLED_TBF (1u << 2) /* the loader put the tbf root qdisc there */
+#define VXFED_META_INSTALLED_IFB (1u << 3) /* the loader created the pod's ifb (ingress shaper) */
 struct vxfed_meta {
 	__u32 abi_version;
 	__u32 ifindex;

@@ -1,6 +1,7 @@
 // Validation and parsing of the CNI `bandwidth` capability (pure: no I/O).
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -84,6 +85,20 @@ BandwidthSpec with_defaults(const BandwidthSpec& pod, const BandwidthSpec& def) 
     out.egress_burst = def.egress_burst;
   }
   return out;
+}
+
+std::vector<std::string> cap_bursts(BandwidthSpec& spec) {
+  std::vector<std::string> cuts;
+  auto cap = [&](const char* dir, uint64_t rate, uint64_t& burst) {
+    if (rate == 0 || burst <= rate) return;
+    cuts.push_back(fmt::format("{}Burst {} bits is more than one second of {}Rate {} bit/s: using {} bits (the "
+                               "first {} bits would otherwise pass unshaped)",
+                               dir, burst, dir, rate, rate, burst));
+    burst = rate;
+  };
+  cap("ingress", spec.ingress_rate, spec.ingress_burst);
+  cap("egress", spec.egress_rate, spec.egress_burst);
+  return cuts;
 }
 
 }  // namespace vxfed::bpf

@@ -17,6 +17,7 @@
 
 #include "common/netns.hpp"
 #include "bpf/lib/pins.hpp"
+#include "bpf/lib/shaper.hpp"
 #include "bpf/lib/tc_attach.hpp"
 #include "bpf/lib/vxfed_bpf.hpp"
 #include "bpf/include/vxfed_bpf_abi.h"
@@ -41,7 +42,14 @@ struct SkelDeleter {
   void operator()(vxfed_tc* s) const { vxfed_tc__destroy(s); }
 };
 
-vxfed_config encode_config(const BandwidthSpec& bw, bool mark, bool egress_police) {
+// How the limits are enforced, as attach_pod settled it.
+struct Enforcement {
+  bool egress_police = false;  // token-bucket drops in the program
+  bool egress_qdisc = false;   // the interface's root tbf; the program passes
+  uint32_t ingress_ifb = 0;    // nonzero: the program redirects ingress to this ifb
+};
+
+vxfed_config encode_config(const BandwidthSpec& bw, bool mark, const Enforcement& how) {
   vxfed_config c{};
   c.abi_version = VXFED_BPF_ABI_VERSION;
   c.egress_rate_bps = bw.egress_rate / 8;
@@ -49,8 +57,13 @@ vxfed_config encode_config(const BandwidthSpec& bw, bool mark, bool egress_polic
   c.ingress_rate_bps = bw.ingress_rate / 8;
   c.ingress_burst_bytes = bw.ingress_burst / 8;
   if (bw.has_egress()) c.flags |= VXFED_CFG_EGRESS_LIMIT;
-  if (bw.has_egress() && egress_police) c.flags |= VXFED_CFG_EGRESS_POLICE;
+  if (bw.has_egress() && how.egress_police) c.flags |= VXFED_CFG_EGRESS_POLICE;
+  if (bw.has_egress() && how.egress_qdisc) c.flags |= VXFED_CFG_EGRESS_QDISC;
   if (bw.has_ingress()) c.flags |= VXFED_CFG_INGRESS_LIMIT;
+  if (bw.has_ingress() && how.ingress_ifb) {
+    c.flags |= VXFED_CFG_INGRESS_SHAPE;
+    c.ingress_ifindex = how.ingress_ifb;
+  }
   if (mark) c.flags |= VXFED_CFG_MARK;
   return c;
 }
@@ -224,11 +237,14 @@ Status detach_pod(const std::string& pod_key, const Options& opt) {
         if (*id != 0 && *ours && *id == **ours)
           if (auto d = detail::tc_detach(idx, hook); !d) return d;
       }
-      if (m.flags & VXFED_META_INSTALLED_FQ) {
+      if (m.flags & (VXFED_META_INSTALLED_FQ | VXFED_META_INSTALLED_TBF)) {
         auto kind = detail::root_qdisc_kind(idx);
-        if (kind && *kind == "fq")
+        if (kind && ((*kind == "fq" && (m.flags & VXFED_META_INSTALLED_FQ)) ||
+                     (*kind == "tbf" && (m.flags & VXFED_META_INSTALLED_TBF))))
           if (auto d = detail::delete_root_qdisc(idx); !d) return d;
       }
+      if (m.flags & VXFED_META_INSTALLED_IFB)
+        if (auto d = detail::delete_link(detail::ifb_name_for(idx)); !d) return d;
       return {};
     });
     if (!st) return make_error(fmt::format("detaching pod {}: {}", pod_key, st.error()));
@@ -236,9 +252,11 @@ Status detach_pod(const std::string& pod_key, const Options& opt) {
   return detail::remove_pod_dir(dir);
 }
 
-Status attach_pod(const PodAttachment& pod, const Options& opt) {
+Status attach_pod(const PodAttachment& requested, const Options& opt) {
   quiet_libbpf();
-  if (auto st = validate_attachment(pod); !st) return st;
+  if (auto st = validate_attachment(requested); !st) return st;
+  PodAttachment pod = requested;
+  (void)cap_bursts(pod.bandwidth);  // the CNI plugin logs the cuts; every loader enforces them
   auto nsid = netns_identity(pod.netns_path);
   if (!nsid) return Error{nsid.error()};
   if (auto st = detail::ensure_pin_root(opt.pin_root); !st) return st;
@@ -257,18 +275,43 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
       return st;
     }
   }
-  // Settle how egress is limited before anything is written: EDT when the interface has (or
-  // can get) an fq root qdisc, otherwise the policer.
+  // Settle how each direction is limited, and put the qdiscs in place, before anything is
+  // written: a tbf that queues (default), EDT under fq, or the policer.
   int ifindex = 0;
-  bool police_egress = false;
+  Enforcement how;
   bool installed_fq_now = false;
+  bool installed_tbf_now = false;
+  bool created_ifb_now = false;
+  const bool shape_egress = pod.bandwidth.has_egress() &&
+                            (opt.egress_mode == EgressMode::automatic || opt.egress_mode == EgressMode::shape);
+  const bool shape_ingress = pod.bandwidth.has_ingress() && opt.ingress_mode != IngressMode::police;
   Status found = run_in_netns(pod.netns_path, [&]() -> Status {
     ifindex = static_cast<int>(if_nametoindex(pod.ifname.c_str()));
     if (ifindex == 0)
       return make_error(fmt::format("there is no interface {} in network namespace {}", pod.ifname, pod.netns_path));
+    auto mtu = detail::link_mtu(ifindex);
+    if (!mtu) return Error{mtu.error()};
+    if (shape_ingress) {
+      const std::string ifb = detail::ifb_name_for(ifindex);
+      created_ifb_now = if_nametoindex(ifb.c_str()) == 0;
+      auto idx = detail::ensure_ifb(ifb, *mtu);
+      if (!idx) return Error{idx.error()};
+      how.ingress_ifb = static_cast<uint32_t>(*idx);
+      auto st = detail::install_root_tbf(*idx, detail::tbf_params(pod.bandwidth.ingress_rate,
+                                                                   pod.bandwidth.ingress_burst, *mtu));
+      if (!st) return st;
+    }
     if (!pod.bandwidth.has_egress()) return {};
     if (opt.egress_mode == EgressMode::police) {
-      police_egress = true;
+      how.egress_police = true;
+      return {};
+    }
+    if (shape_egress) {
+      auto st = detail::install_root_tbf(ifindex, detail::tbf_params(pod.bandwidth.egress_rate,
+                                                                      pod.bandwidth.egress_burst, *mtu));
+      if (!st) return st;
+      how.egress_qdisc = true;
+      installed_tbf_now = true;
       return {};
     }
     auto kind = detail::root_qdisc_kind(ifindex);
@@ -276,17 +319,14 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
     if (*kind == "fq") return {};
     bool unsupported = false;
     Status st = detail::install_root_fq(ifindex, &unsupported);
-    if (st) {
-      installed_fq_now = true;
-      return {};
-    }
-    if (unsupported && opt.egress_mode == EgressMode::automatic) {
-      police_egress = true;
-      return {};
-    }
+    if (st) installed_fq_now = true;
     return st;
   });
-  if (!found) return found;
+  if (!found) {
+    if (created_ifb_now)
+      (void)run_in_netns(pod.netns_path, [&]() { return detail::delete_link(detail::ifb_name_for(ifindex)); });
+    return found;
+  }
   if (old_meta && static_cast<int>(old_meta->ifindex) != ifindex) {
     // Same name, new interface (re-created veth): start over.
     if (auto st = detach_pod(pod.pod_key, opt); !st) return st;
@@ -302,7 +342,8 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
       (void)run_in_netns(pod.netns_path, [&]() -> Status {
         (void)detail::tc_detach(ifindex, Hook::egress);
         (void)detail::tc_detach(ifindex, Hook::ingress);
-        if (installed_fq_now) (void)detail::delete_root_qdisc(ifindex);
+        if (installed_fq_now || installed_tbf_now) (void)detail::delete_root_qdisc(ifindex);
+        if (created_ifb_now) (void)detail::delete_link(detail::ifb_name_for(ifindex));
         return {};
       });
       (void)detail::remove_pod_dir(dir);
@@ -327,7 +368,7 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
   int cfg_fd = bpf_map__fd(skel->maps.config);
   vxfed_config old_cfg{};
   (void)bpf_map_lookup_elem(cfg_fd, &zero, &old_cfg);
-  vxfed_config cfg = encode_config(pod.bandwidth, !pod.rules.empty(), police_egress);
+  vxfed_config cfg = encode_config(pod.bandwidth, !pod.rules.empty(), how);
   if (fresh || std::memcmp(&old_cfg, &cfg, sizeof(cfg)) != 0) {
     vxfed_rate_state st{};
     if (bpf_map_update_elem(bpf_map__fd(skel->maps.rate_state), &zero, &st, BPF_ANY) != 0)
@@ -350,20 +391,29 @@ Status attach_pod(const PodAttachment& pod, const Options& opt) {
   }
 
   uint32_t meta_flags = old_meta ? old_meta->flags : 0;
-  if (installed_fq_now) meta_flags |= VXFED_META_INSTALLED_FQ;
-  if (police_egress) meta_flags |= VXFED_META_EGRESS_POLICED;
+  // A root qdisc we install replaces whichever of ours was there.
+  if (installed_fq_now) meta_flags = (meta_flags | VXFED_META_INSTALLED_FQ) & ~VXFED_META_INSTALLED_TBF;
+  if (installed_tbf_now) meta_flags = (meta_flags | VXFED_META_INSTALLED_TBF) & ~VXFED_META_INSTALLED_FQ;
+  if (how.ingress_ifb) meta_flags |= VXFED_META_INSTALLED_IFB;
+  if (how.egress_police) meta_flags |= VXFED_META_EGRESS_POLICED;
   else meta_flags &= ~VXFED_META_EGRESS_POLICED;
   Status attached = run_in_netns(pod.netns_path, [&]() -> Status {
     if (auto st = detail::tc_attach(ifindex, Hook::egress, bpf_program__fd(skel->progs.vxfed_egress)); !st) return st;
     if (auto st = detail::tc_attach(ifindex, Hook::ingress, bpf_program__fd(skel->progs.vxfed_ingress)); !st)
       return st;
-    // An fq we installed earlier and no longer need (egress limit removed, or policing now).
-    if ((meta_flags & VXFED_META_INSTALLED_FQ) && (!pod.bandwidth.has_egress() || police_egress)) {
+    // A root qdisc we installed earlier and no longer need (egress limit removed, or
+    // policing now), and an ifb no longer needed (ingress limit removed, or policing now).
+    const bool root_ours_needed = pod.bandwidth.has_egress() && !how.egress_police;
+    if ((meta_flags & (VXFED_META_INSTALLED_FQ | VXFED_META_INSTALLED_TBF)) && !root_ours_needed) {
       auto kind = detail::root_qdisc_kind(ifindex);
       if (!kind) return Error{kind.error()};
-      if (*kind == "fq")
+      if (*kind == "fq" || *kind == "tbf")
         if (auto st = detail::delete_root_qdisc(ifindex); !st) return st;
-      meta_flags &= ~VXFED_META_INSTALLED_FQ;
+      meta_flags &= ~(VXFED_META_INSTALLED_FQ | VXFED_META_INSTALLED_TBF);
+    }
+    if ((meta_flags & VXFED_META_INSTALLED_IFB) && !how.ingress_ifb) {
+      if (auto st = detail::delete_link(detail::ifb_name_for(ifindex)); !st) return st;
+      meta_flags &= ~VXFED_META_INSTALLED_IFB;
     }
     return {};
   });
@@ -405,6 +455,8 @@ Result<std::vector<PinnedPod>> list_pinned(const Options& opt) {
       if (auto cfg = read_pinned_entry<vxfed_config>(dir + "/config")) {
         p.bandwidth = decode_config(*cfg);
         p.egress_policed = (cfg->flags & VXFED_CFG_EGRESS_POLICE) != 0;
+        p.egress_shaped = (cfg->flags & VXFED_CFG_EGRESS_QDISC) != 0;
+        p.ingress_shaped = (cfg->flags & VXFED_CFG_INGRESS_SHAPE) != 0;
       }
       for (uint32_t i = 0; i < VXFED_MAX_RULES; i++) {
         auto r = read_pinned_entry<vxfed_rule>(dir + "/rules", i);
@@ -416,8 +468,10 @@ Result<std::vector<PinnedPod>> list_pinned(const Options& opt) {
   return out;
 }
 
-Status check_pod(const PodAttachment& pod, const Options& opt) {
-  if (auto st = validate_attachment(pod); !st) return st;
+Status check_pod(const PodAttachment& requested, const Options& opt) {
+  if (auto st = validate_attachment(requested); !st) return st;
+  PodAttachment pod = requested;
+  (void)cap_bursts(pod.bandwidth);  // as attach_pod enforced it
   auto pods = list_pinned(opt);
   if (!pods) return Error{pods.error()};
   auto it = std::find_if(pods->begin(), pods->end(), [&](const PinnedPod& p) { return p.pod_key == pod.pod_key; });
@@ -428,7 +482,7 @@ Status check_pod(const PodAttachment& pod, const Options& opt) {
   if (!it->netns_alive) return make_error(fmt::format("the network namespace of pod {} is gone", pod.pod_key));
   if (!it->attached) return make_error(fmt::format("the programs of pod {} are not attached to {}", pod.pod_key, pod.ifname));
   // The maps hold bytes: compare at that resolution, as the programs enforce it.
-  if (!(decode_config(encode_config(pod.bandwidth, false, false)) == it->bandwidth))
+  if (!(decode_config(encode_config(pod.bandwidth, false, Enforcement{})) == it->bandwidth))
     return make_error(fmt::format("pod {} has other bandwidth limits than requested", pod.pod_key));
   if (!(it->rules == pod.rules)) return make_error(fmt::format("pod {} has other marking rules than requested", pod.pod_key));
   return {};

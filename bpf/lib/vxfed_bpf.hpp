@@ -50,6 +50,12 @@ Result<BandwidthSpec> parse_bandwidth_json(const nlohmann::json& j);
 // Per direction: the pod's values when it set that direction, otherwise the network's.
 BandwidthSpec with_defaults(const BandwidthSpec& pod, const BandwidthSpec& network_default);
 
+// Cuts a burst above one second of its direction's rate to one second's worth (burst = rate
+// bits): containerd's default burst (2^32-1 bits) would otherwise let the first 512 MB pass
+// unshaped. Returns one sentence per cut naming the field, the value asked for and the value
+// used (the CNI plugin logs them as warnings). attach_pod and check_pod apply it themselves.
+std::vector<std::string> cap_bursts(BandwidthSpec& spec);
+
 // ---------- traffic-class marking -------------------------------------------------------------
 
 // One rule: protocol/ports -> DSCP and/or priority (skb->priority and 802.1p PCP where the
@@ -89,9 +95,14 @@ std::string pod_key_for(const std::string& container_id, const std::string& ifna
 
 // ---------- lifecycle -------------------------------------------------------------------------
 
-// How pod egress is limited: EDT pacing needs the fq qdisc; without it (this CI kernel has
-// no CONFIG_NET_SCH_FQ) a token-bucket policer drops at TC egress instead.
-enum class EgressMode { automatic, edt, police };
+// How each direction is limited (docs/bpf.md, "Rate limits"). automatic = shape: a tbf qdisc
+// holds packets (egress: the pod interface's root; ingress: the root of an ifb the ingress
+// program redirects to), so TCP meets a queue rather than lost windows. edt: the program sets
+// skb->tstamp and an fq root qdisc releases packets then (kernels with CONFIG_NET_SCH_FQ;
+// this CI kernel has none). police: a token bucket that drops (TCP needs a burst of about
+// rate x 250 ms through it).
+enum class EgressMode { automatic, shape, edt, police };
+enum class IngressMode { automatic, shape, police };
 
 // $VXFED_BPF_PIN_ROOT when set (tests running binaries side by side, e.g. the CNI plugin,
 // keep their pins apart with it), else /sys/fs/bpf/vxfed.
@@ -99,7 +110,8 @@ std::string default_pin_root();
 
 struct Options {
   std::string pin_root = default_pin_root();  // pods live in <pin_root>/pods/<key>/
-  EgressMode egress_mode = EgressMode::automatic;  // automatic: EDT when fq exists, else police
+  EgressMode egress_mode = EgressMode::automatic;    // automatic: shape
+  IngressMode ingress_mode = IngressMode::automatic;  // automatic: shape
 };
 
 struct PodAttachment {
@@ -112,12 +124,12 @@ struct PodAttachment {
 
 // Loads the programs for the pod (or reuses its pins), writes its limits and rules, pins
 // programs and maps under <pin_root>/pods/<key>/, and attaches inside the netns:
-// TC egress (marking + EDT pacing; installs an fq root qdisc when egress is limited) and
-// TC ingress (policer). Mounts bpffs on /sys/fs/bpf if needed. Idempotent: calling it again
+// TC egress (marking; the egress limit by the mode, installing a tbf or fq root qdisc) and
+// TC ingress (the ingress limit: redirect to the pod's ifb and its tbf, or the policer). Mounts bpffs on /sys/fs/bpf if needed. Idempotent: calling it again
 // with new values updates them in place. On failure nothing new is left behind.
 Status attach_pod(const PodAttachment& pod, const Options& opt = {});
 
-// Detaches the filters (and the fq qdisc it installed) inside the recorded netns, then
+// Detaches the filters (and the qdiscs and ifb it installed) inside the recorded netns, then
 // unpins. Tolerates a netns or interface that is already gone, and an unknown key (ok).
 Status detach_pod(const std::string& pod_key, const Options& opt = {});
 
@@ -130,7 +142,9 @@ struct PinnedPod {
   bool attached = false;      // our filters are on the interface (checked inside the netns)
   BandwidthSpec bandwidth;
   std::vector<MarkRule> rules;
-  bool egress_policed = false;  // egress limited by drops rather than EDT
+  bool egress_policed = false;  // egress limited by drops
+  bool egress_shaped = false;   // egress limited by the interface's tbf
+  bool ingress_shaped = false;  // ingress redirected to the pod's ifb and its tbf
   uint64_t attached_unix_ms = 0;
 };
 

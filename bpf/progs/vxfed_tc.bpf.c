@@ -3,10 +3,19 @@
  * interface (see docs/bpf.md for why the pod side and not the host side):
  *
  *   vxfed_egress  (TC egress):  traffic-class marking (DSCP, skb->priority, 802.1p PCP of an
- *                               offloaded VLAN tag), per-class counters, and egress rate limit
- *                               by earliest departure time (skb->tstamp; needs an fq qdisc) or,
- *                               where the kernel has no fq, by a token-bucket policer.
- *   vxfed_ingress (TC ingress): ingress rate limit by a token-bucket policer (drops).
+ *                               offloaded VLAN tag), per-class counters, and the egress rate
+ *                               limit: by default the interface's root tbf qdisc holds packets
+ *                               and the program only passes them; on request by earliest
+ *                               departure time (skb->tstamp; needs an fq qdisc) or by a
+ *                               token-bucket policer.
+ *   vxfed_ingress (TC ingress): the ingress rate limit: by default a redirect to the pod's ifb,
+ *                               whose tbf qdisc holds packets and hands them back to this
+ *                               interface's receive path; on request a token-bucket policer.
+ *
+ * Why a queue by default: a token bucket that drops throws away whole TCP windows, and TCP on
+ * a short path then waits for a timer with a 200 ms floor, so a 10 Mbit/s limit with a 1 Mbit
+ * burst delivered 3-5 Mbit/s (docs/bpf.md). A queue delays instead, and drops only when it is
+ * full, which is what a sender that does not slow down (UDP) meets.
  *
  * One object is loaded per pod; its maps are pinned under /sys/fs/bpf/vxfed/pods/<pod-key>/.
  * Built against the kernel UAPI headers only (no vmlinux.h): the programs touch nothing but
@@ -324,7 +333,8 @@ int vxfed_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (cfg->flags & VXFED_CFG_MARK)
 		mark(skb);
-	if ((cfg->flags & VXFED_CFG_EGRESS_LIMIT) && cfg->egress_rate_bps) {
+	if ((cfg->flags & VXFED_CFG_EGRESS_LIMIT) && cfg->egress_rate_bps &&
+	    !(cfg->flags & VXFED_CFG_EGRESS_QDISC)) {
 		if (!(cfg->flags & VXFED_CFG_EGRESS_POLICE))
 			return pace_egress(skb, cfg);
 		if (!police(skb, cfg->egress_rate_bps, cfg->egress_burst_bytes, 1)) {
@@ -341,6 +351,13 @@ int vxfed_ingress(struct __sk_buff *skb)
 {
 	__u32 key = 0;
 	struct vxfed_config *cfg = bpf_map_lookup_elem(&config, &key);
+	if (cfg && (cfg->flags & VXFED_CFG_INGRESS_LIMIT) && cfg->ingress_rate_bps &&
+	    (cfg->flags & VXFED_CFG_INGRESS_SHAPE) && cfg->ingress_ifindex) {
+		/* The ifb's tbf queues it; the ifb then hands it to this interface's receive path
+		 * with tc skipped, so it is not redirected twice. */
+		count_stat(VXFED_STAT_INGRESS_SHAPED);
+		return bpf_redirect(cfg->ingress_ifindex, 0);
+	}
 	if (cfg && (cfg->flags & VXFED_CFG_INGRESS_LIMIT) && cfg->ingress_rate_bps &&
 	    !police(skb, cfg->ingress_rate_bps, cfg->ingress_burst_bytes, 0)) {
 		count_stat(VXFED_STAT_INGRESS_DROPPED);

@@ -45,10 +45,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   vb::Options opt;
   app.add_option("--pin-root", opt.pin_root, "bpffs directory for pins")->capture_default_str();
-  std::map<std::string, vb::EgressMode> modes{
-      {"auto", vb::EgressMode::automatic}, {"edt", vb::EgressMode::edt}, {"police", vb::EgressMode::police}};
-  app.add_option("--egress-mode", opt.egress_mode, "egress limit: auto (EDT if fq exists, else police), edt, police")
+  std::map<std::string, vb::EgressMode> modes{{"auto", vb::EgressMode::automatic},
+                                              {"shape", vb::EgressMode::shape},
+                                              {"edt", vb::EgressMode::edt},
+                                              {"police", vb::EgressMode::police}};
+  app.add_option("--egress-mode", opt.egress_mode,
+                 "egress limit: auto (= shape: the interface's tbf queues), shape, edt (needs fq), police (drops)")
       ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
+  std::map<std::string, vb::IngressMode> in_modes{
+      {"auto", vb::IngressMode::automatic}, {"shape", vb::IngressMode::shape}, {"police", vb::IngressMode::police}};
+  app.add_option("--ingress-mode", opt.ingress_mode,
+                 "ingress limit: auto (= shape: redirect to the pod's ifb, whose tbf queues), shape, police (drops)")
+      ->transform(CLI::CheckedTransformer(in_modes, CLI::ignore_case));
 
   vb::PodAttachment pod;
   std::string container_id, rules_json = "default", bandwidth_json_text;
@@ -120,7 +128,8 @@ int main(int argc, char** argv) {
       for (const auto& r : p.rules) rules.push_back(rule_json(r));
       out.push_back({{"podKey", p.pod_key}, {"netns", p.netns_path}, {"ifname", p.ifname}, {"ifindex", p.ifindex},
                      {"netnsAlive", p.netns_alive}, {"attached", p.attached},
-                     {"bandwidth", bandwidth_json(p.bandwidth)}, {"egressPoliced", p.egress_policed}, {"rules", rules},
+                     {"bandwidth", bandwidth_json(p.bandwidth)}, {"egressPoliced", p.egress_policed},
+                     {"egressShaped", p.egress_shaped}, {"ingressShaped", p.ingress_shaped}, {"rules", rules},
                      {"attachedUnixMs", p.attached_unix_ms}});
     }
     std::cout << out.dump(2) << "\n";
