@@ -6,7 +6,10 @@ every checksum they receive) count no checksum error, the dataplane refuses no v
 the frames crossing the pod's port are super-packets: pod A's TCP arrives whole (average frame
 above the pod MTU), leaves on the uplink as UDP super-packets (--uplink-gso: average packet on the
 uplink veth above the MTU, the peer's kernel VXLAN taking them apart), and what the dataplane
-hands pod A is coalesced."""
+hands pod A is coalesced. At MTU 9000, pod B advertises MSS 88 (a route's advmss): pod A's
+super-packets then carry hundreds of segments, more than one UDP super-packet may (the kernel
+refuses more than 128), and a 4 MiB upload still goes through with no drop on the uplink and
+every segment counted as an uplink frame (issue 37, item 12)."""
 
 import json
 import time
@@ -48,6 +51,40 @@ def uplink_tx(f) -> tuple[int, int]:
     return read("packets"), read("bytes")
 
 
+# Reads a connection on port 5301 to its end and answers how many bytes came.
+MSS_SINK = ("import socket; s = socket.create_server(('', 5301)); c, _ = s.accept(); "
+            "c.sendall(str(sum(len(b) for b in iter(lambda: c.recv(1 << 16), b''))).encode())")
+# Sends `size` bytes to the sink, ends its side and prints the sink's count: it returns once
+# every byte has arrived.
+MSS_SOURCE = ("import socket, sys; c = socket.create_connection((sys.argv[1], 5301)); "
+              "c.sendall(bytes(int(sys.argv[2]))); c.shutdown(socket.SHUT_WR); print(c.recv(64).decode())")
+
+
+def small_mss_upload(f) -> None:
+    """4 MiB from pod A to pod B, which advertises MSS 88: all of it arrives, nothing is dropped
+    on the uplink, and the uplink's tx_packets counts the frames (one per 76 bytes of payload,
+    88 less the timestamps), not the super-packets."""
+    size = 4 << 20
+    f.pod_b.run(f"ip route add {d.POD_A}/32 via {d.GATEWAY_B} dev eth0 advmss 88")
+    c0 = f.counters()
+    sink = f.pod_b.spawn(["python3", "-c", MSS_SINK], name="mss-sink")
+    time.sleep(0.5)
+    start = time.monotonic()
+    r = f.pod_a.run(["python3", "-c", MSS_SOURCE, d.POD_B, str(size)], timeout=120)
+    took = time.monotonic() - start
+    sink.wait(timeout=10)
+    f.pod_b.run(f"ip route del {d.POD_A}/32")
+    c1 = f.counters()
+    drops = {k: v - d.drop_map(c0).get(k, 0) for k, v in d.drop_map(c1).items()}
+    frames = d.port_sum(c1, "uplink", "tx_packets") - d.port_sum(c0, "uplink", "tx_packets")
+    uplink_drops = d.port_sum(c1, "uplink", "drops") - d.port_sum(c0, "uplink", "drops")
+    t.log(f"MSS 88: 4 MiB upload arrived in {took:.2f} s; uplink {frames} frames sent, {uplink_drops} dropped "
+          f"(tx_full {drops.get('tx_full', 0)}, tx_refused {drops.get('tx_refused', 0)})")
+    assert int(r.stdout.strip()) == size, r.stdout
+    assert uplink_drops == 0 and drops.get("tx_full", 0) == 0 and drops.get("tx_refused", 0) == 0, drops
+    assert frames >= size // 76, (frames, size // 76)
+
+
 def one_mtu(mtu: int) -> None:
     with t.Topology(f"dpoff{mtu}") as topo:
         f = d.ForwarderTopology(topo, mtu=mtu, peer_partial_checksums=True)
@@ -87,6 +124,8 @@ def one_mtu(mtu: int) -> None:
                         t.log(f"MTU {mtu} TCP A -> B: uplink veth sent {up_pkts} packets, average "
                               f"{up_bytes / max(up_pkts, 1):.0f} B")
                         assert up_bytes / max(up_pkts, 1) > mtu + 14, (up_pkts, up_bytes)
+        if mtu == 9000:
+            small_mss_upload(f)
         errors = csum_errors(f.pod_a) + csum_errors(f.pod_b) - errors0
         assert errors == 0, f"{errors} checksum errors in the pods"
         drops = d.drop_map(f.counters())
