@@ -210,7 +210,9 @@ class FederationBed:
         the other clusters' reflectors over eBGP."""
         others = [c for c in self.clusters if c is not cl]
         return {"bgp": {
-            "role": "route-reflector", "asn": cl.asn, "router_id": cl.reflector_ip, "graceful_restart": False,
+            # Graceful restart on, vxfed-reflector's default (docs/federation.md): a reflector's
+            # restart keeps its routes on its nodes and on the other reflectors (reflector_kill).
+            "role": "route-reflector", "asn": cl.asn, "router_id": cl.reflector_ip, "graceful_restart": True,
             "clusters": {c.name: [c.pod_cidr] for c in others},
             "nodes": {"listen_range": cl.listen_range, "cidrs": [cl.pod_cidr], "bfd": True,
                       "keepalive": 1, "hold": 3},

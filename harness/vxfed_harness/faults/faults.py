@@ -13,6 +13,7 @@ import copy
 import errno
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -132,6 +133,79 @@ def pod_churn(ctx: FaultContext) -> None:
             ctx.t.delete_pod(pod)
 
 
+SETTLE_AFTER_SESSIONS_S = 10.0
+
+
+def reflector_kill(ctx: FaultContext) -> None:
+    """Cluster A's route reflector crashes as its FRR container would: zebra, bgpd and bfdd
+    SIGKILLed at once, started again on the same config. Its nodes keep its routes as
+    graceful-restart helpers and must dial it again (it only listens); the other cluster's
+    reflector keeps cluster A's blocks stale meanwhile. Every node's dataplane routes are sampled
+    every 0.1 s from the kill until every node's session to its reflector is Established again:
+    a route that left a dataplane meanwhile is listed in `routes_withdrawn` (node, prefix,
+    seconds after the kill, how long it was gone)."""
+    bed = ctx.t.bed
+    rr = bed.clusters[0].reflector
+    nodes = bed.nodes
+    before = {s: bed.learned(n) for s, n in nodes.items()}
+    gone: dict[tuple[str, str], float] = {}
+    withdrawn: list[dict] = []
+    stop = threading.Event()
+    t0 = time.time()
+
+    def sample() -> None:
+        while not stop.is_set():
+            for s, n in nodes.items():
+                try:
+                    have = bed.learned(n)
+                except (RuntimeError, ValueError, OSError):
+                    continue
+                for prefix in before[s]:
+                    key = (s, prefix)
+                    if have.get(prefix) != before[s][prefix]:
+                        gone.setdefault(key, time.time())
+                    elif key in gone:
+                        since = gone.pop(key)
+                        withdrawn.append({"node": s, "prefix": prefix, "at_s": round(since - t0, 2),
+                                          "for_s": round(time.time() - since, 2)})
+            time.sleep(0.1)
+
+    def sessions_up() -> bool:
+        for n in nodes.values():
+            try:
+                peers = n.vxfedctl("peers").get("peers", [])
+            except (RuntimeError, ValueError, OSError):
+                return False
+            if not peers or any(p.get("state") != "Established" for p in peers):
+                return False
+        return True
+
+    th = threading.Thread(target=sample, name="reflector_kill routes", daemon=True)
+    th.start()
+    try:
+        rr.stop(kill=True)                 # frr-stop.sh --kill: bfdd, bgpd, zebra SIGKILL
+        ctx.observed["reflector_down_s"] = round(time.time() - t0, 2)
+        rr.start()
+        ctx.observed["reflector_started_s"] = round(time.time() - t0, 2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not sessions_up():
+            time.sleep(0.2)
+        ctx.observed["sessions_back_s"] = round(time.time() - t0, 2) if sessions_up() else None
+        # What the restarted reflector sends once they are up: it ends its route selection
+        # deferral at the first End-of-RIB it gets (measured: ~4 s after its node is back), and
+        # a withdrawal then takes a few seconds more to be undone. Until nothing is gone and
+        # SETTLE_AFTER_SESSIONS_S have passed, so that the next fault starts from a quiet state.
+        settle = time.monotonic() + SETTLE_AFTER_SESSIONS_S
+        while time.monotonic() < deadline and (time.monotonic() < settle or gone):
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        th.join()
+    for (s, prefix), since in gone.items():
+        withdrawn.append({"node": s, "prefix": prefix, "at_s": round(since - t0, 2), "for_s": None})
+    ctx.observed["routes_withdrawn"] = withdrawn
+
+
 STATE_TMPFS_BYTES = 8 << 20     # node A's state dir is a tmpfs this big (FaultSuite.up), so it can fill
 
 
@@ -219,6 +293,9 @@ FAULTS = [
     Fault("pod_churn", "pods added and removed on every node (CNI ADD/DEL)", pod_churn, hitless=True),
     Fault("state_disk_full", "node A's state dir full: a network and a pod refused, vxfedd SIGKILL + restart; "
           "space back, both succeed", state_disk_full, hitless=True),
+    Fault("reflector_kill", "cluster A's route reflector: zebra, bgpd, bfdd SIGKILL, started again (its nodes and "
+          "the other reflector as graceful-restart helpers)", reflector_kill, hitless=True, topologies=(FEDERATED,),
+          why_not="only the federated topology has route reflectors (run with --nodes-per-cluster N)"),
     Fault("etcd_member_kills", "etcd members SIGKILLed one by one (quorum kept, then lost), held, restarted: "
           "store operations refused while quorum is lost, nothing changed after", etcd_faults.etcd_member_kills,
           hitless=True, topologies=(FEDERATED,),

@@ -2,8 +2,10 @@
 """The fault suite (perf/faults/run.py --nodes-per-cluster 1) on the federated topology: one
 node per cluster, a route reflector per cluster, a three-member etcd holding the VNIs and node
 blocks (harness/vxfed_harness/faults/topologies.py), four probe streams between the clusters'
-pods, and two faults:
+pods, and three faults:
   - vxfedd SIGKILL + restart on node A (the state compared includes the store's keys);
+  - reflector_kill: cluster A's reflector (zebra, bgpd, bfdd) SIGKILLed and started again: its
+    node must dial it again and every session be back within REFLECTOR_BACK_BOUND_S;
   - etcd_member_kills: the leader SIGKILLed (quorum kept), a second member (quorum lost), both
     held, restarted with their data (faults/etcd_faults.py).
 Asserts the invariants, not the timings:
@@ -30,7 +32,13 @@ from vxfed_harness.faults.faults import BY_NAME
 from vxfed_harness.faults.suite import FaultSuite, Options, invariant_failures, table
 from vxfed_harness.frr import require_frr
 
-FAULTS = ["vxfedd_sigkill", "etcd_member_kills"]
+FAULTS = ["vxfedd_sigkill", "reflector_kill", "etcd_member_kills"]
+# reflector_kill's zero-loss goal is not met yet (docs/faults.md, "A route reflector killed"): its
+# loss and the routes withdrawn are printed; asserted are recovery within RECOVERY_BOUND_S (before
+# the nodes dialed their restarted reflector, they waited as helpers for FRR's 120 s restart
+# timer: 104.5 s) and the reflector's sessions back within REFLECTOR_BACK_BOUND_S of the kill.
+NOT_HITLESS_YET = {"reflector_kill"}
+REFLECTOR_BACK_BOUND_S = 30.0
 RECOVERY_BOUND_S = 90.0
 
 
@@ -61,9 +69,16 @@ def main() -> None:
     assert results["baseline"]["sent"] > 0, "the probes sent nothing"
     failures = invariant_failures(results, RECOVERY_BOUND_S)
     for name, r in results.items():
-        if name != "baseline" and r["lost"]:
+        if name != "baseline" and name not in NOT_HITLESS_YET and r["lost"]:
             failures.append(f"{name}: {r['lost']} of {r['sent']} datagrams lost (longest gap "
                             f"{r['longest_gap_ms']:.0f} ms): must be hitless")
+    rk = results["reflector_kill"]
+    print("FAULT_REFLECTOR " + json.dumps({k: rk.get(k) for k in (
+        "lost", "longest_gap_ms", "recovered_s", "reflector_started_s", "sessions_back_s", "routes_withdrawn")}))
+    back = rk.get("sessions_back_s")
+    if back is None or back > REFLECTOR_BACK_BOUND_S:
+        failures.append(f"reflector_kill: the nodes' sessions to the restarted reflector were not Established "
+                        f"within {REFLECTOR_BACK_BOUND_S:.0f} s of the kill (sessions_back_s {back})")
     e = results["etcd_member_kills"]
     print("FAULT_ETCD " + json.dumps({k: e.get(k) for k in (
         "members_killed", "quorum_lost_s", "refusals", "pod_add_del_without_quorum", "api_without_quorum",
