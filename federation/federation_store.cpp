@@ -194,21 +194,6 @@ StoreResult<std::string> FederationStore::claim_more(const std::string& network,
                                          kv_.describe() + "; try again");
 }
 
-StoreStatus FederationStore::release_more(const std::string& network, const std::string& block_text) {
-  const auto block = Block::parse(block_text);
-  if (!block) return store_error(Code::invalid, "block '" + block_text + "' of network '" + network + "' is not a CIDR");
-  const auto mine_key = keys::node_network(options_.node, network);
-  auto mine = kv_.get(mine_key);
-  if (!mine) return mine.store_error();
-  if (const auto* kv = first(*mine); kv && kv->value == block->str())
-    return store_error(Code::invalid, "block " + block->str() + " is node '" + options_.node + "''s first block of network '" +
-                                          network + "'; it goes when the node leaves the network");
-  const auto key = block_key(network, *block);
-  auto released = kv_.txn({Compare::value_is(key, options_.node)}, {Op::erase(key)}, {});
-  if (!released) return released.store_error();
-  return Done{};
-}
-
 // Every block of `network` the store gives `node` besides `first`, each in a transaction of
 // its own (a node may hold more blocks than etcd allows operations in one), each only while
 // `guard` holds and the block is unchanged.

@@ -79,11 +79,9 @@ class FederationStore {
   // `subnet` (this node's cluster's pod CIDR on it), claimed in one transaction guarded by
   // "that block is free, this node is still a member, the network is unchanged". The node
   // must have joined. EXHAUSTED naming the network and the subnet when no block is free.
+  // Such a block goes back through reconcile(): the node drops it from its copy (vxfedd, once
+  // it has stayed empty for a grace period) and the next reconcile releases it.
   StoreResult<std::string> claim_more(const std::string& network, const std::string& subnet);
-  // Gives back one of the blocks claim_more gave (empty ones, after a grace period: vxfedd
-  // decides), only while the store still names this node as its owner; never the node's first
-  // block (that one goes with leave()). A block no longer this node's is already released.
-  StoreStatus release_more(const std::string& network, const std::string& block);
 
   // This node stops using the network: its blocks are freed at once (its pods are gone); the
   // last node out releases the VNI, held down for the pools' hold-down.
