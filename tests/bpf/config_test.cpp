@@ -4,12 +4,46 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bpf/lib/shaper.hpp"
 #include "bpf/lib/vxfed_bpf.hpp"
 
 namespace vb = vxfed::bpf;
 using nlohmann::json;
 
 namespace {
+
+// A burst above one second of the rate is cut to one second's worth; containerd's default
+// (2^32-1 bits) is the case that matters. The sentence names the field and the value used.
+TEST(Bandwidth, BurstAboveOneSecondIsCutToIt) {
+  vb::BandwidthSpec s{.ingress_rate = 10'000'000, .ingress_burst = 4'294'967'295ULL,
+                      .egress_rate = 10'000'000, .egress_burst = 10'000'000};
+  auto cuts = vb::cap_bursts(s);
+  ASSERT_EQ(cuts.size(), 1u) << "exactly one second is not cut";
+  EXPECT_EQ(s.ingress_burst, 10'000'000u);
+  EXPECT_EQ(s.egress_burst, 10'000'000u);
+  EXPECT_NE(cuts[0].find("ingressBurst 4294967295 bits"), std::string::npos) << cuts[0];
+  EXPECT_NE(cuts[0].find("using 10000000 bits"), std::string::npos) << cuts[0];
+
+  vb::BandwidthSpec small{.egress_rate = 10'000'000, .egress_burst = 1'000'000};
+  EXPECT_TRUE(vb::cap_bursts(small).empty());
+  EXPECT_EQ(small.egress_burst, 1'000'000u);
+  vb::BandwidthSpec none{};
+  EXPECT_TRUE(vb::cap_bursts(none).empty());
+}
+
+// The tbf behind a limit: the bucket is the burst but at least one frame (tbf drops a frame
+// larger than its bucket), the queue the burst plus 25 ms at the rate.
+TEST(Shaper, TbfParameters) {
+  auto p = vxfed::bpf::detail::tbf_params(10'000'000, 1'000'000, 1500);
+  EXPECT_EQ(p.rate_bytes, 1'250'000u);
+  EXPECT_EQ(p.burst_bytes, 125'000u);
+  EXPECT_EQ(p.limit_bytes, 125'000u + 31'250u);
+  auto jumbo = vxfed::bpf::detail::tbf_params(10'000'000, 12'000, 8950);
+  EXPECT_EQ(jumbo.burst_bytes, 8950u + 18u) << "a 1500-byte burst on a jumbo interface";
+  auto slow = vxfed::bpf::detail::tbf_params(8'000, 12'000, 1500);
+  EXPECT_EQ(slow.limit_bytes, 1518u + 1518u) << "the queue holds at least one frame";
+  EXPECT_EQ(vxfed::bpf::detail::ifb_name_for(4'000'000'000).size(), 14u);
+}
 
 TEST(Bandwidth, AcceptsTheReferencePluginUnits) {
   auto bw = vb::parse_bandwidth_json(json::parse(

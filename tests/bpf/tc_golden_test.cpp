@@ -357,6 +357,37 @@ TEST_F(TcPrograms, EgressBeyondTheHorizonIsDropped) {
   EXPECT_EQ(d.ctx.tstamp, t0 + 3'000'000'000);
 }
 
+// The default limits queue rather than drop (docs/bpf.md, "Rate limits"): egress passes to
+// the interface's tbf however far past the burst; ingress is redirected to the pod's ifb.
+// 1000 B/s with a 1500 B burst: a policer would drop the second frame.
+TEST_F(TcPrograms, ShapedLimitsQueueInsteadOfDropping) {
+  vxfed_config c{};
+  c.flags = VXFED_CFG_EGRESS_LIMIT | VXFED_CFG_EGRESS_QDISC | VXFED_CFG_INGRESS_LIMIT | VXFED_CFG_INGRESS_SHAPE |
+            VXFED_CFG_MARK;
+  c.abi_version = VXFED_BPF_ABI_VERSION;
+  c.egress_rate_bps = c.ingress_rate_bps = 1000;
+  c.egress_burst_bytes = c.ingress_burst_bytes = 1500;
+  c.ingress_ifindex = 1;
+  uint32_t k = 0;
+  ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.config), &k, &c, BPF_ANY), 0);
+  standard_rules();
+  set_now(3 * kSec);
+  Bytes roce = udp4(1, 4791, 1500 - 42);
+  for (int i = 0; i < 5; i++) {
+    SCOPED_TRACE(i);
+    RunResult e = run(skel_->progs.vxfed_egress, roce);
+    EXPECT_EQ(e.verdict, TC_ACT_OK);
+    EXPECT_EQ(e.ctx.tstamp, 0u) << "no departure time: the tbf holds the packet";
+    EXPECT_EQ(e.out, udp4(1, 4791, 1500 - 42, {.tos = 26 << 2})) << "marking still runs";
+    EXPECT_EQ(run(skel_->progs.vxfed_ingress, frame_of(1500)).verdict, TC_ACT_REDIRECT);
+  }
+  EXPECT_EQ(stat(VXFED_STAT_EGRESS_PASSED), 5u);
+  EXPECT_EQ(stat(VXFED_STAT_EGRESS_POLICED), 0u);
+  EXPECT_EQ(stat(VXFED_STAT_INGRESS_SHAPED), 5u);
+  EXPECT_EQ(stat(VXFED_STAT_INGRESS_DROPPED), 0u);
+  EXPECT_EQ(stat(VXFED_STAT_INGRESS_PASSED), 0u);
+}
+
 TEST_F(TcPrograms, NoLimitsConfiguredPassesEverything) {
   set_config(0);
   set_now(kSec);
