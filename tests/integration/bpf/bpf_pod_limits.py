@@ -6,8 +6,11 @@ vxfed-bpf attaches the pod's programs on the pod side of the veth, pins them und
 pin root and exits. Then:
   - the pins and the tc filters are still there (the loader is gone);
   - iperf3 TCP pod->peer (pod egress) and peer->pod (pod ingress) stay within +-10% of the
-    limit at 100 Mbit/s and at 1 Gbit/s (median of 3 runs; the first second of each run,
-    which carries the bucket's initial burst, is omitted);
+    limit at 10 Mbit/s and at 1 Gbit/s with a 1 Mbit burst (median of 3 runs; the first
+    second of each run, which carries the bucket's initial burst, is omitted): the default
+    limits queue in a tbf (egress: eth0's root; ingress: the pod's ifb) instead of dropping
+    whole TCP windows, which gave 3.0/4.7 Mbit/s at 10 Mbit/s (issue 37, item 8);
+  - UDP offered at 5x the 10 Mbit/s limit is held to it (within +-10%) both ways;
   - RoCEv2 datagrams (UDP 4791) leave with DSCP 26 (seen on the peer) and are counted;
   - with an out-of-band VLAN tag on the frame, the tag's 802.1p PCP becomes 3;
   - reconcile removes a stale pod and keeps the wanted one; detach removes filters and pins.
@@ -26,9 +29,8 @@ from vxfed_harness import Topology, log, main_wrapper, require_binary, require_p
 RUNS = 3
 SECONDS = 3
 TOLERANCE = 0.10
-# With no fq qdisc on this kernel the limiter drops; TCP then needs a bucket that covers its
-# ~200 ms minimum RTO, so the burst is rate x 250 ms (docs/bpf.md, "TCP through a policer").
-BURST_SECONDS = 0.25
+# The smallest burst the limits promise TCP its rate with (docs/cni.md, "Bandwidth").
+BURST_BITS = 1_000_000
 
 # Captures RoCEv2 frames on eth0 and prints "tos/pcp" for each (pcp -1: no VLAN tag).
 CAPTURE = r'''
@@ -79,7 +81,9 @@ def main() -> None:
             key = f"test-{os.getpid()}"
 
             def attach(rate: int) -> None:
-                burst = int(rate * BURST_SECONDS)
+                # 1 Gbit/s: 10 Mbit (10 ms); at 1 Mbit it measured -7 to -8 % here, too close to
+                # the bound on a shared machine (perf/bpf/pod_limits_matrix.py has the matrix).
+                burst = BURST_BITS if rate <= 100_000_000 else 10 * BURST_BITS
                 cli("attach", "--netns", netns_path, "--ifname", "eth0", "--pod-key", key,
                     "--bandwidth", json.dumps({"ingressRate": rate, "ingressBurst": burst,
                                                "egressRate": rate, "egressBurst": burst}))
@@ -102,7 +106,7 @@ def main() -> None:
             assert bad.returncode != 0 and "no pinned programs" in bad.stderr, bad.stderr
             cli("detach", "--pod-key", key)  # unknown key: fine (CNI DEL)
 
-            attach(100_000_000)
+            attach(10_000_000)
             # The loader has exited: pins and filters must still be in force.
             pins = sorted(p.name for p in Path(pin_root, "pods", key).iterdir())
             log(f"pins after the loader exited: {pins}")
@@ -113,23 +117,28 @@ def main() -> None:
             assert filters.count("handle 0x7846 vxfed_egress") == 1 and filters.count("handle 0x7846 vxfed_ingress") == 1, filters
             listed = json.loads(cli("list").stdout)
             assert len(listed) == 1 and listed[0]["attached"] and listed[0]["netnsAlive"], listed
-            log(f"egress mode: {'policer (no fq here)' if listed[0]['egressPoliced'] else 'EDT + fq'}")
+            assert listed[0]["egressShaped"] and listed[0]["ingressShaped"], listed
+            qdiscs = pod.run("tc qdisc show").stdout
+            ifb = f"vxin{listed[0]['ifindex']}"
+            assert "qdisc tbf" in qdiscs and "dev eth0 root" in qdiscs and f"dev {ifb} root" in qdiscs, qdiscs
 
             port = [5201 + (os.getpid() % 500)]
 
-            def iperf(reverse: bool) -> float:
+            def iperf(reverse: bool, udp_bits: int = 0) -> float:
                 port[0] += 1
                 server = peer.spawn(["iperf3", "-s", "-1", "-p", str(port[0])], name=f"iperf3-s{port[0]}")
                 time.sleep(0.4)
                 args = ["iperf3", "-c", "10.244.77.2", "-p", str(port[0]), "-t", str(SECONDS), "-O", "1", "-J"]
                 if reverse:
                     args.append("-R")
+                if udp_bits:  # sum_received: what reached the receiver
+                    args += ["-u", "-b", str(udp_bits)]
                 out = pod.run(args, timeout=60)
                 server.wait(timeout=10)
                 return json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"]
 
             results = {}
-            for rate in (100_000_000, 1_000_000_000):
+            for rate in (10_000_000, 1_000_000_000):
                 attach(rate)  # in place: also checks that re-attaching updates the limits
                 for direction, reverse in (("egress", False), ("ingress", True)):
                     samples = [iperf(reverse) for _ in range(RUNS)]
@@ -138,6 +147,11 @@ def main() -> None:
                     log(f"{rate / 1e6:.0f} Mbit/s pod {direction}: median {median / 1e6:.1f} Mbit/s "
                         f"(runs {', '.join(f'{s / 1e6:.1f}' for s in samples)}), "
                         f"{100 * (median / rate - 1):+.1f}% of the limit")
+                if rate == 10_000_000:  # UDP does not slow down: the full queue drops it at the rate
+                    for direction, reverse in (("egress", False), ("ingress", True)):
+                        got = iperf(reverse, udp_bits=5 * rate)
+                        results[(rate, "udp " + direction)] = (got, [got])
+                        log(f"UDP at 5x {rate / 1e6:.0f} Mbit/s, pod {direction}: {got / 1e6:.2f} Mbit/s delivered")
             counters = json.loads(cli("counters", "--pod-key", key).stdout)
             log(f"stats: {counters['stats']}")
             for (rate, direction), (median, _) in results.items():
@@ -198,9 +212,11 @@ def main() -> None:
             assert "vxfed" not in pod2.run("tc filter show dev eth0 egress").stdout, "stale filters left"
             assert sorted(p.name for p in Path(pin_root, "pods").iterdir()) == [key]
 
-            # Detach removes the filters and every pin.
+            # Detach removes the filters, the tbf, the ifb and every pin.
             cli("detach", "--pod-key", key)
             assert not Path(pin_root, "pods", key).exists(), "pins left after detach"
+            qdiscs = pod.run("tc qdisc show").stdout
+            assert "tbf" not in qdiscs and ifb not in pod.run("ip -o link").stdout, qdiscs
             filters = pod.run("tc filter show dev eth0 egress").stdout + pod.run("tc filter show dev eth0 ingress").stdout
             assert "vxfed" not in filters, filters
             assert json.loads(cli("list").stdout) == []
