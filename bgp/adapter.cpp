@@ -9,6 +9,7 @@
 
 #include "bgp/frr_apply.hpp"
 #include "bgp/frr_render.hpp"
+#include "bgp/privileged_port.hpp"
 #include "bgp/process.hpp"
 #include "bgp/vty_client.hpp"
 
@@ -101,6 +102,11 @@ Status Adapter::open_fpm() {
   h.on_route = [this](const fpm::RouteMessage& m) { on_route(m); };
   h.on_batch_end = [this] { on_batch_end(); };
   asio::ip::tcp::endpoint ep(asio::ip::address_v4(opts_.config.fpm.listen.value), opts_.config.fpm.port);
+  // Whoever binds the port first gets zebra's table: only a privileged port (privileged_port.hpp).
+  auto unprivileged = unprivileged_port_start();
+  if (!unprivileged) return make_error("bgp: " + unprivileged.error());
+  if (auto st = require_privileged_port("bgp.fpm.port", opts_.config.fpm.port, *unprivileged); !st)
+    return make_error("bgp: " + st.error());
   auto zebra = uid_of_user(opts_.config.fpm.zebra_user);
   if (!zebra) return make_error("bgp.fpm.zebra_user: " + zebra.error() + " (the user FRR's zebra runs as)");
   auto s = FpmServer::create(io_, ep, std::move(h), FpmAcceptPolicy{*zebra});

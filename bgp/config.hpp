@@ -111,9 +111,14 @@ struct FrrSettings {
   bool operator==(const FrrSettings&) const = default;
 };
 
+inline constexpr std::uint16_t kDefaultFpmPort = 620;
+inline constexpr std::uint16_t kZebraDefaultFpmPort = 2620;  // what zebra dials without `port`
+
 struct FpmSettings {
   net::Ipv4Addr listen{0x7f000001};
-  std::uint16_t port = 2620;
+  // Below 1024, so no unprivileged process can take it first (privileged_port.hpp; zebra's
+  // own default, 2620, is any user's); rendered into zebra's `fpm address ... port`.
+  std::uint16_t port = kDefaultFpmPort;
   // After zebra (re)connects, routes it did not resend are swept once the stream has been
   // quiet for resync_settle_ms AND at least resync_min_ms have passed since the connection:
   // a restarted zebra needs bgpd to re-learn its routes before its table is complete.

@@ -32,7 +32,7 @@ std::string render_frr_config(const RenderInput& in) {
     << "fpm address " << c.fpm.listen.str();
   // FRR prints the port only when it is not the default: render what `show running` shows, or
   // every reload would see a difference and reconnect the FPM session.
-  if (c.fpm.port != 2620) o << " port " << c.fpm.port;
+  if (c.fpm.port != kZebraDefaultFpmPort) o << " port " << c.fpm.port;
   o << "\n"
     << "no fpm use-next-hop-groups\n"
     << "!\n";

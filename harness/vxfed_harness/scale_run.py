@@ -90,7 +90,7 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     # (what it reflects back to the speaker's client session is left out).
     rr_cap = Capture(bed.rr_ns, "ul0", f"tcp port 179 and (src host {SPK_A_IP} or src host {SPK_B_IP} or "
                      f"(src host {RR_IP} and dst host {NODE_IP}))", wd / f"rr-{n}.pcap", snaplen=128)
-    fpm_cap = Capture(bed.node.ns, "lo", "tcp dst port 2620", wd / f"fpm-{n}.pcap", snaplen=96)
+    fpm_cap = Capture(bed.node.ns, "lo", "tcp dst port 620", wd / f"fpm-{n}.pcap", snaplen=96)
     gw_cap = Capture(bed.gw_ns, "ul0", "udp dst port 4789", wd / f"gw-{n}.pcap", snaplen=128)
     for c in (rr_cap, fpm_cap, gw_cap):
         c.start()

@@ -42,7 +42,7 @@ TEST(BgpConfig, DefaultsAcceptOnlyTheClusterCidrsExactly) {
   EXPECT_TRUE(p.accepts(*vxfed::net::Ipv4Prefix::parse("10.245.0.0/16")));
   EXPECT_FALSE(p.accepts(*vxfed::net::Ipv4Prefix::parse("10.245.1.0/24")));
   EXPECT_FALSE(p.accepts(*vxfed::net::Ipv4Prefix::parse("10.0.0.0/8")));
-  EXPECT_EQ(c->fpm.port, 2620);
+  EXPECT_EQ(c->fpm.port, 620) << "below 1024: no unprivileged process may take it first";
   EXPECT_EQ(c->fpm.listen.str(), "127.0.0.1");
   EXPECT_EQ(c->frr.apply, vxfed::bgp::ApplyMode::kReload);
 }

@@ -15,8 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include "bgp/config.hpp"
 #include "bgp/fpm_encoder.hpp"
 #include "bgp/fpm_server.hpp"
+#include "bgp/privileged_port.hpp"
 #include "common/peer_credentials.hpp"
 
 namespace {
@@ -163,6 +165,44 @@ TEST_F(FpmAccess, ReconnectBeforeTheOldEofIsReadIsAccepted) {
   EXPECT_EQ(routes_.size(), 2u);
   EXPECT_EQ(server_->stats().refused_busy, 0u);
   EXPECT_EQ(finish(again), 0);
+}
+
+// The attack of docs/security.md: an unprivileged process that binds the FPM port before vxfedd
+// gets zebra's table. On the default port it cannot: bind() is refused (EACCES) for uid 65534,
+// while it could bind zebra's own default, 2620.
+TEST(FpmPort, AnUnprivilegedProcessCannotTakeTheDefaultPort) {
+  auto bind_as_nobody = [](std::uint16_t port) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(10);
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(port);
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) ::_exit(0);
+      ::_exit(errno == EACCES ? 13 : 14);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  auto unprivileged = unprivileged_port_start();
+  ASSERT_TRUE(unprivileged) << unprivileged.error();
+  ASSERT_LT(kDefaultFpmPort, *unprivileged);
+  EXPECT_EQ(bind_as_nobody(kDefaultFpmPort), 13) << "uid 65534 must get EACCES on port " << kDefaultFpmPort;
+  EXPECT_EQ(bind_as_nobody(kZebraDefaultFpmPort), 0) << "the premise: zebra's own default is any user's";
+  EXPECT_TRUE(require_privileged_port("bgp.fpm.port", kDefaultFpmPort, *unprivileged));
+  auto refused = require_privileged_port("bgp.fpm.port", kZebraDefaultFpmPort, *unprivileged);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("bgp.fpm.port: port 2620"), std::string::npos) << refused.error();
+}
+
+TEST(FpmPort, TheSysctlIsReadStrictly) {
+  EXPECT_EQ(*parse_unprivileged_port_start("1024\n"), 1024u);
+  EXPECT_EQ(*parse_unprivileged_port_start("0\n"), 0u);
+  EXPECT_FALSE(parse_unprivileged_port_start("lots\n"));
+  EXPECT_FALSE(require_privileged_port("bgp.fpm.port", 620, 0)) << "a namespace where every port is any user's";
 }
 
 TEST(TcpSocketUid, FindsThePeersRowInProcNetTcp) {

@@ -151,7 +151,7 @@ class VxfedVariant(Variant):
             peers=[{"address": peer.underlay_ip, "remote_asn": peer.asn, "cluster": f"cluster-{peer.name}",
                     "network": NETWORK, "keepalive": 1, "hold": 3, "connect_retry": 1}],
             status_interval_ms=1000, frr={"apply": "reload"},
-            fpm={"listen": "127.0.0.1", "port": 2620})
+            fpm={"listen": "127.0.0.1", "port": 620})
         return n.vxfedd_config(networks=[{"name": NETWORK, "vni": self.plan.vni, "subnet": c.pod_cidr,
                                           "gateway": c.gateway}], bgp=bgp)
 

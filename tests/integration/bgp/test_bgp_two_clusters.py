@@ -188,7 +188,7 @@ exit
     assert set(a.routes()) == {"10.245.0.0/16", "10.245.7.0/24"}, "routes must stay while FPM is down"
     cut_at = time.time() * 1000
     t0 = time.monotonic()
-    a.vtysh("configure terminal", "fpm address 127.0.0.1")
+    a.vtysh("configure terminal", "fpm address 127.0.0.1 port 620")
     a.wait_route("10.245.7.0/24", 30, present=False)
     results["fpm_resync_sweep_s"] = round(time.monotonic() - t0, 2)
     assert a.state()["stats"]["resyncs"] == resyncs + 1

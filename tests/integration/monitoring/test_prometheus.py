@@ -161,7 +161,7 @@ def main() -> None:
         # ---- 5. refusals, counted ----
         refused = 'vxfed_bgp_fpm_refused_total{reason="wrong_user"}'
         wait(refused, lambda v: v == 0, "no FPM refusal yet")
-        attack = ("import socket, time; s = socket.create_connection(('127.0.0.1', 2620), timeout=5); time.sleep(1)")
+        attack = ("import socket, time; s = socket.create_connection(('127.0.0.1', 620), timeout=5); time.sleep(1)")
         a.ns.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "python3", "-c", attack], check=False)
         wait(refused, lambda v: v >= 1, "the FPM connection from nobody to be refused and counted")
         wait("vxfed_bgp_fpm_connected", lambda v: v == 1, "zebra's FPM connection to stay up")
