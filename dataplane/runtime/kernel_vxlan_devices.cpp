@@ -52,15 +52,28 @@ bool is_vxlan_on_port(const nlmsghdr* h, std::uint16_t port) {
 Result<bool> kernel_vxlan_device_on_port(std::uint16_t port) {
   UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
   if (!fd) return make_error(std::string("rtnetlink socket: ") + std::strerror(errno));
+  // The dump asks the kernel for vxlan links only (IFLA_LINKINFO { IFLA_INFO_KIND "vxlan" }, a
+  // filter rtnetlink applies itself): a node with hundreds of pod veths answers with a few
+  // links, not all of them, twice a second. A kernel that ignores the filter sends every link,
+  // which the kind check below sorts out.
+  static constexpr char kKind[] = "vxlan";
   struct {
     nlmsghdr h;
     ifinfomsg info;
+    rtattr linkinfo;
+    rtattr kind;
+    char kind_name[RTA_ALIGN(sizeof(kKind))];
   } req{};
   req.h.nlmsg_len = sizeof(req);
   req.h.nlmsg_type = RTM_GETLINK;
   req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   req.h.nlmsg_seq = 1;
   req.info.ifi_family = AF_UNSPEC;
+  req.linkinfo.rta_type = IFLA_LINKINFO;
+  req.linkinfo.rta_len = static_cast<unsigned short>(sizeof(rtattr) + RTA_LENGTH(sizeof(kKind)));
+  req.kind.rta_type = IFLA_INFO_KIND;
+  req.kind.rta_len = static_cast<unsigned short>(RTA_LENGTH(sizeof(kKind)));
+  std::memcpy(req.kind_name, kKind, sizeof(kKind));
   if (::send(fd.get(), &req, sizeof(req), 0) < 0) return make_error(std::string("RTM_GETLINK: ") + std::strerror(errno));
   std::vector<char> buf(1 << 16);
   bool found = false;
