@@ -280,9 +280,10 @@ std::optional<std::chrono::steady_clock::time_point> CallDeadline::current() { r
 // next member is tried within the same call. A member that went unanswered is tried after the
 // others for kSilentMemberLastFor, by every call of this client, and later passes of the same
 // call leave it out while another member is still in play (answered, but could not serve);
-// when every member went unanswered (the leader cut off: the followers wait for it until they
-// elect another), every one is tried again, each pass starting one further on (and after two
-// such passes with attempts twice as long each time: see below).
+// when no member answered (the leader cut off or killed: the followers wait for it until they
+// elect another, and a killed member's refused connection is no answer), every silent one is
+// tried again, each pass starting one further on (and after two such passes with attempts
+// twice as long each time: see below).
 //
 // Two things keep a store without quorum from holding callers for that whole budget:
 // - every request carries etcd's `hasleader: true` metadata, so a member that has no leader
@@ -304,16 +305,24 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
   const bool one_pass = down_.load();
   std::size_t start = current_.load();
   std::vector<bool> unanswered(n, false);  // went unanswered in this call
+  // Answered in this call, though it could not serve ("no leader", ...): a member in play. A
+  // member whose connection is refused (dead, not silent) is not: while only such members and
+  // silent ones are left, the silent ones are the call's only hope and are asked again.
+  std::vector<bool> replied(n, false);
   std::vector<std::string> reasons(n);      // each member's latest failure in this call
   std::vector<std::size_t> order;
-  auto attempt_limit = std::chrono::duration_cast<Clock::duration>(attempt_timeout_);
+  // A single pass (the store was found away) gives each member the whole budget: a member that
+  // is there but silent is most likely waiting out an election (the store just lost its
+  // leader), and this pass is the call's only chance to see it end.
+  auto attempt_limit = one_pass ? std::chrono::duration_cast<Clock::duration>(per_member)
+                                : std::chrono::duration_cast<Clock::duration>(attempt_timeout_);
   int silent_passes = 0;  // passes in a row where every attempt went unanswered
   for (;;) {
     const auto pass_started = Clock::now();
-    bool all_silent = true;
+    bool all_silent = true;  // no member replied in this pass (a refused connection is no reply)
     // This pass's order: from `start` round the list, the members not recently silent first.
     order.clear();
-    const bool all_unanswered = std::find(unanswered.begin(), unanswered.end(), false) == unanswered.end();
+    const bool someone_replies = std::find(replied.begin(), replied.end(), true) != replied.end();
     for (int silent = 0; silent < 2; ++silent)
       for (std::size_t i = 0; i < n; ++i) {
         const std::size_t index = (start + i) % n;
@@ -322,7 +331,7 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
     bool answered = false;  // some member is reachable but could not serve
     for (const std::size_t index : order) {
       auto& member = members_->list[index];
-      if (unanswered[index] && !all_unanswered) continue;  // its reason stays
+      if (unanswered[index] && someone_replies) continue;  // its reason stays
       const auto now = Clock::now();
       if (now + std::chrono::milliseconds(1) >= end) {
         if (reasons[index].empty()) reasons[index] = "not tried, the call's time was up";
@@ -352,7 +361,10 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(attempt).count()) + " ms";
       } else {
         reasons[index] = status_text(status);
-        all_silent = false;
+        if (reachable) {
+          replied[index] = true;
+          all_silent = false;
+        }
       }
       answered = answered || reachable;
     }
