@@ -22,7 +22,7 @@ void render_bpf_metrics(Exposition& w, const MetricsInput& in) {
             in.bpf_read_errors);
   w.family("vxfed_bpf_pod_packets_total", Type::counter,
            "Packets seen by the pod's eBPF programs, by outcome (egress_dropped_rate, ingress_dropped_rate: rate "
-           "limit drops; marked: DSCP/priority set).");
+           "limit drops, the programs' or the pod's tbf shapers'; marked: DSCP/priority set).");
   for (const auto& p : in.pods)
     for (const auto& [outcome, n] : p.counters.stats) {
       auto labels = pod_labels(p);

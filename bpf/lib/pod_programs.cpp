@@ -519,6 +519,30 @@ Result<PodCounters> read_counters(const std::string& pod_key, const Options& opt
   static const char* const names[] = {VXFED_STAT_LIST(VXFED_STAT_NAME)};
 #undef VXFED_STAT_NAME
   for (uint32_t i = 0; i < VXFED_STAT_MAX; i++) out.stats[names[i]] = (*stats)[i].v;
+  // The shaped limits (the default) drop in their tbf qdiscs, not in the programs: what the
+  // pod's tbf (egress) and its ifb's tbf (ingress) dropped counts as the policer's drops did,
+  // under the same outcomes, so an operator sees rate-limit drops whichever mode runs.
+  auto meta = read_pinned_entry<vxfed_meta>(dir + "/meta");
+  if (meta && meta->ifindex != 0 && (meta->flags & (VXFED_META_INSTALLED_TBF | VXFED_META_INSTALLED_IFB)) &&
+      netns_matches(*meta)) {
+    const vxfed_meta m = *meta;
+    std::uint64_t egress = 0, ingress = 0;
+    Status st = run_in_netns(m.netns_path, [&]() -> Status {
+      const int idx = static_cast<int>(if_nametoindex(m.ifname));
+      if (idx == 0 || static_cast<uint32_t>(idx) != m.ifindex) return {};  // interface gone
+      if (m.flags & VXFED_META_INSTALLED_TBF)
+        if (auto root = detail::root_qdisc(idx); root && root->kind == "tbf") egress = root->drops;
+      if (m.flags & VXFED_META_INSTALLED_IFB) {
+        const int ifb = static_cast<int>(if_nametoindex(detail::ifb_name_for(idx).c_str()));
+        if (ifb != 0)
+          if (auto root = detail::root_qdisc(ifb); root && root->kind == "tbf") ingress = root->drops;
+      }
+      return {};
+    });
+    if (!st) return make_error(fmt::format("pod {}: reading its shapers' drops: {}", pod_key, st.error()));
+    out.stats["egress_dropped_rate"] += egress;
+    out.stats["ingress_dropped_rate"] += ingress;
+  }
   return out;
 }
 

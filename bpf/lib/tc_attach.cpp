@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <linux/netlink.h>
+#include <linux/gen_stats.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
@@ -63,8 +64,9 @@ class Rtnl {
     return read_ack();
   }
 
-  // Dumps qdiscs and returns the kind of the root qdisc of ifindex ("" if none reported).
-  Result<std::string> root_kind(int ifindex) {
+  // Dumps qdiscs and returns the root qdisc of ifindex: its kind ("" if none reported) and the
+  // packets it dropped (TCA_STATS2's queue statistics; a tbf drops what overflows its queue).
+  Result<RootQdisc> root(int ifindex) {
     struct {
       nlmsghdr nh;
       tcmsg tc;
@@ -77,14 +79,14 @@ class Rtnl {
     req.tc.tcm_ifindex = ifindex;
     if (fd_ < 0 || send(fd_, &req, req.nh.nlmsg_len, 0) < 0)
       return make_error(fmt::format("cannot ask the kernel for qdiscs: {}", strerror(errno)));
-    std::string kind;
+    RootQdisc root;
     char buf[16384];
     for (;;) {
       ssize_t n = recv(fd_, buf, sizeof(buf), 0);
       if (n < 0) return make_error(fmt::format("reading the qdisc dump failed: {}", strerror(errno)));
       for (auto* nh = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(nh, static_cast<unsigned>(n));
            nh = NLMSG_NEXT(nh, n)) {
-        if (nh->nlmsg_type == NLMSG_DONE) return kind;
+        if (nh->nlmsg_type == NLMSG_DONE) return root;
         if (nh->nlmsg_type == NLMSG_ERROR) {
           auto* err = static_cast<nlmsgerr*>(NLMSG_DATA(nh));
           return make_error(fmt::format("qdisc dump refused: {}", strerror(-err->error)));
@@ -93,8 +95,17 @@ class Rtnl {
         if (tc->tcm_ifindex != ifindex || tc->tcm_parent != TC_H_ROOT) continue;
         int alen = static_cast<int>(nh->nlmsg_len - NLMSG_LENGTH(sizeof(tcmsg)));
         for (auto* rta = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(tc) + NLMSG_ALIGN(sizeof(tcmsg)));
-             RTA_OK(rta, alen); rta = RTA_NEXT(rta, alen))
-          if (rta->rta_type == TCA_KIND) kind = static_cast<const char*>(RTA_DATA(rta));
+             RTA_OK(rta, alen); rta = RTA_NEXT(rta, alen)) {
+          if (rta->rta_type == TCA_KIND) root.kind = static_cast<const char*>(RTA_DATA(rta));
+          if (rta->rta_type != TCA_STATS2) continue;
+          int slen = static_cast<int>(RTA_PAYLOAD(rta));
+          for (auto* st = static_cast<rtattr*>(RTA_DATA(rta)); RTA_OK(st, slen); st = RTA_NEXT(st, slen))
+            if (st->rta_type == TCA_STATS_QUEUE && RTA_PAYLOAD(st) >= sizeof(gnet_stats_queue)) {
+              gnet_stats_queue q{};
+              std::memcpy(&q, RTA_DATA(st), sizeof(q));
+              root.drops = q.drops;
+            }
+        }
       }
     }
   }
@@ -165,7 +176,13 @@ Result<uint32_t> tc_attached_prog_id(int ifindex, Hook hook) {
   return opts.prog_id;
 }
 
-Result<std::string> root_qdisc_kind(int ifindex) { return Rtnl().root_kind(ifindex); }
+Result<RootQdisc> root_qdisc(int ifindex) { return Rtnl().root(ifindex); }
+
+Result<std::string> root_qdisc_kind(int ifindex) {
+  auto root = root_qdisc(ifindex);
+  if (!root) return Error{root.error()};
+  return root->kind;
+}
 
 Status install_root_fq(int ifindex, bool* unsupported) {
   int err = Rtnl().qdisc(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE, ifindex, "fq");

@@ -20,6 +20,13 @@ Result<uint32_t> tc_attached_prog_id(int ifindex, Hook hook);
 
 // The kind of the root qdisc ("fq", "noqueue", "mq" ...).
 Result<std::string> root_qdisc_kind(int ifindex);
+// The root qdisc: its kind and the packets it dropped (the tbf of a shaped limit drops what
+// overflows its queue: the rate limit's drops, counted as the policer's were).
+struct RootQdisc {
+  std::string kind;
+  std::uint64_t drops = 0;
+};
+Result<RootQdisc> root_qdisc(int ifindex);
 // Replaces the root qdisc with fq (default parameters; fq honours skb->tstamp). When the
 // kernel has no fq (CONFIG_NET_SCH_FQ off), *unsupported is set and an error returned.
 Status install_root_fq(int ifindex, bool* unsupported);
