@@ -236,14 +236,19 @@ TEST(EtcdClientSilentMember, AllSilentUseTheBudgetAndNameEachMember) {
 // hold requests until they have elected a new one. A refused connection is no answer: the
 // silent members, the call's only hope, are asked again until they serve. (It ended after one
 // pass, UNAVAILABLE in 0.5 s, while the election needed 0.6.)
-TEST(EtcdClientSilentMember, AKilledMemberDoesNotKeepTheCallFromWaitingOutAnElection) {
-  const std::string killed = dead_member();
-  ElectingMember a(600ms), b(600ms);
+// A client of a store whose first member was killed and whose two others are electing.
+fed::StoreResult<std::unique_ptr<fed::EtcdClient>> client_after_a_leader_kill(const ElectingMember& a,
+                                                                              const ElectingMember& b) {
   fed::EtcdOptions options;
-  options.endpoints = {killed, a.endpoint(), b.endpoint()};
+  options.endpoints = {dead_member(), a.endpoint(), b.endpoint()};
   options.request_timeout_ms = 2000;
   options.attempt_timeout_ms = 250;
-  auto client = fed::EtcdClient::create(options);
+  return fed::EtcdClient::create(options);
+}
+
+TEST(EtcdClientSilentMember, AKilledMemberDoesNotKeepTheCallFromWaitingOutAnElection) {
+  ElectingMember a(600ms), b(600ms);
+  auto client = client_after_a_leader_kill(a, b);
   ASSERT_TRUE(client) << client.error();
   const auto started = std::chrono::steady_clock::now();
   fed::CallDeadline deadline(started + 2s);
@@ -257,13 +262,8 @@ TEST(EtcdClientSilentMember, AKilledMemberDoesNotKeepTheCallFromWaitingOutAnElec
 // The same after a call found the store away (the client then makes a single pass): the pass
 // still waits the election out on a member that is there, instead of 250 ms per member.
 TEST(EtcdClientSilentMember, ASinglePassAfterAFailureStillWaitsOutAnElection) {
-  const std::string killed = dead_member();
   ElectingMember a(900ms), b(900ms);
-  fed::EtcdOptions options;
-  options.endpoints = {killed, a.endpoint(), b.endpoint()};
-  options.request_timeout_ms = 2000;
-  options.attempt_timeout_ms = 250;
-  auto client = fed::EtcdClient::create(options);
+  auto client = client_after_a_leader_kill(a, b);
   ASSERT_TRUE(client) << client.error();
   {
     fed::CallDeadline deadline(std::chrono::steady_clock::now() + 300ms);
