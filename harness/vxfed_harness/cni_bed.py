@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 from pathlib import Path
 from typing import Optional
 
-from .env import log, require_binary, require_program, skip
+from .env import SOURCE_DIR, log, require_binary, require_program, skip
 from . import protowire as pw
 from .cni_runtime import CniError, Runtime, fnv_host_iface
 from .proc import wait_for
@@ -206,3 +207,14 @@ class RealNodeCni:
                 log(f"STATUS: {e.code} {e.msg}")
                 return False
         wait_for(status_ok, timeout, "STATUS 0 (vxfedd and the dataplane ready)", interval=1)
+
+
+def documented_chain() -> dict:
+    """The JSON block after "A chained conflist" in docs/cni.md: the conflist the docs tell
+    users to install (cni_chained and cni_hostport run exactly that, so doc and tests cannot
+    drift)."""
+    text = (SOURCE_DIR / "docs/cni.md").read_text()
+    start = text.index("A chained conflist")
+    block = re.search(r"```json\n(.*?)\n```", text[start:], re.S)
+    assert block, "docs/cni.md: no json block after 'A chained conflist'"
+    return json.loads(block.group(1))

@@ -15,25 +15,15 @@ lists it, naming it and what replaces it."""
 
 import ipaddress
 import json
-import re
 import subprocess
 from pathlib import Path
 
 import vxfed_harness as tl
-from vxfed_harness.cni_bed import CniBed, expect_error
+from vxfed_harness.cni_bed import CniBed, documented_chain, expect_error
 from vxfed_harness.cni_runtime import CniError, fnv_host_iface
 
 
 NODE_BLOCK = "10.244.7.0/24"
-
-
-def documented_chain() -> dict:
-    """The JSON block after "A chained conflist" in docs/cni.md."""
-    text = (tl.SOURCE_DIR / "docs/cni.md").read_text()
-    start = text.index("A chained conflist")
-    block = re.search(r"```json\n(.*?)\n```", text[start:], re.S)
-    assert block, "docs/cni.md: no json block after 'A chained conflist'"
-    return json.loads(block.group(1))
 
 
 def check(plugin: str, conf: dict) -> subprocess.CompletedProcess:

@@ -17,12 +17,11 @@ the pod on 8080 mapped to a hostPort.
 ~3 s (meson test: 2.8-3.1 s here)."""
 
 import json
-import re
 
 import vxfed_harness as tl
 from vxfed_harness import forwarder as fw
 from vxfed_harness.node import Node
-from vxfed_harness.cni_bed import REFERENCE_PLUGINS, RealNodeCni
+from vxfed_harness.cni_bed import REFERENCE_PLUGINS, RealNodeCni, documented_chain
 from vxfed_harness.cni_runtime import CniError, fnv_host_iface
 
 NETWORK = "fed-a"
@@ -36,15 +35,6 @@ SERVER = ("import socket\n"
           f"s.bind(('0.0.0.0', {POD_PORT})); s.listen(16)\n"
           "while True:\n"
           "    c, a = s.accept(); c.sendall(('pod saw ' + a[0] + '\\n').encode()); c.close()\n")
-
-
-def documented_chain() -> dict:
-    """The JSON block after "A chained conflist" in docs/cni.md (cni_chained reads the same)."""
-    text = (tl.SOURCE_DIR / "docs/cni.md").read_text()
-    start = text.index("A chained conflist")
-    block = re.search(r"```json\n(.*?)\n```", text[start:], re.S)
-    assert block, "docs/cni.md: no json block after 'A chained conflist'"
-    return json.loads(block.group(1))
 
 
 def connect(ns, host: str, port: int) -> str:
