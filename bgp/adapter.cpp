@@ -194,8 +194,9 @@ void Adapter::apply_in_background(bool new_bgpd) {
   auto alive = alive_;
   std::string bgpd = read_pid_file(bgpd_pid_file_);
   const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
+  auto soft_clear = soft_clear_commands(opts_.config);
   apply_thread_ = std::thread([this, alive, frr = opts_.config.frr, text = std::move(text), count,
-                               bgpd = std::move(bgpd), new_bgpd, vty]() mutable {
+                               bgpd = std::move(bgpd), new_bgpd, vty, soft_clear = std::move(soft_clear)]() mutable {
     // A new bgpd that loaded frr.conf itself (an FRR restart: graceful restart at work) only
     // gets the usual frr-reload, a no-op where its file was current. A bare one (its own load
     // failed) is loaded whole first: frr-reload alone would miss the route-maps and
@@ -221,7 +222,7 @@ void Adapter::apply_in_background(bool new_bgpd) {
     auto r = apply_frr_config(frr, text);
     if (r && bare) {
       // `clear` is an enable-node command: a vty socket starts in the view node ("Unknown command").
-      auto cleared = run_vty_commands(vty, soft_clear_commands(), std::chrono::seconds(10));
+      auto cleared = run_vty_commands(vty, soft_clear, std::chrono::seconds(10));
       if (!cleared || cleared->failed)
         spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared ? cleared->output : cleared.error());
     }

@@ -203,7 +203,7 @@ BgpConfig parse(const YAML::Node& node) {
   const Field root(node, "bgp");
   if (!root.present()) return cfg;
   root.allow({"enabled", "role", "asn", "router_id", "graceful_restart", "restart_time", "advertise",
-              "clusters", "vtep_ranges", "peers", "nodes", "frr", "fpm"});
+              "clusters", "vtep_ranges", "peers", "nodes", "frr", "fpm", "feed", "bmp"});
   cfg.enabled = root.boolean("enabled", true);
   if (!cfg.enabled) return cfg;
   if (root.has("role")) {
@@ -320,6 +320,27 @@ BgpConfig parse(const YAML::Node& node) {
         static_cast<std::uint32_t>(f.integer("resync_settle_ms", cfg.fpm.resync_settle_ms, 0, 600000));
     cfg.fpm.zebra_user = f.str("zebra_user", cfg.fpm.zebra_user);
   }
+  if (root.has("feed")) {
+    const std::string feed = root["feed"].str();
+    if (feed == "fpm") cfg.feed = Feed::kFpm;
+    else if (feed == "bmp") cfg.feed = Feed::kBmp;
+    else root["feed"].fail("must be fpm or bmp (got '" + feed + "')");
+  }
+  if (const Field f = root["bmp"]; f.present()) {
+    f.allow({"listen", "port", "min_retry_ms", "max_retry_ms", "stale_time", "bgpd_user"});
+    if (f.has("listen")) cfg.bmp.listen = address(f["listen"]);
+    cfg.bmp.port = static_cast<std::uint16_t>(f.integer("port", cfg.bmp.port, 1, 65535));
+    // FRR's bounds for `bmp connect ... min-retry/max-retry` (bgpd/bgp_bmp.c: 100..86400000).
+    cfg.bmp.min_retry_ms = static_cast<std::uint32_t>(f.integer("min_retry_ms", cfg.bmp.min_retry_ms, 100, 86400000));
+    cfg.bmp.max_retry_ms = static_cast<std::uint32_t>(f.integer("max_retry_ms", cfg.bmp.max_retry_ms, 100, 86400000));
+    if (cfg.bmp.max_retry_ms < cfg.bmp.min_retry_ms)
+      f["max_retry_ms"].fail("must be at least min_retry_ms (" + std::to_string(cfg.bmp.min_retry_ms) + ")");
+    cfg.bmp.stale_time_s = static_cast<std::uint32_t>(f.integer("stale_time", cfg.bmp.stale_time_s, 0, 86400));
+    cfg.bmp.bgpd_user = f.str("bgpd_user", cfg.bmp.bgpd_user);
+    if (cfg.bmp.bgpd_user.empty()) f["bgpd_user"].fail("must not be empty");
+  }
+  if (cfg.feed == Feed::kBmp && cfg.role == Role::kRouteReflector)
+    root["feed"].fail("bmp is a node's feed; a route reflector installs nothing (use vxfed-reflector)");
   return cfg;
 }
 
@@ -348,6 +369,8 @@ Result<BgpConfig> parse_config(const YAML::Node& bgp) {
 }
 
 const char* to_string(Role role) { return role == Role::kNode ? "node" : "route-reflector"; }
+
+const char* to_string(Feed feed) { return feed == Feed::kFpm ? "fpm" : "bmp"; }
 
 const char* to_string(ApplyMode mode) {
   switch (mode) {

@@ -129,6 +129,31 @@ struct FpmSettings {
   bool operator==(const FpmSettings&) const = default;
 };
 
+// How vxfedd learns the routes bgpd selected (docs/bgp.md, "Route feeds"). FPM: zebra streams
+// its FIB over FPM; bgpd tracks every next hop, which does not finish at 130,000 VTEPs. BMP:
+// bgpd runs as a BGP view (no next-hop tracking, nothing installed in zebra) and streams
+// each monitored peer's routes to vxfedd's BMP station.
+enum class Feed : std::uint8_t { kFpm, kBmp };
+
+inline constexpr std::uint16_t kDefaultBmpPort = 621;
+inline constexpr const char* kBgpViewName = "vxfed";
+
+struct BmpSettings {
+  net::Ipv4Addr listen{0x7f000001};
+  // Below 1024 for the same reason as the FPM port: bgpd connects out, so whoever binds the
+  // port first would get the feed (privileged_port.hpp).
+  std::uint16_t port = kDefaultBmpPort;
+  // bgpd's reconnect back-off towards the station, rendered into `bmp connect`. FRR's own
+  // default (30 s, backing off to 720 s) outlasts vxfedd's route cache.
+  std::uint32_t min_retry_ms = 100;
+  std::uint32_t max_retry_ms = 1000;
+  // How long a route bgpd has not re-sent after a reconnect is kept at most (0: restart_time).
+  std::uint32_t stale_time_s = 0;
+  // Only a socket owned by this user may feed us routes (bgpd drops privileges to it).
+  std::string bgpd_user = "frr";
+  bool operator==(const BmpSettings&) const = default;
+};
+
 struct BgpConfig {
   bool enabled = false;
   Role role = Role::kNode;
@@ -145,7 +170,9 @@ struct BgpConfig {
   // its reflector peers report in their status and metrics. Empty: unknown.
   std::string local_cluster;
   FrrSettings frr;
+  Feed feed = Feed::kFpm;
   FpmSettings fpm;
+  BmpSettings bmp;
   bool operator==(const BgpConfig&) const = default;
 };
 
@@ -162,5 +189,6 @@ std::string own_prefix_overlap(const std::vector<net::Ipv4Prefix>& ours, const B
 
 const char* to_string(ApplyMode mode);
 const char* to_string(Role role);
+const char* to_string(Feed feed);
 
 }  // namespace vxfed::bgp

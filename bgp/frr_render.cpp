@@ -18,6 +18,10 @@ std::string prefix_list_in(const PeerConfig& p) { return "vxfed-in-" + p.address
 
 }  // namespace
 
+std::string bgp_instance_suffix(const BgpConfig& config) {
+  return config.feed == Feed::kBmp ? std::string(" view ") + kBgpViewName : std::string();
+}
+
 std::string outbound_route_map_name() { return "vxfed-out"; }
 std::string inbound_route_map_name(const PeerConfig& peer) { return prefix_list_in(peer); }
 
@@ -27,15 +31,17 @@ std::string render_frr_config(const RenderInput& in) {
   std::ostringstream o;
   o << "! Rendered by vxfed (bgp/frr_render.cpp). Do not edit: vxfedd overwrites this file.\n"
     << "frr defaults traditional\n"
-    << "!\n"
-    << "! zebra streams its selected routes to vxfedd's FPM server\n"
-    << "fpm address " << c.fpm.listen.str();
-  // FRR prints the port only when it is not the default: render what `show running` shows, or
-  // every reload would see a difference and reconnect the FPM session.
-  if (c.fpm.port != kZebraDefaultFpmPort) o << " port " << c.fpm.port;
-  o << "\n"
-    << "no fpm use-next-hop-groups\n"
     << "!\n";
+  if (c.feed == Feed::kFpm) {
+    o << "! zebra streams its selected routes to vxfedd's FPM server\n"
+      << "fpm address " << c.fpm.listen.str();
+    // FRR prints the port only when it is not the default: render what `show running` shows, or
+    // every reload would see a difference and reconnect the FPM session.
+    if (c.fpm.port != kZebraDefaultFpmPort) o << " port " << c.fpm.port;
+    o << "\n"
+      << "no fpm use-next-hop-groups\n"
+      << "!\n";
+  }
 
   // Outbound: exactly our CIDRs. An empty list must still deny everything, not be missing.
   const std::string out = outbound_route_map_name();
@@ -68,7 +74,10 @@ std::string render_frr_config(const RenderInput& in) {
       << "!\n";
   }
 
-  o << "router bgp " << c.asn << "\n"
+  // With the BMP feed bgpd runs as a view: it tracks no next hop and installs nothing in zebra
+  // (130,000 VTEPs as next hops never finish otherwise: docs/federation.md, "Scale"). Its
+  // `network` statements are still advertised, and BFD still runs through bfdd.
+  o << "router bgp " << c.asn << bgp_instance_suffix(c) << "\n"
     << " bgp router-id " << c.router_id.str() << "\n"
     << " no bgp network import-check\n";
   if (c.graceful_restart) {
@@ -117,8 +126,18 @@ std::string render_frr_config(const RenderInput& in) {
       << n << " " << maximum_prefix_clause(peer.max_prefix, peer.max_prefix_restart_min, peer.max_prefix_warning_only)
       << "\n";
   }
-  o << " exit-address-family\n"
-    << "exit\n"
+  o << " exit-address-family\n";
+  if (c.feed == Feed::kBmp) {
+    // Post-policy Adj-RIB-In of every peer: what our inbound route-maps let in, per reflector,
+    // to vxfedd's station. The order is what `show running-config` prints (frr-reload compares).
+    o << " !\n"
+      << " bmp targets " << kBgpViewName << "\n"
+      << "  bmp monitor ipv4 unicast post-policy\n"
+      << "  bmp connect " << c.bmp.listen.str() << " port " << c.bmp.port << " min-retry " << c.bmp.min_retry_ms
+      << " max-retry " << c.bmp.max_retry_ms << "\n"
+      << " exit\n";
+  }
+  o << "exit\n"
     << "!\n";
   return o.str();
 }

@@ -29,6 +29,10 @@ struct RenderInput {
 };
 
 // The names FRR objects get; stable, so that reloads match the running config.
+// " view vxfed" with the BMP feed (bgpd runs as a BGP view), "" with FPM (the default
+// instance): what goes after `router bgp ASN` and after `show bgp`/`clear bgp` in vty commands.
+std::string bgp_instance_suffix(const BgpConfig& config);
+
 std::string outbound_route_map_name();
 std::string inbound_route_map_name(const PeerConfig& peer);
 

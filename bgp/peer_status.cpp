@@ -10,9 +10,11 @@ namespace vxfed::bgp {
 
 std::vector<std::string> peer_status_commands(const BgpConfig& config) {
   // `show route-map` is an enable-node command (a vty socket starts in the view node).
-  std::vector<std::string> commands{"show bgp neighbors json", "enable", "show route-map json"};
+  // With the BMP feed bgpd's instance is a view: `show bgp` alone would ask the default one.
+  const std::string bgp = "bgp" + bgp_instance_suffix(config);
+  std::vector<std::string> commands{"show " + bgp + " neighbors json", "enable", "show route-map json"};
   for (const auto& p : config.peers) {
-    commands.push_back("show bgp ipv4 unicast neighbors " + p.address.str() + " prefix-counts json");
+    commands.push_back("show " + bgp + " ipv4 unicast neighbors " + p.address.str() + " prefix-counts json");
   }
   return commands;
 }
@@ -116,13 +118,16 @@ std::vector<std::string> redial_commands(const BgpConfig& config, const std::vec
   for (const auto& p : config.peers) {
     if (!p.reflector) continue;
     for (const auto& s : status)
-      if (s.address == p.address.str() && s.nsf_passive) out.push_back("clear bgp " + s.address);
+      if (s.address == p.address.str() && s.nsf_passive)
+        out.push_back("clear bgp" + bgp_instance_suffix(config) + " " + s.address);
   }
   if (!out.empty()) out.insert(out.begin(), "enable");
   return out;
 }
 
-std::vector<std::string> soft_clear_commands() { return {"enable", "clear bgp ipv4 unicast * soft"}; }
+std::vector<std::string> soft_clear_commands(const BgpConfig& config) {
+  return {"enable", "clear bgp" + bgp_instance_suffix(config) + " ipv4 unicast * soft"};
+}
 
 void carry_peer_counters(const std::vector<PeerStatus>& before, std::vector<PeerStatus>& now) {
   for (auto& s : now) {

@@ -57,7 +57,7 @@ std::vector<std::string> redial_commands(const BgpConfig& config, const std::vec
 
 // What asks every peer of a bgpd for its routes again and sends ours again (a soft clear, after
 // a bare bgpd got its config: docs/bgp.md, "Applying"). `enable` first, as above.
-std::vector<std::string> soft_clear_commands();
+std::vector<std::string> soft_clear_commands(const BgpConfig& config);
 
 // FRR counts no max-prefix teardowns: each poll that finds a peer held down for max-prefix
 // when the previous one did not adds one to the count `before` had. A teardown lasts at least

@@ -59,6 +59,8 @@ for d in "${daemons[@]}"; do
   chown frr:frr "$dir/$d.conf"
   extra=()
   [[ "$d" == zebra ]] && extra=(-M dplane_fpm_nl)
+  # bmp: a node's bgpd feeds vxfedd over BMP (docs/bgp.md); loaded, it does nothing unconfigured.
+  [[ "$d" == bgpd ]] && extra=(-M bmp)
   [[ "$d" == bfdd ]] && extra=(--bfdctl "$dir/bfdd.sock")
   # -P 0: no TCP vty port (instances would collide); --log file: per-instance log.
   "${ns[@]}" "$FRR_LIB/$d" -d -u frr -g frr -P 0 \

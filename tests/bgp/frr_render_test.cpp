@@ -98,6 +98,40 @@ peers:
 )", "198.18.0.11", {"10.244.3.0/24", "10.246.1.0/26"});
 }
 
+// The same node with the BMP feed: bgpd as the view `vxfed` (no next-hop tracking, nothing
+// in zebra), no FPM lines, and a BMP target at vxfedd's station with a short back-off. The
+// golden file was loaded into FRR 8.4.4 and matches its `show running-config` line for line.
+TEST(FrrRender, NodeWithTheBmpFeedRunsAViewWithABmpTarget) {
+  check_golden("node_reflector_bmp", R"(
+asn: 65001
+router_id: 198.18.0.11
+feed: bmp
+bmp: {port: 622, min_retry_ms: 200, max_retry_ms: 2000}
+clusters: {cluster-a: [10.244.0.0/16], cluster-b: [10.245.0.0/16]}
+peers:
+  - {address: 198.18.0.10, remote_asn: 65001, network: fed, bfd: true}
+)", "198.18.0.11", {"10.244.3.0/24"});
+}
+
+TEST(BgpConfig, BmpSettingsAreCheckedByName) {
+  auto bad = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1, feed: zebra}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("bgp.feed: must be fpm or bmp (got 'zebra')"), std::string::npos) << bad.error();
+  bad = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1, feed: bmp, bmp: {min_retry_ms: 500, max_retry_ms: 200}}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("bgp.bmp.max_retry_ms: must be at least min_retry_ms (500)"), std::string::npos)
+      << bad.error();
+  bad = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1, bmp: {min_retry_ms: 50}}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("bgp.bmp.min_retry_ms"), std::string::npos) << bad.error();
+  auto good = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1, feed: bmp}"));
+  ASSERT_TRUE(good.ok()) << good.error();
+  EXPECT_EQ(good->feed, Feed::kBmp);
+  EXPECT_EQ(good->bmp.port, kDefaultBmpPort);
+  EXPECT_EQ(good->bmp.min_retry_ms, 100u);
+  EXPECT_EQ(good->bmp.max_retry_ms, 1000u);
+}
+
 TEST(ReflectorRender, ClusterReflector) {
   auto c = parse_config(YAML::Load(R"(
 role: route-reflector

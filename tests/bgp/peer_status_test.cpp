@@ -117,8 +117,23 @@ TEST(PeerStatus, AReflectorWaitedForPassivelyIsDialed) {
 // The soft clear after a bare bgpd got its config: `clear` lives in the enable node, and a vty
 // socket starts in the view node, where bgpd answers "Unknown command" and clears nothing.
 TEST(PeerStatus, TheSoftClearEntersTheEnableNodeFirst) {
-  const auto c = vxfed::bgp::soft_clear_commands();
+  const auto c = vxfed::bgp::soft_clear_commands(config());
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0], "enable");
   EXPECT_EQ(c[1], "clear bgp ipv4 unicast * soft");
+}
+
+// With the BMP feed bgpd's instance is the view `vxfed`: every show and clear must name it,
+// or bgpd answers for the default instance, which does not exist ("{}", nothing cleared).
+TEST(PeerStatus, WithTheBmpFeedEveryCommandNamesTheView) {
+  auto cfg = config();
+  cfg.feed = vxfed::bgp::Feed::kBmp;
+  const auto commands = vxfed::bgp::peer_status_commands(cfg);
+  EXPECT_EQ(commands[0], "show bgp view vxfed neighbors json");
+  for (std::size_t i = 3; i < commands.size(); ++i)
+    EXPECT_EQ(commands[i].rfind("show bgp view vxfed ipv4 unicast neighbors ", 0), 0u) << commands[i];
+  EXPECT_EQ(vxfed::bgp::soft_clear_commands(cfg)[1], "clear bgp view vxfed ipv4 unicast * soft");
+  auto s = vxfed::bgp::parse_peer_status(cfg, kReflectorNsfPassive);
+  EXPECT_EQ(vxfed::bgp::redial_commands(cfg, s),
+            (std::vector<std::string>{"enable", "clear bgp view vxfed 198.18.0.10"}));
 }
