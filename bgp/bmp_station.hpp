@@ -91,7 +91,6 @@ class BmpStation {
   std::vector<std::uint8_t> chunk_;
   BmpStats stats_;                     // without the open session's counters
   bmp::SessionCounters closed_;        // the sessions already closed, added up
-  RefusalCounts refusals_;
   std::uint16_t port_ = 0;
   bool stopped_ = false;
 };

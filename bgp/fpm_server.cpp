@@ -1,10 +1,6 @@
 #include "bgp/fpm_server.hpp"
 
-#include <sys/socket.h>
-
 #include <spdlog/spdlog.h>
-
-#include "common/peer_credentials.hpp"
 
 namespace vxfed::bgp {
 
@@ -18,20 +14,11 @@ FpmServer::~FpmServer() { stop(); }
 
 Result<std::unique_ptr<FpmServer>> FpmServer::create(asio::io_context& io, const tcp::endpoint& listen,
                                                      Handlers handlers, FpmAcceptPolicy policy) {
-  if (!listen.address().is_loopback())
-    return make_error("FPM server: listen address " + listen.address().to_string() +
-                      " is not a loopback address: zebra runs on this node, and nobody else may feed it routes");
   std::unique_ptr<FpmServer> s(new FpmServer(io, std::move(handlers), policy));
-  boost::system::error_code ec;
-  s->acceptor_.open(listen.protocol(), ec);
-  if (!ec) s->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) s->acceptor_.bind(listen, ec);
-  if (!ec) s->acceptor_.listen(1, ec);
-  if (ec) {
-    return make_error("FPM server cannot listen on " + listen.address().to_string() + ":" +
-                      std::to_string(listen.port()) + ": " + ec.message() +
-                      " (is another FPM listener, e.g. a second vxfedd, running?)");
-  }
+  if (auto st = listen_on_loopback(s->acceptor_, listen, "FPM server", "zebra",
+                                   "is another FPM listener, e.g. a second vxfedd, running?");
+      !st)
+    return make_error(st.error());
   s->port_ = s->acceptor_.local_endpoint().port();
   s->accept();
   return s;
@@ -51,11 +38,11 @@ void FpmServer::accept() {
     if (stopped_ || ec == asio::error::operation_aborted) return;
     if (ec) {
       spdlog::warn("fpm: accept failed: {}", ec.message());
-    } else if (auto why = refusal(*sock); !why.empty()) {
+    } else if (!admit_local_peer(*sock, policy_, socket_.get(), "zebra", "fpm", stats_)) {
       boost::system::error_code ignored;
       sock->close(ignored);
     } else {
-      if (socket_) {  // the old connection is dead (refusal() looked): zebra reconnected
+      if (socket_) {  // the old connection is dead (admit_local_peer() looked): zebra reconnected
         spdlog::info("fpm: zebra reconnected; its old connection had closed");
         close_connection();
       }
@@ -72,43 +59,6 @@ void FpmServer::accept() {
     }
     accept();
   });
-}
-
-std::string FpmServer::refusal(tcp::socket& sock) {
-  boost::system::error_code ec;
-  const auto peer = sock.remote_endpoint(ec);
-  const auto local = sock.local_endpoint(ec);
-  const std::string who = ec ? std::string("(unknown peer)") : peer.address().to_string() + ":" + std::to_string(peer.port());
-  std::string why;
-  if (ec || !peer.address().is_v4() || !peer.address().is_loopback()) {
-    ++stats_.refused_not_loopback;
-    why = "not a loopback peer";
-  } else if (policy_.peer_uid) {
-    auto uid = tcp_peer_uid(peer.address().to_v4().to_uint(), peer.port(), local.address().to_v4().to_uint(),
-                            local.port());
-    if (!uid || *uid != *policy_.peer_uid) {
-      ++stats_.refused_wrong_user;
-      why = uid ? "its socket belongs to uid " + std::to_string(*uid) + ", not zebra's uid " +
-                      std::to_string(*policy_.peer_uid)
-                : "cannot tell who owns its socket: " + uid.error();
-    }
-  }
-  if (why.empty() && socket_ && current_alive()) {
-    ++stats_.refused_busy;
-    why = "zebra's connection is up; a second one may not replace it";
-  }
-  if (!why.empty()) spdlog::warn("fpm: refused a connection from {}: {}", who, why);
-  return why;
-}
-
-// Whether the current connection's peer is still there: a peek that returns 0 bytes means
-// it closed (EOF not yet read by our async read); EAGAIN or bytes waiting mean it is alive.
-bool FpmServer::current_alive() {
-  char byte;
-  const ssize_t n = ::recv(socket_->native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return true;
-  if (n == 0) return false;
-  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
 void FpmServer::read() {

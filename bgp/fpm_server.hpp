@@ -3,12 +3,11 @@
 // route message to its owner.
 //
 // Who may connect: whatever this stream says becomes routes and allowed VTEPs, so only zebra
-// may. The listener binds to loopback only; an accepted peer must be on loopback and, when
-// the policy names a uid (the adapter: the user FRR runs as), its socket must belong to that
-// uid (the uid column of /proc/net/tcp for the peer's end: the kernel's word, not the
-// peer's). One zebra at a time: while the current connection is healthy a second one is
-// refused (zebra's own reconnect comes after its old socket closed, which we see first or
-// find by peeking at the old socket). Each refusal is counted by reason and logged.
+// may: the rule of local_peer_policy.hpp (shared with the BMP station). The listener binds to
+// loopback only; an accepted peer must be on loopback and, when the policy names a uid (the
+// adapter: the user FRR runs as), its socket must belong to that uid. One zebra at a time:
+// while the current connection is healthy a second one is refused. Each refusal is counted by
+// reason and logged.
 // A frame with a bad version or a length below 4 means the stream cannot be trusted: the
 // connection is closed (zebra reconnects and resends everything). Malformed netlink inside a
 // well-framed frame is dropped and counted; the stream goes on.
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "bgp/fpm_parser.hpp"
+#include "bgp/local_peer_policy.hpp"
 #include "common/result.hpp"
 
 namespace vxfed::bgp {
@@ -45,9 +45,7 @@ struct FpmStats {
   std::uint64_t refused_busy = 0;          // a healthy zebra connection already exists
 };
 
-struct FpmAcceptPolicy {
-  std::optional<uid_t> peer_uid;       // nullopt: any local process (tests, benchmarks)
-};
+using FpmAcceptPolicy = LocalPeerPolicy;
 
 class FpmServer {
  public:
@@ -73,9 +71,6 @@ class FpmServer {
  private:
   FpmServer(boost::asio::io_context& io, Handlers handlers, FpmAcceptPolicy policy);
   void accept();
-  // Empty when `sock` may become the zebra connection, else why not (after counting it).
-  std::string refusal(boost::asio::ip::tcp::socket& sock);
-  bool current_alive();
   void read();
   void close_connection();
 

@@ -37,11 +37,6 @@ struct Refusal {
   std::string why;  // a sentence for the log
 };
 
-// Refusal counters, one per reason (FpmStats and BmpStats carry the same three fields).
-struct RefusalCounts {
-  std::uint64_t not_loopback = 0, wrong_user = 0, busy = 0;
-  void count(RefusalReason r);
-};
 
 // Opens, binds and listens (backlog 1) on `listen`, which must be a loopback address. `what`
 // names the listener in errors ("FPM server"), `peer` who connects to it ("zebra"), `hint`
@@ -53,6 +48,25 @@ Status listen_on_loopback(boost::asio::ip::tcp::acceptor& acceptor, const boost:
 // nullopt: accept. `peer` names who is expected ("zebra", "bgpd") in the sentence.
 std::optional<Refusal> check_local_peer(boost::asio::ip::tcp::socket& candidate, const LocalPeerPolicy& policy,
                                         boost::asio::ip::tcp::socket* current, std::string_view peer);
+
+// check_local_peer, then for a refusal: counted in `stats` (FpmStats and BmpStats carry the
+// same three fields, refused_not_loopback/_wrong_user/_busy) and logged as "<tag>: refused a
+// connection from ADDR:PORT: why". True when `candidate` may become the session.
+void log_refusal(std::string_view tag, boost::asio::ip::tcp::socket& candidate, const Refusal& refusal);
+template <class Stats>
+bool admit_local_peer(boost::asio::ip::tcp::socket& candidate, const LocalPeerPolicy& policy,
+                      boost::asio::ip::tcp::socket* current, std::string_view peer, std::string_view tag,
+                      Stats& stats) {
+  auto refused = check_local_peer(candidate, policy, current, peer);
+  if (!refused) return true;
+  switch (refused->reason) {
+    case RefusalReason::not_loopback: ++stats.refused_not_loopback; break;
+    case RefusalReason::wrong_user: ++stats.refused_wrong_user; break;
+    case RefusalReason::busy: ++stats.refused_busy; break;
+  }
+  log_refusal(tag, candidate, *refused);
+  return false;
+}
 
 // Whether a connected socket's peer is still there: a peek returning 0 bytes means it closed
 // (EOF not yet read by our async read); EAGAIN or bytes waiting mean it is alive.
