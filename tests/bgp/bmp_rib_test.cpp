@@ -1,0 +1,295 @@
+// BmpRib (bgp/bmp_rib.hpp): routes per monitored peer turned into zebra-like route messages.
+// Each test feeds peer events and updates as the station would and checks the messages given
+// out (one line per message: "+10.245.1.0/24 via 198.18.0.2,198.18.0.3" or "-10.245.1.0/24"),
+// the full-table signal and the counters. The clock is a variable.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bgp/bmp_rib.hpp"
+#include "bgp/route_table.hpp"
+
+namespace vxfed::bgp {
+namespace {
+
+using net::Ipv4Addr, net::Ipv4Prefix;
+using namespace std::chrono_literals;
+using Lines = std::vector<std::string>;
+
+Ipv4Prefix pfx(const char* s) { return *Ipv4Prefix::parse(s); }
+Ipv4Addr addr(const char* s) { return *Ipv4Addr::parse(s); }
+bmp::PeerKey peer(const char* a, std::uint64_t rd = 0) { return {rd, addr(a)}; }
+
+bmp::Update announce(std::initializer_list<const char*> prefixes, const char* next_hop) {
+  bmp::Update u;
+  for (auto p : prefixes) u.announced.push_back(pfx(p));
+  u.next_hop = addr(next_hop);
+  return u;
+}
+bmp::Update withdraw(std::initializer_list<const char*> prefixes) {
+  bmp::Update u;
+  for (auto p : prefixes) u.withdrawn.push_back(pfx(p));
+  return u;
+}
+bmp::Update eor() {
+  bmp::Update u;
+  u.end_of_rib = true;
+  return u;
+}
+
+std::string line(const fpm::RouteMessage& r) {
+  std::string s = (r.is_delete ? "-" : "+") + r.prefix.str();
+  for (std::uint8_t i = 0; i < r.next_hop_count; ++i)
+    s += (i ? "," : " via ") + Ipv4Addr{r.next_hops[i].gateway}.str();
+  return s;
+}
+
+class BmpRibTest : public ::testing::Test {
+ protected:
+  BmpRibTest() { make({}); }
+  void make(BmpRibOptions options) {
+    BmpRib::Handlers h;
+    h.on_route = [this](const fpm::RouteMessage& m) {
+      lines_.push_back(line(m));
+      last_ = m;
+    };
+    h.on_full_table = [this] { ++full_tables_; };
+    rib_ = std::make_unique<BmpRib>(h, options);
+  }
+  Lines take() { return std::exchange(lines_, {}); }
+
+  const bmp::PeerKey a_ = peer("10.0.0.1"), b_ = peer("10.0.0.2");
+  BmpRib::Clock::time_point t0_ = BmpRib::Clock::time_point{} + 1000s;
+  std::unique_ptr<BmpRib> rib_;
+  Lines lines_;
+  fpm::RouteMessage last_;
+  int full_tables_ = 0;
+};
+
+TEST_F(BmpRibTest, RoutesAreGivenAsZebraWouldSendThem) {
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->update(a_, announce({"10.245.1.0/24", "10.245.2.0/24"}, "198.18.0.2"));
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2", "+10.245.2.0/24 via 198.18.0.2"}));
+  EXPECT_EQ(last_.protocol, fpm::kRtprotBgp);
+  EXPECT_EQ(last_.table, fpm::kRtTableMain);
+  EXPECT_EQ(last_.family, 2);
+  EXPECT_FALSE(last_.multipath);
+
+  // The route table (the one consumer-facing table) takes them as it takes zebra's.
+  PeerConfig pc;
+  pc.address = addr("10.0.0.1");
+  pc.remote_asn = 65002;
+  pc.vni = 5001;
+  pc.accept.push_back({pfx("10.245.0.0/16"), 0, 24});
+  RouteTable table({pc}, [](const std::string&) { return std::nullopt; });
+  table.apply(last_);
+  auto up = table.take_pending();
+  ASSERT_EQ(up.upserts.size(), 1u);
+  EXPECT_EQ(up.upserts[0].prefix, pfx("10.245.2.0/24"));
+  EXPECT_EQ(up.upserts[0].vni, 5001u);
+  ASSERT_EQ(up.upserts[0].vteps.size(), 1u);
+  EXPECT_EQ(up.upserts[0].vteps[0], addr("198.18.0.2"));
+
+  rib_->update(a_, withdraw({"10.245.1.0/24", "10.99.0.0/16"}));  // the second never held
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24"}));
+  EXPECT_TRUE(last_.is_delete);
+  EXPECT_EQ(rib_->stats().routes, 1u);
+  EXPECT_EQ(rib_->routes_of(a_), 1u);
+}
+
+TEST_F(BmpRibTest, TwoPeersWithDifferentNextHopsGiveEcmpAndOnePeerDownLeavesTheOther) {
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  rib_->update(b_, announce({"10.245.1.0/24"}, "198.18.0.9"));
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));  // again: no change, nothing sent
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.9", "+10.245.1.0/24 via 198.18.0.2,198.18.0.9"}));
+  EXPECT_TRUE(last_.multipath);
+  // Both peers with the same next hop: one next hop, not two.
+  rib_->update(a_, announce({"10.245.2.0/24"}, "198.18.0.5"));
+  rib_->update(b_, announce({"10.245.2.0/24"}, "198.18.0.5"));
+  EXPECT_EQ(take(), (Lines{"+10.245.2.0/24 via 198.18.0.5"}));
+
+  rib_->peer_down(b_);
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2"}));  // 10.245.2.0/24 unchanged: A has it
+  EXPECT_EQ(rib_->stats().peer_down_withdrawn, 2u);
+  EXPECT_EQ(rib_->stats().peers_up, 1u);
+  EXPECT_EQ(rib_->stats().prefixes, 2u);
+  rib_->peer_down(a_);
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24", "-10.245.2.0/24"}));
+  EXPECT_EQ(rib_->stats().prefixes, 0u);
+  EXPECT_EQ(rib_->stats().routes, 0u);
+}
+
+TEST_F(BmpRibTest, MoreNextHopsThanAFrameHoldsAreCutAndFlagged) {
+  rib_->session_started(t0_);
+  for (std::uint32_t i = 0; i < fpm::kMaxNextHops + 3; ++i) {
+    const bmp::PeerKey p{0, Ipv4Addr{0x0a000100 + i}};
+    rib_->peer_up(p);
+    bmp::Update u;
+    u.announced.push_back(pfx("10.245.1.0/24"));
+    u.next_hop = Ipv4Addr{0xc6120000 + 100 - i};  // descending: the message must sort them
+    rib_->update(p, u);
+  }
+  EXPECT_EQ(last_.next_hop_count, fpm::kMaxNextHops);
+  EXPECT_TRUE(last_.next_hops_truncated);
+  for (std::uint8_t i = 1; i < last_.next_hop_count; ++i)
+    EXPECT_LT(last_.next_hops[i - 1].gateway, last_.next_hops[i].gateway);
+  EXPECT_GT(rib_->stats().next_hops_truncated, 0u);
+}
+
+TEST_F(BmpRibTest, APeerDownOrRoutesOfAPeerNeverSeenChangeNothing) {
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  take();
+  rib_->peer_down(b_);
+  rib_->update(b_, withdraw({"10.245.1.0/24"}));
+  rib_->update(b_, announce({"10.245.9.0/24"}, "198.18.0.9"));
+  rib_->update(b_, eor());
+  EXPECT_TRUE(take().empty());
+  EXPECT_EQ(rib_->stats().unknown_peer, 4u);
+  EXPECT_EQ(rib_->stats().routes, 1u);
+  EXPECT_EQ(rib_->stats().peers_up, 1u);
+  EXPECT_EQ(rib_->stats().end_of_ribs, 0u);
+}
+
+// The reconnect of docs/bgp.md: bgpd resends its table; End-of-RIB sweeps what it did not.
+TEST_F(BmpRibTest, ReconnectAndEndOfRibSweepOnlyWhatWasNotResent) {
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  rib_->update(a_, announce({"10.245.1.0/24", "10.245.2.0/24", "10.245.3.0/24"}, "198.18.0.2"));
+  rib_->update(b_, announce({"10.245.3.0/24", "10.245.4.0/24"}, "198.18.0.9"));
+  rib_->update(a_, eor());
+  rib_->update(b_, eor());
+  EXPECT_EQ(full_tables_, 1);
+  take();
+
+  rib_->session_lost();  // TCP closed: nothing changes
+  EXPECT_TRUE(take().empty());
+  EXPECT_EQ(rib_->stats().routes, 5u);
+  EXPECT_FALSE(rib_->stale_deadline());
+
+  rib_->session_started(t0_ + 10s);
+  EXPECT_TRUE(rib_->resyncing());
+  EXPECT_EQ(rib_->stats().stale, 5u);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  // A resends 1 and 3 (3 with a new next hop), not 2; B resends 4, not 3.
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(a_, announce({"10.245.3.0/24"}, "198.18.0.3"));
+  rib_->update(b_, announce({"10.245.4.0/24"}, "198.18.0.9"));
+  EXPECT_EQ(take(), (Lines{"+10.245.3.0/24 via 198.18.0.3,198.18.0.9"}));
+  rib_->update(a_, eor());
+  EXPECT_EQ(take(), (Lines{"-10.245.2.0/24"}));
+  EXPECT_EQ(full_tables_, 1) << "B has not sent its End-of-RIB yet";
+  rib_->update(b_, eor());
+  EXPECT_EQ(take(), (Lines{"+10.245.3.0/24 via 198.18.0.3"}));
+  EXPECT_EQ(full_tables_, 2);
+  EXPECT_FALSE(rib_->resyncing());
+  EXPECT_EQ(rib_->stats().stale_swept, 2u);
+  EXPECT_EQ(rib_->stats().stale, 0u);
+  EXPECT_EQ(rib_->routes_of(a_), 2u);
+  EXPECT_EQ(rib_->routes_of(b_), 1u);
+
+  // replay() gives the whole table (for the adapter's full resync of its route table).
+  rib_->replay();
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2", "+10.245.3.0/24 via 198.18.0.3",
+                           "+10.245.4.0/24 via 198.18.0.9"}));
+}
+
+// FRR sends no End-of-RIB when the station was connected before the peer came up; a peer that
+// never comes back up does not send one either. The limit sweeps what is still stale.
+TEST_F(BmpRibTest, TheStaleLimitSweepsWhatNoEndOfRibSwept) {
+  make({.stale_limit = 30s});
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  rib_->update(a_, announce({"10.245.1.0/24", "10.245.2.0/24"}, "198.18.0.2"));
+  rib_->update(b_, announce({"10.245.9.0/24"}, "198.18.0.9"));
+  EXPECT_EQ(full_tables_, 0);
+  take();
+
+  rib_->session_started(t0_ + 100s);
+  rib_->peer_up(a_);  // B never comes back up
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  ASSERT_TRUE(rib_->stale_deadline());
+  EXPECT_EQ(*rib_->stale_deadline(), t0_ + 130s);
+  rib_->expire_stale(t0_ + 129s);
+  EXPECT_TRUE(take().empty());
+  EXPECT_EQ(full_tables_, 0);
+  rib_->expire_stale(t0_ + 130s);
+  EXPECT_EQ(take(), (Lines{"-10.245.2.0/24", "-10.245.9.0/24"}));
+  EXPECT_EQ(full_tables_, 1);
+  EXPECT_EQ(rib_->stats().swept_by_limit, 2u);
+  EXPECT_FALSE(rib_->stale_deadline());
+  EXPECT_EQ(rib_->routes_per_peer(), (std::map<bmp::PeerKey, std::size_t>{{a_, 1}}));  // B forgotten
+  rib_->expire_stale(t0_ + 500s);  // nothing more to do
+  EXPECT_TRUE(take().empty());
+  EXPECT_EQ(full_tables_, 1);
+}
+
+TEST_F(BmpRibTest, ALostSessionKeepsEveryRouteAndStopsTheStaleClock) {
+  make({.stale_limit = 30s});
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(a_, eor());
+  rib_->session_started(t0_ + 10s);  // reconnect, then lost again before anything was resent
+  rib_->session_lost();
+  take();
+  EXPECT_FALSE(rib_->stale_deadline());
+  rib_->expire_stale(t0_ + 1000s);  // bgpd away for long: its routes stay
+  EXPECT_TRUE(take().empty());
+  EXPECT_EQ(rib_->stats().routes, 1u);
+  EXPECT_EQ(rib_->stats().peers_up, 0u);
+  // Routes of a peer not up in the new session are not taken.
+  rib_->update(a_, announce({"10.245.7.0/24"}, "198.18.0.2"));
+  EXPECT_TRUE(take().empty());
+
+  // The next session marks again and starts the clock from its own start.
+  rib_->session_started(t0_ + 2000s);
+  EXPECT_EQ(*rib_->stale_deadline(), t0_ + 2030s);
+  rib_->peer_up(a_);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(a_, eor());
+  EXPECT_TRUE(take().empty());  // unchanged: nothing to tell
+  EXPECT_EQ(full_tables_, 2);
+  EXPECT_EQ(rib_->stats().stale_swept, 0u);
+}
+
+TEST_F(BmpRibTest, APeerDownDuringTheResyncEndsTheWaitForIt) {
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(b_, announce({"10.245.2.0/24"}, "198.18.0.9"));
+  rib_->session_started(t0_ + 5s);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  rib_->update(a_, eor());
+  take();
+  EXPECT_EQ(full_tables_, 0);
+  rib_->peer_down(b_);
+  EXPECT_EQ(take(), (Lines{"-10.245.2.0/24"}));
+  EXPECT_EQ(full_tables_, 1);
+  EXPECT_EQ(rib_->stats().routes, 0u);
+}
+
+TEST_F(BmpRibTest, AFreshRibWaitsForThePeersThatComeUp) {
+  rib_->session_started(t0_);
+  rib_->expire_stale(t0_ + 1s);
+  EXPECT_EQ(full_tables_, 0) << "no peer known yet: only End-of-RIBs or the limit end the resync";
+  rib_->peer_up(a_);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(a_, eor());
+  EXPECT_EQ(full_tables_, 1);
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2"}));
+}
+
+}  // namespace
+}  // namespace vxfed::bgp
