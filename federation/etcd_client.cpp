@@ -300,9 +300,26 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
   const auto since_epoch = [](Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   };
-  auto end = Clock::now() + per_member * n;
+  const auto began = Clock::now();
+  auto end = began + per_member * n;
   if (const auto limit = CallDeadline::current(); limit && *limit < end) end = *limit;
   const bool one_pass = down_.load();
+  const auto ms = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  std::optional<CallTrace> trace;
+  if (options_.on_call) {
+    trace.emplace();
+    trace->what = what;
+    trace->one_pass = one_pass;
+    trace->budget_ms = ms(end - began);
+  }
+  const auto finish = [&](StoreStatus status) {
+    if (trace) {
+      trace->ok = static_cast<bool>(status);
+      trace->took_ms = ms(Clock::now() - began);
+      options_.on_call(*trace);
+    }
+    return status;
+  };
   std::size_t start = current_.load();
   std::vector<bool> unanswered(n, false);  // went unanswered in this call
   // Answered in this call, though it could not serve ("no leader", ...): a member in play. A
@@ -320,17 +337,23 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
   for (;;) {
     const auto pass_started = Clock::now();
     bool all_silent = true;  // no member replied in this pass (a refused connection is no reply)
-    // This pass's order: from `start` round the list, the members not recently silent first.
+    // This pass's order: from `start` round the list, the members in play (replied last pass)
+    // first, then those not recently silent, the silent ones last.
     order.clear();
-    const bool someone_replies = std::find(replied.begin(), replied.end(), true) != replied.end();
-    for (int silent = 0; silent < 2; ++silent)
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t index = (start + i) % n;
-        if ((members_->silent_until[index].load() > since_epoch(pass_started)) == (silent == 1)) order.push_back(index);
-      }
+    const auto tier = [&](std::size_t index) {
+      if (replied[index]) return 0;
+      return members_->silent_until[index].load() > since_epoch(pass_started) ? 2 : 1;
+    };
+    for (int t = 0; t < 3; ++t)
+      for (std::size_t i = 0; i < n; ++i)
+        if (tier((start + i) % n) == t) order.push_back((start + i) % n);
     bool answered = false;  // some member is reachable but could not serve
     for (const std::size_t index : order) {
       auto& member = members_->list[index];
+      // Asked when it comes to its turn: the members in play are tried first in a pass (the
+      // silent ones last), so one that replied last pass and is gone now (killed since) no
+      // longer keeps the silent ones out.
+      const bool someone_replies = std::find(replied.begin(), replied.end(), true) != replied.end();
       if (unanswered[index] && someone_replies) continue;  // its reason stays
       const auto now = Clock::now();
       if (now + std::chrono::milliseconds(1) >= end) {
@@ -342,18 +365,33 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
       const auto attempt = std::min<Clock::duration>(attempt_limit, end - now);
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(attempt));
       const grpc::Status status = rpc(member, context);
+      // A reply ("no leader", "leader changed") leaves the connection up; a killed member's
+      // does not: refused (TRANSIENT_FAILURE), or, for the RPC that was on its way when it
+      // died, "Socket closed" with the channel gone IDLE. That one is no reply either (it
+      // counted as one, and the silent members waiting out the election were left out: the
+      // call failed in 0.5 s, faults_federated's etcd_member_kills under load).
+      // A silent member (no answer in time) is still there unless its connection is refused:
+      // it may be waiting out an election, or not have started HTTP/2 yet.
+      const auto state = member.channel->GetState(false);
+      const bool reachable = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                                 ? state != GRPC_CHANNEL_TRANSIENT_FAILURE
+                                 : state == GRPC_CHANNEL_READY;
+      if (trace)
+        trace->attempts.push_back(CallTrace::Attempt{
+            member.address, ms(now - began), ms(Clock::now() - now), ms(attempt),
+            status.ok() ? "ok" : std::to_string(static_cast<int>(status.error_code())) + " " + status_text(status), reachable});
       if (status.ok()) {
         current_.store(index);
         members_->silent_until[index].store(0);
         down_.store(false);
-        return Done{};
+        return finish(Done{});
       }
       if (!retryable(status)) {
         down_.store(false);  // a member answered: the store is there, the request is wrong
-        return store_error(code_of(status), "federation store " + description_ + ": " + what + " on " + member.address +
-                                                " failed: " + status_text(status));
+        return finish(store_error(code_of(status), "federation store " + description_ + ": " + what + " on " +
+                                                       member.address + " failed: " + status_text(status)));
       }
-      const bool reachable = member.channel->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE;
+      replied[index] = false;  // in play only while its latest attempt got a reply
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
         unanswered[index] = true;
         members_->silent_until[index].store(since_epoch(Clock::now() + kSilentMemberLastFor));
@@ -389,7 +427,17 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
   std::string failures;
   for (std::size_t i = 0; i < n; ++i)
     if (!reasons[i].empty()) failures += (failures.empty() ? "" : "; ") + members_->list[i].address + ": " + reasons[i];
-  return store_error(Code::unavailable, "federation store " + description_ + " is unavailable (" + what + "): " + failures);
+  return finish(
+      store_error(Code::unavailable, "federation store " + description_ + " is unavailable (" + what + "): " + failures));
+}
+
+std::string CallTrace::str() const {
+  std::string out = std::string(what) + (ok ? " ok" : " failed") + " in " + std::to_string(took_ms) + " ms of " +
+                    std::to_string(budget_ms) + (one_pass ? " (one pass)" : "") + ":";
+  for (const auto& a : attempts)
+    out += " [+" + std::to_string(a.at_ms) + " " + a.member + " " + std::to_string(a.took_ms) + "/" +
+           std::to_string(a.limit_ms) + " ms " + a.outcome + (a.reachable ? "" : " (unreachable)") + "]";
+  return out;
 }
 
 namespace {

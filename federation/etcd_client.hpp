@@ -24,6 +24,26 @@
 
 namespace vxfed::federation {
 
+// What one call did, member by member (EtcdOptions::on_call): for a caller's log when a call was
+// slow or failed.
+struct CallTrace {
+  struct Attempt {
+    std::string member;        // host:port
+    std::int64_t at_ms = 0;    // since the call began
+    std::int64_t took_ms = 0;
+    std::int64_t limit_ms = 0; // the attempt's deadline
+    std::string outcome;       // "ok", or the gRPC code and message
+    bool reachable = true;     // its channel was not in TRANSIENT_FAILURE afterwards
+  };
+  const char* what = "";
+  bool ok = false;
+  bool one_pass = false;       // the store was known to be down when the call began
+  std::int64_t took_ms = 0;
+  std::int64_t budget_ms = 0;  // from the call's start to its end (CallDeadline, or per member x members)
+  std::vector<Attempt> attempts;
+  std::string str() const;     // one line: what, outcome, then each attempt
+};
+
 struct EtcdOptions {
   std::vector<std::string> endpoints;  // "host:port", "http://host:port" or "https://host:port"
   // TLS: on when ca_file is set or an endpoint says https://. cert_file/key_file (both or
@@ -43,6 +63,9 @@ struct EtcdOptions {
   // nodes spread over the members instead of all starting from the first one listed. Empty:
   // the members in the order listed.
   std::string client_name;
+  // Called after every call (on the calling thread) with what it did; must not call the
+  // client. Unset: nothing is recorded.
+  std::function<void(const CallTrace&)> on_call;
 };
 
 // The order in which a client named `client_name` tries `addresses` (host:port), as indexes
