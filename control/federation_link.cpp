@@ -45,11 +45,15 @@ Result<std::unique_ptr<FederationLink>> FederationLink::create(asio::io_context&
   options.key_prefix = config.federation.key_prefix;
   options.request_timeout_ms = config.federation.request_timeout_ms;
   options.client_name = config.node.name;  // the nodes spread over the members (docs/federation.md, "The client")
-  // vxfedd keeps whole-budget attempts for now: with 250 ms attempts a join right after the
-  // leader was killed still failed in faults_federated's etcd_member_kills (the election
-  // outlasted the attempts). The short attempts serve the library's other callers until that
-  // case is understood (docs/federation.md, "The client").
-  options.attempt_timeout_ms = config.federation.request_timeout_ms;
+  options.attempt_timeout_ms = 0;  // the library's: 250 ms, doubled after a pass without any reply
+  // Each call's attempts, member by member: at info when it was not one quick answer (a silent
+  // member, an election, a failure), else at debug.
+  options.on_call = [log, first_attempt_ms = std::min<std::uint32_t>(250, config.federation.request_timeout_ms)](
+                        const fed::CallTrace& trace) {
+    const bool plain = trace.ok && trace.attempts.size() == 1 && trace.took_ms < first_attempt_ms;
+    log->log(plain || (!trace.ok && trace.one_pass) ? spdlog::level::debug : spdlog::level::info, "federation: etcd {}",
+             trace.str());
+  };
   auto client = fed::EtcdClient::create(options);
   if (!client) return make_error(config.source + ": federation: " + client.error());
   return std::unique_ptr<FederationLink>(new FederationLink(io, config, std::move(*client), std::move(log)));
@@ -107,6 +111,14 @@ void FederationLink::settle_change(std::uint64_t id) {
     if (c.id == id) c.pending = false;
 }
 
+void FederationLink::note_wait(const char* what, const std::string& network, std::chrono::steady_clock::time_point asked) {
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked).count();
+  log_->log(waited >= 50 ? spdlog::level::info : spdlog::level::debug,
+            "federation: {} of network '{}' waited {} ms for the store (the worker's queue and the store lock)", what,
+            network, waited);
+}
+
 std::string FederationLink::needs_store(const std::string& network, const std::string& why) const {
   return "network '" + network + "' needs the federation store, and " + why +
          " (networks this node has keep working; try again when it is back)";
@@ -146,9 +158,12 @@ Result<NetworkGrant> FederationLink::join(const NetworkConfig& network, v1::Erro
     if (code) *code = v1::OK;
     return grant;
   }
-  const auto end = std::chrono::steady_clock::now() + api_budget();
+  const auto asked = std::chrono::steady_clock::now();
+  const auto end = asked + api_budget();
   std::unique_lock lock(store_mutex_, std::defer_lock);
-  if (!lock.try_lock_until(end)) {
+  const bool locked = lock.try_lock_until(end);
+  note_wait("join", network.name, asked);
+  if (!locked) {
     // The worker is inside a store call that has not come back: the store is slow or has no
     // quorum. Waiting longer would hold the io thread for it.
     if (code) *code = v1::UNAVAILABLE;
@@ -197,14 +212,18 @@ void FederationLink::prepare(const NetworkConfig& network, Prepared done) {
                                                          " did not answer within " +
                                                          std::to_string(api_budget().count()) + " ms"));
   });
-  worker_->post([this, pending, network, end] {
-    if (std::chrono::steady_clock::now() >= end) return;  // the timer answered
+  worker_->post([this, pending, network, end, asked = std::chrono::steady_clock::now()] {
+    if (std::chrono::steady_clock::now() >= end) {  // the timer answered
+      note_wait("prepare", network.name, asked);
+      return;
+    }
     fed::NetworkRequest request{network.name, network.labels, network.pinned_vni, network.subnet, block_length_of(network)};
     std::optional<fed::Membership> joined;
     Outcome outcome;
     std::uint64_t change = 0;
     {
       std::lock_guard lock(store_mutex_);
+      note_wait("prepare", network.name, asked);
       fed::CallDeadline deadline(end);
       auto r = store_->join(request, system_unix_ms());
       outcome = outcome_of(r);
@@ -253,12 +272,16 @@ void FederationLink::claim_more(const NetworkConfig& network, MoreClaimed done) 
     pending->done(v1::UNAVAILABLE, needs_store(name, "federation store " + client_->describe() + " did not answer within " +
                                                          std::to_string(api_budget().count()) + " ms"));
   });
-  worker_->post([this, pending, name = network.name, subnet = network.subnet, end] {
-    if (std::chrono::steady_clock::now() >= end) return;  // the timer answered
+  worker_->post([this, pending, name = network.name, subnet = network.subnet, end, asked = std::chrono::steady_clock::now()] {
+    if (std::chrono::steady_clock::now() >= end) {  // the timer answered
+      note_wait("block claim", name, asked);
+      return;
+    }
     Outcome outcome;
     std::string block;
     {
       std::lock_guard lock(store_mutex_);
+      note_wait("block claim", name, asked);
       fed::CallDeadline deadline(end);
       auto r = store_->claim_more(name, subnet);
       outcome = outcome_of(r);

@@ -111,6 +111,8 @@ class FederationLink final : public NetworkAllocator {
   std::uint64_t note_change(Change change);
   void settle_change(std::uint64_t id);   // a pending join is in the node's copy, or never will be
   std::string needs_store(const std::string& network, const std::string& why) const;
+  // Logs how long an API request's store call waited before it could start (any thread).
+  void note_wait(const char* what, const std::string& network, std::chrono::steady_clock::time_point asked);
 
   boost::asio::io_context& io_;
   Config::Federation settings_;
