@@ -22,6 +22,7 @@ Adapter::Adapter(asio::io_context& io, AdapterOptions opts)
       opts_(std::move(opts)),
       table_(opts_.config.peers, opts_.vni_of),
       resync_timer_(io),
+      stale_timer_(io),
       poll_timer_(io),
       restart_hold_(std::chrono::seconds(opts_.config.restart_time_s)),
       // FRR writes its pid files beside its vty sockets (Debian: /run/frr, alias /var/run/frr).
@@ -115,10 +116,98 @@ Status Adapter::open_fpm() {
   return {};
 }
 
+Status Adapter::open_bmp() {
+  const BmpSettings& b = opts_.config.bmp;
+  asio::ip::tcp::endpoint ep(asio::ip::address_v4(b.listen.value), b.port);
+  // bgpd connects out: whoever binds the port first would get its table (privileged_port.hpp).
+  auto unprivileged = unprivileged_port_start();
+  if (!unprivileged) return make_error("bgp: " + unprivileged.error());
+  if (auto st = require_privileged_port("bgp.bmp.port", b.port, *unprivileged); !st)
+    return make_error("bgp: " + st.error());
+  auto bgpd = uid_of_user(b.bgpd_user);
+  if (!bgpd) return make_error("bgp.bmp.bgpd_user: " + bgpd.error() + " (the user FRR's bgpd runs as)");
+  if (!rib_) {
+    BmpRibOptions o;
+    o.stale_limit = std::chrono::seconds(b.stale_time_s ? b.stale_time_s : opts_.config.restart_time_s);
+    BmpRib::Handlers rh;
+    rh.on_route = [this](const fpm::RouteMessage& m) { table_.apply(m); };
+    // Posted: the RIB calls it from inside its own update; the table is rebuilt after.
+    rh.on_full_table = [this, alive = alive_] {
+      asio::post(io_, [this, alive] {
+        if (alive->load()) on_bmp_full_table();
+      });
+    };
+    rib_ = std::make_unique<BmpRib>(std::move(rh), o);
+  }
+  BmpStation::Handlers h = rib_handlers(*rib_);
+  auto connected = std::move(h.on_connect);
+  h.on_connect = [this, connected = std::move(connected)] {
+    if (connected) connected();
+    spdlog::info("bgp: bgpd connected over BMP; {} routes kept until its peers have re-sent theirs", table_.size());
+  };
+  auto lost = std::move(h.on_disconnect);
+  h.on_disconnect = [this, lost = std::move(lost)](const std::string& why) {
+    if (lost) lost(why);
+    stale_timer_.cancel();
+    spdlog::info("bgp: BMP session lost ({}); keeping {} routes until bgpd reconnects", why, table_.size());
+  };
+  auto batch = std::move(h.on_batch_end);
+  h.on_batch_end = [this, batch = std::move(batch)] {
+    if (batch) batch();
+    on_batch_end();
+    arm_stale_timer();
+  };
+  auto s = BmpStation::create(io_, ep, std::move(h), LocalPeerPolicy{*bgpd});
+  if (!s) return make_error("bgp: " + s.error());
+  bmp_ = std::move(*s);
+  return {};
+}
+
+void Adapter::arm_stale_timer() {
+  const auto due = rib_ ? rib_->stale_deadline() : std::nullopt;
+  if (!due) return;
+  stale_timer_.expires_at(*due);
+  stale_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || !rib_) return;
+    const auto swept = rib_->stats().swept_by_limit;
+    rib_->expire_stale(BmpRib::Clock::now());
+    if (rib_->stats().swept_by_limit != swept)
+      spdlog::info("bgp: {} BMP route(s) bgpd did not re-send within {} s swept", rib_->stats().swept_by_limit - swept,
+                   std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::seconds(opts_.config.bmp.stale_time_s ? opts_.config.bmp.stale_time_s
+                                                                           : opts_.config.restart_time_s))
+                       .count());
+    flush();
+    arm_stale_timer();
+  });
+}
+
+void Adapter::on_bmp_full_table() {
+  // bgpd has re-sent every peer's table: what the RIB holds is the whole truth. Rebuild the
+  // table from it (a route the RIB never re-emitted because it did not change is still there)
+  // and hand the consumer a full table, which ends a restarted vxfedd's replayed routes.
+  table_.begin_resync();
+  rib_->replay();
+  table_.end_resync();
+  const auto st = table_.stats();
+  spdlog::info("bgp: BMP table complete: {} routes, {} swept", table_.size(), st.swept);
+  RouteUpdate full = table_.take_full();
+  if (opts_.on_routes) opts_.on_routes(full);
+}
+
+void Adapter::close_feed() {
+  resync_timer_.cancel();
+  stale_timer_.cancel();
+  if (server_) server_->stop();
+  server_.reset();
+  if (bmp_) bmp_->stop();
+  bmp_.reset();
+}
+
 Status Adapter::start() {
   if (started_) return {};
   if (auto st = apply(); !st) return st;
-  if (auto st = open_fpm(); !st) return st;
+  if (auto st = open_feed(); !st) return st;
   started_ = true;
   check_bgpd_pid();  // the bgpd we start with: no hold
   poll_peers();
@@ -131,14 +220,13 @@ void Adapter::stop() {
   alive_->store(false);
   alive_ = std::make_shared<std::atomic<bool>>(true);
   applying_ = reapply_ = false;
-  resync_timer_.cancel();
   poll_timer_.cancel();
-  if (server_) server_->stop();
-  server_.reset();
+  close_feed();
 }
 
 Status Adapter::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) {
-  const bool fpm_changed = !(config.fpm == opts_.config.fpm);
+  const bool feed_changed = !(config.fpm == opts_.config.fpm) || !(config.bmp == opts_.config.bmp) ||
+                            config.feed != opts_.config.feed || config.restart_time_s != opts_.config.restart_time_s;
   BgpConfig old = opts_.config;
   auto old_adv = opts_.advertise;
   opts_.config = std::move(config);
@@ -167,10 +255,12 @@ Status Adapter::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> adver
     }
     peers_ = std::move(fresh);
   }
-  if (fpm_changed && started_) {
-    if (server_) server_->stop();
-    server_.reset();
-    if (auto st = open_fpm(); !st) return st;
+  if (feed_changed && started_) {
+    close_feed();
+    // A new session re-sends everything; a fresh RIB takes the new stale limit. The table keeps
+    // the routes until then (the RIB's first full table sweeps what is gone).
+    rib_.reset();
+    if (auto st = open_feed(); !st) return st;
   }
   return {};
 }
@@ -313,7 +403,9 @@ void Adapter::flush() {
 }
 
 void Adapter::check_bgpd_pid() {
-  if (!opts_.config.graceful_restart) return;
+  // The BMP feed keeps a restarted bgpd's routes itself: stale until its peers re-send them
+  // (bmp_rib.hpp); nothing to hold.
+  if (!opts_.config.graceful_restart || opts_.config.feed == Feed::kBmp) return;
   pid_checked_at_ = std::chrono::steady_clock::now();
   const std::string pid = read_pid_file(bgpd_pid_file_);
   if (!restart_hold_.on_pid(pid, pid_checked_at_)) return;
@@ -411,9 +503,16 @@ std::vector<PeerStatus> Adapter::peers() const { return peers_; }
 
 AdapterStats Adapter::stats() const {
   AdapterStats s;
+  s.feed = opts_.config.feed;
+  if (bmp_) {
+    s.bmp = bmp_->stats();
+    s.feed_connected = s.bmp.connected;
+  }
+  if (rib_) s.bmp_rib = rib_->stats();
   if (server_) {
     const auto& f = server_->stats();
     s.fpm_connected = f.connected;
+    s.feed_connected = f.connected;
     s.fpm_connections = f.connections;
     s.frames = f.frames;
     s.messages = f.messages;

@@ -30,6 +30,8 @@
 #include <thread>
 #include <vector>
 
+#include "bgp/bmp_rib.hpp"
+#include "bgp/bmp_station.hpp"
 #include "bgp/config.hpp"
 #include "bgp/fpm_server.hpp"
 #include "bgp/peer_status.hpp"
@@ -40,6 +42,8 @@
 namespace vxfed::bgp {
 
 struct AdapterStats {
+  Feed feed = Feed::kFpm;
+  bool feed_connected = false;        // the feed's session (zebra's FPM or bgpd's BMP) is up
   bool fpm_connected = false;
   std::uint64_t fpm_connections = 0;
   std::uint64_t frames = 0;
@@ -65,6 +69,9 @@ struct AdapterStats {
   std::uint64_t applies = 0;
   double last_apply_seconds = 0;
   bool resyncing = false;
+  // The BMP feed (feed == kBmp): the station and the per-peer routes (bmp_station.hpp, bmp_rib.hpp).
+  BmpStats bmp;
+  BmpRibStats bmp_rib;
 };
 
 struct AdapterOptions {
@@ -115,6 +122,7 @@ class Adapter : public AdapterInterface {
   // The config text last applied, passwords redacted (safe to log or show).
   std::string rendered_config_redacted() const;
   std::uint16_t fpm_port() const { return server_ ? server_->port() : 0; }
+  std::uint16_t bmp_port() const { return bmp_ ? bmp_->port() : 0; }
 
  private:
   Adapter(boost::asio::io_context& io, AdapterOptions opts);
@@ -126,6 +134,13 @@ class Adapter : public AdapterInterface {
   void apply_in_background(bool new_bgpd = false);
   void join_apply();
   Status open_fpm();
+  // The BMP feed: bgpd (a view) streams each peer's routes to our station; the per-peer RIB
+  // turns them into what RouteTable takes (bmp_rib.hpp says why the table still sits behind it).
+  Status open_bmp();
+  Status open_feed() { return opts_.config.feed == Feed::kBmp ? open_bmp() : open_fpm(); }
+  void close_feed();
+  void on_bmp_full_table();
+  void arm_stale_timer();
   void on_fpm_connect();
   void on_batch_end();
   void arm_resync_timer();
@@ -140,6 +155,9 @@ class Adapter : public AdapterInterface {
   AdapterOptions opts_;
   RouteTable table_;
   std::unique_ptr<FpmServer> server_;
+  std::unique_ptr<BmpRib> rib_;        // the BMP feed's routes per peer (kept across station restarts)
+  std::unique_ptr<BmpStation> bmp_;
+  boost::asio::steady_timer stale_timer_;
   boost::asio::steady_timer resync_timer_;
   boost::asio::steady_timer poll_timer_;
   std::chrono::steady_clock::time_point connected_at_{};

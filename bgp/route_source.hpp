@@ -79,7 +79,7 @@ class RouteSource {
 
   std::vector<PeerStatus> peers() const { return adapter_->peers(); }
   AdapterStats stats() const { return adapter_->stats(); }
-  bool connected() const { return adapter_->stats().fpm_connected; }
+  bool connected() const { return adapter_->stats().feed_connected; }  // FPM or BMP
   // Replayed routes from the previous run are in force (no full table from zebra yet).
   bool preserving() const { return preserving_; }
 

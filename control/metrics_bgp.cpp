@@ -25,6 +25,37 @@ std::string state_label(const std::string& frr_state) {
 
 // session: ibgp (this cluster's reflector; cluster is then this node's own) or ebgp (another
 // cluster's node or reflector), so an alert can say which kind of session is down.
+// The BMP feed (bgp.feed: bmp): bgpd's session to our station and the routes per peer.
+void write_bmp_feed(Exposition& w, const bgp::AdapterStats& s) {
+  const auto& b = s.bmp;
+  const auto& r = s.bmp_rib;
+  w.gauge("vxfed_bgp_bmp_connected", "1 while bgpd's BMP session to vxfedd's station is up.", b.connected ? 1 : 0);
+  w.counter("vxfed_bgp_bmp_connections_total", "BMP sessions accepted from bgpd.", b.connections);
+  w.family("vxfed_bgp_bmp_refused_total", Type::counter, "BMP connections refused, by reason.")
+      .sample(b.refused_not_loopback, {{"reason", "not_loopback"}})
+      .sample(b.refused_wrong_user, {{"reason", "wrong_user"}})
+      .sample(b.refused_busy, {{"reason", "busy"}});
+  static constexpr std::array<const char*, 7> kTypes = {"route_monitoring", "statistics", "peer_down",  "peer_up",
+                                                        "initiation",       "termination", "route_mirroring"};
+  auto& messages = w.family("vxfed_bgp_bmp_messages_total", Type::counter, "BMP messages received from bgpd, by type.");
+  for (std::size_t i = 0; i < kTypes.size() && i < b.messages.size(); ++i) messages.sample(b.messages[i], {{"type", kTypes[i]}});
+  auto& ignored = w.family("vxfed_bgp_bmp_ignored_total", Type::counter,
+                           "BMP messages or parts that changed no route, by reason (malformed ones included).");
+  for (std::size_t i = 0; i < b.ignored.size(); ++i)
+    ignored.sample(b.ignored[i], {{"reason", bgp::bmp::to_string(static_cast<bgp::bmp::Ignored>(i))}});
+  w.counter("vxfed_bgp_bmp_framing_errors_total", "BMP sessions closed for a framing error (bgpd reconnects and resends).",
+            b.framing_errors);
+  w.gauge("vxfed_bgp_bmp_peers_up", "Monitored BGP peers up, as bgpd's BMP feed reports them.",
+          static_cast<double>(r.peers_up));
+  w.gauge("vxfed_bgp_bmp_stale_routes", "Routes kept from before a BMP reconnect and not yet re-sent.",
+          static_cast<double>(r.stale));
+  w.counter("vxfed_bgp_bmp_stale_swept_total", "Stale routes removed (End-of-RIB or the stale time limit).",
+            r.stale_swept);
+  w.counter("vxfed_bgp_bmp_peer_down_withdrawn_total", "Routes withdrawn because their peer went down.",
+            r.peer_down_withdrawn);
+  w.counter("vxfed_bgp_bmp_full_tables_total", "Full tables after a BMP (re)connect.", r.full_tables);
+}
+
 metrics::Labels peer_labels(const bgp::PeerStatus& p) {
   return {{"peer", p.address}, {"cluster", p.cluster}, {"session", p.ibgp ? "ibgp" : "ebgp"}};
 }
@@ -77,7 +108,7 @@ void render_bgp_metrics(Exposition& w, const BgpFigures& bgp) {
   }
 
   const auto& s = bgp.stats;
-  w.gauge("vxfed_bgp_routes", "Routes learned from FRR over FPM.", static_cast<double>(s.routes));
+  w.gauge("vxfed_bgp_routes", "Routes learned from FRR (over FPM or BMP).", static_cast<double>(s.routes));
   w.family("vxfed_bgp_routes_withheld", Type::gauge, "Routes learned but not installed, by reason.")
       .sample(s.withheld, {{"reason", "over_max_prefix"}})
       .sample(s.unresolved_routes, {{"reason", "no_network"}})
@@ -90,26 +121,31 @@ void render_bgp_metrics(Exposition& w, const BgpFigures& bgp) {
       .sample(s.non_bgp_ignored, {{"reason", "not_bgp"}});
   w.counter("vxfed_bgp_max_prefix_exceeded_total", "Times a peer went over its max_prefix (its routes withheld).",
             s.max_prefix_exceeded);
-  w.gauge("vxfed_bgp_fpm_connected", "1 while zebra's FPM connection is up.", s.fpm_connected ? 1 : 0);
-  w.counter("vxfed_bgp_fpm_connections_total", "FPM connections accepted from zebra.", s.fpm_connections);
-  w.family("vxfed_bgp_fpm_refused_total", Type::counter, "FPM connections refused, by reason.")
-      .sample(s.fpm_refused_not_loopback, {{"reason", "not_loopback"}})
-      .sample(s.fpm_refused_wrong_user, {{"reason", "wrong_user"}})
-      .sample(s.fpm_refused_busy, {{"reason", "busy"}});
-  w.counter("vxfed_bgp_fpm_messages_total", "Netlink messages received over FPM.", s.messages);
-  w.family("vxfed_bgp_fpm_errors_total", Type::counter, "FPM input dropped, by kind.")
-      .sample(s.malformed, {{"kind", "malformed"}})
-      .sample(s.stream_errors, {{"kind", "stream"}});
-  w.counter("vxfed_bgp_fpm_resyncs_total", "Full-table resyncs completed after zebra (re)connected.", s.resyncs);
-  w.counter("vxfed_bgp_fpm_swept_total", "Routes removed at a resync because zebra did not resend them.", s.swept);
-  w.gauge("vxfed_bgp_fpm_resyncing", "1 while a resync is in progress.", s.resyncing ? 1 : 0);
-  w.counter("vxfed_bgp_bgpd_restarts_total", "New bgpd processes seen (its pid file) while vxfedd ran.", s.bgpd_restarts);
-  w.gauge("vxfed_bgp_fpm_holding_deletes", "1 while zebra's deletes are held after a bgpd restart.",
-          s.holding_deletes ? 1 : 0);
-  w.counter("vxfed_bgp_fpm_deletes_held_total", "Zebra deletes held while bgpd restarted (the route kept).",
-            s.deletes_held);
-  w.counter("vxfed_bgp_fpm_held_removed_total",
-            "Held routes removed when the restart hold ended (their peer did not send them again).", s.held_released);
+  // One feed's families: the other's would read as a feed that is down (VxfedFpmDisconnected).
+  if (s.feed == bgp::Feed::kFpm) {
+    w.gauge("vxfed_bgp_fpm_connected", "1 while zebra's FPM connection is up.", s.fpm_connected ? 1 : 0);
+    w.counter("vxfed_bgp_fpm_connections_total", "FPM connections accepted from zebra.", s.fpm_connections);
+    w.family("vxfed_bgp_fpm_refused_total", Type::counter, "FPM connections refused, by reason.")
+        .sample(s.fpm_refused_not_loopback, {{"reason", "not_loopback"}})
+        .sample(s.fpm_refused_wrong_user, {{"reason", "wrong_user"}})
+        .sample(s.fpm_refused_busy, {{"reason", "busy"}});
+    w.counter("vxfed_bgp_fpm_messages_total", "Netlink messages received over FPM.", s.messages);
+    w.family("vxfed_bgp_fpm_errors_total", Type::counter, "FPM input dropped, by kind.")
+        .sample(s.malformed, {{"kind", "malformed"}})
+        .sample(s.stream_errors, {{"kind", "stream"}});
+    w.counter("vxfed_bgp_fpm_resyncs_total", "Full-table resyncs completed after zebra (re)connected.", s.resyncs);
+    w.counter("vxfed_bgp_fpm_swept_total", "Routes removed at a resync because zebra did not resend them.", s.swept);
+    w.gauge("vxfed_bgp_fpm_resyncing", "1 while a resync is in progress.", s.resyncing ? 1 : 0);
+    w.counter("vxfed_bgp_bgpd_restarts_total", "New bgpd processes seen (its pid file) while vxfedd ran.", s.bgpd_restarts);
+    w.gauge("vxfed_bgp_fpm_holding_deletes", "1 while zebra's deletes are held after a bgpd restart.",
+            s.holding_deletes ? 1 : 0);
+    w.counter("vxfed_bgp_fpm_deletes_held_total", "Zebra deletes held while bgpd restarted (the route kept).",
+              s.deletes_held);
+    w.counter("vxfed_bgp_fpm_held_removed_total",
+              "Held routes removed when the restart hold ended (their peer did not send them again).", s.held_released);
+  } else {
+    write_bmp_feed(w, s);
+  }
   w.counter("vxfed_bgp_frr_applies_total", "FRR configurations applied.", s.applies);
   w.gauge("vxfed_bgp_frr_last_apply_seconds", "Duration of the last FRR configuration apply.", s.last_apply_seconds);
 }

@@ -5,6 +5,7 @@ directory."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -69,14 +70,32 @@ class Frr:
             args += ["--only", only]
         run(args, check=False, timeout=30)
 
+    def bgp_view(self) -> str:
+        """The BGP view bgpd runs as ("" for the default instance): a node on the BMP feed
+        (bgp.feed: bmp) runs `router bgp ASN view vxfed`, as its frr.conf says."""
+        conf = self.dir / "frr.conf"
+        text = conf.read_text(errors="replace") if conf.exists() else ""
+        m = re.search(r"^router bgp \d+ view (\S+)", text, re.M)
+        return m.group(1) if m else ""
+
+    def in_view(self, command: str) -> str:
+        """`command` aimed at bgpd's view when it runs one: `show bgp X`, `show ip bgp X` and
+        `clear bgp X` ask the default instance otherwise, which a view-only bgpd does not have
+        (it answers {} or "No BGP process")."""
+        view = self.bgp_view()
+        if not view:
+            return command
+        return re.sub(r"^(show bgp|show ip bgp|clear bgp|clear ip bgp)(?! view )\b", rf"\1 view {view}", command)
+
     def vtysh(self, *commands: str, check: bool = False, timeout: float = 60, daemon: str = "") -> str:
         """vtysh -c ... inside the namespace; its standard output. daemon: ask that daemon
-        alone (vtysh -d), not the merged view of all of them."""
+        alone (vtysh -d), not the merged view of all of them. BGP show/clear commands go to
+        bgpd's view when it runs one (in_view)."""
         args = ["vtysh", "--vty_socket", str(self.dir), "--config_dir", str(self.dir)]
         if daemon:
             args += ["-d", daemon]
         for c in commands:
-            args += ["-c", c]
+            args += ["-c", self.in_view(c)]
         return self.ns.run(args, check=check, timeout=timeout).stdout
 
     def write_conf(self, text: str) -> None:

@@ -7,6 +7,7 @@ The config is written as JSON, which is YAML: no dependency on python3-yaml.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -52,7 +53,12 @@ def config(node: str, vtep_ip: str, cluster: str, pod_cidrs: list[str], dataplan
 def bgp_section(asn: int, router_id: str, peers: list[dict], clusters: dict[str, list[str]],
                 frr: dict, **options) -> dict:
     """The `bgp:` section (docs/bgp.md). frr: Frr.adapter_section(); options: graceful_restart,
-    fpm, ... as the page names them."""
+    fpm, feed, ... as the page names them. VXFED_BGP_FEED=bmp|fpm in the environment sets a
+    node's `feed` where the caller did not (to run a suite on either feed); unset, the key is
+    left out (vxfedd's default; a previous release does not know it)."""
+    feed = os.environ.get("VXFED_BGP_FEED", "")
+    if feed and "feed" not in options and options.get("role", "node") == "node":
+        options["feed"] = feed
     return {"enabled": True, "asn": asn, "router_id": router_id, "clusters": clusters, "peers": peers,
             "frr": frr, **options}
 

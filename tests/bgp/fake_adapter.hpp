@@ -58,6 +58,7 @@ class FakeAdapter : public AdapterInterface {
   AdapterStats stats() const override {
     AdapterStats s;
     s.fpm_connected = started;
+    s.feed_connected = started;
     s.routes = table_.size();
     return s;
   }

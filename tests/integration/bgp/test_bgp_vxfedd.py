@@ -40,7 +40,8 @@ import time
 
 import vxfed_harness as t
 from vxfed_harness.node import Node, connect_underlay
-from vxfedd_node import NETWORK, add_network, check_route, remove_network, require, vxfedd_config, wait_until
+from vxfedd_node import (NETWORK, add_network, check_route, frr_has_route, remove_network, require, vxfedd_config,
+                         wait_until)
 
 HOLD = 3
 POLL = 0.2          # s between observations: each is one short-lived client process
@@ -210,8 +211,7 @@ def run_phases(a: Node, b: Node, results: dict) -> None:
     t.log("stopping A's vxfedd, then B's bgpd; starting A's vxfedd again")
     a.stop_vxfedd()
     b.stop_frr(only="bgpd")
-    wait_until(lambda: b.pod_cidr not in json.loads(a.vtysh("show ip route bgp json") or "{}"), HOLD + 10,
-               "A's zebra to drop B's route", nodes)
+    wait_until(lambda: not frr_has_route(a, b.pod_cidr), HOLD + 10, "A's FRR to drop B's route", nodes)
     t0 = time.monotonic()
     a.start_vxfedd(wait=False)
     wait_until(lambda: a.bgp_route(b.pod_cidr) is None and a.dataplane_route(b.pod_cidr) is None, 30,
@@ -227,8 +227,7 @@ def run_phases(a: Node, b: Node, results: dict) -> None:
     t.log("A: remove-network; B's bgpd back; A learns B's route without a network for it")
     remove_network(a)
     b.start_frr(only="bgpd")
-    wait_until(lambda: b.pod_cidr in json.loads(a.vtysh("show ip route bgp json") or "{}"), 60,
-               "A's zebra to learn B's route again", nodes)
+    wait_until(lambda: frr_has_route(a, b.pod_cidr), 60, "A's FRR to learn B's route again", nodes)
     t_end = time.monotonic() + 2           # zebra -> FPM -> adapter takes milliseconds
     while time.monotonic() < t_end:
         assert a.bgp_route(b.pod_cidr) is None and a.dataplane_route(b.pod_cidr) is None, \

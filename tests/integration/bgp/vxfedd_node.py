@@ -5,6 +5,8 @@ learned. Observations go through the real clients (vxfedctl, vxfed-dpctl, vtysh)
 """
 from __future__ import annotations
 
+import json
+
 import vxfed_harness as t
 from vxfed_harness.frr import require_frr
 from vxfed_harness.node import Node, check_all
@@ -37,6 +39,13 @@ def add_network(node: Node) -> None:
 
 def remove_network(node: Node) -> None:
     node.vxfedctl("remove-network", NETWORK)
+
+
+def frr_has_route(node: Node, prefix: str) -> bool:
+    """Whether FRR holds a best path to `prefix`: bgpd's RIB (its view's, on the BMP feed,
+    where zebra has nothing), the table both feeds carry to vxfedd."""
+    doc = json.loads(node.vtysh(f"show bgp ipv4 unicast {prefix} json") or "{}")
+    return any(p.get("bestpath", {}).get("overall") for p in doc.get("paths", []))
 
 
 def wait_until(pred, timeout: float, what: str, nodes) -> float:
