@@ -13,6 +13,8 @@ constexpr const char* kFromNodes = "vxfed-from-nodes";
 constexpr const char* kToNodes = "vxfed-to-nodes";
 constexpr const char* kToReflectors = "vxfed-to-reflectors";
 constexpr const char* kNoFib = "vxfed-no-fib";
+constexpr int kUpdateDelayS = 60;    // update-delay: read-only at most this long after a restart
+constexpr int kEstablishWaitS = 15;  // ... waiting this long for reflectors that are not up
 
 std::string from_peer(const PeerConfig& p) { return "vxfed-in-" + p.address.str(); }
 
@@ -68,6 +70,18 @@ std::string render_reflector_config(const BgpConfig& c) {
 
   o << "router bgp " << c.asn << "\n"
     << " bgp router-id " << c.router_id.str() << "\n";
+  // A restarted reflector (FRR 8.4) ends its graceful-restart route selection deferral at the
+  // End-of-RIB of the peers already up, then sends End-of-RIB to them. Its nodes dial it back
+  // within a second; the other reflector is held until the config has settled (FRR's
+  // config-pending hold, up to the route-map delay timer: ~3 s later). The nodes thus got an
+  // End-of-RIB without the other clusters' routes and swept their stale copies (issue 37, item
+  // 4; docs/faults.md, "A route reflector killed"). update-delay keeps bgpd read-only (nothing
+  // sent, End-of-RIB included) until every configured peer, i.e. every other reflector, is up
+  // and each session up has sent its first keepalive or End-of-RIB; the deferral then holds
+  // the End-of-RIB until the other reflector's End-of-RIB. At most kEstablishWaitS for
+  // reflectors that do not come (this cluster's own reflection waits that long after a
+  // restart, or at a first start), kUpdateDelayS in all; once per bgpd.
+  if (c.graceful_restart) o << " update-delay " << kUpdateDelayS << " " << kEstablishWaitS << "\n";
   if (c.graceful_restart) {
     o << " bgp graceful-restart\n"
       << " bgp graceful-restart preserve-fw-state\n";
@@ -88,6 +102,14 @@ std::string render_reflector_config(const BgpConfig& c) {
     if (peer.ebgp_multihop) o << n << " ebgp-multihop " << peer.ebgp_multihop << "\n";
     if (!peer.update_source.empty()) o << n << " update-source " << peer.update_source << "\n";
     if (peer.bfd) o << n << " bfd\n";
+    // BFD must not end a graceful restart between reflectors. A restarted reflector's bgpd
+    // installs the session's BFD again once the session is up (source and interface are known
+    // only then); bfdd reports that as a down of a session it had brought up while the peer was
+    // held for the config, and bgpd sent a Hard Reset: the other reflector flushed every route
+    // of this cluster at once. With the C bit checked, a down that does not say the peer's BFD
+    // is independent of its control plane is ignored while graceful restart is negotiated.
+    if (peer.bfd && c.graceful_restart && peer.graceful_restart)
+      o << n << " bfd check-control-plane-failure\n";
     if (peer.graceful_restart && !c.graceful_restart) o << n << " graceful-restart\n";
     if (!peer.graceful_restart && c.graceful_restart) o << n << " graceful-restart-disable\n";
     // A withdrawn block must reach the other cluster at once (traditional eBGP default: 30 s).

@@ -17,6 +17,9 @@
 //   zebra and kernel (at 130,000 routes that is most of a reflector's work and memory).
 // - Graceful restart as configured (default on, with preserve-fw-state): a restarting
 //   reflector's routes stay with its nodes and peers; the nodes' side is helper only.
+//   A restarted reflector stays read-only (`update-delay`) until the other reflectors are back
+//   with their routes, so that its nodes get no End-of-RIB without them; BFD toward another
+//   reflector checks the C bit, so that a BFD down does not end a graceful restart between them.
 #pragma once
 
 #include <string>
