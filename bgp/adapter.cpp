@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "bgp/frr_apply.hpp"
@@ -180,6 +181,28 @@ void Adapter::arm_stale_timer() {
     flush();
     arm_stale_timer();
   });
+}
+
+void Adapter::tell_rib_bgpd_peers(std::chrono::steady_clock::time_point polled_at) {
+  if (!rib_ || !rib_->resyncing()) return;
+  std::vector<BgpdPeer> peers;
+  for (const auto& p : peers_) {
+    auto address = net::Ipv4Addr::parse(p.address);
+    if (!address) continue;
+    peers.push_back(BgpdPeer{*address, p.state == "Established", p.prefixes_accepted});
+  }
+  // When this bgpd started: its pid file's mtime (written at start), on the steady clock.
+  auto started = std::chrono::steady_clock::time_point{};
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(bgpd_pid_file_, ec);
+  if (!ec) {
+    const auto age = std::filesystem::file_time_type::clock::now() - written;
+    started = std::chrono::steady_clock::now() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(age);
+  } else {
+    started = std::chrono::steady_clock::now();  // unknown: as if it had just started
+  }
+  rib_->bgpd_peers(peers, polled_at, started);
+  flush();
 }
 
 void Adapter::on_bmp_full_table() {
@@ -461,7 +484,8 @@ void Adapter::poll_peers() {
                        "(NSF passive): dialing it ({}; logged once a minute)", redial.back());
         if (now - redial_logged_at_ > std::chrono::seconds(60)) redial_logged_at_ = now;
       }
-      asio::post(io_, [this, status = std::move(status), alive, polled_at] {
+      const bool answered = r && r->output.find('{') != std::string::npos;
+      asio::post(io_, [this, status = std::move(status), alive, polled_at, answered] {
         if (!alive->load()) return;
         polling_ = false;
         // Only keep entries for peers still configured.
@@ -476,6 +500,7 @@ void Adapter::poll_peers() {
         carry_peer_counters(peers_, kept);
         peers_ = std::move(kept);
         if (restart_hold_.on_peers(peers_, polled_at, std::chrono::steady_clock::now())) end_restart_hold();
+        if (answered) tell_rib_bgpd_peers(polled_at);
         if (opts_.on_peers) opts_.on_peers(peers_);
       });
     });

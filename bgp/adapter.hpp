@@ -140,6 +140,8 @@ class Adapter : public AdapterInterface {
   Status open_feed() { return opts_.config.feed == Feed::kBmp ? open_bmp() : open_fpm(); }
   void close_feed();
   void on_bmp_full_table();
+  // bgpd's polled peer status to the RIB: ends a resync BMP alone cannot (bmp_rib.hpp).
+  void tell_rib_bgpd_peers(std::chrono::steady_clock::time_point polled_at);
   void arm_stale_timer();
   void on_fpm_connect();
   void on_batch_end();

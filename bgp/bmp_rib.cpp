@@ -119,6 +119,50 @@ void BmpRib::expire_stale(Clock::time_point now) {
   finish_resync();
 }
 
+void BmpRib::bgpd_peers(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at,
+                        Clock::time_point bgpd_started) {
+  if (!resyncing_ || !session_up_ || polled_at < resync_since_ + options_.poll_settle) return;
+  auto report_of = [&](const net::Ipv4Addr& address) -> const BgpdPeer* {
+    for (const auto& p : peers)
+      if (p.address == address) return &p;
+    return nullptr;
+  };
+  const bool bgpd_settled = polled_at >= bgpd_started + options_.new_bgpd_grace;
+  for (auto it = awaiting_eor_.begin(); it != awaiting_eor_.end();) {
+    auto peer = peers_.find(*it);
+    const BgpdPeer* report = report_of(it->address);
+    bool through = false;
+    if (peer == peers_.end()) {
+      through = true;
+    } else if (report && report->established && peer->second.up) {
+      std::size_t fresh = 0;
+      for (const auto& [prefix, entry] : peer->second.routes) fresh += entry.stale ? 0 : 1;
+      through = fresh >= report->accepted;
+    } else if ((!report || !report->established) && bgpd_settled) {
+      through = true;
+    }
+    if (!through) {
+      ++it;
+      continue;
+    }
+    if (peer != peers_.end()) {
+      sweep(peer->second, false);
+      ++stats_.settled_by_bgpd;
+    }
+    it = awaiting_eor_.erase(it);
+  }
+  if (!awaiting_eor_.empty()) return;
+  for (const auto& p : peers) {
+    if (!p.established) continue;
+    const bool up_here = std::any_of(peers_.begin(), peers_.end(), [&](const auto& kv) {
+      return kv.first.address == p.address && kv.second.up;
+    });
+    if (!up_here) return;  // its Peer Up and table are still on their way
+  }
+  std::erase_if(peers_, [](const auto& kv) { return !kv.second.up && kv.second.routes.empty(); });
+  finish_resync();
+}
+
 std::optional<BmpRib::Clock::time_point> BmpRib::stale_deadline() const {
   if (!resyncing_ || !session_up_) return std::nullopt;
   return resync_since_ + options_.stale_limit;

@@ -49,6 +49,19 @@ namespace vxfed::bgp {
 struct BmpRibOptions {
   // After a (re)connect, routes not re-sent by then are swept. Default: BGP's restart time.
   std::chrono::milliseconds stale_limit{120'000};
+  // bgpd's own word on its peers (bgpd_peers()) is taken only from a poll this long after the
+  // session started: bgpd first sends the Peer Ups and tables it has.
+  std::chrono::milliseconds poll_settle{3'000};
+  // A peer bgpd reports down has its stale routes swept only once bgpd has run this long: a
+  // bgpd that has just (re)started has its sessions still coming up.
+  std::chrono::milliseconds new_bgpd_grace{30'000};
+};
+
+// One peer as bgpd's own status reports it (the adapter's poll of `show bgp view ... neighbors`).
+struct BgpdPeer {
+  net::Ipv4Addr address;
+  bool established = false;
+  std::uint32_t accepted = 0;  // prefixes bgpd holds from it after inbound policy
 };
 
 struct BmpRibStats {
@@ -63,6 +76,7 @@ struct BmpRibStats {
   std::uint64_t peer_down_withdrawn = 0;  // entries removed by Peer Down
   std::uint64_t unknown_peer = 0;      // peer_down / update for a peer not up: ignored
   std::uint64_t full_tables = 0;
+  std::uint64_t settled_by_bgpd = 0;   // peers whose wait bgpd's own status ended (bgpd_peers())
   std::uint64_t messages = 0;          // RouteMessages emitted
   std::uint64_t next_hops_truncated = 0;  // messages whose union had more than kMaxNextHops
 };
@@ -83,6 +97,19 @@ class BmpRib {
   void peer_up(const bmp::PeerKey& peer);
   void peer_down(const bmp::PeerKey& peer);
   void update(const bmp::PeerKey& peer, const bmp::Update& update);
+
+  // bgpd's own view of its peers, polled at `polled_at` from a bgpd running since
+  // `bgpd_started`, ends the resync where BMP alone cannot (FRR 8.4 sends End-of-RIB only in
+  // the table it dumps at Initiation: not for a peer that comes up later, nor for a peer that
+  // is down; a Peer Down of a peer that was never up in this session is ignored). During a
+  // resync, poll_settle after session_started(), for each peer still awaited:
+  //   - bgpd has it Established and the routes re-sent by it cover bgpd's accepted count: its
+  //     table is through; its routes still stale are swept.
+  //   - bgpd has it down (or does not know it) and bgpd has run new_bgpd_grace: it is not
+  //     coming back with routes; its stale routes are swept.
+  // Once no peer is awaited and every peer bgpd has Established is up here, the table is whole
+  // (on_full_table), also when there was no peer at all.
+  void bgpd_peers(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at, Clock::time_point bgpd_started);
 
   // Sweeps every stale route once stale_limit has passed since session_started() (and
   // completes the resync); nothing otherwise. Call from a timer.

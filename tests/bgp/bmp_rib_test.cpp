@@ -291,5 +291,67 @@ TEST_F(BmpRibTest, AFreshRibWaitsForThePeersThatComeUp) {
   EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2"}));
 }
 
+// bgpd's own status ends what BMP alone cannot: a reconnect with no peer up (no End-of-RIB
+// ever comes), a peer that came up after the session started (FRR sends its routes, no
+// End-of-RIB), a peer that stayed down (its Peer Down is never sent in the new session).
+TEST_F(BmpRibTest, BgpdsOwnStatusEndsAResyncBmpCannot) {
+  const auto started_long_ago = t0_ - 600s;
+  // Before: a and b each had a route.
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(b_, announce({"10.245.2.0/24"}, "198.18.0.3"));
+  rib_->update(a_, eor());
+  rib_->update(b_, eor());
+  ASSERT_EQ(full_tables_, 1);
+  take();
+
+  // Reconnect: a comes up again (re-sends its route, no End-of-RIB), b stays down.
+  const auto t1 = t0_ + 10s;
+  rib_->session_started(t1);
+  rib_->peer_up(a_);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  const std::vector<BgpdPeer> status{{a_.address, true, 1}, {b_.address, false, 0}};
+  // Too soon after the session started: bgpd may still be sending.
+  rib_->bgpd_peers(status, t1 + 1s, started_long_ago);
+  EXPECT_TRUE(rib_->resyncing());
+  EXPECT_TRUE(take().empty());
+  // A bgpd that has just started: b may still be coming up; a is through, b is still awaited.
+  rib_->bgpd_peers(status, t1 + 5s, t1 + 4s);
+  EXPECT_TRUE(rib_->resyncing());
+  EXPECT_TRUE(take().empty());
+  // A settled bgpd that says b is down: b's stale route goes, the table is whole.
+  rib_->bgpd_peers(status, t1 + 6s, started_long_ago);
+  EXPECT_FALSE(rib_->resyncing());
+  EXPECT_EQ(take(), (Lines{"-10.245.2.0/24"}));
+  EXPECT_EQ(full_tables_, 2);
+  EXPECT_EQ(rib_->stats().settled_by_bgpd, 2u);
+
+  // A peer bgpd has Established whose routes have not all come over BMP yet is waited for.
+  const auto t2 = t1 + 20s;
+  rib_->session_started(t2);
+  rib_->peer_up(a_);
+  rib_->bgpd_peers({{a_.address, true, 1}}, t2 + 5s, started_long_ago);
+  EXPECT_TRUE(rib_->resyncing()) << "a's route was not re-sent yet";
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->bgpd_peers({{a_.address, true, 1}}, t2 + 6s, started_long_ago);
+  EXPECT_FALSE(rib_->resyncing());
+  EXPECT_TRUE(take().empty()) << "nothing changed for the consumer";
+
+  // No peer at all (a fresh RIB, bgpd with no session up): the first settled poll ends it.
+  make({});
+  rib_->session_started(t0_);
+  rib_->bgpd_peers({}, t0_ + 1s, started_long_ago);
+  EXPECT_TRUE(rib_->resyncing());
+  rib_->bgpd_peers({}, t0_ + 4s, started_long_ago);
+  EXPECT_FALSE(rib_->resyncing());
+  EXPECT_EQ(full_tables_, 4);  // the counter spans both RIBs
+  // bgpd has a peer Established whose Peer Up has not come: not whole yet.
+  rib_->session_started(t0_ + 10s);
+  rib_->bgpd_peers({{a_.address, true, 0}}, t0_ + 20s, started_long_ago);
+  EXPECT_TRUE(rib_->resyncing());
+}
+
 }  // namespace
 }  // namespace vxfed::bgp
