@@ -56,11 +56,16 @@ def bgp_section(asn: int, router_id: str, peers: list[dict], clusters: dict[str,
     fpm, feed, ... as the page names them. VXFED_BGP_FEED=bmp|fpm in the environment sets a
     node's `feed` where the caller did not (to run a suite on either feed); unset, the key is
     left out (vxfedd's default; a previous release does not know it)."""
+    return with_feed_from_env({"enabled": True, "asn": asn, "router_id": router_id, "clusters": clusters,
+                               "peers": peers, "frr": frr, **options})
+
+
+def with_feed_from_env(bgp: dict) -> dict:
+    """`bgp` with `feed` set from VXFED_BGP_FEED (bmp|fpm) for a node whose section names none."""
     feed = os.environ.get("VXFED_BGP_FEED", "")
-    if feed and "feed" not in options and options.get("role", "node") == "node":
-        options["feed"] = feed
-    return {"enabled": True, "asn": asn, "router_id": router_id, "clusters": clusters, "peers": peers,
-            "frr": frr, **options}
+    if feed and "feed" not in bgp and bgp.get("role", "node") == "node":
+        return dict(bgp, feed=feed)
+    return bgp
 
 
 class Vxfedd:

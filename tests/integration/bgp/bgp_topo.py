@@ -11,6 +11,7 @@ import time
 
 import vxfed_harness as t
 from vxfed_harness.frr import Frr
+from vxfed_harness.vxfedd import with_feed_from_env
 
 
 class Node:
@@ -47,7 +48,7 @@ class Node:
     # -- driver --
     def write_config(self, bgp: dict) -> None:
         """The driver's config: the `bgp:` section alone (JSON is YAML)."""
-        bgp = dict(bgp, frr=self.frr.adapter_section(**bgp.get("frr", {})))
+        bgp = with_feed_from_env(dict(bgp, frr=self.frr.adapter_section(**bgp.get("frr", {}))))
         self.config_path.write_text(json.dumps({"bgp": bgp}, indent=1))
 
     def start_driver(self, advertise: list[str], networks: dict[str, int]) -> None:
