@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -41,6 +42,9 @@ NETWORK = "fed"
 ETCD_IP = "198.18.0.250"
 UNDERLAY = "198.18.0.0/24"
 KEY_PREFIX = "/vxfed"
+# FRR 8.4 bgpd sends the restart state bit for this long after its instance is made (a timer of
+# BGP_DEFAULT_RESTART_TIME started before the config is read), and a second more.
+FRR_STARTUP_S = 121.0
 
 
 def require_parts() -> None:
@@ -174,6 +178,7 @@ class FederationBed:
         self.nodes: dict[str, Node] = {}
         self.pods: list[Pod] = []
         self.runtimes: dict[str, Runtime] = {}
+        self.bgp_started_at = time.time()   # set again once up() has every bgpd configured
         for c in range(clusters):
             cl = Cluster(c, cluster_name(c), 65001 + c, f"10.{244 + c}.0.0/16", f"198.18.0.{10 * c + 10}")
             self.clusters.append(cl)
@@ -264,10 +269,28 @@ class FederationBed:
                 n.start_vxfedd(self.vxfedd_config(n, cl), wait=True, timeout=60)
         for n in self.nodes.values():
             n.vxfedd.wait_ready(timeout)
+        # Every bgpd of the bed has its `router bgp` instance by now (the reflectors' from
+        # frr.conf, the nodes' from vxfedd's first apply): see wait_past_bgp_startup().
+        self.bgp_started_at = time.time()
         say(f"nodes: vxfedd ready on {', '.join(self.nodes)} (network {NETWORK!r}: VNI and node blocks from etcd, "
             f"iBGP to the cluster's reflector); waiting for every node to route every other node's block")
         took = self.wait_converged(timeout)
         say(f"converged in {took:.1f} s: every node routes every other node's block to that node's VTEP")
+
+    def wait_past_bgp_startup(self, progress=None) -> float:
+        """Until FRR_STARTUP_S have passed since every bgpd of the bed got its instance; returns
+        the seconds waited. FRR 8.4's bgpd says it has just restarted (the R bit of its
+        graceful-restart capability) for 120 s after its instance is made, whatever the
+        restart-time, and a restarting bgpd does not wait (select deferral) for the End-of-RIB of
+        a peer that says so: a reflector restarted within two minutes of the bed's start would
+        not behave as one among peers that have run for long (faults: reflector_kill)."""
+        left = self.bgp_started_at + FRR_STARTUP_S - time.time()
+        if left > 0:
+            if progress:
+                progress(f"waiting {left:.0f} s until every bgpd has run for {FRR_STARTUP_S:.0f} s (FRR's restart "
+                         f"state bit)")
+            time.sleep(left)
+        return max(0.0, left)
 
     def check_alive(self, except_node: Optional[Node] = None) -> None:
         """Raises (naming the part) if a daemon of a node has died (except_node: one being killed)."""

@@ -34,6 +34,8 @@ class Fault:
     max_gap_ms: float | None = None   # the issue's goal on the longest gap, when not hitless
     topologies: tuple[str, ...] = (DEMO, FEDERATED)
     why_not: str = ""             # why it does not apply to the other topologies
+    # Run before the state is taken and the fault's window opens (its time is not the fault's).
+    prepare: Optional[Callable[["FaultContext"], None]] = None
 
     def refusal(self, topology: FaultTopology) -> Optional[str]:
         """None when the fault applies to the topology, else a sentence naming both and why."""
@@ -134,6 +136,13 @@ def pod_churn(ctx: FaultContext) -> None:
 
 
 SETTLE_AFTER_SESSIONS_S = 10.0
+
+
+def reflector_kill_prepare(ctx: FaultContext) -> None:
+    """In production the peers of a reflector that restarts have run for long: wait until every
+    bgpd of the bed has (FederationBed.wait_past_bgp_startup; before, every peer still said it
+    had restarted itself and the restarted reflector skipped its route selection deferral)."""
+    ctx.observed["waited_for_bgp_startup_s"] = round(ctx.t.bed.wait_past_bgp_startup(ctx.progress), 1)
 
 
 def reflector_kill(ctx: FaultContext) -> None:
@@ -295,6 +304,7 @@ FAULTS = [
           "space back, both succeed", state_disk_full, hitless=True),
     Fault("reflector_kill", "cluster A's route reflector: zebra, bgpd, bfdd SIGKILL, started again (its nodes and "
           "the other reflector as graceful-restart helpers)", reflector_kill, hitless=True, topologies=(FEDERATED,),
+          prepare=reflector_kill_prepare,
           why_not="only the federated topology has route reflectors (run with --nodes-per-cluster N)"),
     Fault("etcd_member_kills", "etcd members SIGKILLed one by one (quorum kept, then lost), held, restarted: "
           "store operations refused while quorum is lost, nothing changed after", etcd_faults.etcd_member_kills,

@@ -198,8 +198,10 @@ class FaultSuite:
         refusal = f.refusal(self.t)
         if refusal:
             raise FaultNotApplicable(refusal)
-        before = self.state()
         ctx = FaultContext(self.t, self.progress, churn_pods=self.opts.churn_pods)
+        if f.prepare:
+            f.prepare(ctx)
+        before = self.state()
         self.progress(f"faults: {f.name}: {f.what}")
         t0 = time.time()
         error = None
