@@ -6,8 +6,9 @@ other nodes played by one BGP speaker (ExaBGP) instead of N machines.
       spk  198.18.0.12  ExaBGP, iBGP client of rr: cluster-a's other nodes (N blocks, N VTEPs)
            198.18.0.20  ExaBGP, eBGP AS 65002: cluster-b's reflector (N blocks, N VTEPs)
       rr   198.18.0.10  FRR bgpd (+zebra), frr.conf from vxfed-reflector, AS 65001
-      node 198.18.0.11  FRR (zebra + dplane_fpm_nl, bgpd), vxfed-dataplane, vxfedd; iBGP to rr;
-                        one CNI pod
+      node 198.18.0.11  FRR (bgpd as the view `vxfed` with its BMP feed to vxfedd, zebra, or with
+                        feed="fpm" bgpd + zebra's FPM stream), vxfed-dataplane, vxfedd; iBGP to
+                        rr; one CNI pod
       gw   198.18.0.1   the underlay router: the dataplane sends every remote VTEP's frames
                         to its MAC; captures there show what the node forwarded
 
@@ -95,9 +96,11 @@ def frr_pid(frr: Frr, daemon: str) -> int:
 
 class ScaleBed:
     def __init__(self, topo: Topology, per_cluster: int, vteps: int = 0, build_dir: Optional[Path] = None,
-                 mtu: int = 9000):
+                 mtu: int = 9000, feed: str = "bmp"):
         assert 1 <= per_cluster < MAX_BLOCKS - 1, f"at most {MAX_BLOCKS - 2} blocks per cluster"
+        assert feed in ("bmp", "fpm"), feed
         self.topo = topo
+        self.feed = feed        # how the node's vxfedd learns routes (bgp.feed)
         self.per_cluster = per_cluster
         self.build_dir = build_dir
         # cluster-a: blocks 1..N (0 is the node's); cluster-b: blocks 0..N-1; the new block is
@@ -131,6 +134,12 @@ class ScaleBed:
         topo.on_failure("reflector", lambda: self.rr.dump("reflector"))
 
     @property
+    def feed_port(self) -> int:
+        """Where the node's feed reaches vxfedd on loopback (the defaults of bgp.bmp.port and
+        bgp.fpm.port)."""
+        return 621 if self.feed == "bmp" else 620
+
+    @property
     def total(self) -> int:
         return len(self.routes_a) + len(self.routes_b)
 
@@ -151,7 +160,8 @@ class ScaleBed:
     def vxfedd_config(self) -> dict:
         n = self.node
         bgp = n.bgp_config(peers=[{"address": RR_IP, "remote_asn": ASN_A, "network": NETWORK, "connect_retry": 1}],
-                           clusters={c: [cidr] for c, cidr in CIDR.items()}, graceful_restart=False)
+                           clusters={c: [cidr] for c, cidr in CIDR.items()}, graceful_restart=False,
+                           feed=self.feed)
         return n.vxfedd_config(networks=[{"name": NETWORK, "subnet": CIDR["cluster-a"], "vni": VNI,
                                           "block_prefix_len": BLOCK_LEN, "block": NODE_BLOCK}], bgp=bgp)
 

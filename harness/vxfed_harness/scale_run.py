@@ -4,7 +4,8 @@ integration test cluster_scale runs it once at small scale and checks what arriv
 
 Clocks: every time is CLOCK_REALTIME. Wire times are tcpdump's capture times: on the
 reflector's uplink (an UPDATE's arrival there, the reflector's UPDATEs to the node), on the
-node's loopback (zebra's FPM frames to vxfedd), on the underlay router (the node's VXLAN
+node's loopback (the route feed to vxfedd: bgpd's BMP messages, or zebra's FPM frames), on the
+underlay router (the node's VXLAN
 packets). The dataplane's route count is polled (vxfed-dpctl status every `poll` s), so its
 times are late by up to one poll plus one call.
 """
@@ -33,14 +34,14 @@ class Timeline:
     last_update_at_rr: Optional[float] = None      # its last UPDATE bytes of the burst
     rr_first_to_node: Optional[float] = None       # the reflector's first UPDATE to the node
     rr_last_to_node: Optional[float] = None
-    fpm_first: Optional[float] = None              # zebra's first FPM frame to vxfedd
-    fpm_last: Optional[float] = None
+    feed_first: Optional[float] = None             # the feed's first segment to vxfedd carrying the burst
+    feed_last: Optional[float] = None              # (BMP: bgpd's Route Monitoring; FPM: zebra's frames)
     dataplane_all: Optional[float] = None          # the dataplane holds every route (polled)
     dataplane_previous_poll: Optional[float] = None
     new_announced: Optional[float] = None          # the API command written to the speaker
     new_update_at_rr: Optional[float] = None       # its UPDATE reaching the reflector
     new_rr_to_node: Optional[float] = None
-    new_fpm: Optional[float] = None
+    new_feed: Optional[float] = None
     new_in_dataplane: Optional[float] = None       # polled
     new_forwarded: Optional[float] = None          # first VXLAN packet to the new VTEP at the router
     new_forwarded_vni: Optional[int] = None
@@ -90,9 +91,9 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     # (what it reflects back to the speaker's client session is left out).
     rr_cap = Capture(bed.rr_ns, "ul0", f"tcp port 179 and (src host {SPK_A_IP} or src host {SPK_B_IP} or "
                      f"(src host {RR_IP} and dst host {NODE_IP}))", wd / f"rr-{n}.pcap", snaplen=128)
-    fpm_cap = Capture(bed.node.ns, "lo", "tcp dst port 620", wd / f"fpm-{n}.pcap", snaplen=96)
+    feed_cap = Capture(bed.node.ns, "lo", f"tcp dst port {bed.feed_port}", wd / f"{bed.feed}-{n}.pcap", snaplen=96)
     gw_cap = Capture(bed.gw_ns, "ul0", "udp dst port 4789", wd / f"gw-{n}.pcap", snaplen=128)
-    for c in (rr_cap, fpm_cap, gw_cap):
+    for c in (rr_cap, feed_cap, gw_cap):
         c.start()
 
     tl.speaker_started = time.time()
@@ -105,7 +106,7 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
         log(f"{exc}; stopping this run")
         tl.timed_out = True
         tl.memory = {k: vars(v) for k, v in bed.memory().items()}
-        for c in (rr_cap, fpm_cap, gw_cap):
+        for c in (rr_cap, feed_cap, gw_cap):
             c.stop()
         return tl
     tl.memory = {k: vars(v) for k, v in bed.memory().items()}
@@ -127,8 +128,8 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
         ping.terminate()
         ping.wait(timeout=5)
 
-    rr_pk, fpm_pk, gw_pk = rr_cap.stop(), fpm_cap.stop(), gw_cap.stop()
-    tl.capture_drops = {"reflector": rr_cap.dropped, "fpm": fpm_cap.dropped, "router": gw_cap.dropped}
+    rr_pk, feed_pk, gw_pk = rr_cap.stop(), feed_cap.stop(), gw_cap.stop()
+    tl.capture_drops = {"reflector": rr_cap.dropped, bed.feed: feed_cap.dropped, "router": gw_cap.dropped}
     burst = [p for p in rr_pk if p.ts < tl.new_announced]
     firsts = [p.ts for p in (first_update(burst, s) for s in SPEAKERS) if p]
     tl.first_update_at_rr = min(firsts) if firsts else None
@@ -138,19 +139,19 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     tl.rr_first_to_node = p.ts if p else None
     p = last_data(burst, RR_IP, dst=NODE_IP)
     tl.rr_last_to_node = p.ts if p else None
-    data = [p for p in fpm_pk if p.length > 0]
-    # Frames before the speaker's first UPDATE reached the reflector cannot carry a node block:
-    # they are zebra's own start (its resync after FRR's config reload), not the burst.
+    data = [p for p in feed_pk if p.length > 0]
+    # Segments before the speaker's first UPDATE reached the reflector cannot carry a node
+    # block: they are the feed's own start (a resync, BMP statistics), not the burst.
     start = tl.first_update_at_rr if tl.first_update_at_rr is not None else 0.0
-    burst_fpm = [p for p in data if start <= p.ts < tl.new_announced]
-    tl.fpm_first = burst_fpm[0].ts if burst_fpm else None
-    tl.fpm_last = burst_fpm[-1].ts if burst_fpm else None
+    burst_feed = [p for p in data if start <= p.ts < tl.new_announced]
+    tl.feed_first = burst_feed[0].ts if burst_feed else None
+    tl.feed_last = burst_feed[-1].ts if burst_feed else None
     p = first_update(rr_pk, SPK_B_IP, after=tl.new_announced)
     tl.new_update_at_rr = p.ts if p else None
     p = first_update(rr_pk, RR_IP, after=tl.new_announced)
     tl.new_rr_to_node = p.ts if p else None
     after = [p for p in data if p.ts >= tl.new_announced]
-    tl.new_fpm = after[0].ts if after else None
+    tl.new_feed = after[0].ts if after else None
     to_new = [p for p in gw_pk if p.dst == new_vtep and vxlan_inner_dst(p) == target]
     if to_new:
         tl.new_forwarded, tl.new_forwarded_vni = to_new[0].ts, vxlan_vni(to_new[0])

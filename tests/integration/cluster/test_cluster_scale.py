@@ -82,7 +82,8 @@ def main() -> None:
         results.update({
             "blocks": len(want),
             "end_to_end_s": tl.since(tl.first_update_at_rr, tl.dataplane_all),
-            "vxfed_share_s": tl.since(tl.fpm_first, tl.dataplane_all),
+            "feed": bed.feed,
+            "vxfed_share_s": tl.since(tl.feed_first, tl.dataplane_all),
             "new_block_to_forwarding_s": tl.since(tl.new_update_at_rr, tl.new_forwarded),
             "withdraw_all_s": round(took, 3),
             "memory_mb": tl.memory,
