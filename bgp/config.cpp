@@ -203,7 +203,7 @@ BgpConfig parse(const YAML::Node& node) {
   const Field root(node, "bgp");
   if (!root.present()) return cfg;
   root.allow({"enabled", "role", "asn", "router_id", "graceful_restart", "restart_time", "advertise",
-              "clusters", "vtep_ranges", "peers", "nodes", "frr", "fpm", "feed", "bmp"});
+              "clusters", "vtep_ranges", "peers", "nodes", "frr", "fpm", "feed", "bmp", "view"});
   cfg.enabled = root.boolean("enabled", true);
   if (!cfg.enabled) return cfg;
   if (root.has("role")) {
@@ -338,6 +338,11 @@ BgpConfig parse(const YAML::Node& node) {
     cfg.bmp.stale_time_s = static_cast<std::uint32_t>(f.integer("stale_time", cfg.bmp.stale_time_s, 0, 86400));
     cfg.bmp.bgpd_user = f.str("bgpd_user", cfg.bmp.bgpd_user);
     if (cfg.bmp.bgpd_user.empty()) f["bgpd_user"].fail("must not be empty");
+  }
+  if (root.has("view")) {
+    if (cfg.role != Role::kRouteReflector)
+      root["view"].fail("a route reflector's setting; a node's bgpd is a view when bgp.feed is bmp");
+    cfg.view = root.boolean("view", false);
   }
   if (cfg.feed == Feed::kBmp && cfg.role == Role::kRouteReflector)
     root["feed"].fail("bmp is a node's feed; a route reflector installs nothing (use vxfed-reflector)");

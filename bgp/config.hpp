@@ -171,6 +171,9 @@ struct BgpConfig {
   std::string local_cluster;
   FrrSettings frr;
   Feed feed = Feed::kFpm;
+  // A route reflector's bgpd as the BGP view `vxfed` (bgp.view): no next-hop tracking, no
+  // FIB. A node's bgpd is a view exactly when its feed is bmp.
+  bool view = false;
   FpmSettings fpm;
   BmpSettings bmp;
   bool operator==(const BgpConfig&) const = default;

@@ -64,11 +64,15 @@ std::string render_reflector_config(const BgpConfig& c) {
       << "exit\n"
       << "!\n";
   }
-  o << "route-map " << kNoFib << " deny 10\n"
-    << "exit\n"
-    << "!\n";
+  if (!c.view) {
+    o << "route-map " << kNoFib << " deny 10\n"
+      << "exit\n"
+      << "!\n";
+  }
 
-  o << "router bgp " << c.asn << "\n"
+  // As a view bgpd tracks no next hop (at 130,000 VTEPs as next hops zebra's next-hop tracking
+  // never finishes: docs/federation.md, "Scale") and installs nothing, so no table-map.
+  o << "router bgp " << c.asn << (c.view ? std::string(" view ") + kBgpViewName : std::string()) << "\n"
     << " bgp router-id " << c.router_id.str() << "\n";
   // A restarted reflector (FRR 8.4) ends its graceful-restart route selection deferral at the
   // End-of-RIB of the peers already up, then sends End-of-RIB to them. Its nodes dial it back
@@ -120,9 +124,9 @@ std::string render_reflector_config(const BgpConfig& c) {
   if (nodes.listen_limit != 100) o << " bgp listen limit " << nodes.listen_limit << "\n";
   o << " bgp listen range " << nodes.listen_range.str() << " peer-group " << kNodes << "\n"
     << " !\n"
-    << " address-family ipv4 unicast\n"
-    << "  table-map " << kNoFib << "\n"
-    << "  neighbor " << kNodes << " route-reflector-client\n"
+    << " address-family ipv4 unicast\n";
+  if (!c.view) o << "  table-map " << kNoFib << "\n";
+  o << "  neighbor " << kNodes << " route-reflector-client\n"
     << "  neighbor " << kNodes << " route-map " << kFromNodes << " in\n"
     << "  neighbor " << kNodes << " route-map " << kToNodes << " out\n"
     << "  neighbor " << kNodes << " " << maximum_prefix_clause(nodes.max_prefix, nodes.max_prefix_restart_min, false)

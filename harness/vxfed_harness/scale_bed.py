@@ -5,7 +5,8 @@ other nodes played by one BGP speaker (ExaBGP) instead of N machines.
     underlay switch, 198.18.0.0/15 (every VTEP of both clusters is in it)
       spk  198.18.0.12  ExaBGP, iBGP client of rr: cluster-a's other nodes (N blocks, N VTEPs)
            198.18.0.20  ExaBGP, eBGP AS 65002: cluster-b's reflector (N blocks, N VTEPs)
-      rr   198.18.0.10  FRR bgpd (+zebra), frr.conf from vxfed-reflector, AS 65001
+      rr   198.18.0.10  FRR bgpd (+zebra), frr.conf from vxfed-reflector, AS 65001 (bgpd a view on
+                        the BMP path, bgp.view)
       node 198.18.0.11  FRR (bgpd as the view `vxfed` with its BMP feed to vxfedd, zebra, or with
                         feed="fpm" bgpd + zebra's FPM stream), vxfed-dataplane, vxfedd; iBGP to
                         rr; one CNI pod
@@ -150,6 +151,8 @@ class ScaleBed:
         limit = 2 * MAX_BLOCKS
         return {"bgp": {
             "role": "route-reflector", "asn": ASN_A, "router_id": RR_IP, "graceful_restart": False,
+            # On the BMP path the reflector is a view as well: no next-hop tracking anywhere.
+            "view": self.feed == "bmp",
             "clusters": {"cluster-b": [CIDR["cluster-b"]]},
             "nodes": {"listen_range": LISTEN_RANGE, "cidrs": [CIDR["cluster-a"]], "max_prefix": limit},
             "peers": [{"address": SPK_B_IP, "remote_asn": ASN_B, "cluster": "cluster-b", "connect_retry": 1,

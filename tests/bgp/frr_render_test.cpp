@@ -154,6 +154,31 @@ peers:
   EXPECT_EQ(redact_frr_text(text).find("secret"), std::string::npos);
 }
 
+// The reflector as the view `vxfed` (bgp.view): no next-hop tracking, nothing for zebra, so no
+// table-map; everything else as above. A node may not set view (its feed decides).
+TEST(ReflectorRender, AsAView) {
+  auto c = parse_config(YAML::Load(R"(
+role: route-reflector
+asn: 65001
+router_id: 198.18.0.10
+view: true
+clusters: {cluster-b: [10.245.0.0/16]}
+nodes: {listen_range: 198.18.0.0/28, cidrs: [10.244.0.0/16]}
+peers:
+  - {address: 198.18.0.20, remote_asn: 65002, cluster: cluster-b, bfd: true}
+)"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  const std::string text = render_reflector_config(*c);
+  const std::string path = std::string(BGP_GOLDEN_DIR) + "/reflector_view.conf";
+  if (const char* u = std::getenv("VXFED_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << text;
+  EXPECT_EQ(text, read_file(path)) << "golden file " << path << " differs";
+  EXPECT_NE(text.find("router bgp 65001 view vxfed\n"), std::string::npos);
+  EXPECT_EQ(text.find("table-map"), std::string::npos);
+  auto node = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1, view: true}"));
+  ASSERT_FALSE(node.ok());
+  EXPECT_NE(node.error().find("bgp.view: a route reflector's setting"), std::string::npos) << node.error();
+}
+
 TEST(FrrRender, RedactionHidesPasswords) {
   auto c = parse_config(YAML::Load(R"(
 asn: 65001
