@@ -48,6 +48,7 @@ class Timeline:
     withdrawn_all: Optional[float] = None          # speaker stopped -> dataplane back to its base
     speaker_stopped: Optional[float] = None
     timed_out: bool = False                        # the burst did not complete within the timeout
+    withdraw_timed_out: bool = False               # the withdrawal did not complete within its timeout
     progress: list = field(default_factory=list)   # [seconds since the speaker started, dataplane routes], ~1/s
     memory: dict = field(default_factory=dict)
     capture_drops: dict = field(default_factory=dict)
@@ -77,7 +78,7 @@ def poll_count(bed: ScaleBed, want: int, timeout: float, poll: float,
 
 
 def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: bool = True,
-             log=lambda _m: None) -> Timeline:
+             log=lambda _m: None, withdraw_timeout: float = 300) -> Timeline:
     """The speaker started (its whole list sent), every route into the dataplane, the new
     block announced and forwarded; with withdraw, the speaker stopped and the routes gone
     again (so the next run starts from the same state)."""
@@ -163,7 +164,13 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     if withdraw:
         tl.speaker_stopped = time.time()
         bed.stop_speaker()
-        tl.withdrawn_all, _ = poll_count(bed, base, timeout, poll)
+        try:
+            tl.withdrawn_all, _ = poll_count(bed, base, withdraw_timeout, poll)
+        except TimeoutError as exc:
+            # The burst's figures stand; this run's withdrawal is reported as not finished.
+            log(f"withdrawing: {exc}")
+            tl.withdraw_timed_out = True
+            return tl
         # The speaker's routes leave the reflector too before the next run starts.
         wait_until(lambda: bed.reflector_received() == 0, 120, "the reflector to drop the speaker's routes")
     return tl

@@ -135,6 +135,10 @@ def summarize(runs: list[dict], memory: list[dict], routes: int, feed: str) -> d
     new_goal = {"met": None if new.median is None else bool(new.median < GOAL_NEW_BLOCK_S),
                 "every_run": None if new.maximum is None else bool(new.maximum < GOAL_NEW_BLOCK_S),
                 "median_s": new.median, "max_s": new.maximum, "limit_s": GOAL_NEW_BLOCK_S}
+    unfinished = [r for r in runs if r["timeline"]["withdraw_timed_out"]]
+    withdraw_goal = goal(withdraw, GOAL_WITHDRAW_ALL_S)
+    if unfinished:     # a withdrawal that never finished is not met, whatever the others took
+        withdraw_goal.update(met=False, every_run=False, not_finished_runs=len(unfinished))
     goals = {
         "end_to_end_under_5s": dict(goal(e2e, GOAL_END_TO_END_S), routes=routes,
                                     timed_out=[{"after_s": r["timeline"]["progress"][-1][0],
@@ -142,7 +146,7 @@ def summarize(runs: list[dict], memory: list[dict], routes: int, feed: str) -> d
                                                for r in timed_out if r["timeline"]["progress"]]),
         "end_to_end_under_8s_must": goal(e2e, GOAL_END_TO_END_MUST_S),
         f"vxfed_after_last_{feed}_under_0.3s": goal(after, GOAL_VXFED_AFTER_FEED_S),
-        "withdraw_all_under_5s": goal(withdraw, GOAL_WITHDRAW_ALL_S),
+        "withdraw_all_under_5s": withdraw_goal,
         "new_block_under_0.15s": new_goal,
         "node_memory_under_300mb": {"met": None if node_mb is None else node_mb <= GOAL_NODE_MEMORY_MB,
                                     "rss_mb": node_mb, "limit_mb": GOAL_NODE_MEMORY_MB},
@@ -164,6 +168,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--timeout", type=float, default=1800, help="seconds a run may take to get every route in")
     p.add_argument("--poll", type=float, default=0.1, help="seconds between dataplane route counts")
+    p.add_argument("--withdraw-timeout", type=float, default=300,
+                   help="seconds the speaker's routes may take to leave the dataplane (a run that takes longer "
+                        "reports its withdrawal as not finished and ends the series)")
     p.add_argument("--feed", choices=("bmp", "fpm"), default="bmp",
                    help="how the node's vxfedd learns routes (bgp.feed; default bmp, fpm: the path before)")
     args = p.parse_args(argv)
@@ -191,7 +198,8 @@ def main(argv: list[str]) -> int:
         runs, memory = [], []
         for i in range(args.runs):
             load = loadavg()
-            t = run_once(bed, timeout=args.timeout, poll=args.poll, log=lambda m, i=i: tl.log(f"run {i + 1}: {m}"))
+            t = run_once(bed, timeout=args.timeout, poll=args.poll, log=lambda m, i=i: tl.log(f"run {i + 1}: {m}"),
+                         withdraw_timeout=args.withdraw_timeout)
             f = figures(t, args.feed)
             runs.append({"loadavg_at_start": load, "loadavg_at_end": loadavg(), "figures": f, "timeline": vars(t)})
             memory.append(t.memory)
@@ -199,6 +207,10 @@ def main(argv: list[str]) -> int:
                 reached = t.progress[-1] if t.progress else [args.timeout, 0]
                 tl.log(f"run {i + 1}: {reached[1]} of {args.routes} routes in the dataplane after {reached[0]} s; "
                        f"no further runs")
+                break
+            if t.withdraw_timed_out:
+                tl.log(f"run {i + 1}: end to end {f['end_to_end_s']} s, new block {f['new_block_to_forwarding_s']} s; "
+                       f"the withdrawal did not finish within {args.withdraw_timeout:.0f} s; no further runs")
                 break
             tl.log(f"run {i + 1}: end to end {f['end_to_end_s']} s, vxfed share {f['vxfed_share_s']} s "
                    f"(after the feed's last message {f[f'vxfed_after_last_{args.feed}_s']} s), "
