@@ -217,7 +217,10 @@ class FederationBed:
         return {"bgp": {
             # Graceful restart on, vxfed-reflector's default (docs/federation.md): a reflector's
             # restart keeps its routes on its nodes and on the other reflectors (reflector_kill).
+            # A view (bgp.view): no next-hop tracking, whose answers a restarted reflector's
+            # End-of-RIB to its nodes raced (docs/faults.md, "A route reflector killed").
             "role": "route-reflector", "asn": cl.asn, "router_id": cl.reflector_ip, "graceful_restart": True,
+            "view": True,
             "clusters": {c.name: [c.pod_cidr] for c in others},
             "nodes": {"listen_range": cl.listen_range, "cidrs": [cl.pod_cidr], "bfd": True,
                       "keepalive": 1, "hold": 3},
