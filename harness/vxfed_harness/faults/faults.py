@@ -200,10 +200,11 @@ def reflector_kill(ctx: FaultContext) -> None:
         while time.monotonic() < deadline and not sessions_up():
             time.sleep(0.2)
         ctx.observed["sessions_back_s"] = round(time.time() - t0, 2) if sessions_up() else None
-        # What the restarted reflector sends once they are up: it ends its route selection
-        # deferral at the first End-of-RIB it gets (measured: ~4 s after its node is back), and
-        # a withdrawal then takes a few seconds more to be undone. Until nothing is gone and
-        # SETTLE_AFTER_SESSIONS_S have passed, so that the next fault starts from a quiet state.
+        # What the restarted reflector sends once they are up: its End-of-RIBs come once the
+        # other reflector's session is back too (update-delay, ~3 s after its node's), and a
+        # premature one made the helpers withdraw for seconds (docs/faults.md, "A route
+        # reflector killed"). Until nothing is gone and SETTLE_AFTER_SESSIONS_S have passed, so
+        # that the next fault starts from a quiet state.
         settle = time.monotonic() + SETTLE_AFTER_SESSIONS_S
         while time.monotonic() < deadline and (time.monotonic() < settle or gone):
             time.sleep(0.2)
