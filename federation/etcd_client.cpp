@@ -272,18 +272,26 @@ std::optional<std::chrono::steady_clock::time_point> CallDeadline::current() { r
 // channel cannot connect) fails at once: the store is down. A pass where some member answered
 // but could not serve (no leader, leader changed, no answer in time: an election after the
 // leader died, or a member cut off from the quorum) is tried again after a short pause, within
-// a budget of request_timeout_ms per member, so an election does not fail the call. Retrying
-// is safe: the model guards its transactions, and its unguarded writes are idempotent.
+// a budget of request_timeout_ms per member, so an election does not fail the call.
 //
 // A silent member (packets dropped, not refused: a blackholed host, a member cut off from the
-// leader) must not spend the call's budget: an attempt waits at most attempt_timeout_, then the
-// next member is tried within the same call. A member that went unanswered is tried after the
+// leader) must not spend the call's budget: after attempt_timeout_ without an answer the next
+// member is asked within the same call. A member that went unanswered is tried after the
 // others for kSilentMemberLastFor, by every call of this client, and later passes of the same
 // call leave it out while another member is still in play (answered, but could not serve);
 // when no member answered (the leader cut off or killed: the followers wait for it until they
 // elect another, and a killed member's refused connection is no answer), every silent one is
-// tried again, each pass starting one further on (and after two such passes with attempts
-// twice as long each time: see below).
+// tried again, each pass starting one further on.
+//
+// Hedged calls (`hedge`: reads, and writes safe to repeat, see EtcdClient) do not give up on
+// the silent attempt: it keeps running until the call's end while the next member is asked,
+// and the first good answer wins (the others are cancelled). A request a member holds through
+// an election (a write forwarded to the leader that was cut off is lost, and the member
+// answers it only at etcd's own request timeout) then no longer holds the call: an attempt
+// asked after the new leader is there answers. Calls that are not hedged (plain puts and
+// deletes, lease grants and revokes, keep-alives) run one attempt at a time, each of at most
+// attempt_timeout_, doubled after a pass without any reply (a member waiting out an election
+// holds a request until etcd's own ReadIndex retry, every 500 ms, finds the new leader).
 //
 // Two things keep a store without quorum from holding callers for that whole budget:
 // - every request carries etcd's `hasleader: true` metadata, so a member that has no leader
@@ -291,9 +299,11 @@ std::optional<std::chrono::steady_clock::time_point> CallDeadline::current() { r
 // - once a call has found the store unavailable, the next ones make a single pass (a store
 //   that stays down is not waited for again and again; a pass that succeeds ends it), and a
 //   CallDeadline on the calling thread caps the whole call.
-// `rpc(member, context)` returns the status.
-template <typename Call>
-StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
+// `start(member, context, response, done)` starts one attempt and calls done(status) once when
+// it ends (it may do so before it returns: then the call is not hedged); on success the
+// winning attempt's response is moved into `out`.
+template <typename Response, typename Start>
+StoreStatus EtcdClient::call(const char* what, bool hedge, Response& out, Start&& start) {
   using Clock = std::chrono::steady_clock;
   const std::size_t n = members_->list.size();
   const auto per_member = std::chrono::milliseconds(options_.request_timeout_ms);
@@ -301,7 +311,7 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   };
   const auto began = Clock::now();
-  auto end = began + per_member * n;
+  Clock::time_point end = began + std::chrono::duration_cast<Clock::duration>(per_member * static_cast<std::int64_t>(n));
   if (const auto limit = CallDeadline::current(); limit && *limit < end) end = *limit;
   const bool one_pass = down_.load();
   const auto ms = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
@@ -310,8 +320,65 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
     trace.emplace();
     trace->what = what;
     trace->one_pass = one_pass;
+    trace->hedged = hedge;
     trace->budget_ms = ms(end - began);
   }
+
+  // The attempts of this call; each lives until its callback has run (drain()).
+  struct Attempt {
+    std::size_t index = 0;
+    Clock::time_point started;
+    Clock::duration limit{};
+    grpc::ClientContext context;
+    Response response;
+    grpc::Status status;
+    bool done = false;     // its callback ran (under Sync::mutex)
+    bool handled = false;  // its outcome was taken into account
+    bool silent = false;   // unanswered past the hedge delay (hedged calls)
+  };
+  struct Sync {
+    std::mutex mutex;
+    std::condition_variable cv;
+  };
+  auto sync = std::make_shared<Sync>();
+  std::vector<std::unique_ptr<Attempt>> attempts;
+  const auto launch = [&](std::size_t index, Clock::duration limit) {
+    auto a = std::make_unique<Attempt>();
+    a->index = index;
+    a->started = Clock::now();
+    a->limit = limit;
+    a->context.AddMetadata("hasleader", "true");
+    a->context.set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(limit));
+    Attempt* p = a.get();
+    attempts.push_back(std::move(a));
+    start(members_->list[index], p->context, &p->response, [sync, p](grpc::Status status) {
+      std::lock_guard lock(sync->mutex);
+      p->status = std::move(status);
+      p->done = true;
+      sync->cv.notify_all();
+    });
+  };
+  const auto record = [&](const Attempt& a, const std::string& outcome, bool reachable) {
+    if (trace)
+      trace->attempts.push_back(CallTrace::Attempt{members_->list[a.index].address, ms(a.started - began),
+                                                   ms(Clock::now() - a.started), ms(a.limit), outcome, reachable});
+  };
+  // Cancels what still runs and waits for every callback (they use the attempts and the
+  // caller's request).
+  const auto drain = [&](const char* why) {
+    std::vector<Attempt*> running;
+    {
+      std::lock_guard lock(sync->mutex);
+      for (auto& a : attempts)
+        if (!a->done) running.push_back(a.get());
+    }
+    for (auto* a : running) {
+      record(*a, why, true);
+      a->context.TryCancel();
+    }
+    std::unique_lock lock(sync->mutex);
+    sync->cv.wait(lock, [&] { return std::all_of(attempts.begin(), attempts.end(), [](const auto& a) { return a->done; }); });
+  };
   const auto finish = [&](StoreStatus status) {
     if (trace) {
       trace->ok = static_cast<bool>(status);
@@ -320,51 +387,66 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
     }
     return status;
   };
-  std::size_t start = current_.load();
+
+  std::size_t start_at = current_.load();
   std::vector<bool> unanswered(n, false);  // went unanswered in this call
   // Answered in this call, though it could not serve ("no leader", ...): a member in play. A
   // member whose connection is refused (dead, not silent) is not: while only such members and
   // silent ones are left, the silent ones are the call's only hope and are asked again.
   std::vector<bool> replied(n, false);
   std::vector<std::string> reasons(n);      // each member's latest failure in this call
-  std::vector<std::size_t> order;
   // A single pass (the store was found away) gives each member the whole budget: a member that
   // is there but silent is most likely waiting out an election (the store just lost its
   // leader), and this pass is the call's only chance to see it end.
   auto attempt_limit = one_pass ? std::chrono::duration_cast<Clock::duration>(per_member)
                                 : std::chrono::duration_cast<Clock::duration>(attempt_timeout_);
+  const auto hedge_after = std::chrono::duration_cast<Clock::duration>(attempt_timeout_);
+  // Hedged attempts in flight at once: enough for every member to hold one through an
+  // election and a few more asked after it; a bound, not a pace (the pace is hedge_after).
+  const std::size_t max_in_flight = hedge ? 4 * n : 1;
   int silent_passes = 0;  // passes in a row where every attempt went unanswered
-  for (;;) {
-    const auto pass_started = Clock::now();
-    bool all_silent = true;  // no member replied in this pass (a refused connection is no reply)
-    // This pass's order: from `start` round the list, the members in play (replied last pass)
-    // first, then those not recently silent, the silent ones last.
+  std::vector<std::size_t> order;
+  std::size_t pos = 0;
+  Clock::time_point pass_started;
+  bool pass_all_silent = true;  // no member replied in this pass (a refused connection is no reply)
+  bool pass_answered = false;   // some member is reachable but could not serve
+  bool launching = true;        // further attempts may be started
+  Clock::time_point next_launch = began;
+  // This pass's order: from `start_at` round the list, the members in play (replied) first,
+  // then those not recently silent, the silent ones last.
+  const auto new_pass = [&] {
+    pass_started = Clock::now();
+    pass_all_silent = true;
+    pass_answered = false;
     order.clear();
+    pos = 0;
     const auto tier = [&](std::size_t index) {
       if (replied[index]) return 0;
       return members_->silent_until[index].load() > since_epoch(pass_started) ? 2 : 1;
     };
     for (int t = 0; t < 3; ++t)
       for (std::size_t i = 0; i < n; ++i)
-        if (tier((start + i) % n) == t) order.push_back((start + i) % n);
-    bool answered = false;  // some member is reachable but could not serve
-    for (const std::size_t index : order) {
-      auto& member = members_->list[index];
-      // Asked when it comes to its turn: the members in play are tried first in a pass (the
-      // silent ones last), so one that replied last pass and is gone now (killed since) no
-      // longer keeps the silent ones out.
-      const bool someone_replies = std::find(replied.begin(), replied.end(), true) != replied.end();
-      if (unanswered[index] && someone_replies) continue;  // its reason stays
-      const auto now = Clock::now();
-      if (now + std::chrono::milliseconds(1) >= end) {
-        if (reasons[index].empty()) reasons[index] = "not tried, the call's time was up";
-        continue;
-      }
-      grpc::ClientContext context;
-      context.AddMetadata("hasleader", "true");
-      const auto attempt = std::min<Clock::duration>(attempt_limit, end - now);
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(attempt));
-      const grpc::Status status = rpc(member, context);
+        if (tier((start_at + i) % n) == t) order.push_back((start_at + i) % n);
+  };
+  const auto mark_silent = [&](std::size_t index, Clock::duration waited) {
+    unanswered[index] = true;
+    members_->silent_until[index].store(since_epoch(Clock::now() + kSilentMemberLastFor));
+    reasons[index] = "no answer within " + std::to_string(ms(waited)) + " ms";
+  };
+  new_pass();
+
+  for (;;) {
+    // 1. The attempts that ended.
+    std::vector<Attempt*> ended;
+    {
+      std::lock_guard lock(sync->mutex);
+      for (auto& a : attempts)
+        if (a->done && !a->handled) ended.push_back(a.get());
+    }
+    for (Attempt* a : ended) {
+      a->handled = true;
+      auto& member = members_->list[a->index];
+      const grpc::Status& status = a->status;
       // A reply ("no leader", "leader changed") leaves the connection up; a killed member's
       // does not: refused (TRANSIENT_FAILURE), or, for the RPC that was on its way when it
       // died, "Socket closed" with the channel gone IDLE. That one is no reply either (it
@@ -376,64 +458,112 @@ StoreStatus EtcdClient::call(const char* what, Call&& rpc) {
       const bool reachable = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
                                  ? state != GRPC_CHANNEL_TRANSIENT_FAILURE
                                  : state == GRPC_CHANNEL_READY;
-      if (trace)
-        trace->attempts.push_back(CallTrace::Attempt{
-            member.address, ms(now - began), ms(Clock::now() - now), ms(attempt),
-            status.ok() ? "ok" : std::to_string(static_cast<int>(status.error_code())) + " " + status_text(status), reachable});
+      record(*a, status.ok() ? "ok" : std::to_string(static_cast<int>(status.error_code())) + " " + status_text(status),
+             reachable);
       if (status.ok()) {
-        current_.store(index);
-        members_->silent_until[index].store(0);
+        current_.store(a->index);
+        members_->silent_until[a->index].store(0);
         down_.store(false);
+        out = std::move(a->response);
+        drain("abandoned: another attempt answered");
         return finish(Done{});
       }
       if (!retryable(status)) {
         down_.store(false);  // a member answered: the store is there, the request is wrong
+        drain("abandoned: another attempt failed for good");
         return finish(store_error(code_of(status), "federation store " + description_ + ": " + what + " on " +
                                                        member.address + " failed: " + status_text(status)));
       }
-      replied[index] = false;  // in play only while its latest attempt got a reply
+      replied[a->index] = false;  // in play only while its latest attempt got a reply
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        unanswered[index] = true;
-        members_->silent_until[index].store(since_epoch(Clock::now() + kSilentMemberLastFor));
-        reasons[index] = "no answer within " +
-                         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(attempt).count()) + " ms";
+        mark_silent(a->index, a->limit);
       } else {
-        reasons[index] = status_text(status);
+        reasons[a->index] = status_text(status);
         if (reachable) {
-          replied[index] = true;
-          all_silent = false;
+          // In play, even if an earlier attempt of it went unanswered: a follower that held a
+          // request through the election and then says "no leader" is the one to ask next
+          // (left out as unanswered, with only the killed leader's refusal left, the call
+          // failed in 0.6-1.05 s after the leader's kill: faults_federated under load).
+          replied[a->index] = true;
+          unanswered[a->index] = false;
+          pass_all_silent = false;
         }
       }
-      answered = answered || reachable;
+      pass_answered = pass_answered || reachable;
+      next_launch = std::min(next_launch, Clock::now());  // a failure: the next member now
     }
-    start = (start + 1) % n;
-    current_.store(start);
-    // A pass without a single reply is not one silent member: the members may all be slower
-    // than attempt_timeout_ms (a far etcd, a loaded one, one in an election). Each further pass
-    // gives an attempt twice as long, so that a store that is slow but there still serves
-    // within the call's budget.
-    // Each pass without a reply doubles the attempt: a member waiting out an election holds a
-    // request until etcd's own ReadIndex retry (every 500 ms) finds the new leader, which
-    // 250 ms attempts would never see (faults_federated's leader kill, on CI's machine).
-    silent_passes = all_silent ? silent_passes + 1 : 0;
-    if (silent_passes >= 1) attempt_limit = std::min<Clock::duration>(attempt_limit * 2, per_member);
-    if (one_pass || !answered || Clock::now() + std::chrono::milliseconds(100) >= end) break;
-    // A pass that waited out silent members has paused already; one of quick refusals (an
-    // election under way) waits a little before asking again.
-    const auto spent = Clock::now() - pass_started;
-    if (spent < std::chrono::milliseconds(100)) std::this_thread::sleep_for(std::chrono::milliseconds(100) - spent);
+    // 2. Hedged attempts unanswered past the hedge delay: their members are silent, the next
+    // one is asked (the attempt keeps running).
+    auto now = Clock::now();
+    std::size_t in_flight = 0;
+    for (auto& a : attempts) {
+      if (a->handled) continue;
+      ++in_flight;
+      if (hedge && !a->silent && now - a->started >= hedge_after) {
+        a->silent = true;
+        mark_silent(a->index, now - a->started);
+        reasons[a->index] += " (still asked)";
+        pass_answered = pass_answered || members_->list[a->index].channel->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE;
+      }
+    }
+    if (now + std::chrono::milliseconds(1) >= end) break;
+    // 3. The next attempt.
+    if (launching && in_flight < max_in_flight && now >= next_launch) {
+      // Asked when it comes to its turn: the members in play are tried first in a pass (the
+      // silent ones last), so one that replied last pass and is gone now (killed since) no
+      // longer keeps the silent ones out.
+      const bool someone_replies = std::find(replied.begin(), replied.end(), true) != replied.end();
+      while (pos < order.size() && unanswered[order[pos]] && !replied[order[pos]] && someone_replies) ++pos;  // their reasons stay
+      if (pos < order.size()) {
+        const std::size_t index = order[pos++];
+        launch(index, hedge ? end - now : std::min<Clock::duration>(attempt_limit, end - now));
+        next_launch = hedge ? now + hedge_after : now;
+        continue;
+      }
+      // The pass is over.
+      start_at = (start_at + 1) % n;
+      current_.store(start_at);
+      // A pass without a single reply is not one silent member: the members may all be
+      // slower than attempt_timeout_ (a far etcd, a loaded one, one in an election). Each
+      // further pass gives an attempt that is not hedged twice as long, so that a store that
+      // is slow but there still serves within the call's budget (a hedged one runs to the end).
+      silent_passes = pass_all_silent ? silent_passes + 1 : 0;
+      if (silent_passes >= 1) attempt_limit = std::min<Clock::duration>(attempt_limit * 2, per_member);
+      if (one_pass || !pass_answered || now + std::chrono::milliseconds(100) >= end) {
+        launching = false;  // what runs may still answer
+      } else {
+        // A pass that waited out silent members has paused already; one of quick refusals
+        // (an election under way) waits a little before asking again.
+        next_launch = std::max(now, pass_started + std::chrono::milliseconds(100));
+        new_pass();
+        continue;
+      }
+    }
+    if (!launching && in_flight == 0) break;
+    // 4. Wait for an attempt to end, the next launch or the next hedge.
+    auto wake = end;
+    if (launching && in_flight < max_in_flight) wake = std::min(wake, next_launch);
+    if (hedge)
+      for (auto& a : attempts)
+        if (!a->handled && !a->silent) wake = std::min(wake, a->started + hedge_after);
+    std::unique_lock lock(sync->mutex);
+    sync->cv.wait_until(lock, wake, [&] {
+      return std::any_of(attempts.begin(), attempts.end(), [](const auto& a) { return a->done && !a->handled; });
+    });
   }
+  drain("cancelled: the call's time was up");
   down_.store(true);
   std::string failures;
   for (std::size_t i = 0; i < n; ++i)
-    if (!reasons[i].empty()) failures += (failures.empty() ? "" : "; ") + members_->list[i].address + ": " + reasons[i];
+    failures += (failures.empty() ? "" : "; ") + members_->list[i].address + ": " +
+                (reasons[i].empty() ? std::string("not tried, the call's time was up") : reasons[i]);
   return finish(
       store_error(Code::unavailable, "federation store " + description_ + " is unavailable (" + what + "): " + failures));
 }
 
 std::string CallTrace::str() const {
   std::string out = std::string(what) + (ok ? " ok" : " failed") + " in " + std::to_string(took_ms) + " ms of " +
-                    std::to_string(budget_ms) + (one_pass ? " (one pass)" : "") + ":";
+                    std::to_string(budget_ms) + (one_pass ? " (one pass)" : "") + (hedged ? " (hedged)" : "") + ":";
   for (const auto& a : attempts)
     out += " [+" + std::to_string(a.at_ms) + " " + a.member + " " + std::to_string(a.took_ms) + "/" +
            std::to_string(a.limit_ms) + " ms " + a.outcome + (a.reachable ? "" : " (unreachable)") + "]";
@@ -460,7 +590,9 @@ StoreResult<RangeResult> EtcdClient::range(const char* what, const std::string& 
   request.set_key(key);
   if (!range_end.empty()) request.set_range_end(range_end);
   pb::RangeResponse response;
-  auto ok = call(what, [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Range(&c, request, &response); });
+  auto ok = call(what, /*hedge=*/true, response, [&](Members::Member& m, grpc::ClientContext& c, pb::RangeResponse* r, auto done) {
+    m.kv->async()->Range(&c, &request, r, std::move(done));
+  });
   if (!ok) return ok.store_error();
   cluster_id_.store(response.header().cluster_id());
   RangeResult out;
@@ -524,8 +656,17 @@ StoreResult<TxnResult> EtcdClient::txn(const std::vector<Compare>& compares, con
   };
   add_ops(success, [&] { return request.add_success(); });
   add_ops(failure, [&] { return request.add_failure(); });
+  // Hedged (asked of a second member while the first is silent, both may apply it) when it is
+  // safe to repeat: guarded (a repeat finds its guard false once the first applied: the
+  // store's guards compare the keys their writes change), or only reads.
+  const auto writes = [](const std::vector<Op>& ops) {
+    return std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind != Op::Kind::get; });
+  };
+  const bool hedge = !compares.empty() || (!writes(success) && !writes(failure));
   pb::TxnResponse response;
-  auto ok = call("transaction", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Txn(&c, request, &response); });
+  auto ok = call("transaction", hedge, response, [&](Members::Member& m, grpc::ClientContext& c, pb::TxnResponse* r, auto done) {
+    m.kv->async()->Txn(&c, &request, r, std::move(done));
+  });
   if (!ok) return ok.store_error();
   cluster_id_.store(response.header().cluster_id());
   TxnResult out;
@@ -546,7 +687,10 @@ StoreStatus EtcdClient::put(const std::string& key, const std::string& value, st
   request.set_value(value);
   request.set_lease(lease);
   pb::PutResponse response;
-  auto ok = call("put", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->Put(&c, request, &response); });
+  // Not hedged: a repeat that arrives late would undo a later write of the key.
+  auto ok = call("put", /*hedge=*/false, response, [&](Members::Member& m, grpc::ClientContext& c, pb::PutResponse* r, auto done) {
+    m.kv->async()->Put(&c, &request, r, std::move(done));
+  });
   if (ok) cluster_id_.store(response.header().cluster_id());
   return ok;
 }
@@ -556,7 +700,10 @@ StoreStatus EtcdClient::erase_prefix(const std::string& prefix) {
   request.set_key(prefix_ + prefix);
   request.set_range_end(prefix_range_end(prefix_ + prefix));
   pb::DeleteRangeResponse response;
-  auto ok = call("delete", [&](Members::Member& m, grpc::ClientContext& c) { return m.kv->DeleteRange(&c, request, &response); });
+  auto ok = call("delete", /*hedge=*/false, response,
+                 [&](Members::Member& m, grpc::ClientContext& c, pb::DeleteRangeResponse* r, auto done) {
+                   m.kv->async()->DeleteRange(&c, &request, r, std::move(done));
+                 });
   if (ok) cluster_id_.store(response.header().cluster_id());
   return ok;
 }
@@ -565,7 +712,11 @@ StoreResult<std::int64_t> EtcdClient::lease_grant(std::int64_t ttl_s) {
   pb::LeaseGrantRequest request;
   request.set_ttl(ttl_s);
   pb::LeaseGrantResponse response;
-  auto ok = call("lease grant", [&](Members::Member& m, grpc::ClientContext& c) { return m.lease->LeaseGrant(&c, request, &response); });
+  // Not hedged: each attempt that is applied grants a lease.
+  auto ok = call("lease grant", /*hedge=*/false, response,
+                 [&](Members::Member& m, grpc::ClientContext& c, pb::LeaseGrantResponse* r, auto done) {
+                   m.lease->async()->LeaseGrant(&c, &request, r, std::move(done));
+                 });
   if (!ok) return ok.store_error();
   if (!response.error().empty())
     return store_error(Code::internal, "federation store " + description_ + ": lease grant refused: " + response.error());
@@ -575,19 +726,21 @@ StoreResult<std::int64_t> EtcdClient::lease_grant(std::int64_t ttl_s) {
 
 StoreResult<std::int64_t> EtcdClient::lease_keep_alive(std::int64_t id) {
   pb::LeaseKeepAliveResponse response;
-  bool answered = false;
-  auto ok = call("lease keep-alive", [&](Members::Member& m, grpc::ClientContext& c) {
-    answered = false;
-    auto stream = m.lease->LeaseKeepAlive(&c);
-    pb::LeaseKeepAliveRequest request;
-    request.set_id(id);
-    if (stream->Write(request)) answered = stream->Read(&response);
-    stream->WritesDone();
-    grpc::Status status = stream->Finish();
-    if (answered) return grpc::Status::OK;
-    if (status.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the keep-alive stream closed without an answer");
-    return status;
-  });
+  // A stream, run to its end in start() (so one attempt at a time: not hedged).
+  auto ok = call("lease keep-alive", /*hedge=*/false, response,
+                 [&](Members::Member& m, grpc::ClientContext& c, pb::LeaseKeepAliveResponse* r, auto done) {
+                   auto stream = m.lease->LeaseKeepAlive(&c);
+                   pb::LeaseKeepAliveRequest request;
+                   request.set_id(id);
+                   bool answered = false;
+                   if (stream->Write(request)) answered = stream->Read(r);
+                   stream->WritesDone();
+                   grpc::Status status = stream->Finish();
+                   if (answered) status = grpc::Status::OK;
+                   else if (status.ok())
+                     status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the keep-alive stream closed without an answer");
+                   done(std::move(status));
+                 });
   if (!ok) return ok.store_error();
   cluster_id_.store(response.header().cluster_id());
   if (response.ttl() <= 0)
@@ -599,7 +752,11 @@ StoreStatus EtcdClient::lease_revoke(std::int64_t id) {
   pb::LeaseRevokeRequest request;
   request.set_id(id);
   pb::LeaseRevokeResponse response;
-  return call("lease revoke", [&](Members::Member& m, grpc::ClientContext& c) { return m.lease->LeaseRevoke(&c, request, &response); });
+  // Not hedged: a repeat finds the lease gone (NOT_FOUND) and could answer first.
+  return call("lease revoke", /*hedge=*/false, response,
+              [&](Members::Member& m, grpc::ClientContext& c, pb::LeaseRevokeResponse* r, auto done) {
+                m.lease->async()->LeaseRevoke(&c, &request, r, std::move(done));
+              });
 }
 
 // ---------------------------------------------------------------- watch

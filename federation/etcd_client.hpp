@@ -38,6 +38,7 @@ struct CallTrace {
   const char* what = "";
   bool ok = false;
   bool one_pass = false;       // the store was known to be down when the call began
+  bool hedged = false;         // a silent member's attempt ran on while the next was asked
   std::int64_t took_ms = 0;
   std::int64_t budget_ms = 0;  // from the call's start to its end (CallDeadline, or per member x members)
   std::vector<Attempt> attempts;
@@ -56,6 +57,8 @@ struct EtcdOptions {
   // One attempt on one member: a member silent this long (blackholed, cut off from the
   // leader) is left for the next one within the same call. Well under the call's budget, above
   // the slowest answer a healthy member gives (a write's fsync, the network's round trip).
+  // Hedged calls (reads, guarded transactions: see EtcdClient) keep the silent attempt running
+  // while the next member is asked, and the first good answer wins; the others are cut here.
   // 0: min(250 ms, request_timeout_ms).
   std::uint32_t attempt_timeout_ms = 0;
   std::uint32_t reconnect_max_ms = 1000;  // a member that came back is tried again within this
@@ -123,6 +126,13 @@ class CallDeadline {
   std::optional<std::chrono::steady_clock::time_point> previous_;
 };
 
+// Which calls are hedged (a second member asked while the first is silent, both attempts
+// running; either may be applied): get/get_prefix, and a txn with a guard or without writes. A
+// guarded write is safe to repeat when its guard compares what its writes change (every
+// FederationStore transaction: absent(key) before creating the key, unchanged(key, revision)
+// before changing or erasing it), so the repeat applied second finds the guard false. Not
+// hedged, one attempt at a time: put, erase_prefix, an unguarded txn (a repeat arriving late
+// would undo a later write), lease grant (each would grant a lease), revoke, keep-alive.
 class EtcdClient final : public Kv {
  public:
   static StoreResult<std::unique_ptr<EtcdClient>> create(const EtcdOptions& options);
@@ -159,8 +169,10 @@ class EtcdClient final : public Kv {
  private:
   struct Members;
   EtcdClient(std::unique_ptr<Members> members, EtcdOptions options);
-  template <typename Call>
-  StoreStatus call(const char* what, Call&& call);
+  // One call, member by member (etcd_client.cpp says how); `hedge`: a second member may be
+  // asked while the first is silent (reads, and writes that are safe to repeat).
+  template <typename Response, typename Start>
+  StoreStatus call(const char* what, bool hedge, Response& out, Start&& start);
   // One Range RPC: the key alone (range_end empty) or every key in [key, range_end).
   StoreResult<RangeResult> range(const char* what, const std::string& key, const std::string& range_end);
 

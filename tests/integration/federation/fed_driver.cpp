@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   if (*probe) {
     std::cout << nlohmann::json{{"first_member", (*client)->first_member()}}.dump() << std::endl;
     const std::string key = "probe/" + node;
+    std::int64_t revision = 0;  // the key's mod revision as last written or seen (0: absent)
     const auto budget = std::chrono::milliseconds(std::min<std::uint32_t>(timeout_ms, 3000));
     auto timed = [&](const char* op, auto&& call) {
       const auto start_ms = now_ms();
@@ -147,7 +148,22 @@ int main(int argc, char** argv) {
     const auto until = now_ms() + std::uint64_t{seconds} * 1000;
     for (std::uint64_t i = 0; now_ms() < until; ++i) {
       const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms);
-      timed("put", [&] { return (*client)->put(key, std::to_string(i)); });
+      // The write as the store writes (FederationStore): guarded, here by the key's revision
+      // as last seen, so that the client may hedge it (a plain put is not hedged). A repeat
+      // of our own write that was applied first finds the guard false and our value there.
+      timed("put", [&]() -> StoreStatus {
+        const std::string value = std::to_string(i);
+        auto r = (*client)->txn({Compare::unchanged(key, revision)}, {Op::put(key, value)}, {Op::get(key)});
+        if (!r) return r.store_error();
+        if (r->succeeded) {
+          revision = r->revision;
+          return Done{};
+        }
+        const auto& now = r->gets.empty() || r->gets[0].empty() ? KeyValue{} : r->gets[0][0];
+        revision = now.mod_revision;
+        if (now.value == value) return Done{};
+        return store_error(Code::conflict, "probe key " + key + " was changed by someone else (value " + now.value + ")");
+      });
       timed("get", [&] { return (*client)->get(key); });
       std::this_thread::sleep_until(next);
     }
