@@ -138,6 +138,16 @@ Status Adapter::open_bmp() {
         if (alive->load()) on_bmp_full_table();
       });
     };
+    // A Peer Down whose routes bgpd may keep (graceful restart): bgpd's status decides, now.
+    rh.ask_bgpd = [this, alive = alive_] {
+      asio::post(io_, [this, alive] {
+        if (!alive->load()) return;
+        if (polling_)
+          poll_again_ = true;
+        else
+          poll_peers();
+      });
+    };
     rib_ = std::make_unique<BmpRib>(std::move(rh), o);
   }
   BmpStation::Handlers h = rib_handlers(*rib_);
@@ -184,12 +194,13 @@ void Adapter::arm_stale_timer() {
 }
 
 void Adapter::tell_rib_bgpd_peers(std::chrono::steady_clock::time_point polled_at) {
-  if (!rib_ || !rib_->resyncing()) return;
+  if (!rib_ || !rib_->wants_bgpd_peers()) return;
   std::vector<BgpdPeer> peers;
   for (const auto& p : peers_) {
     auto address = net::Ipv4Addr::parse(p.address);
     if (!address) continue;
-    peers.push_back(BgpdPeer{*address, p.state == "Established", p.prefixes_accepted});
+    peers.push_back(BgpdPeer{*address, p.state == "Established", p.prefixes_accepted, p.prefixes_stale,
+                             p.end_of_rib_received});
   }
   // When this bgpd started: its pid file's mtime (written at start), on the steady clock.
   auto started = std::chrono::steady_clock::time_point{};
@@ -502,6 +513,10 @@ void Adapter::poll_peers() {
         if (restart_hold_.on_peers(peers_, polled_at, std::chrono::steady_clock::now())) end_restart_hold();
         if (answered) tell_rib_bgpd_peers(polled_at);
         if (opts_.on_peers) opts_.on_peers(peers_);
+        if (poll_again_) {
+          poll_again_ = false;
+          poll_peers();
+        }
       });
     });
   }

@@ -190,6 +190,7 @@ class Adapter : public AdapterInterface {
   void reapply_to_new_bgpd();
   std::shared_ptr<std::atomic<bool>> alive_;
   bool polling_ = false;
+  bool poll_again_ = false;  // the BMP RIB asked for bgpd's status while a poll was under way
   bool started_ = false;
 };
 

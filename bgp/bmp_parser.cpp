@@ -210,27 +210,109 @@ bool parse_update(Bytes msg, bool two_byte_as_path, Update& out, Malformed& bad)
   return true;
 }
 
+namespace {
+
+constexpr std::uint8_t kCapGracefulRestart = 64;
+
+// One capability (code 64 read, the others skipped).
+bool read_capabilities(Bytes caps, GracefulRestartCap& gr, Malformed& bad) {
+  while (!caps.empty()) {
+    if (caps.size() < 2) return fail(bad, "OPEN capability cut short");
+    const std::uint8_t code = caps[0];
+    const std::size_t len = caps[1];
+    if (len > caps.size() - 2) return fail(bad, "OPEN capability runs past its parameter");
+    const Bytes value = caps.subspan(2, len);
+    if (code == kCapGracefulRestart) {
+      if (len < 2 || (len - 2) % 4 != 0) return fail(bad, "Graceful Restart capability of a wrong length");
+      gr = GracefulRestartCap{};
+      gr.present = true;
+      const std::uint16_t head = be16(value.data());
+      gr.restart_state = (head & 0x8000) != 0;
+      gr.notification = (head & 0x4000) != 0;
+      gr.restart_time_s = head & 0x0fff;
+      for (std::size_t i = 2; i + 4 <= len; i += 4) {
+        if (be16(value.data() + i) == kAfiIpv4 && value[i + 2] == kSafiUnicast) {
+          gr.ipv4_unicast = true;
+          gr.ipv4_unicast_forwarding = (value[i + 3] & 0x80) != 0;
+        }
+      }
+    }
+    caps = caps.subspan(2 + len);
+  }
+  return true;
+}
+
+// An OPEN's optional parameters (after its 10-byte fixed part), RFC 9072's extended form too.
+bool read_open_parameters(Bytes open_body, GracefulRestartCap& gr, Malformed& bad) {
+  std::size_t params_len = open_body[9];
+  Bytes params = open_body.subspan(10);
+  bool extended = false;
+  if (params_len == 255 && !params.empty() && params[0] == 255) {
+    if (params.size() < 3) return fail(bad, "OPEN extended parameters cut short");
+    extended = true;
+    params_len = be16(params.data() + 1);
+    params = params.subspan(3);
+  }
+  if (params_len != params.size()) return fail(bad, "OPEN parameters disagree with its length");
+  while (!params.empty()) {
+    const std::size_t head = extended ? 3 : 2;
+    if (params.size() < head) return fail(bad, "OPEN parameter cut short");
+    const std::uint8_t type = params[0];
+    const std::size_t len = extended ? be16(params.data() + 1) : params[1];
+    if (len > params.size() - head) return fail(bad, "OPEN parameter runs past the OPEN");
+    if (type == 2 && !read_capabilities(params.subspan(head, len), gr, bad)) return false;
+    params = params.subspan(head + len);
+  }
+  return true;
+}
+
+}  // namespace
+
 bool parse_peer_up(Bytes b, PeerUp& out, Malformed& bad) {
   if (b.size() < 20) return fail(bad, "Peer Up shorter than its fixed part");
   out.local_port = be16(b.data() + 16);
   out.remote_port = be16(b.data() + 18);
   Bytes rest = b.subspan(20);
-  for (std::uint32_t* id : {&out.sent_bgp_id, &out.received_bgp_id}) {
+  struct Side {
+    std::uint32_t* id;
+    GracefulRestartCap* gr;
+  };
+  for (const Side side : {Side{&out.sent_bgp_id, &out.sent_gr}, Side{&out.received_bgp_id, &out.received_gr}}) {
     const auto len = bgp_message(rest, kBgpOpen, false, bad);
     if (!len) return false;
-    // OPEN: version 1 | my AS 2 | hold time 2 | BGP identifier 4 | ...
+    // OPEN: version 1 | my AS 2 | hold time 2 | BGP identifier 4 | parameters length 1 | ...
     if (*len < kBgpHeaderSize + 10) return fail(bad, "OPEN shorter than its fixed part");
-    *id = be32(rest.data() + kBgpHeaderSize + 5);
+    *side.id = be32(rest.data() + kBgpHeaderSize + 5);
+    // Parameters that do not add up leave the Peer Up valid (the session is up whatever bgpd
+    // copied) but without Graceful Restart: a peer down then withdraws at once.
+    Malformed caps_bad;
+    if (!read_open_parameters(rest.subspan(kBgpHeaderSize, *len - kBgpHeaderSize), *side.gr, caps_bad)) {
+      *side.gr = GracefulRestartCap{};
+      out.capabilities_malformed = caps_bad.why;
+    }
     rest = rest.subspan(*len);
   }
   std::size_t tlvs = 0;
   return tlvs_ok(rest, tlvs, bad);
 }
 
-bool parse_peer_down(Bytes b, std::uint8_t& reason, Malformed& bad) {
+bool parse_peer_down(Bytes b, PeerDown& out, Malformed& bad) {
+  out = PeerDown{};
   if (b.empty()) return fail(bad, "Peer Down without a reason");
-  reason = b[0];
-  if (reason < 1 || reason > 7) return fail(bad, "Peer Down reason unknown");
+  out.reason = b[0];
+  if (out.reason < 1 || out.reason > 7) return fail(bad, "Peer Down reason unknown");
+  const Bytes data = b.subspan(1);
+  if (out.reason == kPeerDownLocalNotify || out.reason == kPeerDownRemoteNotify) {
+    // A BGP NOTIFICATION: header | code | subcode | data. Kept only when whole: the reason
+    // alone still says a NOTIFICATION ended the session.
+    Malformed ignored;
+    if (const auto len = bgp_message(data, 3, false, ignored); len && *len >= kBgpHeaderSize + 2) {
+      out.notify_code = data[kBgpHeaderSize];
+      out.notify_subcode = data[kBgpHeaderSize + 1];
+    }
+  } else if (out.reason == kPeerDownLocalNoNotify && data.size() >= 2) {
+    out.fsm_event = be16(data.data());
+  }
   return true;
 }
 

@@ -116,16 +116,43 @@ struct Update {
 // business; a station drops and counts).
 bool parse_update(Bytes bgp_message, bool two_byte_as_path, Update& out, Malformed& bad);
 
+// An OPEN's Graceful Restart capability (code 64, RFC 4724; the N bit from RFC 8538), as far as
+// vxfed needs it: whether it is there, its restart time and whether it names IPv4 unicast.
+struct GracefulRestartCap {
+  bool present = false;
+  bool restart_state = false;       // R: the sender has just restarted
+  bool notification = false;        // N (RFC 8538): GR also across a NOTIFICATION but Hard Reset
+  std::uint16_t restart_time_s = 0; // 12 bits
+  bool ipv4_unicast = false;        // an AFI 1 / SAFI 1 tuple: its routes are kept by a helper
+  bool ipv4_unicast_forwarding = false;  // that tuple's F bit
+  auto operator<=>(const GracefulRestartCap&) const = default;
+};
+
 // Peer Up's fixed part after the per-peer header: both OPEN messages must be whole BGP
-// messages of type OPEN.
+// messages of type OPEN. Their capabilities (optional parameter 2; RFC 9072's extended
+// parameters too) are read for Graceful Restart; parameters or capabilities that do not add up
+// leave that OPEN without Graceful Restart (capabilities_malformed says why), not the Peer Up
+// refused.
 struct PeerUp {
   std::uint16_t local_port = 0, remote_port = 0;
   std::uint32_t sent_bgp_id = 0, received_bgp_id = 0;  // from the OPENs
+  GracefulRestartCap sent_gr, received_gr;
+  const char* capabilities_malformed = nullptr;
 };
 bool parse_peer_up(Bytes after_peer_header, PeerUp& out, Malformed& bad);
 
-// Peer Down's reason (1..5 in RFC 7854; 6 and 7 from later RFCs); the data is not needed.
-bool parse_peer_down(Bytes after_peer_header, std::uint8_t& reason, Malformed& bad);
+// Peer Down (RFC 7854 4.9): reason 1..5 (6 and 7 from later RFCs) and what its data says.
+//   1 local system closed, NOTIFICATION sent follows; 2 local system closed, no NOTIFICATION,
+//   FSM event (2 bytes) follows; 3 remote system closed with the NOTIFICATION that follows;
+//   4 remote system closed, no data; 5 peer de-configured.
+struct PeerDown {
+  std::uint8_t reason = 0;
+  std::optional<std::uint8_t> notify_code, notify_subcode;  // reasons 1 and 3, when whole
+  std::optional<std::uint16_t> fsm_event;                   // reason 2, when there
+};
+bool parse_peer_down(Bytes after_peer_header, PeerDown& out, Malformed& bad);
+inline constexpr std::uint8_t kPeerDownLocalNotify = 1, kPeerDownLocalNoNotify = 2, kPeerDownRemoteNotify = 3,
+                              kPeerDownRemoteNoNotify = 4, kPeerDownDeconfigured = 5;
 
 // Initiation / Termination / Statistics: a sequence of TLVs (type 2, length 2) that must end
 // exactly at the end of the span. `count` receives how many.

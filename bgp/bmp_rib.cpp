@@ -4,6 +4,36 @@
 
 namespace vxfed::bgp {
 
+PeerDownAction peer_down_action(const bmp::GracefulRestartCap& sent, const bmp::GracefulRestartCap& received,
+                                const bmp::PeerDown& down) {
+  // bgpd is a helper only with the capability in both OPENs (a peer in "Disable" mode sends none)
+  // and the peer's naming IPv4 unicast with a restart time (RFC 4724: the routes of the AFI/SAFI
+  // it lists are kept for at most the restart time).
+  if (!sent.present || !received.present || !received.ipv4_unicast || received.restart_time_s == 0)
+    return PeerDownAction::withdraw;
+  constexpr std::uint8_t kCease = 6;
+  switch (down.reason) {
+    case bmp::kPeerDownLocalNotify:
+    case bmp::kPeerDownRemoteNotify:
+      // A NOTIFICATION ends graceful restart unless both sides sent the N bit (RFC 8538), and a
+      // Cease (administrative shutdown / reset, Hard Reset) ends it anyway: FRR 8.4 flushed the
+      // routes on a received Cease with N negotiated (docs/bgp.md, measured).
+      if (!sent.notification || !received.notification || !down.notify_code || *down.notify_code == kCease)
+        return PeerDownAction::withdraw;
+      return PeerDownAction::keep_ask_bgpd;
+    case bmp::kPeerDownLocalNoNotify:
+      // FRR 8.4 sends this one (FSM event 0) for every local close: the peer's crash and a hold
+      // timer expiry (routes kept) as well as `neighbor shutdown`, `clear bgp` and BFD down
+      // (routes flushed). Only bgpd's status tells them apart.
+    case bmp::kPeerDownRemoteNoNotify:
+      // RFC 4724 keeps the routes when the peer's TCP session just closes; FRR 8.4 names its NSF
+      // close reason 2 and this one the close it did not keep routes for: ask.
+      return PeerDownAction::keep_ask_bgpd;
+    default:  // 5 de-configured, and the later RFCs' local-RIB reasons
+      return PeerDownAction::withdraw;
+  }
+}
+
 BmpRib::BmpRib(Handlers handlers, BmpRibOptions options) : handlers_(std::move(handlers)), options_(options) {}
 
 void BmpRib::session_started(Clock::time_point now) {
@@ -18,6 +48,7 @@ void BmpRib::session_started(Clock::time_point now) {
   std::uint64_t stale = 0;
   for (auto& [key, peer] : peers_) {
     peer.up = false;  // until this session's Peer Up
+    end_gr(peer);     // a peer kept across a restart is awaited like every other one
     for (auto& [prefix, entry] : peer.routes) entry.stale = true;
     stale += peer.routes.size();
     awaiting_eor_.insert(key);
@@ -35,10 +66,18 @@ void BmpRib::session_lost() {
   stats_.peers_up = 0;
 }
 
-void BmpRib::peer_up(const bmp::PeerKey& key) {
+void BmpRib::peer_up(const bmp::PeerKey& key, const bmp::PeerUp& up, Clock::time_point now) {
   auto& peer = peers_[key];
   if (!peer.up) ++stats_.peers_up;
   peer.up = true;
+  peer.sent_gr = up.sent_gr;
+  peer.received_gr = up.received_gr;
+  if (peer.gr == Gr::asking || peer.gr == Gr::kept) {
+    // Back from its restart: its stale routes wait for the table it re-sends.
+    peer.gr = Gr::back;
+    peer.gr_since = now;
+    peer.gr_deadline = now + options_.gr_stale_path_limit;
+  }
   if (resyncing_) {
     // A peer that comes up during the resync is waited for too (bgpd sends every Peer Up
     // right after Initiation, then the table and an End-of-RIB per peer).
@@ -47,13 +86,35 @@ void BmpRib::peer_up(const bmp::PeerKey& key) {
   }
 }
 
-void BmpRib::peer_down(const bmp::PeerKey& key) {
+void BmpRib::peer_down(const bmp::PeerKey& key, const bmp::PeerDown& down, Clock::time_point now) {
   auto it = peers_.find(key);
   if (it == peers_.end() || !it->second.up) {
     ++stats_.unknown_peer;
     return;
   }
   --stats_.peers_up;
+  Peer& peer = it->second;
+  if (peer_down_action(peer.sent_gr, peer.received_gr, down) == PeerDownAction::keep_ask_bgpd &&
+      !peer.routes.empty()) {
+    // bgpd may be keeping them as helper: keep them stale until its status says.
+    peer.up = false;
+    for (auto& [prefix, entry] : peer.routes) {
+      if (!entry.stale) ++stats_.stale;
+      entry.stale = true;
+    }
+    if (peer.gr == Gr::none) ++stats_.gr_peers;
+    peer.gr = Gr::asking;
+    peer.gr_since = now;
+    peer.gr_deadline = now + std::chrono::seconds(peer.received_gr.restart_time_s);
+    ++stats_.gr_kept;
+    if (resyncing_) {
+      awaiting_eor_.erase(key);
+      finish_resync_if_done();
+    }
+    if (handlers_.ask_bgpd) handlers_.ask_bgpd();
+    return;
+  }
+  end_gr(peer);
   // Withdraw at once: move the routes out first, so that the unions computed below no longer
   // see them.
   auto routes = std::move(it->second.routes);
@@ -80,6 +141,11 @@ void BmpRib::update(const bmp::PeerKey& key, const bmp::Update& update) {
   for (const auto& prefix : update.withdrawn) {
     auto r = peer.routes.find(prefix);
     if (r == peer.routes.end()) continue;
+    if (peer.gr == Gr::back && r->second.stale) {
+      // Not what the restarted peer said: bgpd still holds its stale path (docs/bgp.md).
+      ++stats_.gr_stale_withdraw_kept;
+      continue;
+    }
     if (r->second.stale) --stats_.stale;
     peer.routes.erase(r);
     --stats_.routes;
@@ -106,22 +172,100 @@ void BmpRib::update(const bmp::PeerKey& key, const bmp::Update& update) {
   if (update.end_of_rib) {
     ++stats_.end_of_ribs;
     sweep(peer, false);
+    if (peer.gr == Gr::back) {
+      ++stats_.gr_recovered;
+      end_gr(peer);
+    }
     if (resyncing_ && awaiting_eor_.erase(key)) finish_resync_if_done();
   }
 }
 
 void BmpRib::expire_stale(Clock::time_point now) {
-  const auto deadline = stale_deadline();
-  if (!deadline || now < *deadline) return;
-  for (auto& [key, peer] : peers_) sweep(peer, true);
+  if (!session_up_) return;
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    if (it->second.gr != Gr::none && now >= it->second.gr_deadline) {
+      ++stats_.gr_expired;
+      it = drop_stale(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!resyncing_ || now < resync_since_ + options_.stale_limit) return;
+  // A peer kept across a graceful restart since has its own limit.
+  for (auto& [key, peer] : peers_)
+    if (peer.gr == Gr::none) sweep(peer, true);
   // Peers left with nothing and not up (never came back) are forgotten.
   std::erase_if(peers_, [](const auto& kv) { return !kv.second.up && kv.second.routes.empty(); });
   finish_resync();
 }
 
+bool BmpRib::wants_bgpd_peers() const {
+  return session_up_ && (resyncing_ || stats_.gr_peers > 0);
+}
+
+void BmpRib::end_gr(Peer& peer) {
+  if (peer.gr == Gr::none) return;
+  peer.gr = Gr::none;
+  --stats_.gr_peers;
+}
+
+std::map<bmp::PeerKey, BmpRib::Peer>::iterator BmpRib::drop_stale(std::map<bmp::PeerKey, Peer>::iterator it) {
+  sweep(it->second, false);
+  end_gr(it->second);
+  if (!it->second.up && it->second.routes.empty()) return peers_.erase(it);
+  return std::next(it);
+}
+
+bool BmpRib::table_through(const Peer& peer, const BgpdPeer& report) {
+  if (!report.established || !peer.up) return false;
+  // A peer offered Graceful Restart sends End-of-RIB after its table (RFC 4724); until bgpd has
+  // it, bgpd's accepted count may be of a table still arriving (0 right after the session came
+  // up: measured with a restarted bgpd on the BMP feed, docs/bgp.md).
+  if (peer.sent_gr.present && !report.end_of_rib) return false;
+  std::size_t fresh = 0;
+  for (const auto& [prefix, entry] : peer.routes) fresh += entry.stale ? 0 : 1;
+  return fresh >= report.accepted;
+}
+
+void BmpRib::gr_from_bgpd(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at) {
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    Peer& peer = it->second;
+    if (peer.gr == Gr::none || polled_at < peer.gr_since) {
+      ++it;
+      continue;
+    }
+    const BgpdPeer* report = nullptr;
+    for (const auto& p : peers)
+      if (p.address == it->first.address) report = &p;
+    if (peer.gr == Gr::back) {
+      if (report && report->stale == 0 && table_through(peer, *report)) {
+        ++stats_.gr_recovered;
+        it = drop_stale(it);  // bgpd is through with the restart: what it did not re-send is gone
+        continue;
+      }
+    } else if (report && report->stale > 0) {
+      if (peer.gr == Gr::asking) ++stats_.gr_confirmed;
+      peer.gr = Gr::kept;
+    } else if (!report || (!report->established && report->accepted == 0)) {
+      // bgpd keeps nothing of it (it flushed them at the Peer Down, gave up at its restart
+      // timer, or the peer is no longer configured): neither do we.
+      ++stats_.gr_dropped_by_bgpd;
+      it = drop_stale(it);
+      continue;
+    } else if (peer.gr == Gr::asking && handlers_.ask_bgpd && polled_at < peer.gr_since + std::chrono::seconds(2)) {
+      // bgpd is still at it (its routes neither stale nor gone): again at once for a while,
+      // then at the owner's own polls.
+      handlers_.ask_bgpd();
+    }
+    ++it;
+  }
+}
+
 void BmpRib::bgpd_peers(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at,
                         Clock::time_point bgpd_started) {
-  if (!resyncing_ || !session_up_ || polled_at < resync_since_ + options_.poll_settle) return;
+  if (!session_up_) return;
+  if (stats_.gr_peers > 0) gr_from_bgpd(peers, polled_at);
+  if (!resyncing_ || polled_at < resync_since_ + options_.poll_settle) return;
   auto report_of = [&](const net::Ipv4Addr& address) -> const BgpdPeer* {
     for (const auto& p : peers)
       if (p.address == address) return &p;
@@ -135,9 +279,7 @@ void BmpRib::bgpd_peers(const std::vector<BgpdPeer>& peers, Clock::time_point po
     if (peer == peers_.end()) {
       through = true;
     } else if (report && report->established && peer->second.up) {
-      std::size_t fresh = 0;
-      for (const auto& [prefix, entry] : peer->second.routes) fresh += entry.stale ? 0 : 1;
-      through = fresh >= report->accepted;
+      through = table_through(peer->second, *report);
     } else if ((!report || !report->established) && bgpd_settled) {
       through = true;
     }
@@ -164,8 +306,13 @@ void BmpRib::bgpd_peers(const std::vector<BgpdPeer>& peers, Clock::time_point po
 }
 
 std::optional<BmpRib::Clock::time_point> BmpRib::stale_deadline() const {
-  if (!resyncing_ || !session_up_) return std::nullopt;
-  return resync_since_ + options_.stale_limit;
+  if (!session_up_) return std::nullopt;
+  std::optional<Clock::time_point> due;
+  if (resyncing_) due = resync_since_ + options_.stale_limit;
+  if (stats_.gr_peers > 0)
+    for (const auto& [key, peer] : peers_)
+      if (peer.gr != Gr::none && (!due || peer.gr_deadline < *due)) due = peer.gr_deadline;
+  return due;
 }
 
 void BmpRib::sweep(Peer& peer, bool by_limit) {

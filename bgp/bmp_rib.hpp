@@ -9,8 +9,17 @@
 //
 // Semantics (docs/bgp.md, "Learning routes (BMP)"):
 //   - A prefix stays while at least one peer has it.
-//   - Peer Down withdraws that peer's routes at once. A Peer Down, route or End-of-RIB for a
-//     peer not up changes nothing (counted).
+//   - Peer Down withdraws that peer's routes at once, unless bgpd may keep them as its
+//     graceful-restart helper (peer_down_action(): both OPENs of the Peer Up carry the Graceful
+//     Restart capability, the peer's with IPv4 unicast and a restart time, and the reason is
+//     not one after which bgpd flushes). Then the routes stay, stale, and bgpd is asked
+//     (Handlers::ask_bgpd, bgpd_peers()): it has them stale -> kept until the peer is back and
+//     has re-sent them (its End-of-RIB, or bgpd's status: Established, nothing stale, every
+//     accepted route re-sent) or until the peer's restart time runs out (then the
+//     stale-path limit once it is back); bgpd has none -> withdrawn. A withdrawal of a stale
+//     route of a peer back from a restart is not taken (FRR 8.4 sends some right after the
+//     Peer Up, then announces the route again): the route stays stale until re-sent or swept.
+//     A Peer Down, route or End-of-RIB for a peer not up changes nothing (counted).
 //   - session_started() (bgpd's Initiation, i.e. a BMP (re)connect) marks every route of every
 //     peer stale: bgpd resends its table. A route re-sent is valid again; a peer's End-of-RIB
 //     sweeps that peer's routes still stale.
@@ -55,13 +64,29 @@ struct BmpRibOptions {
   // A peer bgpd reports down has its stale routes swept only once bgpd has run this long: a
   // bgpd that has just (re)started has its sessions still coming up.
   std::chrono::milliseconds new_bgpd_grace{30'000};
+  // A graceful-restart peer back up has its stale routes swept this long after its Peer Up
+  // if neither its End-of-RIB nor bgpd's status ended the wait (FRR's stale-path-time).
+  std::chrono::milliseconds gr_stale_path_limit{360'000};
 };
+
+// What a Peer Down does to the peer's routes (bmp_rib.hpp, docs/bgp.md "Graceful restart on the
+// BMP feed").
+enum class PeerDownAction : std::uint8_t {
+  withdraw,       // bgpd flushes them: no graceful restart, or a reason after which it does not keep
+  keep_ask_bgpd,  // bgpd may keep them as helper: kept (stale) until bgpd's status says
+};
+// sent / received: the Graceful Restart capability of bgpd's OPEN and of the peer's, from the
+// Peer Up.
+PeerDownAction peer_down_action(const bmp::GracefulRestartCap& sent, const bmp::GracefulRestartCap& received,
+                                const bmp::PeerDown& down);
 
 // One peer as bgpd's own status reports it (the adapter's poll of `show bgp view ... neighbors`).
 struct BgpdPeer {
   net::Ipv4Addr address;
   bool established = false;
   std::uint32_t accepted = 0;  // prefixes bgpd holds from it after inbound policy
+  std::uint32_t stale = 0;     // of which kept stale by graceful restart
+  bool end_of_rib = false;     // bgpd has this session's End-of-RIB (IPv4 unicast) from it
 };
 
 struct BmpRibStats {
@@ -79,6 +104,14 @@ struct BmpRibStats {
   std::uint64_t settled_by_bgpd = 0;   // peers whose wait bgpd's own status ended (bgpd_peers())
   std::uint64_t messages = 0;          // RouteMessages emitted
   std::uint64_t next_hops_truncated = 0;  // messages whose union had more than kMaxNextHops
+  // Graceful restart (peer_down_action()).
+  std::uint64_t gr_peers = 0;              // now: peers whose routes are kept across a restart
+  std::uint64_t gr_kept = 0;               // Peer Downs whose routes were kept, bgpd asked
+  std::uint64_t gr_confirmed = 0;          // of which bgpd had them stale
+  std::uint64_t gr_dropped_by_bgpd = 0;    // of which bgpd had none (or gave them up later)
+  std::uint64_t gr_expired = 0;            // peers swept at their restart / stale-path limit
+  std::uint64_t gr_recovered = 0;          // peers back whose re-sent table ended the wait
+  std::uint64_t gr_stale_withdraw_kept = 0;  // withdrawals of a stale route after the peer's return
 };
 
 class BmpRib {
@@ -87,6 +120,9 @@ class BmpRib {
   struct Handlers {
     std::function<void(const fpm::RouteMessage&)> on_route;
     std::function<void()> on_full_table;
+    // A Peer Down left routes that only bgpd's status can decide about: call bgpd_peers() with
+    // a poll taken from now on, soon.
+    std::function<void()> ask_bgpd;
   };
 
   explicit BmpRib(Handlers handlers, BmpRibOptions options = {});
@@ -94,8 +130,10 @@ class BmpRib {
   // The BMP feed, as BmpStation hands it (bmp_station.hpp: rib_handlers()).
   void session_started(Clock::time_point now);  // Initiation
   void session_lost();                          // connection closed or stream broken
-  void peer_up(const bmp::PeerKey& peer);
-  void peer_down(const bmp::PeerKey& peer);
+  // `up` carries both OPENs' Graceful Restart capabilities; without it (or with no capability)
+  // a Peer Down withdraws at once. `now` times a graceful restart.
+  void peer_up(const bmp::PeerKey& peer, const bmp::PeerUp& up = {}, Clock::time_point now = {});
+  void peer_down(const bmp::PeerKey& peer, const bmp::PeerDown& down = {}, Clock::time_point now = {});
   void update(const bmp::PeerKey& peer, const bmp::Update& update);
 
   // bgpd's own view of its peers, polled at `polled_at` from a bgpd running since
@@ -103,16 +141,26 @@ class BmpRib {
   // the table it dumps at Initiation: not for a peer that comes up later, nor for a peer that
   // is down; a Peer Down of a peer that was never up in this session is ignored). During a
   // resync, poll_settle after session_started(), for each peer still awaited:
-  //   - bgpd has it Established and the routes re-sent by it cover bgpd's accepted count: its
+  //   - bgpd has it Established and the routes re-sent by it cover bgpd's accepted count (and
+  //     bgpd has the peer's End-of-RIB when bgpd's OPEN offered Graceful Restart, after which
+  //     the peer sends one: before it, bgpd's count may be of a table still arriving): its
   //     table is through; its routes still stale are swept.
   //   - bgpd has it down (or does not know it) and bgpd has run new_bgpd_grace: it is not
   //     coming back with routes; its stale routes are swept.
   // Once no peer is awaited and every peer bgpd has Established is up here, the table is whole
   // (on_full_table), also when there was no peer at all.
+  //
+  // For a peer kept across a graceful restart (at any time, a resync or not), a poll taken after
+  // its Peer Down: bgpd holds routes of it stale -> kept; bgpd holds none (or does not know the
+  // peer) -> withdrawn now; Established again with the peer's End-of-RIB, nothing stale and
+  // every accepted route re-sent here -> its stale routes are swept.
   void bgpd_peers(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at, Clock::time_point bgpd_started);
+  // Whether bgpd_peers() has work: a resync, or a peer kept across a graceful restart.
+  bool wants_bgpd_peers() const;
 
   // Sweeps every stale route once stale_limit has passed since session_started() (and
-  // completes the resync); nothing otherwise. Call from a timer.
+  // completes the resync), and the routes of a graceful-restart peer past its restart time (or
+  // back, past gr_stale_path_limit); nothing otherwise. Call from a timer.
   void expire_stale(Clock::time_point now);
   // When expire_stale() will have work: nullopt when no resync is running (or the session is
   // lost: the clock waits for the next one).
@@ -131,15 +179,31 @@ class BmpRib {
     net::Ipv4Addr next_hop;
     bool stale = false;
   };
+  enum class Gr : std::uint8_t {
+    none,
+    asking,  // down; routes kept stale until bgpd's status says whether it has them
+    kept,    // down; bgpd has them stale: kept until the peer is back or its restart time
+    back,    // up again; stale routes wait to be re-sent
+  };
   struct Peer {
     bool up = false;  // in the current session
     std::map<net::Ipv4Prefix, Entry> routes;
+    bmp::GracefulRestartCap sent_gr, received_gr;  // of its last Peer Up
+    Gr gr = Gr::none;
+    Clock::time_point gr_since{}, gr_deadline{};
   };
 
   void changed(const net::Ipv4Prefix& prefix);  // recompute the union, emit when it differs
   fpm::RouteMessage message(const net::Ipv4Prefix& prefix, const std::vector<std::uint32_t>& next_hops) const;
   void sweep(Peer& peer, bool by_limit);
   void finish_resync_if_done();
+  void end_gr(Peer& peer);
+  // Sweeps its stale routes and ends its graceful restart; forgets it when it is down. Returns
+  // the next iterator.
+  std::map<bmp::PeerKey, Peer>::iterator drop_stale(std::map<bmp::PeerKey, Peer>::iterator it);
+  void gr_from_bgpd(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at);
+  // bgpd has the peer's whole table of this session, and so has the RIB.
+  static bool table_through(const Peer& peer, const BgpdPeer& report);
   void finish_resync();
 
   Handlers handlers_;

@@ -75,14 +75,14 @@ void Session::handle(const Frame& frame) {
       PeerUp up;
       if (!parse_peer_up(after, up, bad)) return malformed(bad);
       peers_[key] = *header;
-      if (handlers_.peer_up) handlers_.peer_up(key, *header);
+      if (handlers_.peer_up) handlers_.peer_up(key, *header, up);
       return;
     }
     case MessageType::peer_down: {
-      std::uint8_t reason = 0;
-      if (!parse_peer_down(after, reason, bad)) return malformed(bad);
+      PeerDown down;
+      if (!parse_peer_down(after, down, bad)) return malformed(bad);
       if (peers_.erase(key) == 0) return ignore(Ignored::unknown_peer);
-      if (handlers_.peer_down) handlers_.peer_down(key, reason);
+      if (handlers_.peer_down) handlers_.peer_down(key, down);
       return;
     }
     case MessageType::statistics_report: {

@@ -58,8 +58,10 @@ struct SessionCounters {
 class Session {
  public:
   struct Handlers {
-    std::function<void(const PeerKey&, const PeerHeader&)> peer_up;
-    std::function<void(const PeerKey&, std::uint8_t reason)> peer_down;
+    // With both OPENs' Graceful Restart capabilities and the Peer Down's reason and
+    // NOTIFICATION (bmp_rib.hpp decides from them whether bgpd keeps the peer's routes).
+    std::function<void(const PeerKey&, const PeerHeader&, const PeerUp&)> peer_up;
+    std::function<void(const PeerKey&, const PeerDown&)> peer_down;
     // The update's prefixes are valid during the call only.
     std::function<void(const PeerKey&, const Update&)> routes;
     std::function<void()> initiation;

@@ -21,8 +21,12 @@ BmpStation::Handlers rib_handlers(BmpRib& rib, std::function<BmpRib::Clock::time
   BmpStation::Handlers h;
   h.on_disconnect = [&rib](const std::string&) { rib.session_lost(); };
   h.session.initiation = [&rib, now] { rib.session_started(now()); };
-  h.session.peer_up = [&rib](const bmp::PeerKey& key, const bmp::PeerHeader&) { rib.peer_up(key); };
-  h.session.peer_down = [&rib](const bmp::PeerKey& key, std::uint8_t) { rib.peer_down(key); };
+  h.session.peer_up = [&rib, now](const bmp::PeerKey& key, const bmp::PeerHeader&, const bmp::PeerUp& up) {
+    rib.peer_up(key, up, now());
+  };
+  h.session.peer_down = [&rib, now](const bmp::PeerKey& key, const bmp::PeerDown& down) {
+    rib.peer_down(key, down, now());
+  };
   h.session.routes = [&rib](const bmp::PeerKey& key, const bmp::Update& u) { rib.update(key, u); };
   return h;
 }

@@ -109,30 +109,79 @@ inline Buf route_monitoring(std::uint32_t peer, const Buf& bgp_update, std::uint
   return message(0, body);
 }
 
-inline Buf open(std::uint32_t bgp_id) {
+// One capability (code, length, value) and the Graceful Restart one (RFC 4724 / RFC 8538):
+// R and N flags, a 12-bit restart time, one AFI/SAFI tuple per entry with its F bit.
+inline Buf capability(std::uint8_t code, const Buf& value) {
+  Buf b{code, static_cast<std::uint8_t>(value.size())};
+  append(b, value);
+  return b;
+}
+struct GrTuple {
+  std::uint16_t afi = 1;
+  std::uint8_t safi = 1;
+  bool forwarding = false;
+};
+inline Buf graceful_restart(std::uint16_t restart_time, std::initializer_list<GrTuple> tuples = {GrTuple{}},
+                            bool restart_state = false, bool notification = false) {
+  Buf v;
+  put16(v, (restart_state ? 0x8000u : 0u) | (notification ? 0x4000u : 0u) | (restart_time & 0x0fffu));
+  for (const auto& t : tuples) {
+    put16(v, t.afi);
+    v.push_back(t.safi);
+    v.push_back(t.forwarding ? 0x80 : 0);
+  }
+  return capability(64, v);
+}
+// Multiprotocol IPv4 unicast and 4-byte AS, as bgpd sends them.
+inline Buf usual_capabilities() {
+  Buf b = capability(1, {0, 1, 0, 1});
+  append(b, capability(65, {0, 0, 0xfd, 0xe9}));
+  return b;
+}
+
+// An OPEN whose optional parameters are one Capabilities parameter (type 2) per entry of
+// `capabilities` (bgpd puts each capability in its own parameter), none when empty.
+inline Buf open(std::uint32_t bgp_id, std::initializer_list<Buf> capabilities = {}) {
+  Buf params;
+  for (const auto& c : capabilities) {
+    params.push_back(2);
+    params.push_back(static_cast<std::uint8_t>(c.size()));
+    append(params, c);
+  }
   Buf v{4};
   put16(v, 65001);
   put16(v, 9);
   put32(v, bgp_id);
-  v.push_back(0);  // no optional parameters
+  v.push_back(static_cast<std::uint8_t>(params.size()));
+  append(v, params);
   return bgp(1, v);
 }
 
-inline Buf peer_up(std::uint32_t peer) {
+// Peer Up with the OPEN bgpd sent and the one it received (BGP messages, e.g. open()).
+inline Buf peer_up(std::uint32_t peer, const Buf& sent_open, const Buf& received_open) {
   Buf body = peer_header(peer);
   for (int i = 0; i < 12; ++i) body.push_back(0);
   put32(body, 0x0a000001);  // local address
   put16(body, 179);
   put16(body, 40000);
-  append(body, open(0x0a000001));
-  append(body, open(peer));
+  append(body, sent_open);
+  append(body, received_open);
   return message(3, body);
 }
+inline Buf peer_up(std::uint32_t peer) { return peer_up(peer, open(0x0a000001), open(peer)); }
 
-inline Buf peer_down(std::uint32_t peer, std::uint8_t reason = 3) {
+// Peer Down: the reason and its data as given (a NOTIFICATION for 1 and 3, an FSM event for 2).
+inline Buf peer_down(std::uint32_t peer, std::uint8_t reason = 3, const Buf& data = {}) {
   Buf body = peer_header(peer);
   body.push_back(reason);
+  append(body, data);
   return message(2, body);
+}
+inline Buf notification(std::uint8_t code, std::uint8_t subcode) { return bgp(3, {code, subcode}); }
+inline Buf fsm_event(std::uint16_t event) {
+  Buf b;
+  put16(b, event);
+  return b;
 }
 
 inline Buf initiation() {

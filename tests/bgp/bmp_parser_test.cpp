@@ -5,7 +5,9 @@
 
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bgp/bmp_parser.hpp"
@@ -22,9 +24,17 @@ constexpr std::uint32_t kVtep = 0xc6120005;       // 198.18.0.5
 
 struct Seen {
   std::vector<std::string> events;
+  PeerUp last_up;
+  PeerDown last_down;
   Session session{Session::Handlers{
-      [this](const PeerKey& k, const PeerHeader&) { events.push_back("up " + k.address.str()); },
-      [this](const PeerKey& k, std::uint8_t r) { events.push_back("down " + k.address.str() + " " + std::to_string(r)); },
+      [this](const PeerKey& k, const PeerHeader&, const PeerUp& up) {
+        events.push_back("up " + k.address.str());
+        last_up = up;
+      },
+      [this](const PeerKey& k, const PeerDown& d) {
+        events.push_back("down " + k.address.str() + " " + std::to_string(d.reason));
+        last_down = d;
+      },
       [this](const PeerKey& k, const Update& u) {
         std::string e = "routes " + k.address.str();
         for (auto p : u.announced) e += " +" + net::Ipv4Addr{p.addr}.str() + "/" + std::to_string(p.len);
@@ -275,6 +285,100 @@ TEST(BmpSession, ARealFrr84FeedAfterAReconnectEndsWithEndOfRib) {
                                          "routes 10.0.0.2 eor"};
   EXPECT_EQ(s.events, want);
   EXPECT_EQ(s.ignored(Ignored::pre_policy), 1u);
+  EXPECT_EQ(s.ignored(Ignored::malformed), 0u);
+}
+
+
+Buf from_hex(std::string_view hex) {
+  Buf b;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) b.push_back(static_cast<std::uint8_t>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  return b;
+}
+
+// The OPENs of a Peer Up from Debian 12's FRR 8.4.4 (2026-12-06, docs/bgp.md "Graceful restart
+// on the BMP feed"): a view with `bgp graceful-restart` and `preserve-fw-state` and a speaker with
+// `bgp graceful-restart`; then the speaker with `no bgp graceful-restart` (helper mode: the
+// capability without any AFI/SAFI).
+constexpr std::string_view kFrr84OpenSent =
+    "ffffffffffffffffffffffffffffffff00620104fde90003c6120001450206010400010001020280000202020002024600020641040000fde90202060002064504000101010206490402766d0002084006c078000101800209470700010180000000";
+constexpr std::string_view kFrr84OpenReceived =
+    "ffffffffffffffffffffffffffffffff00620104fdea0003c6120002450206010400010001020280000202020002024600020641040000fdea0202060002064504000101010206490402766d0002084006c078000101000209470700010180000000";
+constexpr std::string_view kFrr84OpenReceivedHelperOnly =
+    "ffffffffffffffffffffffffffffffff005e0104fdea0003c6120002410206010400010001020280000202020002024600020641040000fdea0202060002064504000101010206490402766d0002044002c0780209470700010180000000";
+
+TEST(BmpParser, PeerUpReadsBothOpensGracefulRestartCapability) {
+  Seen s;
+  ASSERT_TRUE(s.session.feed(peer_up(kReflector, from_hex(kFrr84OpenSent), from_hex(kFrr84OpenReceived))));
+  ASSERT_EQ(s.events, std::vector<std::string>{"up 10.0.0.2"});
+  const PeerUp& up = s.last_up;
+  EXPECT_EQ(up.capabilities_malformed, nullptr);
+  EXPECT_EQ(up.sent_bgp_id, 0xc6120001u);
+  EXPECT_EQ(up.received_bgp_id, 0xc6120002u);
+  EXPECT_TRUE(up.sent_gr.present);
+  EXPECT_TRUE(up.sent_gr.ipv4_unicast);
+  EXPECT_TRUE(up.sent_gr.ipv4_unicast_forwarding) << "preserve-fw-state";
+  EXPECT_TRUE(up.received_gr.present);
+  EXPECT_TRUE(up.received_gr.ipv4_unicast);
+  EXPECT_FALSE(up.received_gr.ipv4_unicast_forwarding);
+  EXPECT_EQ(up.received_gr.restart_time_s, 120);
+  EXPECT_TRUE(up.received_gr.notification) << "FRR 8.4 sends the N bit";
+  EXPECT_TRUE(up.received_gr.restart_state) << "the R bit of a bgpd that has just started";
+
+  Seen helper;
+  ASSERT_TRUE(helper.session.feed(peer_up(kReflector, from_hex(kFrr84OpenSent), from_hex(kFrr84OpenReceivedHelperOnly))));
+  EXPECT_TRUE(helper.last_up.received_gr.present);
+  EXPECT_FALSE(helper.last_up.received_gr.ipv4_unicast) << "helper mode names no AFI/SAFI";
+
+  // Built: several tuples (the IPv4 unicast one found among others), no capability at all.
+  Seen built;
+  ASSERT_TRUE(built.session.feed(peer_up(
+      kReflector, open(0x0a000001, {usual_capabilities()}),
+      open(kReflector, {usual_capabilities(), graceful_restart(300, {GrTuple{2, 1, true}, GrTuple{1, 1, true}})}))));
+  EXPECT_FALSE(built.last_up.sent_gr.present);
+  EXPECT_TRUE(built.last_up.received_gr.ipv4_unicast);
+  EXPECT_TRUE(built.last_up.received_gr.ipv4_unicast_forwarding);
+  EXPECT_EQ(built.last_up.received_gr.restart_time_s, 300);
+  EXPECT_FALSE(built.last_up.received_gr.notification);
+}
+
+TEST(BmpParser, CapabilitiesThatDoNotAddUpLeaveThePeerUpWithoutGracefulRestart) {
+  Buf bad_gr = capability(64, {0x00, 0x78, 0x00, 0x01, 0x01});  // 5 bytes: not 2 + 4n
+  Buf cut = open(kReflector, {graceful_restart(120)});
+  cut[19 + 9] += 3;  // parameters length past the OPEN's end
+  for (const Buf& received : {open(kReflector, {bad_gr}), cut}) {
+    Buf fixed = received;
+    fixed[16] = static_cast<std::uint8_t>(fixed.size() >> 8);
+    fixed[17] = static_cast<std::uint8_t>(fixed.size());
+    Seen s;
+    ASSERT_TRUE(s.session.feed(peer_up(kReflector, open(0x0a000001, {graceful_restart(120)}), fixed)));
+    EXPECT_EQ(s.events, std::vector<std::string>{"up 10.0.0.2"}) << "the peer is up all the same";
+    EXPECT_FALSE(s.last_up.received_gr.present);
+    EXPECT_TRUE(s.last_up.sent_gr.present);
+    EXPECT_NE(s.last_up.capabilities_malformed, nullptr);
+  }
+}
+
+TEST(BmpParser, PeerDownReasonWithItsNotificationOrFsmEvent) {
+  Seen s;
+  Buf stream = peer_up(kReflector);
+  append(stream, peer_down(kReflector, 3, notification(6, 2)));  // as FRR 8.4 sent for `neighbor shutdown`
+  ASSERT_TRUE(s.session.feed(stream));
+  EXPECT_EQ(s.last_down.reason, 3);
+  EXPECT_EQ(s.last_down.notify_code, std::optional<std::uint8_t>{6});
+  EXPECT_EQ(s.last_down.notify_subcode, std::optional<std::uint8_t>{2});
+
+  stream = peer_up(kReflector);
+  append(stream, peer_down(kReflector, 2, fsm_event(0)));  // FRR 8.4's every local close
+  ASSERT_TRUE(s.session.feed(stream));
+  EXPECT_EQ(s.last_down.reason, 2);
+  EXPECT_EQ(s.last_down.fsm_event, std::optional<std::uint16_t>{0});
+  EXPECT_FALSE(s.last_down.notify_code);
+
+  stream = peer_up(kReflector);
+  append(stream, peer_down(kReflector, 1, {0xff, 0xff}));  // a NOTIFICATION cut short: the reason stays
+  ASSERT_TRUE(s.session.feed(stream));
+  EXPECT_EQ(s.last_down.reason, 1);
+  EXPECT_FALSE(s.last_down.notify_code);
   EXPECT_EQ(s.ignored(Ignored::malformed), 0u);
 }
 

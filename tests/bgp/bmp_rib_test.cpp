@@ -4,6 +4,7 @@
 // the full-table signal and the counters. The clock is a variable.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -351,6 +352,206 @@ TEST_F(BmpRibTest, BgpdsOwnStatusEndsAResyncBmpCannot) {
   rib_->session_started(t0_ + 10s);
   rib_->bgpd_peers({{a_.address, true, 0}}, t0_ + 20s, started_long_ago);
   EXPECT_TRUE(rib_->resyncing());
+}
+
+
+// Graceful restart: what a Peer Down does, from both OPENs' capabilities and the reason.
+bmp::GracefulRestartCap gr_cap(std::uint16_t restart_time = 120, bool ipv4 = true, bool n_bit = true) {
+  bmp::GracefulRestartCap c;
+  c.present = true;
+  c.restart_time_s = restart_time;
+  c.ipv4_unicast = ipv4;
+  c.notification = n_bit;
+  return c;
+}
+bmp::PeerDown down(std::uint8_t reason, std::optional<std::uint8_t> code = std::nullopt) {
+  bmp::PeerDown d;
+  d.reason = reason;
+  d.notify_code = code;
+  if (code) d.notify_subcode = 2;
+  if (reason == 2) d.fsm_event = 0;
+  return d;
+}
+bmp::PeerUp gr_up(std::uint16_t restart_time = 120) {
+  bmp::PeerUp up;
+  up.sent_gr = gr_cap();
+  up.received_gr = gr_cap(restart_time);
+  return up;
+}
+
+TEST(BmpPeerDownAction, BgpdKeepsRoutesOnlyWithGracefulRestartBothWaysAndAReasonItKeepsThemFor) {
+  using A = PeerDownAction;
+  const auto both = gr_cap(), none = bmp::GracefulRestartCap{};
+  // FRR 8.4's reason for every local close (the peer's crash, a hold timer expiry, but also
+  // `neighbor shutdown`, `clear bgp`, BFD down): bgpd's status decides.
+  EXPECT_EQ(peer_down_action(both, both, down(2)), A::keep_ask_bgpd);
+  EXPECT_EQ(peer_down_action(both, both, down(4)), A::keep_ask_bgpd);
+  // No graceful restart negotiated: withdrawn at once, whatever the reason.
+  for (std::uint8_t reason : {1, 2, 3, 4, 5}) {
+    EXPECT_EQ(peer_down_action(none, both, down(reason, 4)), A::withdraw) << int(reason);
+    EXPECT_EQ(peer_down_action(both, none, down(reason, 4)), A::withdraw) << int(reason);
+  }
+  EXPECT_EQ(peer_down_action(both, gr_cap(120, false), down(2)), A::withdraw) << "helper-only peer: no IPv4 unicast";
+  EXPECT_EQ(peer_down_action(both, gr_cap(0), down(2)), A::withdraw) << "restart time 0";
+  // De-configured, and the later RFCs' reasons.
+  EXPECT_EQ(peer_down_action(both, both, down(5)), A::withdraw);
+  EXPECT_EQ(peer_down_action(both, both, down(6)), A::withdraw);
+  // A NOTIFICATION: a Cease (shutdown, reset, Hard Reset) always ends it; another only with the
+  // N bit both ways (RFC 8538), and whole.
+  EXPECT_EQ(peer_down_action(both, both, down(3, 6)), A::withdraw);
+  EXPECT_EQ(peer_down_action(both, both, down(1, 6)), A::withdraw);
+  EXPECT_EQ(peer_down_action(both, both, down(3, 4)), A::keep_ask_bgpd) << "hold timer expired, N both ways";
+  EXPECT_EQ(peer_down_action(both, both, down(1, 4)), A::keep_ask_bgpd);
+  EXPECT_EQ(peer_down_action(both, gr_cap(120, true, false), down(3, 4)), A::withdraw) << "no N bit from the peer";
+  EXPECT_EQ(peer_down_action(gr_cap(120, true, false), both, down(1, 4)), A::withdraw) << "no N bit from bgpd";
+  EXPECT_EQ(peer_down_action(both, both, down(3)), A::withdraw) << "a NOTIFICATION not whole";
+}
+
+class BmpRibGrTest : public BmpRibTest {
+ protected:
+  BmpRibGrTest() {
+    BmpRib::Handlers h;
+    h.on_route = [this](const fpm::RouteMessage& m) { lines_.push_back(line(m)); };
+    h.on_full_table = [this] { ++full_tables_; };
+    h.ask_bgpd = [this] { ++asked_; };
+    rib_ = std::make_unique<BmpRib>(h, BmpRibOptions{});
+    rib_->session_started(t0_);
+    rib_->peer_up(a_, gr_up(), t0_);
+    rib_->peer_up(b_, gr_up(), t0_);
+    rib_->update(a_, announce({"10.245.1.0/24", "10.245.2.0/24", "10.245.3.0/24"}, "198.18.0.2"));
+    rib_->update(a_, eor());
+    rib_->update(b_, eor());
+    take();
+  }
+  int asked_ = 0;
+  const BmpRib::Clock::time_point down_at_ = t0_ + 60s;
+  const BmpRib::Clock::time_point started_long_ago_ = t0_ - 3600s;
+};
+
+TEST_F(BmpRibGrTest, APeerBgpdKeepsStaleKeepsItsRoutesUntilItIsBackAndHasResentThem) {
+  rib_->peer_down(a_, down(2), down_at_);
+  EXPECT_TRUE(take().empty()) << "kept while bgpd is asked";
+  EXPECT_EQ(asked_, 1);
+  EXPECT_TRUE(rib_->wants_bgpd_peers());
+  EXPECT_EQ(rib_->stats().stale, 3u);
+  EXPECT_EQ(rib_->stale_deadline(), down_at_ + 120s) << "the peer's restart time";
+  // A poll taken before the Peer Down decides nothing (it said a was Established).
+  rib_->bgpd_peers({{a_.address, true, 3, 0}}, down_at_ - 1s, started_long_ago_);
+  rib_->bgpd_peers({{a_.address, false, 0, 0}}, down_at_ - 1s, started_long_ago_);
+  EXPECT_TRUE(take().empty());
+  // bgpd holds them stale: kept.
+  rib_->bgpd_peers({{a_.address, false, 3, 3}}, down_at_ + 10ms, started_long_ago_);
+  EXPECT_EQ(rib_->stats().gr_confirmed, 1u);
+  rib_->expire_stale(down_at_ + 119s);
+  EXPECT_TRUE(take().empty()) << "within the restart time";
+
+  // Back: bgpd sends a withdrawal of a stale route right after the Peer Up (FRR 8.4 does), then
+  // the table. The consumer sees no change at all.
+  const auto back = down_at_ + 30s;
+  rib_->peer_up(a_, gr_up(), back);
+  rib_->update(a_, withdraw({"10.245.1.0/24"}));
+  EXPECT_EQ(rib_->stats().gr_stale_withdraw_kept, 1u);
+  rib_->update(a_, announce({"10.245.1.0/24", "10.245.2.0/24"}, "198.18.0.2"));
+  EXPECT_TRUE(take().empty());
+  EXPECT_EQ(rib_->stale_deadline(), back + 360s) << "bgpd's stale-path time once the peer is back";
+  // bgpd still has stale paths (no End-of-RIB from the peer yet): wait.
+  rib_->bgpd_peers({{a_.address, true, 2, 1}}, back + 1s, started_long_ago_);
+  EXPECT_TRUE(take().empty());
+  // Nothing stale but no End-of-RIB from the peer (bgpd offered Graceful Restart, so one is
+  // coming): its table may still be arriving.
+  rib_->bgpd_peers({{a_.address, true, 2, 0, false}}, back + 2s, started_long_ago_);
+  EXPECT_TRUE(take().empty());
+  // bgpd is through: Established, End-of-RIB in, nothing stale, its 2 routes re-sent here:
+  // 10.245.3.0/24, which the peer did not re-send, goes.
+  rib_->bgpd_peers({{a_.address, true, 2, 0, true}}, back + 3s, started_long_ago_);
+  EXPECT_EQ(take(), (Lines{"-10.245.3.0/24"}));
+  EXPECT_EQ(rib_->stats().gr_recovered, 1u);
+  EXPECT_EQ(rib_->stats().gr_peers, 0u);
+  EXPECT_EQ(rib_->stats().stale, 0u);
+  EXPECT_FALSE(rib_->wants_bgpd_peers());
+  // A withdrawal now is the peer's own word.
+  rib_->update(a_, withdraw({"10.245.2.0/24"}));
+  EXPECT_EQ(take(), (Lines{"-10.245.2.0/24"}));
+}
+
+TEST_F(BmpRibGrTest, APeerBgpdFlushedIsWithdrawnAtItsFirstPollAfterThePeerDown) {
+  // `neighbor shutdown`, `clear bgp`, BFD down: FRR 8.4 sends the same reason 2 and flushes.
+  rib_->peer_down(a_, down(2), down_at_);
+  EXPECT_TRUE(take().empty());
+  // Still clearing (routes neither stale nor gone): asked again.
+  rib_->bgpd_peers({{a_.address, false, 3, 0}}, down_at_ + 5ms, started_long_ago_);
+  EXPECT_TRUE(take().empty());
+  EXPECT_EQ(asked_, 2);
+  rib_->bgpd_peers({{a_.address, false, 0, 0}}, down_at_ + 10ms, started_long_ago_);
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24", "-10.245.2.0/24", "-10.245.3.0/24"}));
+  EXPECT_EQ(rib_->stats().gr_dropped_by_bgpd, 1u);
+  EXPECT_EQ(rib_->routes_per_peer().count(a_), 0u);
+  EXPECT_EQ(rib_->stats().stale, 0u);
+  EXPECT_FALSE(rib_->wants_bgpd_peers());
+  EXPECT_EQ(rib_->stale_deadline(), std::nullopt);
+
+  // A peer bgpd no longer reports (de-configured) goes the same way.
+  rib_->peer_up(a_, gr_up(), down_at_ + 1s);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  take();
+  rib_->peer_down(a_, down(2), down_at_ + 2s);
+  rib_->bgpd_peers({{b_.address, true, 0, 0}}, down_at_ + 3s, started_long_ago_);
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24"}));
+}
+
+TEST_F(BmpRibGrTest, NoGracefulRestartOrACeaseWithdrawsAtOnce) {
+  rib_->peer_down(a_, down(3, 6), down_at_);  // `neighbor shutdown` at the peer
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24", "-10.245.2.0/24", "-10.245.3.0/24"}));
+  EXPECT_EQ(asked_, 0);
+  // A peer up without the capability (its Peer Up said so): reason 2 withdraws at once too.
+  rib_->peer_up(a_, bmp::PeerUp{}, down_at_ + 1s);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  take();
+  rib_->peer_down(a_, down(2), down_at_ + 2s);
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24"}));
+  EXPECT_EQ(rib_->stats().gr_kept, 0u);
+}
+
+TEST_F(BmpRibGrTest, KeptRoutesGoAtTheRestartTimeOrTheEndOfRibAfterTheReturn) {
+  rib_->peer_down(a_, down(2), down_at_);
+  rib_->bgpd_peers({{a_.address, false, 3, 3}}, down_at_ + 10ms, started_long_ago_);
+  // The peer never comes back: swept at its restart time, as bgpd's restart timer does.
+  rib_->expire_stale(down_at_ + 120s);
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24", "-10.245.2.0/24", "-10.245.3.0/24"}));
+  EXPECT_EQ(rib_->stats().gr_expired, 1u);
+  EXPECT_EQ(rib_->routes_per_peer().count(a_), 0u);
+
+  // Back with an End-of-RIB (a peer whose bgpd does pass it on): what was not re-sent goes.
+  rib_->peer_up(a_, gr_up(), down_at_ + 200s);
+  rib_->update(a_, announce({"10.245.1.0/24", "10.245.2.0/24"}, "198.18.0.2"));
+  take();
+  rib_->peer_down(a_, down(4), down_at_ + 210s);
+  rib_->bgpd_peers({{a_.address, false, 2, 2}}, down_at_ + 211s, started_long_ago_);
+  rib_->peer_up(a_, gr_up(), down_at_ + 215s);
+  rib_->update(a_, announce({"10.245.2.0/24"}, "198.18.0.2"));
+  rib_->update(a_, eor());
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24"}));
+  EXPECT_EQ(rib_->stats().gr_peers, 0u);
+  // Nothing left to time.
+  EXPECT_EQ(rib_->stale_deadline(), std::nullopt);
+}
+
+
+TEST_F(BmpRibGrTest, ARestartedBgpdsResyncWaitsForThePeersEndOfRibNotJustItsCount) {
+  // This node's bgpd restarted (vxfedd kept its routes across the lost BMP session): the peer
+  // is Established again at once, but bgpd's accepted count is 0 until the peer's table comes.
+  rib_->session_lost();
+  const auto t1 = t0_ + 100s;
+  rib_->session_started(t1);
+  rib_->peer_up(a_, gr_up(), t1);
+  rib_->peer_up(b_, gr_up(), t1);
+  rib_->bgpd_peers({{a_.address, true, 0, 0, false}, {b_.address, true, 0, 0, false}}, t1 + 4s, started_long_ago_);
+  EXPECT_TRUE(take().empty()) << "nothing swept on a count of a table still arriving";
+  EXPECT_TRUE(rib_->resyncing());
+  rib_->update(a_, announce({"10.245.1.0/24", "10.245.2.0/24"}, "198.18.0.2"));
+  rib_->bgpd_peers({{a_.address, true, 2, 0, true}, {b_.address, true, 0, 0, true}}, t1 + 5s, started_long_ago_);
+  EXPECT_EQ(take(), (Lines{"-10.245.3.0/24"}));
+  EXPECT_FALSE(rib_->resyncing());
 }
 
 }  // namespace
