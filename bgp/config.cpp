@@ -339,10 +339,10 @@ BgpConfig parse(const YAML::Node& node) {
     cfg.bmp.bgpd_user = f.str("bgpd_user", cfg.bmp.bgpd_user);
     if (cfg.bmp.bgpd_user.empty()) f["bgpd_user"].fail("must not be empty");
   }
-  if (root.has("view")) {
-    if (cfg.role != Role::kRouteReflector)
-      root["view"].fail("a route reflector's setting; a node's bgpd is a view when bgp.feed is bmp");
-    cfg.view = root.boolean("view", false);
+  if (cfg.role == Role::kRouteReflector) {
+    cfg.view = root.boolean("view", true);
+  } else if (root.has("view")) {
+    root["view"].fail("a route reflector's setting; a node's bgpd is a view when bgp.feed is bmp");
   }
   if (cfg.feed == Feed::kBmp && cfg.role == Role::kRouteReflector)
     root["feed"].fail("bmp is a node's feed; a route reflector installs nothing (use vxfed-reflector)");

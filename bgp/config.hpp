@@ -171,8 +171,10 @@ struct BgpConfig {
   std::string local_cluster;
   FrrSettings frr;
   Feed feed = Feed::kFpm;
-  // A route reflector's bgpd as the BGP view `vxfed` (bgp.view): no next-hop tracking, no
-  // FIB. A node's bgpd is a view exactly when its feed is bmp.
+  // A route reflector's bgpd as the BGP view `vxfed` (bgp.view, default true): no next-hop
+  // tracking (at 130,000 VTEPs it never finishes; and its late answers made a restarted
+  // reflector's End-of-RIB sweep its nodes' routes: docs/faults.md), no FIB. A node's bgpd is
+  // a view exactly when its feed is bmp.
   bool view = false;
   FpmSettings fpm;
   BmpSettings bmp;

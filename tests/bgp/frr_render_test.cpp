@@ -147,21 +147,22 @@ peers:
 )"));
   ASSERT_TRUE(c.ok()) << c.error();
   const std::string text = render_reflector_config(*c);
-  const std::string path = std::string(BGP_GOLDEN_DIR) + "/reflector.conf";
+  const std::string path = std::string(BGP_GOLDEN_DIR) + "/reflector.conf";  // a view: the default
   if (const char* u = std::getenv("VXFED_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << text;
   EXPECT_EQ(text, read_file(path)) << "golden file " << path << " differs";
   EXPECT_EQ(render_reflector_config(*c), text);
   EXPECT_EQ(redact_frr_text(text).find("secret"), std::string::npos);
 }
 
-// The reflector as the view `vxfed` (bgp.view): no next-hop tracking, nothing for zebra, so no
-// table-map; everything else as above. A node may not set view (its feed decides).
-TEST(ReflectorRender, AsAView) {
+// The reflector as the default instance (bgp.view: false; a view is the default, as in
+// ClusterReflector): next hops tracked, and a table-map keeps the routes out of zebra's FIB.
+// A node may not set view (its feed decides).
+TEST(ReflectorRender, NotAView) {
   auto c = parse_config(YAML::Load(R"(
 role: route-reflector
 asn: 65001
 router_id: 198.18.0.10
-view: true
+view: false
 clusters: {cluster-b: [10.245.0.0/16]}
 nodes: {listen_range: 198.18.0.0/28, cidrs: [10.244.0.0/16]}
 peers:
@@ -169,11 +170,11 @@ peers:
 )"));
   ASSERT_TRUE(c.ok()) << c.error();
   const std::string text = render_reflector_config(*c);
-  const std::string path = std::string(BGP_GOLDEN_DIR) + "/reflector_view.conf";
+  const std::string path = std::string(BGP_GOLDEN_DIR) + "/reflector_default_instance.conf";
   if (const char* u = std::getenv("VXFED_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << text;
   EXPECT_EQ(text, read_file(path)) << "golden file " << path << " differs";
-  EXPECT_NE(text.find("router bgp 65001 view vxfed\n"), std::string::npos);
-  EXPECT_EQ(text.find("table-map"), std::string::npos);
+  EXPECT_NE(text.find("router bgp 65001\n"), std::string::npos);
+  EXPECT_NE(text.find("  table-map vxfed-no-fib\n"), std::string::npos);
   auto node = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1, view: true}"));
   ASSERT_FALSE(node.ok());
   EXPECT_NE(node.error().find("bgp.view: a route reflector's setting"), std::string::npos) << node.error();
