@@ -16,7 +16,8 @@
 //   got, lost or changed its VNI the adapter re-resolves at once: routes learned before
 //   their network existed are installed, routes of a removed network are withdrawn.
 // - FRR not up yet (boot order) or restarting: start() does not fail; the adapter's start is
-//   retried every start_retry while the host serves everything else.
+//   retried (0.25 s, doubling to start_retry, and at once when a new bgpd vty socket appears)
+//   while the host serves everything else.
 //
 // Threading: everything on the io_context given to create(); the sink is called on it.
 #pragma once
@@ -52,6 +53,10 @@ struct RouteSourceOptions {
   std::chrono::milliseconds start_retry{5000};
   std::chrono::milliseconds save_interval{2000};  // at most one cache write per interval
 };
+
+// The wait before the adapter's next start after `failures` failed ones (>= 1): 0.25 s
+// doubling up to `cap` (RouteSourceOptions::start_retry).
+std::chrono::milliseconds start_retry_delay(std::uint64_t failures, std::chrono::milliseconds cap);
 
 class RouteSource {
  public:
@@ -99,6 +104,10 @@ class RouteSource {
   std::unique_ptr<AdapterInterface> adapter_;
   Sink sink_;
   std::uint64_t start_failures_ = 0;
+  std::chrono::steady_clock::time_point retry_at_{};  // the next start attempt, by the back-off
+  std::uint64_t bgpd_socket_seen_ = 0;                // bgpd's vty socket at the last attempt
+  std::uint64_t bgpd_socket_identity() const;
+  void wait_to_retry();
   bool preserving_ = false;   // routes of the previous run in force, no full table yet
   bool save_pending_ = false;
   std::vector<std::optional<std::uint32_t>> network_vnis_;  // of bgp.peers[].network, last seen

@@ -213,4 +213,17 @@ TEST_F(RouteSourceTest, AFailingAdapterStartIsRetried) {
   EXPECT_EQ(fake->stops, 1);
 }
 
+TEST(RouteSourceRetry, QuickAtFirstThenEveryCap) {
+  using std::chrono::milliseconds;
+  const milliseconds cap(5000);
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(1, cap), milliseconds(250));
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(2, cap), milliseconds(500));
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(3, cap), milliseconds(1000));
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(4, cap), milliseconds(2000));
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(5, cap), milliseconds(4000));
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(6, cap), cap);
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(1000, cap), cap);
+  EXPECT_EQ(vxfed::bgp::start_retry_delay(1, milliseconds(10)), milliseconds(10)) << "never above the cap";
+}
+
 }  // namespace

@@ -95,7 +95,7 @@ def run_phases(a: Node, b: Node, sw, results: dict) -> None:
     pa = bfd_peer(a, b.ip)
     results["bfd_a"] = {k: pa.get(k) for k in ("status", "receive-interval", "transmit-interval", "detect-multiplier")}
     t.log(f"converged {results['convergence_after_frr_start_s']} s after FRR started (vxfedd retries its FRR "
-          f"config every 5 s); A's BFD session to B: {results['bfd_a']}")
+          f"config after 0.25 s, doubling to 5 s); A's BFD session to B: {results['bfd_a']}")
     dropped_before = neighbor(a, b.ip).get("connectionsDropped", 0)
 
     # ---- 2. B's link drops ----
