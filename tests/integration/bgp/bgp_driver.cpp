@@ -53,7 +53,7 @@ vxfed::Result<BgpConfig> load(const std::string& path) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Hosts the vxfed BGP adapter and reports learned routes as JSON (integration tests)."};
-  std::string config_path, vtep, state_path, events_path, log_level = "info";
+  std::string config_path, vtep, state_path, events_path, polls_path, log_level = "info";
   std::vector<std::string> advertise, networks;
   app.add_option("--config", config_path, "YAML file with a bgp: section")->required();
   app.add_option("--vtep", vtep, "this node's VTEP IPv4")->required();
@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   app.add_option("--network", networks, "NAME=VNI known to the daemon (repeatable)");
   app.add_option("--state", state_path, "JSON state file, rewritten on every change");
   app.add_option("--events", events_path, "JSON-lines file of route updates");
+  app.add_option("--polls", polls_path, "JSON-lines file: each peer status poll and the BMP RIB's counters after it");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -98,9 +99,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<Adapter> adapter;
   std::ofstream events;
   if (!events_path.empty()) events.open(events_path, std::ios::app);
+  std::ofstream polls;
+  if (!polls_path.empty()) polls.open(polls_path, std::ios::app);
   std::uint64_t updates = 0;
   double started_ms = now_ms();
 
+  json last_peers, last_bmp_rib;
   auto write_state = [&] {
     if (state_path.empty() || !adapter) return;
     json routes = json::array();
@@ -114,10 +118,21 @@ int main(int argc, char** argv) {
                        {"connections_dropped", p.connections_dropped},
                        {"established_epoch", p.established_epoch}, {"ibgp", p.ibgp},
                        {"prefixes_denied", p.prefixes_denied}, {"max_prefix_overflow", p.max_prefix_overflow},
-                       {"max_prefix_teardowns", p.max_prefix_teardowns}});
+                       {"max_prefix_teardowns", p.max_prefix_teardowns}, {"end_of_rib_received", p.end_of_rib_received},
+                       {"nsf_passive", p.nsf_passive}});
     }
     const auto s = adapter->stats();
-    json stats = {{"fpm_connected", s.fpm_connected}, {"fpm_connections", s.fpm_connections},
+    const auto& r = s.bmp_rib;
+    json bmp_rib = {{"peers_up", r.peers_up},         {"routes", r.routes},
+                    {"stale", r.stale},               {"sessions", r.sessions},
+                    {"stale_swept", r.stale_swept},   {"swept_by_limit", r.swept_by_limit},
+                    {"full_tables", r.full_tables},   {"peer_down_withdrawn", r.peer_down_withdrawn},
+                    {"gr_peers", r.gr_peers},         {"gr_kept", r.gr_kept},
+                    {"gr_confirmed", r.gr_confirmed}, {"gr_dropped_by_bgpd", r.gr_dropped_by_bgpd},
+                    {"gr_expired", r.gr_expired},     {"gr_recovered", r.gr_recovered},
+                    {"gr_stale_withdraw_kept", r.gr_stale_withdraw_kept}};
+    json stats = {{"feed_connected", s.feed_connected}, {"bmp_rib", bmp_rib},
+                  {"fpm_connected", s.fpm_connected}, {"fpm_connections", s.fpm_connections},
                   {"frames", s.frames}, {"messages", s.messages}, {"malformed", s.malformed},
                   {"stream_errors", s.stream_errors}, {"non_bgp_ignored", s.non_bgp_ignored},
                   {"no_peer", s.no_peer}, {"unresolved_routes", s.unresolved_routes},
@@ -125,6 +140,8 @@ int main(int argc, char** argv) {
                   {"max_prefix_exceeded", s.max_prefix_exceeded}, {"withheld", s.withheld},
                   {"applies", s.applies}, {"last_apply_seconds", s.last_apply_seconds},
                   {"resyncing", s.resyncing}, {"updates", updates}};
+    last_peers = peers;
+    last_bmp_rib = bmp_rib;
     json st = {{"time_ms", now_ms()}, {"started_ms", started_ms}, {"routes", routes},
                {"peers", peers}, {"stats", stats}};
     const std::string tmp = state_path + ".tmp";
@@ -155,7 +172,10 @@ int main(int argc, char** argv) {
     if (events.is_open()) events << text << std::endl;
     write_state();
   };
-  opts.on_peers = [&](const std::vector<PeerStatus>&) { write_state(); };
+  opts.on_peers = [&](const std::vector<PeerStatus>&) {
+    write_state();
+    if (polls.is_open()) polls << json{{"t_ms", now_ms()}, {"peers", last_peers}, {"bmp_rib", last_bmp_rib}}.dump() << std::endl;
+  };
 
   auto created = Adapter::create(io, std::move(opts));
   if (!created) {

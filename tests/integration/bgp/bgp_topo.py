@@ -28,6 +28,7 @@ class Node:
         self.frr = Frr(self.ns, self.frr_dir)
         self.state_path = self.dir / "state.json"
         self.events_path = self.dir / "events.jsonl"
+        self.polls_path = self.dir / "polls.jsonl"   # the driver's peer polls (--polls)
         self.config_path = self.dir / "bgp.yaml"
         self.driver = None
 
@@ -40,6 +41,21 @@ class Node:
 
     def vtysh(self, *commands: str, check: bool = True) -> str:
         return self.frr.vtysh(*commands, check=check)
+
+    def router_bgp(self, *commands: str, check: bool = True) -> str:
+        """`commands` inside bgpd's instance, in config mode: `router bgp ASN`, or `router bgp ASN
+        view V` when bgpd runs as the view of the BMP feed (a bare `router bgp ASN` would make a
+        second, default instance there)."""
+        view = self.frr.bgp_view()
+        instance = f"router bgp {self.asn}" + (f" view {view}" if view else "")
+        return self.vtysh("configure terminal", instance, *commands, check=check)
+
+    def feed(self) -> str:
+        """The driver's route feed as its config says: "fpm" (zebra's FPM stream) or "bmp"."""
+        try:
+            return json.loads(self.config_path.read_text())["bgp"].get("feed", "fpm")
+        except (OSError, ValueError, KeyError):
+            return "fpm"
 
     def write_frr_conf(self, text: str) -> None:
         """For plain FRR peers without a driver: frr-start.sh loads DIR/frr.conf."""
@@ -56,7 +72,7 @@ class Node:
         # A previous driver's state must not be read as this one's.
         self.state_path.unlink(missing_ok=True)
         args = [str(binary), "--config", str(self.config_path), "--vtep", self.vtep,
-                "--state", str(self.state_path), "--events", str(self.events_path)]
+                "--state", str(self.state_path), "--events", str(self.events_path), "--polls", str(self.polls_path)]
         for a in advertise:
             args += ["--advertise", a]
         for n, v in networks.items():

@@ -12,11 +12,12 @@ Phases:
     in B's; the convergence time is printed.
  2. policy: A never learns B's prefix outside its accept list, nor anything of C (max-prefix).
  3. idempotent apply: the same config applied again (SIGHUP) does not reset the session.
- 4. FPM cut: A's zebra loses its FPM connection; A's routes stay; a route withdrawn meanwhile
-    is removed by the resync after zebra reconnects, the others are never removed.
+ 4. feed cut: A's zebra loses its FPM connection (on the BMP feed, VXFED_BGP_FEED=bmp: bgpd's
+    BMP session); A's routes stay; a route withdrawn meanwhile is removed by the resync after
+    the feed reconnects, the others are never removed.
  5. peer down: B's bgpd frozen (SIGSTOP): A withdraws B's routes within the hold time (3 s).
  6. peer back (SIGCONT): A learns them again.
- 7. adapter restart: a new adapter on A learns everything again from zebra's resend.
+ 7. adapter restart: a new adapter on A learns everything again from zebra's (bgpd's) resend.
 """
 import json
 import os
@@ -176,25 +177,40 @@ exit
     t.log(f"re-apply: no flap, uptime {before['bgpTimerUpMsec']} -> {after['bgpTimerUpMsec']} ms")
     assert "vxfed-Secret-77" not in topo.log_of("driver-a")
 
-    # ---- 4. FPM cut ----
+    # ---- 4. feed cut ----
+    # FPM: zebra's FPM connection (`no fpm address`); BMP: bgpd's BMP session (the target's
+    # `bmp connect` removed, then put back). Either way A keeps its routes meanwhile and the
+    # resync after the reconnect sweeps the one withdrawn while the feed was down.
+    bmp = a.feed() == "bmp"
+    feed = "BMP" if bmp else "FPM"
+    bmp_connect = "bmp connect 127.0.0.1 port 621 min-retry 100 max-retry 1000"
     resyncs = a.state()["stats"]["resyncs"]
-    a.vtysh("configure terminal", "no fpm address")
-    t.wait_for(lambda: not a.state()["stats"]["fpm_connected"], 15, "A's FPM connection to drop")
-    b.vtysh("configure terminal", "router bgp 65002", "address-family ipv4 unicast", "no network 10.245.7.0/24")
+    if bmp:
+        a.router_bgp("bmp targets vxfed", f"no {bmp_connect}")
+    else:
+        a.vtysh("configure terminal", "no fpm address")
+    t.wait_for(lambda: not a.state()["stats"]["feed_connected"], 15, f"A's {feed} connection to drop")
+    b.router_bgp("address-family ipv4 unicast", "no network 10.245.7.0/24")
 
-    def a_zebra_lost_it() -> bool:
+    def a_lost_it() -> bool:
+        # What the feed would have told: zebra's route, or bgpd's view's path (a view installs none).
+        if bmp:
+            return not json.loads(a.vtysh("show bgp ipv4 unicast 10.245.7.0/24 json") or "{}").get("paths")
         return json.loads(a.vtysh("show ip route 10.245.7.0/24 json") or "{}") == {}
-    t.wait_for(a_zebra_lost_it, 20, "A's zebra to drop 10.245.7.0/24")
-    assert set(a.routes()) == {"10.245.0.0/16", "10.245.7.0/24"}, "routes must stay while FPM is down"
+    t.wait_for(a_lost_it, 20, f"A's {'bgpd' if bmp else 'zebra'} to drop 10.245.7.0/24")
+    assert set(a.routes()) == {"10.245.0.0/16", "10.245.7.0/24"}, f"routes must stay while {feed} is down"
     cut_at = time.time() * 1000
     t0 = time.monotonic()
-    a.vtysh("configure terminal", "fpm address 127.0.0.1 port 620")
+    if bmp:
+        a.router_bgp("bmp targets vxfed", bmp_connect)
+    else:
+        a.vtysh("configure terminal", "fpm address 127.0.0.1 port 620")
     a.wait_route("10.245.7.0/24", 30, present=False)
-    results["fpm_resync_sweep_s"] = round(time.monotonic() - t0, 2)
-    assert a.state()["stats"]["resyncs"] == resyncs + 1
+    results["feed_resync_sweep_s"] = round(time.monotonic() - t0, 2)
+    t.wait_for(lambda: a.state()["stats"]["resyncs"] == resyncs + 1, 10, f"A's {feed} resync to complete")
     assert "10.245.0.0/16" in a.routes()
     assert not [x for x in a.removal_times("10.245.0.0/16") if x >= cut_at], "resync removed a live route"
-    t.log(f"FPM resync swept the withdrawn route {results['fpm_resync_sweep_s']} s after reconnecting")
+    t.log(f"{feed} resync swept the withdrawn route {results['feed_resync_sweep_s']} s after reconnecting")
 
     # ---- 5. peer down ----
     bgpd_b = int((b.frr_dir / "bgpd.pid").read_text())
