@@ -68,6 +68,7 @@ FederationLink::FederationLink(asio::io_context& io, const Config& config, std::
       log_(std::move(log)),
       keep_alive_timer_(io),
       reconcile_timer_(io),
+      api_worker_(std::make_unique<StoreWorker>()),
       worker_(std::make_unique<StoreWorker>()) {
   fed::FederationOptions options;
   options.node = config.node.name;
@@ -82,7 +83,8 @@ FederationLink::FederationLink(asio::io_context& io, const Config& config, std::
 
 FederationLink::~FederationLink() {
   stopped_ = true;
-  worker_.reset();  // its work uses store_ and client_
+  api_worker_.reset();  // their work uses store_ and client_
+  worker_.reset();
 }
 
 std::chrono::milliseconds FederationLink::api_budget() const {
@@ -160,7 +162,7 @@ Result<NetworkGrant> FederationLink::join(const NetworkConfig& network, v1::Erro
   }
   const auto asked = std::chrono::steady_clock::now();
   const auto end = asked + api_budget();
-  std::unique_lock lock(store_mutex_, std::defer_lock);
+  std::unique_lock lock(store_gate_.api(), std::defer_lock);
   const bool locked = lock.try_lock_until(end);
   note_wait("join", network.name, asked);
   if (!locked) {
@@ -212,7 +214,7 @@ void FederationLink::prepare(const NetworkConfig& network, Prepared done) {
                                                          " did not answer within " +
                                                          std::to_string(api_budget().count()) + " ms"));
   });
-  worker_->post([this, pending, network, end, asked = std::chrono::steady_clock::now()] {
+  api_worker_->post([this, pending, network, end, asked = std::chrono::steady_clock::now()] {
     if (std::chrono::steady_clock::now() >= end) {  // the timer answered
       note_wait("prepare", network.name, asked);
       return;
@@ -222,7 +224,11 @@ void FederationLink::prepare(const NetworkConfig& network, Prepared done) {
     Outcome outcome;
     std::uint64_t change = 0;
     {
-      std::lock_guard lock(store_mutex_);
+      std::unique_lock lock(store_gate_.api(), std::defer_lock);
+      if (!lock.try_lock_until(end)) {  // the timer answers
+        note_wait("prepare", network.name, asked);
+        return;
+      }
       note_wait("prepare", network.name, asked);
       fed::CallDeadline deadline(end);
       auto r = store_->join(request, system_unix_ms());
@@ -272,7 +278,7 @@ void FederationLink::claim_more(const NetworkConfig& network, MoreClaimed done) 
     pending->done(v1::UNAVAILABLE, needs_store(name, "federation store " + client_->describe() + " did not answer within " +
                                                          std::to_string(api_budget().count()) + " ms"));
   });
-  worker_->post([this, pending, name = network.name, subnet = network.subnet, end, asked = std::chrono::steady_clock::now()] {
+  api_worker_->post([this, pending, name = network.name, subnet = network.subnet, end, asked = std::chrono::steady_clock::now()] {
     if (std::chrono::steady_clock::now() >= end) {  // the timer answered
       note_wait("block claim", name, asked);
       return;
@@ -280,7 +286,11 @@ void FederationLink::claim_more(const NetworkConfig& network, MoreClaimed done) 
     Outcome outcome;
     std::string block;
     {
-      std::lock_guard lock(store_mutex_);
+      std::unique_lock lock(store_gate_.api(), std::defer_lock);
+      if (!lock.try_lock_until(end)) {  // the timer answers
+        note_wait("block claim", name, asked);
+        return;
+      }
       note_wait("block claim", name, asked);
       fed::CallDeadline deadline(end);
       auto r = store_->claim_more(name, subnet);
@@ -327,7 +337,7 @@ void FederationLink::left(const std::string& network) {
   note_change(Change{false, gone});
   // Best effort, and never a wait: what is not recorded now, the next reconcile records (the
   // node's copy no longer has the network).
-  std::unique_lock lock(store_mutex_, std::try_to_lock);
+  std::unique_lock lock(store_gate_.api(), std::try_to_lock);
   if (!lock.owns_lock()) {
     log_->info("federation: leaving network '{}' is left to the next reconcile (the store is busy)", network);
     return;
@@ -344,7 +354,7 @@ void FederationLink::start() {
     std::int64_t lease = 0;
     Outcome outcome;
     {
-      std::lock_guard lock(store_mutex_);
+      std::lock_guard lock(store_gate_.background());
       auto registered = store_->register_node(system_unix_ms());
       outcome = outcome_of(registered);
       lease = store_->lease();
@@ -368,6 +378,7 @@ void FederationLink::stop() {
   stopped_ = true;
   keep_alive_timer_.cancel();
   reconcile_timer_.cancel();
+  api_worker_->stop();
   worker_->stop();
 }
 
@@ -378,8 +389,22 @@ void FederationLink::schedule_keep_alive() {
     if (ec || stopped_) return;
     worker_->post([this] {
       Outcome outcome;
+      // The keep-alive itself does not hold the store (the client is thread-safe, the lease id
+      // is all it needs): an API request does not wait behind it through an election. Only a
+      // lease to (re)grant, none yet or expired, goes through the store, which registers.
+      std::int64_t lease = 0;
       {
-        std::lock_guard lock(store_mutex_);
+        std::lock_guard lock(store_gate_.background());
+        lease = store_->lease();
+      }
+      bool renewed = false;
+      if (lease != 0) {
+        auto ttl = client_->lease_keep_alive(lease);
+        renewed = static_cast<bool>(ttl);
+        if (!ttl && ttl.code() != fed::Code::not_found) outcome = ttl.store_error();
+      }
+      if (!renewed && !outcome) {
+        std::lock_guard lock(store_gate_.background());
         outcome = outcome_of(store_->keep_alive(system_unix_ms()));
       }
       asio::post(io_, [this, outcome] {
@@ -442,8 +467,12 @@ void FederationLink::reconcile(const char* why) {
   }
   worker_->post([this, why, local = std::move(local)]() mutable {
     auto done = std::make_shared<ReconcileDone>();
+    // Each step holds the store on its own: an API request waiting meanwhile goes between
+    // them. The node's networks are applied to the store in one hold (a join in the middle of
+    // that would be left again: it is not in the snapshot).
+    const std::uint64_t now = system_unix_ms();
     {
-      std::lock_guard lock(store_mutex_);
+      std::lock_guard lock(store_gate_.background());
       {
         std::lock_guard changes(changes_mutex_);
         local = apply_changes(std::move(local), changes_);
@@ -452,20 +481,24 @@ void FederationLink::reconcile(const char* why) {
             if (c.network == m.network && std::find(m.more_blocks.begin(), m.more_blocks.end(), c.block) == m.more_blocks.end())
               m.more_blocks.push_back(c.block);
       }
-      const std::uint64_t now = system_unix_ms();
       auto report = store_->reconcile(local, now);
       done->outcomes.push_back(outcome_of(report));
-      if (report) {
-        done->report = *report;
-        // Gone nodes and ended hold-downs: one node (the collector) scans for the federation.
-        auto collector = store_->collector();
-        done->outcomes.push_back(outcome_of(collector));
-        if (collector && *collector) {
-          auto released = store_->collect_gone_nodes(now);
-          done->outcomes.push_back(outcome_of(released));
-          if (released) done->released = *released;
-          done->outcomes.push_back(outcome_of(store_->expire_hold_downs(now)));
-        }
+      if (report) done->report = *report;
+    }
+    if (done->report) {
+      // Gone nodes and ended hold-downs: one node (the collector) scans for the federation.
+      std::unique_lock lock(store_gate_.background());
+      auto collector = store_->collector();
+      lock.unlock();
+      done->outcomes.push_back(outcome_of(collector));
+      if (collector && *collector) {
+        lock.lock();
+        auto released = store_->collect_gone_nodes(now);
+        lock.unlock();
+        done->outcomes.push_back(outcome_of(released));
+        if (released) done->released = *released;
+        lock.lock();
+        done->outcomes.push_back(outcome_of(store_->expire_hold_downs(now)));
       }
     }
     asio::post(io_, [this, why, done] {

@@ -138,8 +138,8 @@ class FederationLink final : public NetworkAllocator {
   };
   std::map<std::string, Prefetched> prefetched_;
   // One user of store_ at a time (it is not thread-safe, and a reconcile must not interleave
-  // with a join): the worker, or join/left on the io thread.
-  std::timed_mutex store_mutex_;
+  // with a join), API requests first: the workers, or join/left on the io thread.
+  StoreGate store_gate_;
   std::mutex changes_mutex_;
   std::vector<Change> changes_;            // since the last reconcile's snapshot, and pending joins
   // Further blocks claimed since the last reconcile's snapshot of the node's copy (settled:
@@ -150,7 +150,11 @@ class FederationLink final : public NetworkAllocator {
   };
   std::vector<Claimed> claimed_;
   std::uint64_t next_change_ = 1;
-  std::unique_ptr<StoreWorker> worker_;    // last: stopped before the rest goes
+  // API requests (prepare, claim_more) run on their own worker, the background (registration,
+  // keep-alive, reconcile) on the other, so that a request never waits in a queue behind
+  // background calls; last: stopped before the rest goes.
+  std::unique_ptr<StoreWorker> api_worker_;
+  std::unique_ptr<StoreWorker> worker_;
 };
 
 }  // namespace vxfed::control

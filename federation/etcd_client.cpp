@@ -370,12 +370,12 @@ StoreStatus EtcdClient::call(const char* what, bool hedge, Response& out, Start&
     {
       std::lock_guard lock(sync->mutex);
       for (auto& a : attempts)
-        if (!a->done) running.push_back(a.get());
+        if (!a->handled) {  // still running, or ended alongside the one that decided
+          record(*a, why, true);
+          if (!a->done) running.push_back(a.get());
+        }
     }
-    for (auto* a : running) {
-      record(*a, why, true);
-      a->context.TryCancel();
-    }
+    for (auto* a : running) a->context.TryCancel();
     std::unique_lock lock(sync->mutex);
     sync->cv.wait(lock, [&] { return std::all_of(attempts.begin(), attempts.end(), [](const auto& a) { return a->done; }); });
   };
