@@ -17,7 +17,9 @@ The bed, on one switch (198.18.0.0/15):
 
 The speaker's routes are in the reflector before any client connects; then, for each client
 count, the sink connects all its sessions at once and the time is taken from the first connect
-to the last session's End-of-RIB (the reflector sends it after the whole table). Memory: the
+to the last session holding the whole table (its NLRI bytes: 5 per /26 block; FRR's End-of-RIB
+is recorded too, but it came after 40–260 UPDATEs to clients that joined an existing update
+group, so it does not say the table is in). Memory: the
 reflector bgpd's VmRSS before and after, its CPU seconds during the fill (/proc/PID/stat).
 JSON to --out (default perf/results/federation-fanout-<UTC time>.json). Exit status 0 when
 every session of every count got its whole table, 1 otherwise, 3 when the bed did not come up.
@@ -91,19 +93,22 @@ def fill(rr: Frr, sink_ns, clients: int, total: int, timeout: float) -> dict:
     pid = frr_pid(rr, "bgpd")
     before_rss, before_cpu = rss_of(pid), cpu_seconds(pid)
     res = sink_ns.run([sys.executable, "-m", "vxfed_harness.bgp_sink", "--peer", RR_IP, "--asn", str(ASN),
-                       "--sources", ",".join(sources), "--timeout", str(timeout)], check=False, timeout=timeout + 30,
+                       "--sources", ",".join(sources), "--timeout", str(timeout),
+                       "--expect-nlri-bytes", str(5 * total)], check=False, timeout=timeout + 30,
                       env=dict(os.environ, PYTHONPATH=str(tl.SOURCE_DIR / "harness")))
     after_rss, after_cpu = rss_of(pid), cpu_seconds(pid)
     out = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {"sessions": []}
     sessions = out["sessions"]
-    done = [s for s in sessions if s.get("end_of_rib")]
+    done = [s for s in sessions if s.get("whole")]
     first = min((s["connected"] for s in sessions if s.get("connected")), default=None)
     fig = {
         "clients": clients,
         "complete": len(done),
-        "fill_s": round(max(s["end_of_rib"] for s in done) - first, 3) if done and len(done) == clients else None,
-        "first_client_s": round(min(s["end_of_rib"] for s in done) - first, 3) if done else None,
-        "updates_per_session": sorted({s.get("updates") for s in sessions}),
+        "fill_s": round(max(s["whole"] for s in done) - first, 3) if done and len(done) == clients else None,
+        "first_client_s": round(min(s["whole"] for s in done) - first, 3) if done else None,
+        "end_of_rib_before_whole": sum(1 for s in done if s.get("end_of_rib") and s["end_of_rib"] < s["whole"]),
+        "updates_per_session": [min((s.get("updates", 0) for s in sessions), default=0),
+                                max((s.get("updates", 0) for s in sessions), default=0)],
         "mbytes_per_session": round(max((s.get("bytes", 0) for s in sessions), default=0) / 1e6, 1),
         "reflector_bgpd_rss_mb_before": before_rss.rss_mb, "reflector_bgpd_rss_mb_after": after_rss.rss_mb,
         "reflector_bgpd_hwm_mb": after_rss.hwm_mb,
