@@ -4,8 +4,9 @@ store call fails, and none waits long for the silent member.
 
 A real three-member etcd, each member in a namespace of its own on one switch (etcd's ports,
 198.18.5.1-3), election timeout 500 ms (EtcdCluster's), --pre-vote. Six clients in a namespace of their own
-play six nodes (vxfed-fed-driver probe: one long-lived EtcdClient each, a write and a read of
-its own key every 100 ms, each under vxfedd's API budget of min(request_timeout_ms 2000, 3 s)).
+play six nodes (vxfed-fed-driver probe: one long-lived EtcdClient each, a write guarded by the
+key's revision, as the store's writes are, and a read of its own key every 100 ms, each under
+vxfedd's API budget of min(request_timeout_ms 2000, 3 s)).
   - the six clients do not all start from the same member: each member is some node's first
     (a rendezvous hash of the node's name, docs/federation.md "The client");
   - a follower that some nodes start from is blackholed (iptables DROP in its namespace) for
