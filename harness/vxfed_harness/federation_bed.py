@@ -12,8 +12,10 @@ next hops unchanged, zebra streams every node's blocks to vxfedd over FPM.
 
 Experiments: $VXFED_DATAPLANE_EXTRA_ARGS adds vxfed-dataplane options on every node.
 
-Underlay 198.18.0.0/24: cluster c (0-based) has its reflector at .(10c+10) and nodes at
-.(10c+11) ...; etcd listens on .250 in a namespace of its own. Cluster c's pods are in
+Underlay 198.18.0.0/24: cluster c (0-based) has its reflector at .(10c+10) (with
+reflectors_per_cluster=2 a second one at .(10c+9): every node peers with both, every reflector
+with both of the other cluster) and nodes at .(10c+11) ...; etcd listens on .250 in a
+namespace of its own. Cluster c's pods are in
 10.(244+c).0.0/16, one /24 block per node and network from the store.
 """
 
@@ -88,6 +90,15 @@ class Cluster:
     nodes: list[Node] = field(default_factory=list)
     reflector: Optional[Frr] = None
     reflector_ns: Optional[Namespace] = None
+    # With reflectors_per_cluster=2, the second reflector: (address, namespace, FRR).
+    second: Optional[tuple[str, Namespace, Frr]] = None
+
+    def reflectors(self) -> list[tuple[str, Frr]]:
+        """Every reflector of the cluster, the first one first: (address, FRR)."""
+        out = [(self.reflector_ip, self.reflector)]
+        if self.second:
+            out.append((self.second[0], self.second[2]))
+        return out
 
     @property
     def listen_range(self) -> str:
@@ -165,12 +176,13 @@ def vnis(bed: "FederationBed", network: str) -> dict[str, int]:
 
 class FederationBed:
     def __init__(self, topo: Topology, clusters: int = 2, nodes_per_cluster: int = 3, build_dir: Optional[Path] = None,
-                 mtu: int = 9000, node_build_dirs: Optional[dict[str, Path]] = None):
+                 mtu: int = 9000, node_build_dirs: Optional[dict[str, Path]] = None, reflectors_per_cluster: int = 1):
         """node_build_dirs: short name -> the build whose vxfedd, dataplane, vxfedctl and CNI
         plugin that node runs (another release's, for a federation mid-roll); the others run
         build_dir's."""
         assert clusters == 2, "the address plan has room for two clusters"
         assert 1 <= nodes_per_cluster <= 5
+        assert reflectors_per_cluster in (1, 2)
         self.topo = topo
         self.mtu = mtu
         self.build_dir = build_dir
@@ -197,42 +209,51 @@ class FederationBed:
             cl.reflector_ns = topo.netns(f"rr{c}")
             prepare_node_namespace(cl.reflector_ns, forwarding=False)
             cl.reflector = Frr(cl.reflector_ns, topo.workdir / f"rr{c}" / "frr", bfdd=True)
+            if reflectors_per_cluster == 2:
+                ns2 = topo.netns(f"rr{c}b")
+                prepare_node_namespace(ns2, forwarding=False)
+                cl.second = (f"198.18.0.{10 * c + 9}", ns2, Frr(ns2, topo.workdir / f"rr{c}b" / "frr", bfdd=True))
         self.etcd_ns = topo.netns("etcd")
         ports = [(f"p{n.short}", n.ns, n.uplink, [f"{n.ip}/24"]) for n in self.nodes.values()]
         ports += [(f"prr{c.index}", c.reflector_ns, "ul0", [f"{c.reflector_ip}/24"]) for c in self.clusters]
+        ports += [(f"prr{c.index}b", c.second[1], "ul0", [f"{c.second[0]}/24"]) for c in self.clusters if c.second]
         ports.append(("petcd", self.etcd_ns, "ul0", [f"{ETCD_IP}/24"]))
         self.switch = topo.switch("sw", ports, mtu=mtu)
         self.etcd = EtcdCluster(topo, members=3, ns=self.etcd_ns, host=ETCD_IP)
         for cl in self.clusters:
-            topo.on_failure(f"reflector of {cl.name}", lambda cl=cl: cl.reflector.dump(f"reflector {cl.name}"))
+            for ip, frr in cl.reflectors():
+                topo.on_failure(f"reflector {ip} of {cl.name}", lambda frr=frr, ip=ip, cl=cl: frr.dump(
+                    f"reflector {ip} of {cl.name}"))
 
     # ------------------------------------------------------------------ configs
     def cluster_cidrs(self) -> dict[str, list[str]]:
         return {c.name: [c.pod_cidr] for c in self.clusters}
 
-    def reflector_yaml(self, cl: Cluster) -> dict:
+    def reflector_yaml(self, cl: Cluster, ip: Optional[str] = None, frr: Optional[Frr] = None) -> dict:
         """docs/bgp.md, "Route reflection": role route-reflector, its nodes on a listen range,
-        the other clusters' reflectors over eBGP."""
+        the other clusters' reflectors over eBGP. ip, frr: which of the cluster's reflectors
+        (default its first)."""
+        ip, frr = ip or cl.reflector_ip, frr or cl.reflector
         others = [c for c in self.clusters if c is not cl]
         return {"bgp": {
             # Graceful restart on, vxfed-reflector's default (docs/federation.md): a reflector's
             # restart keeps its routes on its nodes and on the other reflectors (reflector_kill).
             # A view (bgp.view): no next-hop tracking, whose answers a restarted reflector's
             # End-of-RIB to its nodes raced (docs/faults.md, "A route reflector killed").
-            "role": "route-reflector", "asn": cl.asn, "router_id": cl.reflector_ip, "graceful_restart": True,
+            "role": "route-reflector", "asn": cl.asn, "router_id": ip, "graceful_restart": True,
             "view": True,
             "clusters": {c.name: [c.pod_cidr] for c in others},
             "nodes": {"listen_range": cl.listen_range, "cidrs": [cl.pod_cidr], "bfd": True,
                       "keepalive": 1, "hold": 3},
-            "peers": [{"address": c.reflector_ip, "remote_asn": c.asn, "cluster": c.name, "keepalive": 1, "hold": 3,
-                       "connect_retry": 1, "bfd": True} for c in others],
-            "frr": {"config_path": str(cl.reflector.dir / "frr.conf"), "vty_socket_dir": str(cl.reflector.dir)},
+            "peers": [{"address": other_ip, "remote_asn": c.asn, "cluster": c.name, "keepalive": 1, "hold": 3,
+                       "connect_retry": 1, "bfd": True} for c in others for other_ip, _ in c.reflectors()],
+            "frr": {"config_path": str(frr.dir / "frr.conf"), "vty_socket_dir": str(frr.dir)},
         }}
 
     def vxfedd_config(self, n: Node, cl: Cluster) -> dict:
         bgp = n.bgp_config(
-            peers=[{"address": cl.reflector_ip, "remote_asn": cl.asn, "network": NETWORK, "bfd": True,
-                    "keepalive": 1, "hold": 3, "connect_retry": 1}],
+            peers=[{"address": ip, "remote_asn": cl.asn, "network": NETWORK, "bfd": True,
+                    "keepalive": 1, "hold": 3, "connect_retry": 1} for ip, _ in cl.reflectors()],
             clusters=self.cluster_cidrs(), graceful_restart=False,
             fpm={"resync_settle_ms": 1000, "resync_min_ms": 2000})
         return n.vxfedd_config(
@@ -242,14 +263,18 @@ class FederationBed:
             vni={"pools": [{"name": "federation", "ranges": ["1000-1999"]}]})
 
     # ------------------------------------------------------------------ bring-up
-    def start_reflector(self, cl: Cluster) -> None:
-        path = cl.reflector.dir.parent / "reflector.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.reflector_yaml(cl), indent=1) + "\n")
-        tool = str(binary("bgp/vxfed-reflector", self.build_dir))
-        run([tool, "--config", str(path), "--check"])
-        cl.reflector.write_conf(run([tool, "--config", str(path), "--print"]).stdout)
-        cl.reflector.start()
+    def start_reflector(self, cl: Cluster, ip: Optional[str] = None) -> None:
+        """Renders and starts one of the cluster's reflectors (ip; default: every one)."""
+        for rip, frr in cl.reflectors():
+            if ip is not None and rip != ip:
+                continue
+            path = frr.dir.parent / "reflector.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.reflector_yaml(cl, rip, frr), indent=1) + "\n")
+            tool = str(binary("bgp/vxfed-reflector", self.build_dir))
+            run([tool, "--config", str(path), "--check"])
+            frr.write_conf(run([tool, "--config", str(path), "--print"]).stdout)
+            frr.start()
 
     def up(self, timeout: float = 120, progress=None) -> None:
         """etcd, the reflectors, every node's FRR, dataplane and vxfedd; returns once every node
