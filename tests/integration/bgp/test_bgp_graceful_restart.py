@@ -8,6 +8,10 @@ the same config. Meanwhile:
   - B's adapter loses its FPM connection and keeps A's route; when B's zebra reconnects, the
     resync waits (resync_min_ms) for bgpd to re-learn before sweeping: B's adapter must never
     remove 10.244.0.0/16.
+On the BMP feed (VXFED_BGP_FEED=bmp) A's adapter keeps B's routes because A's bgpd keeps them
+(the Peer Down's reason and both OPENs' graceful-restart capability, then bgpd's status:
+docs/bgp.md, "Graceful restart on the BMP feed"), and B's keeps A's across its lost BMP session
+until bgpd has A's End-of-RIB.
 A's graceful-restart mode is the neighbour's own (a per-neighbour line, as a reflector's
 helper mode is): its first apply to a fresh bgpd must not fail, and the mode must be in force
 in the session (A holds it, B saw it in A's OPEN: no peer reset needed).
@@ -122,7 +126,8 @@ def run(topo, a: Node, b: Node, results: dict) -> None:
     kill_ms = time.time() * 1000
     t0 = time.monotonic()
     b.stop_frr(kill=True)
-    t.wait_for(lambda: not b.state()["stats"]["fpm_connected"], 10, "B's adapter to see zebra gone")
+    # Its feed: zebra's FPM connection, or on the BMP feed bgpd's BMP session.
+    t.wait_for(lambda: not b.state()["stats"]["feed_connected"], 10, f"B's adapter to see its {b.feed()} feed gone")
     stale_seen = 0
 
     def a_stale() -> bool:
