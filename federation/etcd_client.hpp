@@ -1,7 +1,7 @@
 // A client of etcd's v3 gRPC API (the subset in etcd_rpc.proto) implementing Kv: a list of
 // member endpoints (each call goes to the member that answered last and moves on to the next
 // one when a member is unreachable, does not answer within attempt_timeout_ms or has no
-// quorum), optional TLS with a client certificate, a key prefix under which every key lives,
+// quorum; reads and guarded writes keep the silent attempt running meanwhile), optional TLS with a client certificate, a key prefix under which every key lives,
 // a deadline per call, and watch streams on their own thread. Each node's client starts from
 // its own member (member_order: a rendezvous hash of the client's name). Blocking calls: each
 // waits at most request_timeout_ms per member, less under a CallDeadline, and makes a single
