@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/bgp/test_support.hpp"
 #include "bgp/bmp_rib.hpp"
 #include "bgp/route_table.hpp"
 
@@ -39,12 +40,7 @@ bmp::Update eor() {
   return u;
 }
 
-std::string line(const fpm::RouteMessage& r) {
-  std::string s = (r.is_delete ? "-" : "+") + r.prefix.str();
-  for (std::uint8_t i = 0; i < r.next_hop_count; ++i)
-    s += (i ? "," : " via ") + Ipv4Addr{r.next_hops[i].gateway}.str();
-  return s;
-}
+std::string line(const fpm::RouteMessage& r) { return testing::route_line(r); }
 
 class BmpRibTest : public ::testing::Test {
  protected:

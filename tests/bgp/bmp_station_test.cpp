@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/bgp/test_support.hpp"
 #include "bgp/bmp_station.hpp"
 #include "tests/bgp/bmp_messages.hpp"
 
@@ -46,12 +47,7 @@ t::Buf cat(std::initializer_list<t::Buf> parts) {
   return out;
 }
 
-std::string line(const fpm::RouteMessage& r) {
-  std::string s = (r.is_delete ? "-" : "+") + r.prefix.str();
-  for (std::uint8_t i = 0; i < r.next_hop_count; ++i)
-    s += (i ? "," : " via ") + Ipv4Addr{r.next_hops[i].gateway}.str();
-  return s;
-}
+std::string line(const fpm::RouteMessage& r) { return testing::route_line(r); }
 
 // A bgpd stand-in: a blocking TCP socket to the station's port.
 class Bgpd {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/bgp/test_support.hpp"
 #include "bgp/fpm_encoder.hpp"
 #include "bgp/fpm_server.hpp"
 
@@ -43,13 +44,7 @@ Buf cat(std::initializer_list<Buf> parts) {
   return out;
 }
 
-// A route as one line: "+10.245.1.0/24 via 198.18.0.2,198.18.0.3".
-std::string line(const fpm::RouteMessage& r) {
-  std::string s = (r.is_delete ? "-" : "+") + r.prefix.str();
-  for (std::uint8_t i = 0; i < r.next_hop_count; ++i)
-    s += (i ? "," : " via ") + Ipv4Addr{r.next_hops[i].gateway}.str();
-  return s;
-}
+std::string line(const fpm::RouteMessage& r) { return testing::route_line(r); }
 
 // A zebra stand-in: a blocking TCP socket to the server's port.
 class Zebra {

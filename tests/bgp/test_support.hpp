@@ -1,4 +1,5 @@
-// Helpers shared by the bgp unit tests: a temporary directory, route updates as one line.
+// Helpers shared by the bgp unit tests: a temporary directory, route updates and zebra-style
+// route messages as one line.
 #pragma once
 
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bgp/fpm_parser.hpp"
 #include "common/routes.hpp"
 
 namespace vxfed::bgp::testing {
@@ -36,6 +38,14 @@ inline std::string update_text(const RouteUpdate& u) {
   std::sort(parts.begin(), parts.end());
   std::string s = u.full ? "full" : "delta";
   for (const auto& p : parts) s += " " + p;
+  return s;
+}
+
+// A route message as one line: "+10.245.1.0/24 via 198.18.0.2,198.18.0.3" or "-10.245.1.0/24".
+inline std::string route_line(const fpm::RouteMessage& r) {
+  std::string s = (r.is_delete ? "-" : "+") + r.prefix.str();
+  for (std::uint8_t i = 0; i < r.next_hop_count; ++i)
+    s += (i ? "," : " via ") + net::Ipv4Addr{r.next_hops[i].gateway}.str();
   return s;
 }
 
