@@ -52,10 +52,25 @@ Result<std::unique_ptr<RouteSource>> RouteSource::create(asio::io_context& io, R
 
 RouteSource::~RouteSource() { stop(); }
 
-void RouteSource::start(Sink sink) {
+void RouteSource::start(Sink sink, std::function<bool()> start_when, std::chrono::milliseconds start_wait) {
   sink_ = std::move(sink);
   replay_cache();
-  try_start();
+  if (!start_when) {
+    try_start();
+    return;
+  }
+  wait_to_start(std::move(start_when), std::chrono::steady_clock::now() + start_wait);
+}
+
+void RouteSource::wait_to_start(std::function<bool()> start_when, std::chrono::steady_clock::time_point deadline) {
+  if (start_when() || std::chrono::steady_clock::now() >= deadline) {
+    try_start();
+    return;
+  }
+  start_timer_.expires_after(std::chrono::milliseconds(20));
+  start_timer_.async_wait([this, start_when = std::move(start_when), deadline](const boost::system::error_code& ec) {
+    if (!ec) wait_to_start(start_when, deadline);
+  });
 }
 
 void RouteSource::stop() {

@@ -72,7 +72,12 @@ class RouteSource {
   ~RouteSource();
 
   // Replays the route cache into `sink`, then starts the adapter (retrying until it starts).
-  void start(Sink sink);
+  // With `start_when`, the adapter's first attempt waits until it returns true (polled every
+  // 20 ms), at most `start_wait`: the adapter's start (frr-reload, seconds on a loaded node)
+  // blocks the io thread, and vxfedd must send the dataplane its tables first (a rolling
+  // update's new dataplane forwards nothing until then).
+  void start(Sink sink, std::function<bool()> start_when = {},
+             std::chrono::milliseconds start_wait = std::chrono::seconds(5));
   // Writes the cache (unless replayed routes are still in force) and stops the adapter.
   void stop();
   // The host's networks changed: re-resolve if a peer's network got, lost or changed its VNI;
@@ -108,6 +113,7 @@ class RouteSource {
   std::uint64_t bgpd_socket_seen_ = 0;                // bgpd's vty socket at the last attempt
   std::uint64_t bgpd_socket_identity() const;
   void wait_to_retry();
+  void wait_to_start(std::function<bool()> start_when, std::chrono::steady_clock::time_point deadline);
   bool preserving_ = false;   // routes of the previous run in force, no full table yet
   bool save_pending_ = false;
   std::vector<std::optional<std::uint32_t>> network_vnis_;  // of bgp.peers[].network, last seen

@@ -344,14 +344,6 @@ int Daemon::run() {
   d.wait_stop();
   d.wait_reload();
   d.tick_housekeeping();
-  if (d.bgp) {
-    auto* state = d.state.get();
-    auto* trim = &d.memory_trim;
-    d.bgp->start([state, trim](const RouteUpdate& update) {
-      state->apply_routes(RouteOrigin::bgp, update);
-      trim->changed(update.upserts.size() + update.removals.size());  // a full update lists every route
-    });
-  }
   if (d.config.bpf.reconcile) {
     // Before the API serves: no CNI DEL can race it; a CNI ADD in flight is covered by the grace.
     auto bpf = reconcile_pod_programs(d.state->list_endpoints(),
@@ -359,6 +351,22 @@ int Daemon::run() {
     if (!bpf) d.log->error("{} (pod limits already in force stay; nothing was removed)", bpf.error());
   }
   d.dataplane->start();
+  if (d.bgp) {
+    // The dataplane first: the adapter's start (frr-reload through FRR's vty sockets) blocks
+    // this thread for seconds, and in a rolling update the new dataplane forwards nothing until
+    // it has its tables (issue 37 item 15: 14 s with FRR loading at the same time). The route
+    // cache is replayed at once (the first snapshot carries the other nodes' blocks); the
+    // adapter starts when the dataplane has applied it, or after 5 s.
+    auto* state = d.state.get();
+    auto* trim = &d.memory_trim;
+    auto* dataplane = d.dataplane.get();
+    d.bgp->start(
+        [state, trim](const RouteUpdate& update) {
+          state->apply_routes(RouteOrigin::bgp, update);
+          trim->changed(update.upserts.size() + update.removals.size());  // a full update lists every route
+        },
+        [dataplane] { return dataplane->ready(); });
+  }
   if (d.federation) d.federation->start();
   d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,
               d.config.daemon.socket, d.config.node.name, d.config.cluster.name, d.state->network_count(),

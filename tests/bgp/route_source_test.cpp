@@ -213,6 +213,31 @@ TEST_F(RouteSourceTest, AFailingAdapterStartIsRetried) {
   EXPECT_EQ(fake->stops, 1);
 }
 
+TEST_F(RouteSourceTest, TheAdapterStartsOnlyOnceTheGateOpensOrItsWaitIsOver) {
+  auto s = RouteSource::create(io, options(), fake_factory(fake), nullptr);
+  ASSERT_TRUE(s.ok()) << s.error();
+  bool open = false;
+  (*s)->start([this](const RouteUpdate& u) { updates.push_back(update_text(u)); }, [&open] { return open; },
+              std::chrono::seconds(5));
+  io.run_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(fake->starts, 0) << "started before the dataplane had its tables";
+  open = true;
+  io.run_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(fake->starts, 1);
+  EXPECT_TRUE(fake->started);
+  (*s)->stop();
+
+  io.restart();
+  auto t = RouteSource::create(io, options(), fake_factory(fake), nullptr);
+  ASSERT_TRUE(t.ok()) << t.error();
+  (*t)->start([this](const RouteUpdate& u) { updates.push_back(update_text(u)); }, [] { return false; },
+              std::chrono::milliseconds(100));
+  EXPECT_EQ(fake->starts, 0);
+  io.run_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(fake->starts, 1) << "a dataplane that never gets ready must not keep BGP from starting";
+  (*t)->stop();
+}
+
 TEST(RouteSourceRetry, QuickAtFirstThenEveryCap) {
   using std::chrono::milliseconds;
   const milliseconds cap(5000);
