@@ -54,6 +54,7 @@ done
 missing() { echo "frr-node.sh: $* (is FRR installed? the image has Debian's frr)" >&2; exit 2; }
 for d in "${list[@]}"; do [[ -x $FRR_LIB/$d ]] || missing "$FRR_LIB/$d not found"; done
 [[ -f $FRR_MODULES/dplane_fpm_nl.so ]] || missing "zebra's FPM module $FRR_MODULES/dplane_fpm_nl.so not found"
+[[ -f $FRR_MODULES/bgpd_bmp.so ]] || missing "bgpd's BMP module $FRR_MODULES/bgpd_bmp.so not found"
 command -v vtysh >/dev/null || missing "vtysh not found"
 getent passwd frr >/dev/null || missing "there is no user frr"
 [[ -z $serving_lock ]] || command -v flock >/dev/null || missing "flock (util-linux) not found, needed by --serving-lock"
@@ -121,6 +122,7 @@ for d in "${list[@]}"; do
   extra=()
   case "$d" in
     zebra) extra=(-M dplane_fpm_nl -s 90000000) ;;   # FPM; a netlink buffer for full tables
+    bgpd) extra=(-M bmp) ;;                           # BMP, for bgp.feed: bmp (idle unconfigured)
     bfdd) extra=(--bfdctl "$run_dir/bfdd.sock") ;;
   esac
   # -P 0: no TCP vty; --log stdout: the container's log.
