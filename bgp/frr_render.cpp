@@ -106,14 +106,11 @@ std::string render_frr_config(const RenderInput& in) {
     // says its BFD shares its control plane (the C bit clear, FRR's default). The reflector's
     // own BFD toward the node, which removes a dead node's blocks, is not affected.
     if (peer.bfd && peer.reflector) o << n << " bfd check-control-plane-failure\n";
-    // Per-neighbour mode only where it differs from the global one. A reflector: the global
-    // mode, full graceful restart with the F bit: the reflector keeps our blocks while our FRR
-    // restarts (a container restart, a rolling update: the dataplane forwards on meanwhile;
-    // issue 37 item 15: 5.7-10.3 s for the other nodes' pods as helper only). A node that dies
-    // whole is still withdrawn BFD-fast: its session is still up when the reflector's BFD goes
-    // down, and the reflector (no check-control-plane-failure toward nodes) then purges.
-    if (!peer.reflector && peer.graceful_restart && !c.graceful_restart) o << n << " graceful-restart\n";
-    if (!peer.reflector && !peer.graceful_restart && c.graceful_restart) o << n << " graceful-restart-disable\n";
+    // Per-neighbour mode only where it differs from the global one. A reflector: helper only
+    // (we keep its routes while it restarts; it must not keep ours when we go away).
+    if (peer.reflector) o << n << " graceful-restart-helper\n";
+    else if (peer.graceful_restart && !c.graceful_restart) o << n << " graceful-restart\n";
+    else if (!peer.graceful_restart && c.graceful_restart) o << n << " graceful-restart-disable\n";
     o << n << " timers " << peer.keepalive_s << " " << peer.hold_s << "\n"
       << n << " timers connect " << peer.connect_retry_s << "\n";
   }
