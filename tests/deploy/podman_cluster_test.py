@@ -18,6 +18,11 @@ reflector and learns the other node's from zebra's FPM stream. Checked:
   endpoint, and the pods of the two nodes reach each other across the overlay, both ways;
 - restarting node A's vxfedd, dataplane and FRR containers, one at a time, keeps or restores
   within seconds the pods' connectivity; no endpoint is lost;
+- a 100 Hz ping each way between the pods (pod b -> pod a, pod a -> pod b) while node A's FRR
+  container restarts, then while all of node A's containers are rolled as the DaemonSet's
+  update does it (maxSurge: the next generation created and started, standing by, then the old
+  one stopped): the longest gap of each is printed (`figures: ...`), not asserted (issue 37
+  item 15: the ≤ 1 s goal is not met across nodes); the endpoint is kept;
 - `podman rm` of the pods runs CNI DEL: no endpoint is left in either vxfedd;
 - the dataplane and vxfedd containers stop on SIGTERM with exit status 0."""
 
@@ -25,8 +30,10 @@ import json
 import time
 
 import vxfed_harness as t
+from vxfed_harness.topology import Namespace
 from vxfed_harness.frr import Frr, require_frr
 from vxfed_harness.node import prepare_node_namespace
+from vxfed_harness.ping_stream import PingStream
 from vxfed_harness.podman import require_podman
 from vxfed_harness.podman_node import PodmanNode, require_image
 
@@ -125,15 +132,50 @@ def main() -> None:
             assert [e["ip"] for e in a.endpoints()] == [ips["a"]], a.endpoints()
             t.log(f"node A's {container} restarted: the pods reach each other, the endpoint kept")
 
+        # The pods of the other node while node A's FRR restarts, then while all of node A's
+        # containers are rolled as the DaemonSet's update does it (maxSurge: the next
+        # generation's created and started, standing by, then the old ones stopped): the longest
+        # gap of a 100 Hz ping each way, pod b -> pod a and pod a -> pod b.
+        pod_ns = {name: Namespace(topo, pod.netns.rsplit("/", 1)[-1]) for name, pod in pods.items()}
+        figures = {}
+
+        def streamed(event: str, action) -> None:
+            streams = {d: PingStream(pod_ns[d[0]], ips[d[-1]], f"ping-{event}-{d}") for d in ("b->a", "a->b")}
+            time.sleep(1)
+            action()
+            t.wait_for(lambda: reaches(pods["b"], ips["a"], 1) and reaches(pods["a"], ips["b"], 1), 60,
+                       f"pods reach each other after {event}", interval=0.1)
+            time.sleep(3)   # a withdrawal after the return would show as a gap too
+            for d, s in streams.items():
+                gap, _ = s.stop()
+                figures[f"{event}_{d.replace('->', '_to_')}_gap_s"] = gap
+            t.log(f"{event}: longest gap pod b -> pod a {figures[f'{event}_b_to_a_gap_s']:.2f} s, "
+                  f"pod a -> pod b {figures[f'{event}_a_to_b_gap_s']:.2f} s")
+
+        streamed("frr_restart", lambda: a.pm.cmd("restart", "-t", "10", "frr-1", timeout=120))
+
+        def roll() -> None:
+            a.create(2)
+            a.start(2, wait=False)
+            for c in a.names(2):
+                t.wait_for(lambda: "standing by" in a.logs(c), 60, f"node A's {c} standing by", interval=0.1)
+            a.pm.cmd("stop", "-t", "10", *a.names(1), timeout=60)
+        streamed("roll", roll)
+        assert [e["ip"] for e in a.endpoints()] == [ips["a"]], a.endpoints()
+        print("figures: " + " ".join(f"{k}={v:.3f}" for k, v in figures.items()), flush=True)
+        # The gaps are printed, not asserted: the goal (<= 1 s) is not met yet across nodes
+        # (docs/deploy.md, "Upgrade").
+
         for name, pod in pods.items():
             pod.remove()
             assert nodes[name].endpoints() == [], f"podman rm left an endpoint in node {name}'s vxfedd"
         t.log("podman rm: CNI DEL removed both endpoints")
         for name, node in nodes.items():
+            gen = 2 if name == "a" else 1
             t0 = time.monotonic()
-            node.pm.cmd("stop", "-t", "10", *node.names(1), timeout=60)
+            node.pm.cmd("stop", "-t", "10", *node.names(gen), timeout=60)
             # FRR's daemons are ended by the runtime's SIGKILL (frr-node.sh: graceful restart).
-            daemons = [c for c in node.names(1) if not c.startswith("frr-")]
+            daemons = [c for c in node.names(gen) if not c.startswith("frr-")]
             codes = {c: json.loads(node.pm.cmd("inspect", c).stdout)[0]["State"]["ExitCode"] for c in daemons}
             assert set(codes.values()) == {0}, f"node {name}: not every daemon stopped cleanly on SIGTERM: {codes}"
             t.log(f"node {name}: containers stopped in {time.monotonic() - t0:.1f} s; dataplane and vxfedd exit 0")
