@@ -50,35 +50,7 @@ t::Buf cat(std::initializer_list<t::Buf> parts) {
 std::string line(const fpm::RouteMessage& r) { return testing::route_line(r); }
 
 // A bgpd stand-in: a blocking TCP socket to the station's port.
-class Bgpd {
- public:
-  explicit Bgpd(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~Bgpd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connected() const { return connected_; }
-  void send(const t::Buf& bytes) {
-    ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-  }
-  // True when the station closed its end (EOF or reset) within `pump` rounds.
-  bool closed_by_station() {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 0) <= 0) return false;
-    char c;
-    return ::recv(fd_, &c, 1, MSG_DONTWAIT) <= 0;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
+using Bgpd = testing::LoopbackClient;
 
 class BmpStationTest : public ::testing::Test {
  protected:
@@ -159,7 +131,7 @@ TEST_F(BmpStationTest, ASocketOfAnotherUidIsRefusedAndCounted) {
   intruder.send(cat({t::initiation(), t::peer_up(kPeerA), announce(kPeerA, {{0x0af50100, 24}})}));
   ASSERT_TRUE(pump([&] { return station_->stats().refused_wrong_user == 1; }));
   run_for(100);
-  EXPECT_TRUE(intruder.closed_by_station());
+  EXPECT_TRUE(intruder.closed_by_peer(0));
   EXPECT_EQ(station_->stats().connections, 0u);
   EXPECT_EQ(station_->stats().bytes, 0u);
   EXPECT_TRUE(take().empty());
@@ -182,8 +154,8 @@ TEST_F(BmpStationTest, ASecondSessionNeverReplacesAHealthyOne) {
   second.send(cat({t::initiation(), t::peer_up(kPeerA), announce(kPeerA, {{0x0a630000, 16}})}));
   ASSERT_TRUE(pump([&] { return station_->stats().refused_busy == 1; }));
   run_for(100);
-  EXPECT_TRUE(second.closed_by_station());
-  EXPECT_FALSE(bgpd.closed_by_station());
+  EXPECT_TRUE(second.closed_by_peer(0));
+  EXPECT_FALSE(bgpd.closed_by_peer(0));
   EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2"}));
   EXPECT_EQ(rib_.stats().sessions, 1u) << "the refused client's Initiation must never be read";
   // The first session still delivers.
@@ -204,7 +176,7 @@ TEST_F(BmpStationTest, AFramingErrorClosesTheConnectionKeepsTheRoutesAndTheRecon
     bgpd.send(cat({t::message(4, {}, 4), announce(kPeerA, {{0x0af50300, 24}})}));
     ASSERT_TRUE(pump([&] { return station_->stats().framing_errors == 1; }));
     EXPECT_FALSE(station_->stats().connected);
-    ASSERT_TRUE(pump([&] { return bgpd.closed_by_station(); }));
+    ASSERT_TRUE(pump([&] { return bgpd.closed_by_peer(0); }));
   }
   EXPECT_TRUE(take().empty()) << "a lost session keeps every route";
   EXPECT_EQ(routes(), 2u);
@@ -240,7 +212,7 @@ TEST_F(BmpStationTest, StopClosesTheListenerAndTheConnection) {
   station_->stop();
   EXPECT_FALSE(station_->stats().connected);
   run_for(20);
-  EXPECT_TRUE(bgpd.closed_by_station());
+  EXPECT_TRUE(bgpd.closed_by_peer(0));
   Bgpd late(port);
   EXPECT_FALSE(late.connected());
 }

@@ -47,41 +47,7 @@ Buf cat(std::initializer_list<Buf> parts) {
 std::string line(const fpm::RouteMessage& r) { return testing::route_line(r); }
 
 // A zebra stand-in: a blocking TCP socket to the server's port.
-class Zebra {
- public:
-  explicit Zebra(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    connect_errno_ = connected_ ? 0 : errno;
-  }
-  ~Zebra() { close(); }
-  bool connected() const { return connected_; }
-  int connect_errno() const { return connect_errno_; }
-  void send(const Buf& bytes) {
-    ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-  }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  // True when the server has closed its end (EOF or reset) within a few seconds.
-  bool closed_by_server() {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0) return false;
-    char c;
-    const ssize_t n = ::recv(fd_, &c, 1, MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno == ECONNRESET);
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  int connect_errno_ = 0;
-};
+using Zebra = testing::LoopbackClient;
 
 class FpmServerTest : public ::testing::Test {
  protected:
@@ -214,7 +180,7 @@ TEST_F(FpmServerTest, ABadFrameHeaderClosesTheStreamAndZebraMayReconnect) {
     ASSERT_TRUE(pump([&] { return disconnects_ == before + 1; }));
     EXPECT_EQ(server_->stats().stream_errors, errors + 1);
     EXPECT_FALSE(server_->stats().connected);
-    EXPECT_TRUE(z.closed_by_server());
+    EXPECT_TRUE(z.closed_by_peer(5000));
     EXPECT_TRUE(routes_.empty());
   }
   Zebra again(server_->port());
@@ -247,7 +213,7 @@ TEST_F(FpmServerTest, ASecondClientNeverReplacesAHealthyZebra) {
   ASSERT_TRUE(pump([&] { return connects_ == 1; }));
   Zebra second(server_->port());
   ASSERT_TRUE(pump([&] { return server_->stats().refused_busy == 1; }));
-  EXPECT_TRUE(second.closed_by_server());
+  EXPECT_TRUE(second.closed_by_peer(5000));
   first.send(route_frame(fpm::make_bgp_route(pfx("10.245.7.0/24"), {ip("198.18.0.8")})));
   ASSERT_TRUE(pump([&] { return routes_.size() == 1; }));
   EXPECT_EQ(disconnects_, 0);
@@ -268,7 +234,7 @@ TEST_F(FpmServerTest, StopClosesTheListenerAndTheConnection) {
   const std::uint16_t port = server_->port();
   server_->stop();
   EXPECT_EQ(disconnects_, 1);
-  EXPECT_TRUE(z.closed_by_server());
+  EXPECT_TRUE(z.closed_by_peer(5000));
   Zebra late(port);
   EXPECT_FALSE(late.connected());
   EXPECT_EQ(late.connect_errno(), ECONNREFUSED);
