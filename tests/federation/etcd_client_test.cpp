@@ -28,6 +28,16 @@ namespace {
 using namespace std::chrono_literals;
 namespace fed = vxfed::federation;
 
+// The fake members' gRPC server: `service` alone on a port of its own on loopback (`port`
+// gets it). Each member calls it from its constructor, once its own state is set.
+std::unique_ptr<grpc::Server> serve_on_loopback(grpc::Service* service, int& port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+std::string loopback_endpoint(int port) { return "127.0.0.1:" + std::to_string(port); }
+
 // A listening socket nobody reads: connections complete (the kernel's backlog), HTTP/2
 // never starts.
 class SilentMember {
@@ -44,7 +54,7 @@ class SilentMember {
     port_ = ntohs(a.sin_port);
   }
   ~SilentMember() { ::close(fd_); }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return loopback_endpoint(port_); }
 
  private:
   int fd_ = -1;
@@ -56,13 +66,10 @@ class SilentMember {
 class ServingMember final : public etcdserverpb::KV::Service {
  public:
   explicit ServingMember(int refusals = 0) : refusals_(refusals) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
+    server_ = serve_on_loopback(this, port_);
   }
   ~ServingMember() override { server_->Shutdown(std::chrono::system_clock::now()); }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return loopback_endpoint(port_); }
   int requests() const { return requests_.load(); }
 
   grpc::Status Range(grpc::ServerContext*, const etcdserverpb::RangeRequest*, etcdserverpb::RangeResponse* out) override {
@@ -85,13 +92,10 @@ class ElectingMember final : public etcdserverpb::KV::Service {
  public:
   explicit ElectingMember(std::chrono::milliseconds ready_after)
       : ready_at_(std::chrono::steady_clock::now() + ready_after) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
+    server_ = serve_on_loopback(this, port_);
   }
   ~ElectingMember() override { server_->Shutdown(std::chrono::system_clock::now()); }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return loopback_endpoint(port_); }
 
   grpc::Status Range(grpc::ServerContext*, const etcdserverpb::RangeRequest*, etcdserverpb::RangeResponse* out) override {
     std::this_thread::sleep_until(ready_at_);
@@ -110,10 +114,7 @@ class ElectingMember final : public etcdserverpb::KV::Service {
 class ReplyThenDie final : public etcdserverpb::KV::Service {
  public:
   ReplyThenDie() {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
+    server_ = serve_on_loopback(this, port_);
     killer_ = std::thread([this] {
       while (!replied_.load()) std::this_thread::sleep_for(5ms);
       std::this_thread::sleep_for(20ms);
@@ -124,7 +125,7 @@ class ReplyThenDie final : public etcdserverpb::KV::Service {
     replied_.store(true);
     killer_.join();
   }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return loopback_endpoint(port_); }
 
   grpc::Status Range(grpc::ServerContext*, const etcdserverpb::RangeRequest*, etcdserverpb::RangeResponse*) override {
     replied_.store(true);
@@ -349,13 +350,10 @@ class HoldingMember final : public etcdserverpb::KV::Service {
  public:
   explicit HoldingMember(std::chrono::milliseconds switch_after)
       : switch_at_(std::chrono::steady_clock::now() + switch_after) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
+    server_ = serve_on_loopback(this, port_);
   }
   ~HoldingMember() override { server_->Shutdown(std::chrono::system_clock::now()); }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return loopback_endpoint(port_); }
 
   grpc::Status Range(grpc::ServerContext* c, const etcdserverpb::RangeRequest*, etcdserverpb::RangeResponse* out) override {
     return serve(c, out->mutable_header());
