@@ -129,7 +129,7 @@ Status Adapter::open_bmp() {
   if (!bgpd) return make_error("bgp.bmp.bgpd_user: " + bgpd.error() + " (the user FRR's bgpd runs as)");
   if (!rib_) {
     BmpRibOptions o;
-    o.stale_limit = std::chrono::seconds(b.stale_time_s ? b.stale_time_s : opts_.config.restart_time_s);
+    o.stale_limit = bmp_stale_time();
     BmpRib::Handlers rh;
     rh.on_route = [this](const fpm::RouteMessage& m) { table_.apply(m); };
     // Posted: the RIB calls it from inside its own update; the table is rebuilt after.
@@ -184,10 +184,7 @@ void Adapter::arm_stale_timer() {
     rib_->expire_stale(BmpRib::Clock::now());
     if (rib_->stats().swept_by_limit != swept)
       spdlog::info("bgp: {} BMP route(s) bgpd did not re-send within {} s swept", rib_->stats().swept_by_limit - swept,
-                   std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::seconds(opts_.config.bmp.stale_time_s ? opts_.config.bmp.stale_time_s
-                                                                           : opts_.config.restart_time_s))
-                       .count());
+                   bmp_stale_time().count());
     flush();
     arm_stale_timer();
   });
@@ -222,11 +219,19 @@ void Adapter::on_bmp_full_table() {
   // and hand the consumer a full table, which ends a restarted vxfedd's replayed routes.
   table_.begin_resync();
   rib_->replay();
+  end_resync("BMP table complete");
+}
+
+void Adapter::end_resync(const char* what) {
   table_.end_resync();
-  const auto st = table_.stats();
-  spdlog::info("bgp: BMP table complete: {} routes, {} swept", table_.size(), st.swept);
+  spdlog::info("bgp: {}: {} routes, {} swept", what, table_.size(), table_.stats().swept);
   RouteUpdate full = table_.take_full();
   if (opts_.on_routes) opts_.on_routes(full);
+}
+
+std::chrono::seconds Adapter::bmp_stale_time() const {
+  const auto& c = opts_.config;
+  return std::chrono::seconds(c.bmp.stale_time_s ? c.bmp.stale_time_s : c.restart_time_s);
 }
 
 void Adapter::close_feed() {
@@ -421,11 +426,7 @@ void Adapter::arm_resync_timer() {
       arm_resync_timer();  // messages kept arriving: wait for the stream to settle
       return;
     }
-    table_.end_resync();
-    const auto st = table_.stats();
-    spdlog::info("bgp: FPM resync complete: {} routes, {} swept", table_.size(), st.swept);
-    RouteUpdate full = table_.take_full();
-    if (opts_.on_routes) opts_.on_routes(full);
+    end_resync("FPM resync complete");
   });
 }
 

@@ -140,6 +140,11 @@ class Adapter : public AdapterInterface {
   Status open_feed() { return opts_.config.feed == Feed::kBmp ? open_bmp() : open_fpm(); }
   void close_feed();
   void on_bmp_full_table();
+  // Ends a resync of the table (either feed): sweeps what was not sent again, logs `what`
+  // with the counts and hands the consumer the full table.
+  void end_resync(const char* what);
+  // bgp.bmp.stale_time, or the restart time when it is 0.
+  std::chrono::seconds bmp_stale_time() const;
   // bgpd's polled peer status to the RIB: ends a resync BMP alone cannot (bmp_rib.hpp).
   void tell_rib_bgpd_peers(std::chrono::steady_clock::time_point polled_at);
   void arm_stale_timer();
