@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -59,10 +60,38 @@ def make_pki(directory: Path) -> dict[str, str]:
     return files
 
 
+# Ports handed out by this process, so that two members never get the same one.
+_ports_given: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port for a member to listen on later, taken from below the kernel's ephemeral
+    range. Asking the kernel for port 0 would hand out an ephemeral port, and between this
+    call and etcd's bind() the members' own outgoing peer connections (and etcdctl's) draw
+    their source ports from that same range: a CI run lost the demo to "bind: address already
+    in use" that way. Below the range no connect() ever picks it."""
+    low, _ = _ephemeral_range()
+    first = 20000 if low > 21000 else 1024
+    for _ in range(1000):
+        port = random.randrange(first, low)
+        if port in _ports_given:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_given.add(port)
+        return port
+    raise RuntimeError(f"no free TCP port in {first}-{low - 1}")
 
 
 class EtcdCluster:
