@@ -99,10 +99,10 @@ Result<ApplyReport> apply_frr_config(const FrrSettings& s, const std::string& te
   // frr-reload's exit status is not the verdict: its second pass runs every line its first pass
   // added once more, and FRR 8.4 refuses a per-neighbour graceful-restart mode the neighbour
   // already has ("not valid at this moment"; bgpd logs "Invalid bgp graceful restart command
-  // used !"). So every apply that adds a neighbour with its own mode (a reflector's
-  // graceful-restart-helper, a peer that differs from the global mode) exits 1 with the mode
-  // in force (docs/bgp.md, "Applying"). The verdict is whether FRR now holds every line of the
-  // file: frr-reload --test's difference has nothing left to add.
+  // used !"). So every apply that adds a neighbour with its own mode (a peer that differs from
+  // the global mode) exits 1 with the mode in force (docs/bgp.md, "Applying"). The verdict is
+  // whether FRR now holds every line of the file: frr-reload --test's difference has nothing
+  // left to add.
   auto check = run_command(reload_command(s, "--test"), std::chrono::seconds(60));
   if (!check) return make_error(failed + "; checking the running config: " + check.error());
   report.seconds += check->seconds;

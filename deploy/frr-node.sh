@@ -126,14 +126,22 @@ for d in "${list[@]}"; do
     bfdd) extra=(--bfdctl "$run_dir/bfdd.sock") ;;
   esac
   # -P 0: no TCP vty; --log stdout: the container's log.
+  # zebra's API socket is made after its vty socket: a stale one (a previous zebra's, in a
+  # reused run directory) would let the wait below pass too early.
+  [[ $d == zebra ]] && rm -f "$run_dir/zserv.api"
   "$FRR_LIB/$d" -u frr -g frr -P 0 -f "$run_dir/$d.conf" -i "$run_dir/$d.pid" -z "$run_dir/zserv.api" \
     --vty_socket "$run_dir" --log stdout "${extra[@]}" &
   pids+=($!)
-  # The next daemon connects to zebra: wait for its vty socket (at most 10 s).
+  # The next daemon connects to zebra: wait for its vty socket and, for zebra, its API socket
+  # (at most 10 s). A daemon that finds no zebra retries only 10 s later, and until then FRR
+  # 8.4's bgpd drops what it sends zebra: a BFD session it asks for then is never asked for
+  # again (lib/bfd.c replays installed sessions only), so the node had no BFD toward its
+  # reflector — seen after an FRR restart in podman_cluster_test.
   # Alive: its /proc entry (not `kill -0`: the daemon runs as frr, and without CAP_KILL root
   # may not signal it, so kill -0 failed at once on a machine where zebra was slow to start).
-  for _ in $(seq 200); do [[ -S $run_dir/$d.vty ]] && break; [[ -d /proc/$! ]] || break; sleep 0.05; done
-  [[ -S $run_dir/$d.vty ]] || { echo "frr-node.sh: $d did not come up" >&2; stop 1; }
+  ready() { [[ -S $run_dir/$d.vty ]] && { [[ $d != zebra ]] || [[ -S $run_dir/zserv.api ]]; }; }
+  for _ in $(seq 200); do ready && break; [[ -d /proc/$! ]] || break; sleep 0.05; done
+  ready || { echo "frr-node.sh: $d did not come up" >&2; stop 1; }
 done
 echo "frr-node.sh: ${list[*]} up (sockets in $run_dir)"
 if [[ -s $conf_dir/frr.conf ]]; then

@@ -63,9 +63,17 @@ for d in "${daemons[@]}"; do
   [[ "$d" == bgpd ]] && extra=(-M bmp)
   [[ "$d" == bfdd ]] && extra=(--bfdctl "$dir/bfdd.sock")
   # -P 0: no TCP vty port (instances would collide); --log file: per-instance log.
+  [[ "$d" == zebra ]] && rm -f "$dir/zserv.api"
   "${ns[@]}" "$FRR_LIB/$d" -d -u frr -g frr -P 0 \
     -f "$dir/$d.conf" -i "$dir/$d.pid" -z "$dir/zserv.api" --vty_socket "$dir" \
     --log "file:$dir/$d.log" "${extra[@]}"
+  # The others connect to zebra: start them once its API socket is there (it comes after
+  # the vty socket). A daemon that finds no zebra retries 10 s later, and FRR 8.4's bgpd
+  # meanwhile drops what it sends zebra, a BFD session request included, for good.
+  if [[ "$d" == zebra ]]; then
+    for _ in $(seq 1 200); do [[ -S "$dir/zserv.api" ]] && break; sleep 0.05; done
+    [[ -S "$dir/zserv.api" ]] || { echo "frr-start: zebra made no API socket; see $dir/zebra.log" >&2; exit 1; }
+  fi
 done
 
 # Wait until every daemon answers on its vty socket.

@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -162,6 +163,30 @@ tmp_dir = "{self.tmpdir}"
 
     def cmd(self, *args: str, check: bool = True, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
         return run(self.argv(*args), check=check, timeout=timeout, **kw)
+
+    def stop_as_kubelet(self, *names: str, grace: float = 10) -> None:
+        """Stops containers the way the kubelet does (containerd, runc): SIGTERM to each
+        container's main process alone, SIGKILL after `grace` seconds; what else still runs in
+        the container is SIGKILLed when it is taken down. Not `podman stop`: for a container
+        without a PID namespace of its own (the DaemonSet's hostPID) podman signals every
+        process in it, and a bgpd that gets SIGTERM sends its peers a Cease, which ends their
+        graceful restart: the reflector dropped the node's block for ~6 s (issue 37 item 15)."""
+        running = [n for n in names if self.cmd("kill", "--signal", "TERM", n, check=False).returncode == 0]
+        deadline = time.monotonic() + grace
+        for n in running:
+            left = max(0.1, deadline - time.monotonic())
+            try:
+                self.cmd("wait", n, check=False, timeout=left)
+            except subprocess.TimeoutExpired:
+                self.cmd("kill", "--signal", "KILL", n, check=False)
+        # The rest of each container (FRR's daemons under frr-node.sh) gets SIGKILL, as runc's
+        # delete does to a container that shares the host's PIDs.
+        self.cmd("stop", "--time", "0", *names, check=False, timeout=60)
+
+    def restart_as_kubelet(self, name: str, grace: float = 10) -> None:
+        """A container restart as the kubelet does it: stop_as_kubelet, then start."""
+        self.stop_as_kubelet(name, grace=grace)
+        self.cmd("start", name)
 
     # -- images --
     def import_busybox(self, image: str = DEFAULT_IMAGE) -> str:

@@ -21,8 +21,14 @@ reflector and learns the other node's from zebra's FPM stream. Checked:
 - a 100 Hz ping each way between the pods (pod b -> pod a, pod a -> pod b) while node A's FRR
   container restarts, then while all of node A's containers are rolled as the DaemonSet's
   update does it (maxSurge: the next generation created and started, standing by, then the old
-  one stopped): the longest gap of each is printed (`figures: ...`), not asserted (issue 37
-  item 15: the ≤ 1 s goal is not met across nodes); the endpoint is kept;
+  one stopped): the longest gap of each at most 1 s (issue 37 item 15), printed in
+  `figures: ...`; the endpoint is kept;
+- node A then cut off at its switch port, once the reflector's BFD session to its new FRR is
+  up: its block leaves node B within 3 s (the node asks its reflector for graceful restart,
+  which must not keep a vanished node's block);
+Containers are stopped and restarted as the kubelet does it (Podman.stop_as_kubelet: SIGTERM to
+the main process only), not with `podman stop`, which signals every process of a hostPID
+container: FRR's bgpd would get SIGTERM and send its reflector a Cease.
 - `podman rm` of the pods runs CNI DEL: no endpoint is left in either vxfedd;
 - the dataplane and vxfedd containers stop on SIGTERM with exit status 0."""
 
@@ -41,6 +47,12 @@ VNI = 100
 SUBNET = "10.244.0.0/16"
 GATEWAY = "10.244.0.1"
 REFLECTOR = "198.18.0.10"   # the ConfigMap's bgp.peers address
+# Issue 37 item 15: an upgrade with FRR in the roll loses at most this for pods on any node.
+GAP_GOAL_S = 1.0
+# A vanished node: FRR's BFD (300 ms x 3) at the reflector, the withdrawal through the
+# reflector to node B's FRR and vxfedd, and the 50 ms poll here; 2 s of slack for the loaded
+# 2-core machine.
+CUT_OFF_GOAL_S = 3.0
 NODES = {"a": ("198.18.0.11", "10.244.1.0/24"), "b": ("198.18.0.12", "10.244.2.0/24")}
 
 
@@ -70,6 +82,11 @@ def bgp_route(node: PodmanNode, prefix: str):
     return next((r for r in routes if r.get("prefix") == prefix and r.get("source") == "bgp"), None)
 
 
+def bfd_up(frr: Frr, peer: str) -> bool:
+    peers = json.loads(frr.vtysh("show bfd peers json") or "[]")
+    return any(p.get("peer") == peer and p.get("status") == "up" for p in peers)
+
+
 def reaches(src, dst_ip: str, count: int = 3) -> bool:
     return src.ping(dst_ip, count=count).returncode == 0
 
@@ -86,7 +103,7 @@ def main() -> None:
         ns = {name: topo.netns(f"node{name.upper()}") for name in NODES}
         for n in (rr_ns, *ns.values()):
             prepare_node_namespace(n, forwarding=False)
-        topo.switch("sw", [("prr", rr_ns, "ul0", [f"{REFLECTOR}/24"])] +
+        switch = topo.switch("sw", [("prr", rr_ns, "ul0", [f"{REFLECTOR}/24"])] +
                     [(f"p{name}", ns[name], "up0", [f"{vtep}/24"]) for name, (vtep, _) in NODES.items()])
         reflector = Frr(rr_ns, topo.workdir / "rr" / "frr", bfdd=True)
         reflector.write_conf(reflector_conf(topo, reflector.dir))
@@ -125,7 +142,7 @@ def main() -> None:
 
         a = nodes["a"]
         for container in a.names(1):
-            a.pm.cmd("restart", "-t", "10", container, timeout=120)
+            a.pm.restart_as_kubelet(container)
             t.wait_for(lambda: reaches(pods["a"], ips["b"], 1), 30, f"pod a -> pod b after restarting {container}",
                        interval=0.1)
             assert reaches(pods["b"], ips["a"]), f"pod b -> pod a after restarting {container}"
@@ -152,19 +169,37 @@ def main() -> None:
             t.log(f"{event}: longest gap pod b -> pod a {figures[f'{event}_b_to_a_gap_s']:.2f} s, "
                   f"pod a -> pod b {figures[f'{event}_a_to_b_gap_s']:.2f} s")
 
-        streamed("frr_restart", lambda: a.pm.cmd("restart", "-t", "10", "frr-1", timeout=120))
+        streamed("frr_restart", lambda: a.pm.restart_as_kubelet("frr-1"))
 
         def roll() -> None:
             a.create(2)
             a.start(2, wait=False)
             for c in a.names(2):
                 t.wait_for(lambda: "standing by" in a.logs(c), 60, f"node A's {c} standing by", interval=0.1)
-            a.pm.cmd("stop", "-t", "10", *a.names(1), timeout=60)
+            a.pm.stop_as_kubelet(*a.names(1))
         streamed("roll", roll)
         assert [e["ip"] for e in a.endpoints()] == [ips["a"]], a.endpoints()
+
+        # Node A vanishes (its switch port down: no TCP close, no NOTIFICATION reaches the
+        # reflector) once the reflector's BFD session to A's new FRR is up: A's block must leave
+        # node B at BFD speed, although A asked the reflector for graceful restart (a BFD down
+        # is a hard reset: nothing is kept stale). Before BFD is up only the hold timer can tell
+        # (docs/bgp.md, "A node's graceful restart").
+        t.wait_for(lambda: bfd_up(reflector, NODES["a"][0]), 30, "the reflector's BFD session to node A up",
+                   interval=0.1)
+        cut = time.monotonic()
+        switch.run(["ip", "link", "set", "pa", "down"])
+        t.wait_for(lambda: bgp_route(nodes["b"], NODES["a"][1]) is None, 30,
+                   "node A's block to leave node B after A was cut off", interval=0.05)
+        figures["cut_off_withdrawn_s"] = time.monotonic() - cut
+        t.log(f"node A cut off: its block left node B after {figures['cut_off_withdrawn_s']:.2f} s")
         print("figures: " + " ".join(f"{k}={v:.3f}" for k, v in figures.items()), flush=True)
-        # The gaps are printed, not asserted: the goal (<= 1 s) is not met yet across nodes
-        # (docs/deploy.md, "Upgrade").
+        for event in ("frr_restart", "roll"):
+            for d in ("b_to_a", "a_to_b"):
+                gap = figures[f"{event}_{d}_gap_s"]
+                assert gap <= GAP_GOAL_S, f"{event}: pod {d.replace('_', ' ')} lost {gap:.2f} s (goal <= {GAP_GOAL_S} s)"
+        assert figures["cut_off_withdrawn_s"] <= CUT_OFF_GOAL_S, \
+            f"node A's block stayed on node B {figures['cut_off_withdrawn_s']:.2f} s after A was cut off (goal <= {CUT_OFF_GOAL_S} s)"
 
         for name, pod in pods.items():
             pod.remove()
@@ -173,7 +208,7 @@ def main() -> None:
         for name, node in nodes.items():
             gen = 2 if name == "a" else 1
             t0 = time.monotonic()
-            node.pm.cmd("stop", "-t", "10", *node.names(gen), timeout=60)
+            node.pm.stop_as_kubelet(*node.names(gen))
             # FRR's daemons are ended by the runtime's SIGKILL (frr-node.sh: graceful restart).
             daemons = [c for c in node.names(gen) if not c.startswith("frr-")]
             codes = {c: json.loads(node.pm.cmd("inspect", c).stdout)[0]["State"]["ExitCode"] for c in daemons}
