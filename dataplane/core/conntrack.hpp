@@ -1,0 +1,236 @@
+// Connection tracking: a fixed-capacity table of IPv4 flows (5-tuple + VNI) with their state,
+// an opaque policy value and an optional destination NAT, shared by network policy (a flow
+// admitted once is kept, its replies allowed) and global services (a flow keeps the backend it
+// was given, its replies and ICMP errors are translated back). Design, timeouts and what the
+// pipeline still has to do: docs/conntrack.md.
+//
+// Ownership: one table per worker lcore, written and read by that worker only (RSS gives each
+// worker its own flows), so there are no locks and no atomics; the control side never touches a
+// worker's table while the worker runs. docs/conventions.md: hot path — after create() nothing
+// allocates, nothing reads a clock (the caller passes `now` in its own ticks), nothing logs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "common/result.hpp"
+
+namespace vxfed::dataplane {
+
+// A packet's flow as the packet path holds it: addresses and ports in network order (`_be`,
+// docs/conventions.md: wire headers), the VNI in host order (24 bits) because tenants on
+// different VNIs may reuse addresses. ICMP echo request/reply: the identifier in BOTH ports,
+// so that a reply's tuple is the request's with the endpoints swapped (icmp_echo_tuple()).
+// Other protocols and non-first fragments: ports 0.
+struct FlowTuple {
+  std::uint32_t src_ip_be = 0;
+  std::uint32_t dst_ip_be = 0;
+  std::uint16_t src_port_be = 0;
+  std::uint16_t dst_port_be = 0;
+  std::uint32_t vni = 0;
+  std::uint8_t protocol = 0;
+
+  bool operator==(const FlowTuple&) const = default;
+};
+
+// The same flow seen from the other end: endpoints swapped.
+constexpr FlowTuple reversed(const FlowTuple& t) {
+  return FlowTuple{t.dst_ip_be, t.src_ip_be, t.dst_port_be, t.src_port_be, t.vni, t.protocol};
+}
+
+constexpr FlowTuple icmp_echo_tuple(std::uint32_t src_ip_be, std::uint32_t dst_ip_be,
+                                    std::uint16_t identifier_be, std::uint32_t vni) {
+  return FlowTuple{src_ip_be, dst_ip_be, identifier_be, identifier_be, vni, 1};
+}
+
+// Symmetric flow hash: the project's flow hash (flow_hash.hpp, CRC-32C) over the two
+// endpoints in canonical order (the lower (address, port) first) and the VNI, so both
+// directions of a flow land in the same bucket. Used for the table only; the pipeline's
+// per-direction flow hash (UDP source port, ECMP) stays as it is.
+std::uint32_t symmetric_flow_hash(const FlowTuple& t);
+
+// Destination NAT of a service flow: the client sent to VIP:port (the original tuple's
+// destination), the worker rewrites it to the backend. ICMP echo: the address only (the
+// identifier is kept), nat_port_be is ignored.
+struct NatTarget {
+  std::uint32_t ip_be = 0;
+  std::uint16_t port_be = 0;
+};
+
+// Times in the caller's ticks (TSC cycles, or anything monotonic). Defaults follow Linux's
+// nf_conntrack sysctls; from_seconds() scales them. A state's timeout restarts on every packet.
+struct ConntrackTimeouts {
+  std::uint64_t tcp_syn_sent;     // SYN seen, nothing back            (Linux: 120 s)
+  std::uint64_t tcp_syn_recv;     // SYN-ACK back, handshake unfinished (60 s)
+  std::uint64_t tcp_established;  // (5 days)
+  std::uint64_t tcp_fin_wait;     // one side sent FIN                  (120 s)
+  std::uint64_t tcp_time_wait;    // both sides sent FIN                (120 s)
+  std::uint64_t tcp_close;        // RST seen                           (10 s)
+  std::uint64_t udp_unreplied;    // one direction only, or replied once (30 s)
+  std::uint64_t udp_stream;       // traffic after the reply: a stream  (120 s; 180 s in older kernels)
+  std::uint64_t icmp;             // echo and the rest                  (30 s)
+  std::uint64_t other;            // any other IP protocol              (600 s)
+
+  static ConntrackTimeouts from_seconds(std::uint64_t ticks_per_second);
+};
+
+enum class ConnState : std::uint8_t {
+  // TCP, by the flags seen (a simplified nf_conntrack: no sequence-number window checks).
+  TcpSynSent,
+  TcpSynRecv,
+  TcpEstablished,
+  TcpFinWait,   // one direction sent FIN
+  TcpTimeWait,  // both directions sent FIN
+  TcpClose,     // RST seen
+  // UDP, ICMP and other protocols, by the directions seen.
+  Unreplied,  // original direction only
+  Replied,    // the reply direction seen once
+  Stream,     // UDP: traffic after the reply (longer timeout)
+};
+const char* conn_state_name(ConnState s);
+
+enum class FlowDirection : std::uint8_t { Original, Reply };
+
+// One tracked flow. `original` is the tuple of the first packet (client -> VIP:port for a
+// service); `reply` is the tuple a reply carries: reversed(original) without NAT,
+// backend -> client with it. Both are keys of the table (see ConntrackTable).
+struct alignas(64) ConntrackEntry {
+  FlowTuple original;
+  FlowTuple reply;
+  std::uint64_t last_seen = 0;  // caller's ticks, updated by track()
+  std::uint32_t policy = 0;     // opaque: the policy code's verdict/identity, never read here
+  std::uint32_t hash[2] = {0, 0};  // symmetric hashes of original, reply (slot bookkeeping)
+  ConnState state = ConnState::Unreplied;
+  bool has_nat = false;
+  std::uint8_t fin_seen = 0;   // TCP: bit 0 original sent FIN, bit 1 reply sent FIN
+  bool in_use = false;
+
+  // NAT target of the original direction (valid when has_nat): reply.src_*.
+  NatTarget nat() const { return {reply.src_ip_be, reply.src_port_be}; }
+};
+static_assert(sizeof(ConntrackEntry) == 64);
+
+struct ConntrackHit {
+  ConntrackEntry* entry = nullptr;  // nullptr: no live flow has this tuple
+  FlowDirection direction = FlowDirection::Original;
+  explicit operator bool() const { return entry != nullptr; }
+};
+
+enum class InsertStatus : std::uint8_t {
+  Inserted,
+  Exists,     // a live flow already has this original tuple (returned in `hit`)
+  TableFull,  // no free entry (and no expired one met while probing): count a drop
+  ProbeFull,  // no free slot within the bounded probe of the tuple's hash: count a drop
+  Clash,      // another live flow already uses this flow's reply tuple (NAT to a backend that
+              // the client also reaches directly with the same ports): count a drop
+  Invalid,    // TCP whose first packet is a RST (nothing to track)
+};
+const char* insert_status_name(InsertStatus s);
+
+struct InsertResult {
+  InsertStatus status;
+  ConntrackHit hit;  // the new entry (Inserted) or the existing one (Exists)
+};
+
+struct ConntrackConfig {
+  std::uint32_t capacity = 65536;  // flows (entries); each takes one or two key slots
+  ConntrackTimeouts timeouts = ConntrackTimeouts::from_seconds(1);  // default: `now` in seconds
+};
+
+struct SweepResult {
+  std::uint32_t visited = 0;
+  std::uint32_t expired = 0;
+};
+
+// The table. Keys are the symmetric hash of a tuple: a flow without NAT is stored under one
+// slot that both directions find; a NAT flow's reply tuple (backend -> client) has other
+// endpoints and gets a second slot pointing to the same entry. A slot holds the 32-bit hash
+// and the entry index; a hit is confirmed by comparing the packet's tuple with the entry's
+// original (direction Original) or reply (direction Reply) tuple.
+//
+// Slots live in 64-byte buckets of 7, probed linearly over at most kMaxProbeBuckets buckets
+// from the hash's home bucket. Each bucket counts the keys that passed it because it was
+// full ("overflow"), so a lookup stops at the first bucket whose count is 0: a miss usually
+// costs one cache line, never more than kMaxProbeBuckets.
+class ConntrackTable {
+ public:
+  static constexpr std::uint32_t kSlotsPerBucket = 7;
+  static constexpr std::uint32_t kMaxProbeBuckets = 8;
+  static constexpr std::uint32_t kMaxCapacity = 1u << 26;
+
+  // Allocates everything the table will ever use. Fails on capacity 0 or > kMaxCapacity, or a
+  // zero timeout.
+  static Result<std::unique_ptr<ConntrackTable>> create(const ConntrackConfig& config);
+  ~ConntrackTable();
+  ConntrackTable(const ConntrackTable&) = delete;
+  ConntrackTable& operator=(const ConntrackTable&) = delete;
+
+  // The live flow a packet belongs to, and the packet's direction in it. An entry past its
+  // timeout is a miss (left for insert() or sweep() to reclaim). Does not update the entry.
+  ConntrackHit find(const FlowTuple& packet, std::uint64_t now) const;
+
+  // Starts tracking `original` (the packet that opens the flow: its TCP flags, ignored for
+  // other protocols), with a destination NAT when `nat` is given. While probing for a slot
+  // it reclaims expired flows it meets, so a table full of dead flows still admits new ones.
+  InsertResult insert(const FlowTuple& original, const NatTarget* nat, std::uint32_t policy,
+                      std::uint8_t tcp_flags, std::uint64_t now);
+
+  // A packet of a known flow: its state from the TCP flags (ignored for other protocols) and
+  // direction, its last-seen time.
+  void track(const ConntrackHit& hit, std::uint8_t tcp_flags, std::uint64_t now);
+
+  // The flow an ICMP error (destination unreachable, time exceeded, parameter problem) is
+  // about, from the tuple of the packet it quotes. The quoted packet went the opposite way to
+  // the error, as it left the sender (after NAT): for a service flow the router quotes
+  // client -> backend; the error then travels in the Reply direction and the caller rewrites
+  // the quoted destination (and the error's source, if it is the backend) back to VIP:port.
+  ConntrackHit find_icmp_error(const FlowTuple& quoted, std::uint64_t now) const {
+    return find(reversed(quoted), now);
+  }
+
+  void erase(ConntrackEntry* entry);
+
+  // Visits at most `max_entries` entries, round-robin from where the last call stopped, and
+  // erases those past their timeout: the worker calls it once per loop iteration, so expiry
+  // is spread out and never a long pause.
+  SweepResult sweep(std::uint64_t now, std::uint32_t max_entries);
+
+  bool expired(const ConntrackEntry& e, std::uint64_t now) const { return now - e.last_seen >= timeout(e); }
+  std::uint64_t timeout(const ConntrackEntry& e) const;
+
+  std::uint32_t size() const { return size_; }
+  std::uint32_t capacity() const { return capacity_; }
+  std::uint32_t bucket_count() const { return bucket_mask_ + 1; }
+  // Entries by index (0..capacity-1), in_use or not: for tests, dumps and the sweep.
+  const ConntrackEntry& entry_at(std::uint32_t index) const { return entries_[index]; }
+
+ private:
+  struct Bucket;
+  ConntrackTable(std::uint32_t capacity, std::uint32_t buckets, const ConntrackTimeouts& t);
+
+  // The entry index for a tuple with hash `h`, or kNone.
+  std::uint32_t find_index(const FlowTuple& t, std::uint32_t h, FlowDirection* dir) const;
+  bool add_key(std::uint32_t h, std::uint32_t index, std::uint64_t now);
+  void remove_key(std::uint32_t h, std::uint32_t index);
+
+  std::uint32_t capacity_;
+  std::uint32_t bucket_mask_;
+  ConntrackTimeouts timeouts_;
+  std::unique_ptr<Bucket[]> buckets_;
+  std::unique_ptr<ConntrackEntry[]> entries_;
+  std::unique_ptr<std::uint32_t[]> free_;  // stack of free entry indices
+  std::uint32_t free_top_ = 0;
+  std::uint32_t size_ = 0;
+  std::uint32_t sweep_cursor_ = 0;
+};
+
+// The tuple of the packet an ICMP error quotes. `icmp` starts at the ICMP header of the error
+// (type, code, checksum, 4 bytes, then the quoted IPv4 header and at least 8 bytes of its
+// payload, RFC 792); `vni` is the flow's VNI (the error came on it). False when the message is
+// not an error type (3 destination unreachable, 11 time exceeded, 12 parameter problem), is
+// truncated, or quotes something that is not IPv4. A quoted ICMP echo gives its identifier in
+// both ports; a quoted non-first fragment gives ports 0. Bounds-checked before every read.
+bool icmp_error_quoted_tuple(std::span<const std::uint8_t> icmp, std::uint32_t vni, FlowTuple* out);
+
+}  // namespace vxfed::dataplane
