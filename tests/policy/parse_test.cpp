@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/names.hpp"
 #include "policy/parse.hpp"
 
 namespace {
@@ -456,6 +457,31 @@ TEST(Parse, EveryErrorIsListedAndNothingIsApplied) {
                         "in.yaml: documents[3].metadata.namespace: is required (kubectl get -o yaml prints it; "
                         "vxfedctl has no current namespace)",
                     }));
+}
+
+TEST(Names, AsTheApiServerChecksThem) {
+  EXPECT_EQ(check_label_key("app"), "");
+  EXPECT_EQ(check_label_key("app.kubernetes.io/name"), "");
+  EXPECT_EQ(check_label_key("a_b.c-d"), "");
+  EXPECT_EQ(check_label_key(std::string(63, 'k')), "");
+  EXPECT_NE(check_label_key(std::string(64, 'k')), "");
+  EXPECT_EQ(check_label_key(std::string(253, 'p') + "/" + std::string(63, 'n')), "");
+  EXPECT_NE(check_label_key(std::string(254, 'p') + "/n"), "");
+  EXPECT_EQ(check_label_key("/app"), "has an empty prefix before '/'");
+  EXPECT_EQ(check_label_key("example.com/"), "must have a name (the part after any prefix '/')");
+  EXPECT_NE(check_label_key("a/b/c"), "") << "one '/' at most";
+  EXPECT_NE(check_label_key("app_"), "");
+  EXPECT_EQ(check_label_value(""), "") << "an empty value is valid";
+  EXPECT_EQ(check_label_value("v1.2_x-Y"), "");
+  EXPECT_NE(check_label_value("a/b"), "");
+  EXPECT_NE(check_label_value(".a"), "");
+  EXPECT_EQ(check_dns_label("prod-1"), "");
+  EXPECT_NE(check_dns_label("prod.1"), "");
+  EXPECT_NE(check_dns_label("-prod"), "");
+  EXPECT_NE(check_dns_label(std::string(64, 'a')), "");
+  EXPECT_EQ(check_dns_subdomain("web-0.prod"), "");
+  EXPECT_NE(check_dns_subdomain("web..prod"), "");
+  EXPECT_NE(check_dns_subdomain("Web"), "");
 }
 
 TEST(Parse, RefusesABadClusterName) {
