@@ -237,12 +237,14 @@ std::vector<NadRef> read_policy_for(const std::string& text, const std::string& 
     if (const auto slash = item.find('/'); slash != std::string::npos) {
       ref.namespace_name = item.substr(0, slash);
       ref.name = item.substr(slash + 1);
-      check(path, ref.namespace_name, check_dns_label(ref.namespace_name).empty() ? "" : "is not a namespace name: " + check_dns_label(ref.namespace_name));
+      if (const std::string why = check_dns_label(ref.namespace_name); !why.empty())
+        yaml::fail(path, quoted(ref.namespace_name) + " is not a namespace name: " + why);
     } else {
       ref.namespace_name = own_namespace;
       ref.name = item;
     }
-    check(path, ref.name, check_dns_subdomain(ref.name).empty() ? "" : "is not a NAD name: " + check_dns_subdomain(ref.name));
+    if (const std::string why = check_dns_subdomain(ref.name); !why.empty())
+      yaml::fail(path, quoted(ref.name) + " is not a NAD name: " + why);
     out.push_back(ref);
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -374,6 +374,10 @@ TEST(Parse, RefusedObjectsAndMetadata) {
        "  annotations:\n    k8s.v1.cni.cncf.io/policy-for: Prod/fed-a\nspec: {}\n",
        "metadata.annotations[\"k8s.v1.cni.cncf.io/policy-for\"]: 'Prod' is not a namespace name: must consist of "
        "[a-z0-9-] (a DNS label)"},
+      {"apiVersion: k8s.cni.cncf.io/v1beta1\nkind: MultiNetworkPolicy\nmetadata:\n  name: p\n  namespace: prod\n"
+       "  annotations:\n    k8s.v1.cni.cncf.io/policy-for: fed-a, prod/Fed_B\nspec: {}\n",
+       "metadata.annotations[\"k8s.v1.cni.cncf.io/policy-for\"]: 'Fed_B' is not a NAD name: must consist of "
+       "[a-z0-9-.] (a DNS subdomain)"},
       {"apiVersion: k8s.cni.cncf.io/v1beta1\nkind: MultiNetworkPolicy\nmetadata:\n  name: p\n"
        "  annotations:\n    k8s.v1.cni.cncf.io/policy-for: fed-a\nspec: {}\n",
        "metadata.namespace: is required (kubectl get -o yaml prints it; vxfedctl has no current namespace)"},
