@@ -186,6 +186,7 @@ class FederationBed:
         self.topo = topo
         self.mtu = mtu
         self.build_dir = build_dir
+        self.node_build_dirs = dict(node_build_dirs or {})
         self.clusters: list[Cluster] = []
         self.nodes: dict[str, Node] = {}
         self.pods: list[Pod] = []
@@ -250,12 +251,18 @@ class FederationBed:
             "frr": {"config_path": str(frr.dir / "frr.conf"), "vty_socket_dir": str(frr.dir)},
         }}
 
-    def vxfedd_config(self, n: Node, cl: Cluster) -> dict:
+    def vxfedd_config(self, n: Node, cl: Cluster, build_dir: Optional[Path] = None) -> dict:
+        """n's vxfedd config, for the release in build_dir (default: the one n runs). A previous
+        release's vxfedd knows only the FPM feed: it gets no `feed` (VXFED_BGP_FEED=bmp sets it
+        for this release's nodes), so a federation mid-roll is mixed, as in production."""
         bgp = n.bgp_config(
             peers=[{"address": ip, "remote_asn": cl.asn, "network": NETWORK, "bfd": True,
                     "keepalive": 1, "hold": 3, "connect_retry": 1} for ip, _ in cl.reflectors()],
             clusters=self.cluster_cidrs(), graceful_restart=False,
             fpm={"resync_settle_ms": 1000, "resync_min_ms": 2000})
+        release = build_dir if build_dir is not None else self.node_build_dirs.get(n.short, self.build_dir)
+        if release in set(self.node_build_dirs.values()) - {self.build_dir}:
+            bgp.pop("feed", None)
         return n.vxfedd_config(
             networks=[{"name": NETWORK, "subnet": cl.pod_cidr}], bgp=bgp,
             federation={"endpoints": self.etcd.endpoints.split(","), "key_prefix": KEY_PREFIX,

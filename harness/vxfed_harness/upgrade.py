@@ -55,15 +55,20 @@ class NextPair:
     vxfedd: Vxfedd
 
 
-def stand_by(node: Node, build_dir: Path, tag: str, timeout: float = 60) -> NextPair:
+def stand_by(node: Node, build_dir: Path, tag: str, timeout: float = 60, config: Optional[dict] = None) -> NextPair:
     """Starts build_dir's dataplane and vxfedd on node's API sockets (the serving lock makes them
     wait: common/serving_lock.hpp) and returns once both say they are standing by. The next
-    dataplane has its own DPDK file prefix, as the new pod's container has its own run dir."""
+    dataplane has its own DPDK file prefix, as the new pod's container has its own run dir.
+    config: the next vxfedd's own config (the next release's ConfigMap, written beside the old
+    one as vxfedd-<tag>.yaml); default: the one the serving vxfedd reads."""
     old_dp, old_vx = node.dataplane, node.vxfedd
     launch = dataclasses.replace(old_dp.launch, file_prefix=f"{old_dp.launch.file_prefix[:20]}{tag}")
     dp = Dataplane(node.ns, launch, build_dir=build_dir, name=f"dataplane-{tag}")
-    vx = Vxfedd(node.ns, old_vx.config_path, old_vx.socket, None, build_dir=build_dir, name=f"vxfedd-{tag}",
+    config_path = old_vx.config_path if config is None else old_vx.config_path.with_name(f"vxfedd-{tag}.yaml")
+    vx = Vxfedd(node.ns, config_path, old_vx.socket, config, build_dir=build_dir, name=f"vxfedd-{tag}",
                 env=old_vx.env, args=old_vx.args)
+    if config is not None:
+        vx.write_config()
     # Not Dataplane.start()/Vxfedd.start(): those remove a socket they take for a dead run's.
     dp.proc = node.ns.spawn(launch.argv(dp.program), name=dp.name)
     vx.proc = node.ns.spawn([str(vx.program), "--config", str(vx.config_path), "--foreground", *vx.args],

@@ -123,7 +123,10 @@ def main() -> None:
             bad = ping_matrix(bed, [pod[f"{short}-cni"]])
             assert not bad, f"{short}: the next CNI plugin's pod on the previous daemons: {bad}"
             before = node_state(bed, short)
-            nxt = stand_by(node, t.BUILD_DIR, "next")
+            # The next release's config: on VXFED_BGP_FEED=bmp the upgrade also moves the node
+            # from zebra's FPM stream to bgpd's BMP feed (its bgpd becomes a view).
+            cluster = next(cl for cl in bed.clusters if node in cl.nodes)
+            nxt = stand_by(node, t.BUILD_DIR, "next", config=bed.vxfedd_config(node, cluster, build_dir=t.BUILD_DIR))
             stream = PingStream(pod[watcher].ns, pod[f"{short}-p0"].ip, name=f"ping-roll-{short}")
             time.sleep(0.5)
 
