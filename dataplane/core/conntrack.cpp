@@ -7,7 +7,6 @@
 #include <new>
 #include <string>
 
-#include "dataplane/core/flow_hash.hpp"
 #include "dataplane/core/wire/icmp.hpp"
 #include "dataplane/core/wire/ipv4.hpp"
 #include "dataplane/core/wire/tcp.hpp"
@@ -25,18 +24,6 @@ std::uint32_t next_pow2(std::uint32_t v) {
 }
 
 }  // namespace
-
-std::uint32_t symmetric_flow_hash(const FlowTuple& t) {
-  // Each endpoint as one number (address above port) so that one comparison orders them;
-  // the lower endpoint goes first whichever direction the packet travels.
-  const std::uint64_t a = std::uint64_t{t.src_ip_be} << 16 | t.src_port_be;
-  const std::uint64_t b = std::uint64_t{t.dst_ip_be} << 16 | t.dst_port_be;
-  const std::uint64_t lo = std::min(a, b), hi = std::max(a, b);
-  const std::uint64_t addresses = (lo >> 16) | (hi >> 16) << 32;
-  const std::uint64_t proto_ports = std::uint64_t{t.protocol} | (lo & 0xffff) << 8 | (hi & 0xffff) << 24 |
-                                    std::uint64_t{t.vni & 0xffffff} << 40;
-  return flow_hash_words(addresses, proto_ports);
-}
 
 ConntrackTimeouts ConntrackTimeouts::from_seconds(std::uint64_t s) {
   return ConntrackTimeouts{
@@ -162,9 +149,9 @@ std::uint32_t ConntrackTable::find_index(const FlowTuple& t, std::uint32_t h, Fl
   return kNone;
 }
 
-ConntrackHit ConntrackTable::find(const FlowTuple& packet, std::uint64_t now) const {
+ConntrackHit ConntrackTable::find(const FlowTuple& packet, std::uint32_t hash, std::uint64_t now) const {
   FlowDirection dir;
-  const std::uint32_t index = find_index(packet, symmetric_flow_hash(packet), &dir);
+  const std::uint32_t index = find_index(packet, hash, &dir);
   if (index == kNone || expired(entries_[index], now)) return {};
   return {&entries_[index], dir};
 }

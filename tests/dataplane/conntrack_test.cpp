@@ -75,6 +75,9 @@ TEST(Conntrack, BothDirectionsFindOneEntry) {
   EXPECT_EQ(fwd.direction, FlowDirection::Original);
   EXPECT_EQ(back.direction, FlowDirection::Reply);
   EXPECT_EQ(ct->size(), 1u);
+  // The burst form (hash from prefetch(), then find with it) finds the same.
+  EXPECT_EQ(ct->find(reversed(out), ct->prefetch(reversed(out)), 1).entry, fwd.entry);
+  EXPECT_EQ(ct->prefetch(out), symmetric_flow_hash(out));
 
   // Same addresses and ports on another VNI: another tenant, another flow.
   FlowTuple other = out;
