@@ -1,11 +1,13 @@
 #include "policy/parse.hpp"
 
+#include <initializer_list>
 #include <map>
 #include <utility>
 
 #include "common/yaml/reader.hpp"
 #include "policy/identity.hpp"
 #include "policy/names.hpp"
+#include "policy/yaml_stream.hpp"
 
 namespace vxfed::policy {
 
@@ -47,8 +49,22 @@ std::string key_path(const std::string& base, const std::string& key) {
 
 std::string quoted(const std::string& text) { return "'" + text + "'"; }
 
+// A key of `f` read outside a guard: absent when `f` is not a mapping (a guard has reported
+// that already), so that one wrong value gives one error and nothing escapes read_objects().
+Field child(const Field& f, const std::string& key) {
+  if (f.present() && !f.node().IsMap()) return Field(YAML::Node(YAML::NodeType::Undefined), f.path() + "." + key);
+  return f[key];
+}
+
 void check(const std::string& path, const std::string& text, const std::string& why) {
   if (!why.empty()) yaml::fail(path, quoted(text) + " " + why);
+}
+
+// Reports `f` when it is present but not a mapping, or has a key not in `keys`; false when it
+// is not a mapping, so that its reader stops there with one error instead of one per field.
+bool mapping(const Field& f, std::initializer_list<const char*> keys, Errors& errors) {
+  errors.guard([&] { f.allow(keys); });
+  return !f.present() || f.node().IsMap();
 }
 
 Labels read_labels(const Field& f, bool pod_selector, Errors& errors) {
@@ -83,10 +99,10 @@ Operator read_operator(const Field& f) {
 // A LabelSelector; pod_selector: it selects pods, so it may not name a volatile label.
 LabelSelector read_selector(const Field& f, bool pod_selector, Errors& errors) {
   LabelSelector out;
-  errors.guard([&] { f.allow({"matchLabels", "matchExpressions"}); });
-  out.match_labels = read_labels(f["matchLabels"], pod_selector, errors);
+  if (!mapping(f, {"matchLabels", "matchExpressions"}, errors)) return out;
+  out.match_labels = read_labels(child(f, "matchLabels"), pod_selector, errors);
   std::vector<Field> expressions;
-  errors.guard([&] { expressions = f["matchExpressions"].items(); });
+  errors.guard([&] { expressions = child(f, "matchExpressions").items(); });
   for (const Field& e : expressions) {
     Requirement r;
     bool ok = true;
@@ -95,7 +111,7 @@ LabelSelector read_selector(const Field& f, bool pod_selector, Errors& errors) {
       errors.guard(fn);
       ok = ok && errors.list().size() == before;
     };
-    step([&] { e.expect_map(); e.allow({"key", "operator", "values"}); });
+    if (!mapping(e, {"key", "operator", "values"}, errors)) continue;
     step([&] {
       r.key = e.required_str("key");
       check(e["key"].path(), r.key, check_label_key(r.key));
@@ -127,7 +143,7 @@ LabelSelector read_selector(const Field& f, bool pod_selector, Errors& errors) {
 
 IpBlock read_ip_block(const Field& f, Errors& errors) {
   IpBlock out;
-  errors.guard([&] { f.allow({"cidr", "except"}); });
+  if (!mapping(f, {"cidr", "except"}, errors)) return out;
   bool have_cidr = false;
   errors.guard([&] {
     const std::string text = f.required_str("cidr");
@@ -141,7 +157,7 @@ IpBlock read_ip_block(const Field& f, Errors& errors) {
     have_cidr = true;
   });
   std::vector<Field> excepts;
-  errors.guard([&] { excepts = f["except"].items(); });
+  errors.guard([&] { excepts = child(f, "except").items(); });
   for (const Field& e : excepts) {
     errors.guard([&] {
       const std::string text = e.str();
@@ -158,9 +174,8 @@ IpBlock read_ip_block(const Field& f, Errors& errors) {
 
 Peer read_peer(const Field& f, Errors& errors) {
   Peer out;
+  if (!mapping(f, {"podSelector", "namespaceSelector", "ipBlock"}, errors)) return out;
   errors.guard([&] {
-    f.expect_map();
-    f.allow({"podSelector", "namespaceSelector", "ipBlock"});
     const bool selectors = f.has("podSelector") || f.has("namespaceSelector");
     if (f.has("ipBlock") && selectors)
       f.fail("ipBlock cannot be combined with podSelector or namespaceSelector in one peer (make them two entries)");
@@ -168,15 +183,15 @@ Peer read_peer(const Field& f, Errors& errors) {
       f.fail("must have podSelector, namespaceSelector or ipBlock (Kubernetes refuses an empty peer; "
              "to match every peer, leave out from/to)");
   });
-  if (f.has("podSelector")) out.pod_selector = read_selector(f["podSelector"], true, errors);
-  if (f.has("namespaceSelector")) out.namespace_selector = read_selector(f["namespaceSelector"], false, errors);
-  if (f.has("ipBlock")) out.ip_block = read_ip_block(f["ipBlock"], errors);
+  if (const Field s = child(f, "podSelector"); s.present()) out.pod_selector = read_selector(s, true, errors);
+  if (const Field s = child(f, "namespaceSelector"); s.present()) out.namespace_selector = read_selector(s, false, errors);
+  if (const Field b = child(f, "ipBlock"); b.present()) out.ip_block = read_ip_block(b, errors);
   return out;
 }
 
 Port read_port(const Field& f, Errors& errors) {
   Port out;
-  errors.guard([&] { f.expect_map(); f.allow({"protocol", "port", "endPort"}); });
+  if (!mapping(f, {"protocol", "port", "endPort"}, errors)) return out;
   errors.guard([&] {
     const std::string protocol = f.str("protocol", "TCP");
     if (protocol == "TCP") out.protocol = Protocol::Tcp;
@@ -184,7 +199,7 @@ Port read_port(const Field& f, Errors& errors) {
     else if (protocol == "SCTP") f["protocol"].fail("SCTP is refused until supported (vxfed enforces TCP and UDP)");
     else f["protocol"].fail("must be TCP or UDP (got " + quoted(protocol) + ")");
   });
-  const Field port = f["port"];
+  const Field port = child(f, "port");
   bool named = false;
   errors.guard([&] {
     if (!port.present()) return;
@@ -199,7 +214,7 @@ Port read_port(const Field& f, Errors& errors) {
     }
     out.port = static_cast<std::uint16_t>(port.integer(1, 65535));
   });
-  const Field end = f["endPort"];
+  const Field end = child(f, "endPort");
   errors.guard([&] {
     if (!end.present()) return;
     const auto value = static_cast<std::uint16_t>(end.integer(1, 65535));
@@ -213,11 +228,11 @@ Port read_port(const Field& f, Errors& errors) {
 
 Rule read_rule(const Field& f, const char* peers_key, Errors& errors) {
   Rule out;
-  errors.guard([&] { f.expect_map(); f.allow({peers_key, "ports"}); });
+  if (!mapping(f, {peers_key, "ports"}, errors)) return out;
   std::vector<Field> peers, ports;
-  errors.guard([&] { peers = f[peers_key].items(); });
+  errors.guard([&] { peers = child(f, peers_key).items(); });
   for (const Field& p : peers) out.peers.push_back(read_peer(p, errors));
-  errors.guard([&] { ports = f["ports"].items(); });
+  errors.guard([&] { ports = child(f, "ports").items(); });
   for (const Field& p : ports) out.ports.push_back(read_port(p, errors));
   return out;
 }
@@ -360,10 +375,10 @@ class Reader {
       if (!spec.present()) spec.fail("is required");
       spec.allow({"podSelector", "policyTypes", "ingress", "egress"});
     });
-    p.pod_selector = read_selector(spec["podSelector"], true, errors_);
+    p.pod_selector = read_selector(child(spec, "podSelector"), true, errors_);
     bool types_given = false;
     errors_.guard([&] {
-      for (const Field& t : spec["policyTypes"].items()) {
+      for (const Field& t : child(spec, "policyTypes").items()) {
         types_given = true;
         const std::string type = t.str();
         if (type == "Ingress") p.ingress_type = true;
@@ -372,9 +387,9 @@ class Reader {
       }
     });
     std::vector<Field> ingress, egress;
-    errors_.guard([&] { ingress = spec["ingress"].items(); });
+    errors_.guard([&] { ingress = child(spec, "ingress").items(); });
     for (const Field& r : ingress) p.ingress.push_back(read_rule(r, "from", errors_));
-    errors_.guard([&] { egress = spec["egress"].items(); });
+    errors_.guard([&] { egress = child(spec, "egress").items(); });
     for (const Field& r : egress) p.egress.push_back(read_rule(r, "to", errors_));
     // Kubernetes' defaults: no policyTypes means Ingress, and Egress too when there are
     // egress rules.
@@ -413,20 +428,28 @@ Parsed read_objects(const std::string& text, const std::string& cluster, const s
     out.errors = std::move(errors.list());
     return out;
   }
+  // Document by document (policy/yaml_stream.hpp: not YAML::LoadAll).
   std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::ParserException& e) {
-    errors.add("line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
-               ": YAML syntax error: " + e.msg);
+  for (const YamlDocument& d : split_documents(text)) {
+    try {
+      YAML::Node node = YAML::Load(d.text);
+      if (node.IsDefined() && !node.IsNull()) docs.push_back(std::move(node));
+      else if (has_content(d.text))
+        errors.add("line " + std::to_string(d.first_line + 1) +
+                   ": YAML syntax error: this document has text but reads as empty (a stray ',' or a null?)");
+    } catch (const YAML::Exception& e) {
+      errors.add("line " + std::to_string(d.first_line + e.mark.line + 1) + ", column " +
+                 std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    }
+  }
+  if (!errors.list().empty()) {
     out.errors = std::move(errors.list());
     return out;
   }
-  std::size_t non_empty = 0;
-  for (const auto& d : docs) non_empty += d.IsDefined() && !d.IsNull() ? 1 : 0;
+  const std::size_t non_empty = docs.size();
   Reader reader(cluster, errors);
-  for (std::size_t i = 0; i < docs.size(); ++i)
-    reader.document(Field(docs[i], non_empty > 1 ? "documents[" + std::to_string(i) + "]" : ""));
+  for (std::size_t i = 0; i < docs.size(); ++i)  // guarded too: no reader error may leave this function
+    errors.guard([&] { reader.document(Field(docs[i], non_empty > 1 ? "documents[" + std::to_string(i) + "]" : "")); });
   if (non_empty == 0) errors.add("no objects (expected MultiNetworkPolicy, Namespace or Pod objects)");
   out.objects = reader.take();
   out.errors = std::move(errors.list());

@@ -7,7 +7,7 @@
 // "SOURCE: PATH: REASON", PATH being the field's place in the input:
 //   spec.ingress[0].ports[1].endPort            a single object
 //   items[2].spec.podSelector.matchLabels["app.kubernetes.io/name"]   an item of a List
-//   documents[1].metadata.name                  the second document of a stream (from 0)
+//   documents[1].metadata.name                  the second non-empty document of a stream
 // Kubernetes' own metadata and status (uid, managedFields, a Pod's spec and status...) are
 // skipped; inside a policy's spec every key must be one vxfed knows, because a field it does
 // not understand could change what the policy allows.
