@@ -97,6 +97,12 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     // as 256 ring reads did (idle_backoff.hpp). Measured with 256: sockperf p50 296 us
     // against 57 us with the af_packet endpoint ports in the same hour (docs/pod-ports.md).
     ctx->idle.spin_polls = 16;
+    ctx->rt_priority = options.worker_rt_priority;
+    // A real-time worker is woken in microseconds, so spinning buys it little, and its spin is
+    // CPU the node's other processes cannot have (sched_yield does not yield to them): it
+    // blocks after its second empty poll. Measured with two CPU hogs beside the latency suite:
+    // docs/pod-ports.md, "A busy node".
+    if (options.worker_rt_priority != 0) ctx->idle.spin_polls = 2;
     ctx->stop = &d->stop_workers_;
     d->wakes_.push_back(std::make_unique<WakeEvent>());
     ctx->wake = d->wakes_.back().get();

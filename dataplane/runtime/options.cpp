@@ -170,6 +170,13 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"auto", "sleep"}))
       ->capture_default_str();
   app.add_flag("--busy-poll", o.busy_poll, "never sleep when idle (benchmarks; burns the cores)");
+  app.add_option("--worker-rt-priority", o.worker_rt_priority,
+                 "run the workers SCHED_FIFO at this priority (1-99), so that a packet wakes them ahead "
+                 "of the node's ordinary processes, as the kernel's softirq runs; 0: ordinary threads. "
+                 "Needs CAP_SYS_NICE; without it a warning and ordinary threads. Not with --busy-poll "
+                 "(a real-time thread that never sleeps starves its CPU)")
+      ->check(CLI::Range(0u, 99u))
+      ->capture_default_str();
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
@@ -198,6 +205,9 @@ std::optional<std::pair<unsigned, std::uint8_t>> parse_dscp_pcp(const std::strin
 
 // The values behind the texts; every error names its option.
 Status parse_values(Options& o) {
+  if (o.worker_rt_priority != 0 && o.busy_poll)
+    return make_error("--worker-rt-priority " + std::to_string(o.worker_rt_priority) +
+                      " with --busy-poll: a real-time worker that never sleeps starves its CPU; drop one");
   auto vtep = net::Ipv4Addr::parse(o.vtep_ip);
   if (!vtep) return make_error("--vtep-ip: " + vtep.error());
   o.parsed.vtep = *vtep;

@@ -49,6 +49,7 @@ struct Options {
   unsigned deep_idle_sleep_us = 1000; // sleep once idle for deep_idle_after_ms
   unsigned deep_idle_after_ms = 50;
   bool busy_poll = false;             // never sleep (benchmarks)
+  unsigned worker_rt_priority = 0;    // SCHED_FIFO priority of the workers (worker_scheduling.hpp); 0: ordinary
   unsigned idle_spin_us = 0;          // spin this long after the last packet before sleeping
   bool idle_spin_yield = true;        // sched_yield() between spin polls (else rte_pause)
   std::string idle_wait = "auto";     // auto: block on af_packet sockets when possible; sleep: timed naps

@@ -8,6 +8,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <spdlog/spdlog.h>
 
 #include "dataplane/core/coalesce.hpp"
 #include "dataplane/core/mbuf_offload.hpp"
@@ -18,6 +19,7 @@
 #include "dataplane/runtime/packet_socket.hpp"
 #include "dataplane/runtime/pod_sockets.hpp"
 #include "dataplane/runtime/software_rss.hpp"
+#include "dataplane/runtime/worker_scheduling.hpp"
 
 namespace vxfed::dataplane {
 
@@ -258,6 +260,12 @@ int worker_main(void* arg) {
   auto& w = *static_cast<WorkerContext*>(arg);
   // Short sleeps must stay short: the default 50 us timer slack would stretch a 10 us nap.
   ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  // Once, before the loop: a worker that cannot be real-time runs on as an ordinary thread.
+  if (const std::string why = schedule_worker_thread(w.rt_priority); !why.empty())
+    spdlog::warn("worker {}: not real-time: {}; running as an ordinary thread (latency under CPU load suffers)",
+                 w.id, why);
+  else if (w.rt_priority != 0)
+    spdlog::info("worker {}: real-time, SCHED_FIFO priority {}", w.id, w.rt_priority);
   rte_rcu_qsbr_thread_register(w.qs, w.id);
   rte_rcu_qsbr_thread_online(w.qs, w.id);
   IdleBackoff backoff(w.idle);

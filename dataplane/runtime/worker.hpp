@@ -36,6 +36,7 @@ struct WorkerContext {
   rte_ring* control_tx = nullptr;     // worker 0 only: frames from the control thread
   std::atomic<std::uint64_t>* handoff_drops = nullptr;  // software spread ring full
   IdlePolicy idle;
+  unsigned rt_priority = 0;           // SCHED_FIFO priority of this worker's thread; 0: ordinary
   // Blocking when idle (socket_wakeup.hpp): the uplink's af_packet sockets (empty: the uplink
   // cannot wake us, so we never block) and this worker's event for everything else.
   std::vector<int> uplink_wake_fds;

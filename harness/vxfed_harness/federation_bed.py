@@ -176,10 +176,12 @@ def vnis(bed: "FederationBed", network: str) -> dict[str, int]:
 
 class FederationBed:
     def __init__(self, topo: Topology, clusters: int = 2, nodes_per_cluster: int = 3, build_dir: Optional[Path] = None,
-                 mtu: int = 9000, node_build_dirs: Optional[dict[str, Path]] = None, reflectors_per_cluster: int = 1):
+                 mtu: int = 9000, node_build_dirs: Optional[dict[str, Path]] = None, reflectors_per_cluster: int = 1,
+                 dataplane_extra: tuple[str, ...] = ()):
         """node_build_dirs: short name -> the build whose vxfedd, dataplane, vxfedctl and CNI
         plugin that node runs (another release's, for a federation mid-roll); the others run
-        build_dir's."""
+        build_dir's. dataplane_extra: options every node's vxfed-dataplane gets (before
+        VXFED_DATAPLANE_EXTRA_ARGS's)."""
         assert clusters == 2, "the address plan has room for two clusters"
         assert 1 <= nodes_per_cluster <= 5
         assert reflectors_per_cluster in (1, 2)
@@ -203,7 +205,8 @@ class FederationBed:
                 n = Node(topo, short, f"198.18.0.{10 * c + 11 + i}", cl.pod_cidr, asn=cl.asn, node_name=f"node-{short}",
                          cluster=cl.name, mtu=mtu, bfdd=True, build_dir=node_build,
                          lcores=node_lcores(i * clusters + c),
-                         dataplane_extra=os.environ.get("VXFED_DATAPLANE_EXTRA_ARGS", "").split())
+                         dataplane_extra=[*dataplane_extra,
+                                          *os.environ.get("VXFED_DATAPLANE_EXTRA_ARGS", "").split()])
                 cl.nodes.append(n)
                 self.nodes[short] = n
                 self.runtimes[short] = node_runtime(n, node_build)

@@ -9,6 +9,7 @@ the measured pods sit on.
     sudo perf/latency/latency_suite.py --variants kernel     # the baseline alone
     sudo perf/latency/latency_suite.py --runs 3 --duration 10 --suites latency
     sudo perf/latency/latency_suite.py --nodes-per-cluster 3 --same-cluster-suites all
+    sudo perf/latency/latency_suite.py --runs 3 --background-load 2  # a busy node (issue 35)
 
 Exit status: 0 every SLO met; 1 an SLO failed; 3 a variant could not come up (the message
 names the missing or failing part); 4 a measurement failed; 130/143 interrupted. Everything the
@@ -31,6 +32,7 @@ from pathlib import Path
 import vxfed_harness as tl
 from vxfed_harness import leftovers
 from vxfed_harness.latency import measure, plots, report
+from vxfed_harness.latency.background_load import BackgroundLoad
 from vxfed_harness.twocluster import path_checks
 from vxfed_harness.twocluster.kernel import KernelVariant
 from vxfed_harness.twocluster.plan import make_plan
@@ -72,6 +74,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--build-dir", type=Path, default=tl.BUILD_DIR,
                    help="where the vxfed binaries are (default ./build or $VXFED_BUILD_DIR)")
+    p.add_argument("--background-load", type=int, default=0, metavar="N",
+                   help="run N CPU-bound processes (sha256sum /dev/zero, default priority) for the whole run, "
+                        "both variants; the CPUs they got during each measurement are reported (default 0)")
+    p.add_argument("--worker-rt-priority", type=int, default=None, metavar="N",
+                   help="ours: the dataplanes' --worker-rt-priority (default: the DaemonSet's, 1; "
+                        "0: ordinary worker threads, as before issue 35)")
     p.add_argument("--up-timeout", type=float, default=60,
                    help="seconds for a variant's daemons to come up and for BGP to exchange routes (default 60)")
     args = p.parse_args(argv)
@@ -84,6 +92,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             raise ValueError("--duration must be 1..600 seconds")
         if not 1 <= args.runs <= 20:
             raise ValueError("--runs must be 1..20")
+        if not 0 <= args.background_load <= 64:
+            raise ValueError("--background-load must be 0..64 processes")
+        if args.worker_rt_priority is None:
+            from vxfed_harness.twocluster.federated import DAEMONSET_WORKER_RT_PRIORITY
+            args.worker_rt_priority = DAEMONSET_WORKER_RT_PRIORITY
+        if not 0 <= args.worker_rt_priority <= 99:
+            raise ValueError("--worker-rt-priority must be 0..99")
         report.rate_mbps(args.udp_rate)
         if not 64 <= args.udp_len <= (args.mtu - 50 - 28):
             raise ValueError(f"--udp-len must be 64..{args.mtu - 78} for MTU {args.mtu} (no fragmentation)")
@@ -111,7 +126,7 @@ def make_variant(name: str, args) -> Variant:
         return KernelVariant(args.plan)
     from vxfed_harness.twocluster.federated import FederatedVariant   # imported late: only this variant needs it
     return FederatedVariant(args.plan, build_dir=args.build_dir, source_dir=SOURCE_DIR,
-                            up_timeout=args.up_timeout)
+                            up_timeout=args.up_timeout, worker_rt_priority=args.worker_rt_priority)
 
 
 PATHS = ("cross_cluster", "same_cluster")
@@ -178,6 +193,13 @@ def main(argv: list[str]) -> int:
     # Also when started in the background by a non-interactive shell, which ignores SIGINT.
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+    load = BackgroundLoad(args.background_load)
+    atexit.register(load.stop)
+    if args.background_load:
+        load.start()
+        log(f"background load: {args.background_load} CPU-bound process(es) (sha256sum /dev/zero, default priority) "
+            f"for the whole run")
+
     def teardown() -> None:
         # Nothing may interrupt the teardown: a second Ctrl-C would leave namespaces behind.
         old = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -233,7 +255,9 @@ def main(argv: list[str]) -> int:
                         for name in round_order:
                             log(f"run {rnd + 1}/{args.runs}: {name}: {suite} ({args.duration:g}s, {PATH_LABELS[path]})")
                             try:
+                                mark = load.mark()
                                 result = run_suite(suite, up[name], opts, path)
+                                result["background_cpus"] = load.cpus_used(mark)
                             except measure.MeasurementError as exc:
                                 errors.append(f"{name} {suite} ({path}): {exc}")
                                 log(f"{name}: {suite} FAILED: {exc}")
@@ -241,7 +265,9 @@ def main(argv: list[str]) -> int:
                             figs = report.figures_from(suite, result)
                             if "retried_after" in result:
                                 log(f"  {name}: {suite} taken again after: {result['retried_after']}")
-                            log(f"  {name}: {short(suite, figs)}")
+                            log(f"  {name}: {short(suite, figs)}" + (
+                                f" (background load got {result['background_cpus']:.2f} CPUs)"
+                                if result["background_cpus"] is not None else ""))
                             samples_of = result.pop("samples", None)
                             if samples_of is not None and path == "cross_cluster":
                                 samples[name].setdefault(suite[3:], []).extend(samples_of)
@@ -258,6 +284,7 @@ def main(argv: list[str]) -> int:
         log(f"interrupted ({str(exc) or 'Ctrl-C'}); tearing everything down")
     finally:
         teardown()
+        load.stop()
 
     after = leftovers.take(markers, suffix, all_pids, workdirs)
     log(f"after teardown: {after.describe()} of this run's objects remain")
@@ -277,6 +304,8 @@ def main(argv: list[str]) -> int:
     print()
     for line in report.slo_lines(doc):
         print(line)
+    if doc["background"]["processes"]:
+        print(report.background_line(doc["background"]))
     for name, info in unavailable.items():
         print(f"\n{name} variant NOT MEASURED: missing or failing part: {info['component']}\n  {info['reason']}")
     for e in errors:
@@ -362,6 +391,8 @@ def assemble(args, started, elapsed, raw, raw_same, samples, unavailable, errors
             "nodes_per_cluster": args.nodes_per_cluster, "pods_per_node": args.pods,
             "same_cluster_suites": args.same_suite_list, "udp_offered_rate": args.udp_rate,
             "udp_datagram_bytes": args.udp_len, "sockperf_msg_bytes": args.msg_size,
+            "background_load_processes": args.background_load,
+            "ours_worker_rt_priority": args.worker_rt_priority,
             "latency_definition": "sockperf ping-pong one-way latency = RTT/2, microseconds",
         },
         "environment": {
@@ -380,6 +411,7 @@ def assemble(args, started, elapsed, raw, raw_same, samples, unavailable, errors
                 for name in args.variant_list if name not in unavailable},
         "udp_sent_mbps": {name: sent_mbps(raw.get(name, [])) for name in args.variant_list},
         "goals": report.goal_verdicts(ratios),
+        "background": report.background_summary(args.background_load, raw),
         "variants": status,
         "errors": errors,
         "runs": raw,

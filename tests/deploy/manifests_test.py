@@ -293,7 +293,7 @@ def consistency_problems(docs, podmon, scrape, docs_text):
     built = mc.built_image_ref((SOURCE_DIR / "scripts" / "build-image.sh").read_text(), mf.project_version())
     types = mc.nad_ipam_types(docs)
     errs = mc.metrics_endpoint(ds, podmon, scrape) + mc.image_refs(docs, built) + mc.namespaces_and_names(docs)
-    errs += mc.pod_security(docs) + mc.guaranteed_for_exclusive_cpus(docs)
+    errs += mc.pod_security(docs) + mc.guaranteed_for_exclusive_cpus(docs) + mc.realtime_workers(docs)
     for name, text in docs_text.items():
         errs += mc.doc_ipam_statements(name, text, types)
     errs += doc_package_counts(docs_text["docs/deploy.md"], locked_packages())
@@ -311,7 +311,8 @@ def check_consistency(docs):
         fail(e)
     if not errs:
         t.log("consistency: metrics port passed, declared and scraped; images as build-image.sh tags them; "
-              "namespaces created, no name twice; pod-security label; a Guaranteed pod; the docs' NAD IPAM and "
+              "namespaces created, no name twice; pod-security label; a Guaranteed pod; real-time workers with "
+              "SYS_NICE; the docs' NAD IPAM and "
               "package count")
 
 
@@ -368,6 +369,9 @@ def consistency_controls(docs):
         ("a namespace without the pod-security label", no_psa_label(ds_doc), podmon, scrape, texts, "pod-security.kubernetes.io/enforce"),
         ("vxfedd without resources (pod not Guaranteed)", mutated_ds(lambda spec, _: vxfedd(spec).pop("resources")), podmon,
          scrape, texts, "is not Guaranteed"),
+        ("the dataplane's real-time workers without SYS_NICE",
+         mutated_ds(lambda spec, _: spec["containers"][0]["securityContext"]["capabilities"]["add"].remove("SYS_NICE")),
+         podmon, scrape, texts, "without the SYS_NICE capability"),
         ("docs/cni.md's old whereabouts sentence", docs, podmon, scrape, {**texts, "docs/cni.md": old_cni}, "uses host-local, static, whereabouts"),
         ("a stale package count", docs, podmon, scrape, {**texts, "docs/deploy.md": texts["docs/deploy.md"] + f"\n({locked_packages() + 5} packages)\n"},
          "deploy/image/packages.lock holds"),

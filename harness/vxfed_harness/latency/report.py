@@ -156,6 +156,38 @@ def goal_verdicts(ratios: dict[str, Optional[float]]) -> list[dict]:
              "met": None if ratios.get(key) is None else test(ratios[key])} for name, key, test in goals]
 
 
+# Issue 35: a forwarder that keeps its latency by starving the node is not a win. Under ours
+# the background load must get at least this share of the CPUs it got under the kernel variant.
+BACKGROUND_SHARE_GOAL = 0.8
+
+
+def background_summary(processes: int, rounds: dict[str, list[dict]]) -> dict:
+    """What `--background-load` got: per variant the median (and range) over every measurement
+    of the CPUs' worth the CPU-bound processes ran while it lasted, and ours / kernel."""
+    out: dict = {"processes": processes, "cpus_used": {}, "share_goal": BACKGROUND_SHARE_GOAL}
+    if not processes:
+        return out
+    for name, runs in rounds.items():
+        values = [s["result"]["background_cpus"] for r in runs for s in r.values()
+                  if s["result"].get("background_cpus") is not None]
+        sp = spread(values)
+        out["cpus_used"][name] = {"median": sp.median, "min": sp.minimum, "max": sp.maximum}
+    share = ratio((out["cpus_used"].get("ours") or {}).get("median"),
+                  (out["cpus_used"].get("kernel") or {}).get("median"))
+    out["share_ours_vs_kernel"] = share
+    out["share_goal_met"] = None if share is None else share >= BACKGROUND_SHARE_GOAL
+    return out
+
+
+def background_line(bg: dict) -> str:
+    used = ", ".join(f"{name} {u['median']:.2f} CPUs ({u['min']:.2f}-{u['max']:.2f})"
+                     for name, u in bg["cpus_used"].items() if u["median"] is not None)
+    share = bg.get("share_ours_vs_kernel")
+    verdict = "not measured" if share is None else ("met" if bg["share_goal_met"] else "not met")
+    return (f"background load: {bg['processes']} CPU-bound process(es) got {used or '-'}; under ours / under "
+            f"kernel {'-' if share is None else f'{share:.2f}'} (goal >= {bg['share_goal']}): {verdict}")
+
+
 def distribution(samples: list[float], summary_pcts: dict) -> dict:
     ordered = sorted(samples)
     mine = {str(p): parsers.percentile(ordered, p) for p in (50, 90, 99, 99.9, 99.99)} if ordered else {}

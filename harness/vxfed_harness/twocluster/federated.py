@@ -49,11 +49,19 @@ def missing_components(build_dir: Path, source_dir: Path) -> list[tuple[Componen
     return out
 
 
+# The workers real-time, as the DaemonSet runs them (deploy/vxfed-daemonset.yaml, checked by
+# tests/deploy/manifests_test.py; docs/dataplane.md, "Real-time workers").
+DAEMONSET_WORKER_RT_PRIORITY = 1
+
 class FederatedVariant(Variant):
     name = "ours"
 
-    def __init__(self, plan: DemoPlan, build_dir: Path, source_dir: Path, up_timeout: float = 60, **kw):
+    def __init__(self, plan: DemoPlan, build_dir: Path, source_dir: Path, up_timeout: float = 60,
+                 worker_rt_priority: int = DAEMONSET_WORKER_RT_PRIORITY, **kw):
+        """worker_rt_priority: the dataplanes' --worker-rt-priority (default: the DaemonSet's;
+        0: ordinary worker threads, as before issue 35)."""
         super().__init__(plan, **kw)
+        self.worker_rt_priority = worker_rt_priority
         self.build_dir = Path(build_dir)
         self.source_dir = Path(source_dir)
         self.up_timeout = up_timeout
@@ -80,7 +88,8 @@ class FederatedVariant(Variant):
         self.progress(f"ours: {plan.nodes_per_cluster} node(s) per cluster, a route reflector per cluster, "
                       f"a three-member etcd; MTU {plan.underlay_mtu} underlay switch")
         self.bed = FederationBed(self.topo, clusters=2, nodes_per_cluster=plan.nodes_per_cluster,
-                                 build_dir=self.build_dir, mtu=plan.underlay_mtu)
+                                 build_dir=self.build_dir, mtu=plan.underlay_mtu,
+                                 dataplane_extra=("--worker-rt-priority", str(self.worker_rt_priority)))
         for n in plan.nodes:
             bn = self.bed.nodes[n.short]
             assert bn.ip == n.underlay_ip, f"the plan and the bed disagree on {n.short}'s address"

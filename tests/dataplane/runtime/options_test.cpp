@@ -99,7 +99,7 @@ TEST(DataplaneOptions, HelpNeedsNothingElseAndDocumentsEveryOption) {
                             "--underlay-gateway", "--underlay-subnet", "--static-neighbor", "--endpoint-port",
                             "--endpoint-frames", "--qdisc-bypass", "--mbufs", "--idle-sleep-us",
                             "--deep-idle-sleep-us", "--deep-idle-after-ms", "--idle-spin-us", "--idle-spin-yield", "--idle-wait",
-                            "--busy-poll", "--log-level", "--no-huge", "--underlay-vlan", "--dscp-pcp", "SIGTERM"})
+                            "--busy-poll", "--worker-rt-priority", "--log-level", "--no-huge", "--underlay-vlan", "--dscp-pcp", "SIGTERM"})
       EXPECT_NE(r->help_text.find(opt), std::string::npos) << opt << " missing from --help";
   }
   EXPECT_EQ(parse({"--help"})->help_text, usage_text("vxfed-dataplane"));
@@ -216,6 +216,21 @@ TEST(DataplaneOptions, UnderlayVlanAndDscpPcp) {
     ASSERT_FALSE(e.ok()) << expect;
     EXPECT_NE(e.error().find(expect), std::string::npos) << e.error();
   }
+}
+
+// Real-time workers (worker_scheduling.hpp): 0 by default, 1..99 kept, and never with
+// --busy-poll, where a SCHED_FIFO worker would never give its CPU back.
+TEST(DataplaneOptions, WorkerRtPriority) {
+  auto plain = parse(required_plus({}));
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  EXPECT_EQ(plain->options.worker_rt_priority, 0u);
+  auto rt = parse(required_plus({"--worker-rt-priority", "1"}));
+  ASSERT_TRUE(rt.ok()) << rt.error();
+  EXPECT_EQ(rt->options.worker_rt_priority, 1u);
+  EXPECT_FALSE(parse(required_plus({"--worker-rt-priority", "100"})).ok());
+  auto spinning = parse(required_plus({"--worker-rt-priority", "5", "--busy-poll"}));
+  ASSERT_FALSE(spinning.ok());
+  EXPECT_NE(spinning.error().find("--worker-rt-priority 5 with --busy-poll"), std::string::npos) << spinning.error();
 }
 
 }  // namespace
