@@ -70,7 +70,10 @@ bool mapping(const Field& f, std::initializer_list<const char*> keys, Errors& er
 Labels read_labels(const Field& f, bool pod_selector, Errors& errors) {
   Labels out;
   errors.guard([&] {
-    for (const auto& [key, value] : f.entries()) {
+    for (const auto& entry : f.entries()) {
+      // Named, not a structured binding: clang 14 (the fuzz build) cannot capture those.
+      const std::string& key = entry.first;
+      const Field& value = entry.second;
       const std::string path = key_path(f.path(), key);
       errors.guard([&] {
         check(path, key, check_label_key(key));
