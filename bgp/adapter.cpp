@@ -10,6 +10,7 @@
 
 #include "bgp/frr_apply.hpp"
 #include "bgp/frr_render.hpp"
+#include "bgp/instance_kind.hpp"
 #include "bgp/privileged_port.hpp"
 #include "bgp/process.hpp"
 #include "bgp/vty_client.hpp"
@@ -61,7 +62,50 @@ std::string read_pid_file(const std::string& path) {
   return pid;
 }
 
+// What the running bgpd holds, over its vty socket; nullopt when it does not answer.
+// `show running-config` is an enable-node command: a vty socket starts in the view node, where
+// bgpd answers "% Unknown command" (which once made every new bgpd look bare).
+std::optional<BgpInstanceKind> running_kind(const FrrSettings& frr) {
+  auto shown = run_vty_commands(vty_socket_path(frr.vty_socket_dir, "bgpd"), {"enable", "show running-config"},
+                                std::chrono::seconds(10));
+  if (!shown || shown->failed != 0) return std::nullopt;
+  return running_instance_kind(shown->output);
+}
+
+// The BMP feed while the running bgpd still holds the default instance (a node moving from
+// the FPM feed): the view must not replace it in place (instance_kind.hpp).
+bool bmp_from_default_instance(const BgpConfig& c, std::optional<BgpInstanceKind> kind) {
+  return c.feed == Feed::kBmp && c.frr.apply == ApplyMode::kReload && kind == BgpInstanceKind::kDefault;
+}
+
+// Applies `wanted` (whose rendered text is `file_text`). With `bmp_in_default_instance` the
+// running bgpd gets its default instance with the BMP target, through a side file, and
+// frr.conf the view, which bgpd's next start loads.
+Result<ApplyReport> apply_config(const BgpConfig& wanted, net::Ipv4Addr vtep, const std::vector<net::Ipv4Prefix>& advertise,
+                                 const std::string& file_text, bool bmp_in_default_instance) {
+  if (!bmp_in_default_instance) return apply_frr_config(wanted.frr, file_text);
+  BgpConfig now = wanted;
+  now.bmp_in_default_instance = true;
+  FrrSettings running = wanted.frr;
+  running.config_path += ".running";
+  auto r = apply_frr_config(running, render_frr_config(RenderInput{&now, vtep, advertise}));
+  if (!r) return r;
+  if (auto st = write_config_file(wanted.frr.config_path, file_text); !st) return make_error(st.error());
+  return r;
+}
+
 }  // namespace
+
+void Adapter::note_instance(bool bmp_in_default_instance) {
+  if (bmp_in_default_instance && !bmp_in_default_instance_)
+    spdlog::warn("bgp: bgpd still runs the default instance (a node moving from the FPM feed): bgp.feed: bmp is "
+                 "served from it (its BMP target added, no session reset); frr.conf holds the view '{}', which "
+                 "bgpd loads at its next start: restart the FRR container to finish the move", kBgpViewName);
+  if (!bmp_in_default_instance && bmp_in_default_instance_)
+    spdlog::info("bgp: bgpd runs the view '{}' now: the move from the default instance is complete", kBgpViewName);
+  bmp_in_default_instance_ = bmp_in_default_instance;
+  opts_.config.bmp_in_default_instance = bmp_in_default_instance;
+}
 
 Adapter::~Adapter() {
   stop();
@@ -75,11 +119,15 @@ void Adapter::join_apply() {
 
 Status Adapter::apply() {
   join_apply();  // never two frr-reloads at once
-  RenderInput in{&opts_.config, opts_.vtep, opts_.advertise};
-  std::string text = render_frr_config(in);
+  BgpConfig wanted = opts_.config;
+  wanted.bmp_in_default_instance = false;
+  std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
   const std::string bgpd = read_pid_file(bgpd_pid_file_);
-  auto r = apply_frr_config(opts_.config.frr, text);
+  const bool in_default =
+      opts_.config.feed == Feed::kBmp && bmp_from_default_instance(wanted, running_kind(wanted.frr));
+  auto r = apply_config(wanted, opts_.vtep, opts_.advertise, text, in_default);
   if (!r) return make_error("bgp: " + r.error());
+  note_instance(in_default);
   applied_to_bgpd_ = bgpd;
   rendered_ = std::move(text);
   ++applies_;
@@ -317,15 +365,16 @@ void Adapter::set_advertised(std::vector<net::Ipv4Prefix> advertise) {
 void Adapter::apply_in_background(bool new_bgpd) {
   join_apply();
   applying_ = true;
-  RenderInput in{&opts_.config, opts_.vtep, opts_.advertise};
-  std::string text = render_frr_config(in);
+  BgpConfig wanted = opts_.config;
+  wanted.bmp_in_default_instance = false;
+  std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
   const std::size_t count = opts_.advertise.size();
   auto alive = alive_;
   std::string bgpd = read_pid_file(bgpd_pid_file_);
   const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
-  auto soft_clear = soft_clear_commands(opts_.config);
-  apply_thread_ = std::thread([this, alive, frr = opts_.config.frr, text = std::move(text), count,
-                               bgpd = std::move(bgpd), new_bgpd, vty, soft_clear = std::move(soft_clear)]() mutable {
+  apply_thread_ = std::thread([this, alive, wanted = std::move(wanted), vtep = opts_.vtep, advertise = opts_.advertise,
+                               text = std::move(text), count, bgpd = std::move(bgpd), new_bgpd, vty]() mutable {
+    const FrrSettings& frr = wanted.frr;
     // A new bgpd that loaded frr.conf itself (an FRR restart: graceful restart at work) only
     // gets the usual frr-reload, a no-op where its file was current. A bare one (its own load
     // failed) is loaded whole first: frr-reload alone would miss the route-maps and
@@ -336,11 +385,12 @@ void Adapter::apply_in_background(bool new_bgpd) {
     // (graceful-restart modes); the frr-reload after it is, and removes what is left over.
     // Then the peers' routes are asked for and sent again (a soft clear), as a session may
     // have come up before its route-maps existed.
-    bool bare = false;
-    if (new_bgpd && frr.apply == ApplyMode::kReload) {
-      auto shown = run_vty_commands(vty, {"show running-config"}, std::chrono::seconds(10));
-      bare = shown && shown->output.find("router bgp") == std::string::npos;
-    }
+    // Which instance it holds also says whether a node moving from FPM to BMP still runs the
+    // default one (instance_kind.hpp): then it gets the BMP target there, and the view waits.
+    const std::optional<BgpInstanceKind> kind =
+        frr.apply == ApplyMode::kReload && (new_bgpd || wanted.feed == Feed::kBmp) ? running_kind(frr) : std::nullopt;
+    const bool bare = new_bgpd && kind == BgpInstanceKind::kNone;
+    const bool in_default = bmp_from_default_instance(wanted, kind);
     if (bare) {
       FrrSettings load = frr;
       load.apply = ApplyMode::kVtysh;
@@ -348,18 +398,19 @@ void Adapter::apply_in_background(bool new_bgpd) {
         spdlog::info("bgp: the whole-config load of the bare bgpd refused some lines (frr-reload follows): {}",
                      loaded.error());
     }
-    auto r = apply_frr_config(frr, text);
+    auto r = apply_config(wanted, vtep, advertise, text, in_default);
     if (r && bare) {
       // `clear` is an enable-node command: a vty socket starts in the view node ("Unknown command").
-      auto cleared = run_vty_commands(vty, soft_clear, std::chrono::seconds(10));
+      auto cleared = run_vty_commands(vty, soft_clear_commands(wanted), std::chrono::seconds(10));
       if (!cleared || cleared->failed)
         spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared ? cleared->output : cleared.error());
     }
     asio::post(io_, [this, alive, r = std::move(r), text = std::move(text), count, bgpd = std::move(bgpd),
-                     new_bgpd]() mutable {
+                     new_bgpd, in_default]() mutable {
       if (!alive->load()) return;  // stopped meanwhile (stop() cleared applying_)
       applying_ = false;
       if (r) {
+        note_instance(in_default);
         applied_to_bgpd_ = std::move(bgpd);
         rendered_ = std::move(text);
         ++applies_;

@@ -182,6 +182,10 @@ class Adapter : public AdapterInterface {
   std::thread poll_thread_;
   // Only the poll thread touches it (one at a time): when a reflector redial was last logged.
   std::chrono::steady_clock::time_point redial_logged_at_{};
+  // The running bgpd holds the default instance although the feed is bmp (a node moving from
+  // FPM): status and clear commands address it, not the view (instance_kind.hpp).
+  bool bmp_in_default_instance_ = false;
+  void note_instance(bool bmp_in_default_instance);
   std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
   bool applying_ = false;      // apply_thread_ runs; its result is posted back
   bool reapply_ = false;       // the advertised list changed again meanwhile

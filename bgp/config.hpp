@@ -176,6 +176,11 @@ struct BgpConfig {
   // reflector's End-of-RIB sweep its nodes' routes: docs/faults.md), no FIB. A node's bgpd is
   // a view exactly when its feed is bmp.
   bool view = false;
+  // Not a key of the YAML: set by the adapter while the running bgpd still holds the default
+  // instance although the feed is bmp (a node moving from FPM to BMP): the BMP target is then
+  // rendered into `router bgp ASN`, and the view waits in frr.conf for bgpd's next start
+  // (instance_kind.hpp; docs/bgp.md, "Moving a running node from FPM to BMP").
+  bool bmp_in_default_instance = false;
   FpmSettings fpm;
   BmpSettings bmp;
   bool operator==(const BgpConfig&) const = default;

@@ -19,7 +19,8 @@ std::string prefix_list_in(const PeerConfig& p) { return "vxfed-in-" + p.address
 }  // namespace
 
 std::string bgp_instance_suffix(const BgpConfig& config) {
-  return config.feed == Feed::kBmp ? std::string(" view ") + kBgpViewName : std::string();
+  return config.feed == Feed::kBmp && !config.bmp_in_default_instance ? std::string(" view ") + kBgpViewName
+                                                                       : std::string();
 }
 
 std::string outbound_route_map_name() { return "vxfed-out"; }

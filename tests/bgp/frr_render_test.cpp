@@ -8,6 +8,7 @@
 
 #include "bgp/config.hpp"
 #include "bgp/frr_render.hpp"
+#include "bgp/instance_kind.hpp"
 #include "bgp/reflector_render.hpp"
 
 #ifndef BGP_GOLDEN_DIR
@@ -111,6 +112,45 @@ clusters: {cluster-a: [10.244.0.0/16], cluster-b: [10.245.0.0/16]}
 peers:
   - {address: 198.18.0.10, remote_asn: 65001, network: fed, bfd: true}
 )", "198.18.0.11", {"10.244.3.0/24"});
+}
+
+// A node moving from FPM to BMP while its bgpd still holds the default instance (docs/bgp.md,
+// "Moving a running node from FPM to BMP"): the same config but in `router bgp ASN`, the BMP
+// target in it, and the status and clear commands addressing the default instance.
+TEST(FrrRender, BmpServedFromTheDefaultInstanceWhileBgpdStillRunsIt) {
+  auto c = parse_config(YAML::Load(R"(
+asn: 65001
+router_id: 198.18.0.11
+feed: bmp
+clusters: {cluster-a: [10.244.0.0/16], cluster-b: [10.245.0.0/16]}
+peers:
+  - {address: 198.18.0.10, remote_asn: 65001, network: fed, bfd: true}
+)"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  RenderInput in{&*c, *Ipv4Addr::parse("198.18.0.11"), {*Ipv4Prefix::parse("10.244.3.0/24")}};
+  const std::string view = render_frr_config(in);
+  c->bmp_in_default_instance = true;
+  const std::string transitional = render_frr_config(in);
+  EXPECT_NE(view.find("router bgp 65001 view vxfed\n"), std::string::npos) << view;
+  EXPECT_NE(transitional.find("router bgp 65001\n"), std::string::npos) << transitional;
+  EXPECT_EQ(transitional.find(" view "), std::string::npos) << transitional;
+  EXPECT_NE(transitional.find(" bmp targets vxfed\n"), std::string::npos) << transitional;
+  EXPECT_EQ(transitional.find("fpm address"), std::string::npos) << "zebra's FPM is not the feed any more";
+  // Apart from the instance line, the two are the same config.
+  std::string same = view;
+  same.replace(same.find("router bgp 65001 view vxfed"), 27, "router bgp 65001");
+  EXPECT_EQ(same, transitional);
+  EXPECT_EQ(bgp_instance_suffix(*c), "");
+}
+
+TEST(InstanceKind, ReadFromRunningConfig) {
+  EXPECT_EQ(running_instance_kind(""), BgpInstanceKind::kNone);
+  EXPECT_EQ(running_instance_kind("frr version 8.4.4\n!\nip prefix-list x seq 5 deny any\n!\nend\n"),
+            BgpInstanceKind::kNone);
+  EXPECT_EQ(running_instance_kind("!\nrouter bgp 65001\n bgp router-id 1.1.1.1\nexit\n"), BgpInstanceKind::kDefault);
+  EXPECT_EQ(running_instance_kind("!\r\nrouter bgp 65001 view vxfed\r\n neighbor x\n"), BgpInstanceKind::kView);
+  // Only a line that starts with it: a description that mentions it is not an instance.
+  EXPECT_EQ(running_instance_kind(" neighbor 1.1.1.1 description router bgp 1 view x\n"), BgpInstanceKind::kNone);
 }
 
 TEST(BgpConfig, BmpSettingsAreCheckedByName) {
