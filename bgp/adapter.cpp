@@ -62,11 +62,14 @@ std::string read_pid_file(const std::string& path) {
   return pid;
 }
 
-// What the running bgpd holds, over its vty socket; nullopt when it does not answer.
+// What the running bgpd holds, over its vty socket, where an apply needs to know: for a new
+// bgpd (is it bare?) and with the BMP feed (does it still hold the default instance?), and only
+// when applying with frr-reload. nullopt: not asked, or no answer.
 // `show running-config` is an enable-node command: a vty socket starts in the view node, where
 // bgpd answers "% Unknown command" (which once made every new bgpd look bare).
-std::optional<BgpInstanceKind> running_kind(const FrrSettings& frr) {
-  auto shown = run_vty_commands(vty_socket_path(frr.vty_socket_dir, "bgpd"), {"enable", "show running-config"},
+std::optional<BgpInstanceKind> running_kind(const BgpConfig& c, bool new_bgpd) {
+  if (c.frr.apply != ApplyMode::kReload || !(new_bgpd || c.feed == Feed::kBmp)) return std::nullopt;
+  auto shown = run_vty_commands(vty_socket_path(c.frr.vty_socket_dir, "bgpd"), {"enable", "show running-config"},
                                 std::chrono::seconds(10));
   if (!shown || shown->failed != 0) return std::nullopt;
   return running_instance_kind(shown->output);
@@ -75,7 +78,7 @@ std::optional<BgpInstanceKind> running_kind(const FrrSettings& frr) {
 // The BMP feed while the running bgpd still holds the default instance (a node moving from
 // the FPM feed): the view must not replace it in place (instance_kind.hpp).
 bool bmp_from_default_instance(const BgpConfig& c, std::optional<BgpInstanceKind> kind) {
-  return c.feed == Feed::kBmp && c.frr.apply == ApplyMode::kReload && kind == BgpInstanceKind::kDefault;
+  return c.feed == Feed::kBmp && kind == BgpInstanceKind::kDefault;
 }
 
 // Applies `wanted` (whose rendered text is `file_text`). With `bmp_in_default_instance` the
@@ -96,14 +99,20 @@ Result<ApplyReport> apply_config(const BgpConfig& wanted, net::Ipv4Addr vtep, co
 
 }  // namespace
 
+BgpConfig Adapter::file_config() const {
+  BgpConfig c = opts_.config;
+  c.bmp_in_default_instance = false;
+  return c;
+}
+
 void Adapter::note_instance(bool bmp_in_default_instance) {
-  if (bmp_in_default_instance && !bmp_in_default_instance_)
+  const bool was = opts_.config.bmp_in_default_instance;
+  if (bmp_in_default_instance && !was)
     spdlog::warn("bgp: bgpd still runs the default instance (a node moving from the FPM feed): bgp.feed: bmp is "
                  "served from it (its BMP target added, no session reset); frr.conf holds the view '{}', which "
                  "bgpd loads at its next start: restart the FRR container to finish the move", kBgpViewName);
-  if (!bmp_in_default_instance && bmp_in_default_instance_)
+  if (!bmp_in_default_instance && was)
     spdlog::info("bgp: bgpd runs the view '{}' now: the move from the default instance is complete", kBgpViewName);
-  bmp_in_default_instance_ = bmp_in_default_instance;
   opts_.config.bmp_in_default_instance = bmp_in_default_instance;
 }
 
@@ -119,12 +128,10 @@ void Adapter::join_apply() {
 
 Status Adapter::apply() {
   join_apply();  // never two frr-reloads at once
-  BgpConfig wanted = opts_.config;
-  wanted.bmp_in_default_instance = false;
+  const BgpConfig wanted = file_config();
   std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
   const std::string bgpd = read_pid_file(bgpd_pid_file_);
-  const bool in_default =
-      opts_.config.feed == Feed::kBmp && bmp_from_default_instance(wanted, running_kind(wanted.frr));
+  const bool in_default = bmp_from_default_instance(wanted, running_kind(wanted, false));
   auto r = apply_config(wanted, opts_.vtep, opts_.advertise, text, in_default);
   if (!r) return make_error("bgp: " + r.error());
   note_instance(in_default);
@@ -316,6 +323,8 @@ Status Adapter::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> adver
                             config.feed != opts_.config.feed || config.restart_time_s != opts_.config.restart_time_s;
   BgpConfig old = opts_.config;
   auto old_adv = opts_.advertise;
+  // What bgpd runs is not a key of the YAML: it carries over (note_instance).
+  config.bmp_in_default_instance = opts_.config.bmp_in_default_instance;
   opts_.config = std::move(config);
   opts_.advertise = std::move(advertise);
   // Not started (FRR not up yet): start() applies whatever is current then.
@@ -365,8 +374,7 @@ void Adapter::set_advertised(std::vector<net::Ipv4Prefix> advertise) {
 void Adapter::apply_in_background(bool new_bgpd) {
   join_apply();
   applying_ = true;
-  BgpConfig wanted = opts_.config;
-  wanted.bmp_in_default_instance = false;
+  BgpConfig wanted = file_config();
   std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
   const std::size_t count = opts_.advertise.size();
   auto alive = alive_;
@@ -387,8 +395,7 @@ void Adapter::apply_in_background(bool new_bgpd) {
     // have come up before its route-maps existed.
     // Which instance it holds also says whether a node moving from FPM to BMP still runs the
     // default one (instance_kind.hpp): then it gets the BMP target there, and the view waits.
-    const std::optional<BgpInstanceKind> kind =
-        frr.apply == ApplyMode::kReload && (new_bgpd || wanted.feed == Feed::kBmp) ? running_kind(frr) : std::nullopt;
+    const std::optional<BgpInstanceKind> kind = running_kind(wanted, new_bgpd);
     const bool bare = new_bgpd && kind == BgpInstanceKind::kNone;
     const bool in_default = bmp_from_default_instance(wanted, kind);
     if (bare) {

@@ -182,9 +182,11 @@ class Adapter : public AdapterInterface {
   std::thread poll_thread_;
   // Only the poll thread touches it (one at a time): when a reflector redial was last logged.
   std::chrono::steady_clock::time_point redial_logged_at_{};
-  // The running bgpd holds the default instance although the feed is bmp (a node moving from
-  // FPM): status and clear commands address it, not the view (instance_kind.hpp).
-  bool bmp_in_default_instance_ = false;
+  // The config as frr.conf gets it: the view with the BMP feed, whatever bgpd runs now.
+  BgpConfig file_config() const;
+  // Records in opts_.config whether the running bgpd holds the default instance although the
+  // feed is bmp (a node moving from FPM): status and clear commands then address it, not the
+  // view (instance_kind.hpp). Logs the move's start and end.
   void note_instance(bool bmp_in_default_instance);
   std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
   bool applying_ = false;      // apply_thread_ runs; its result is posted back
