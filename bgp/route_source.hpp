@@ -1,6 +1,6 @@
 // The BGP route source vxfedd hosts: the FRR adapter's routes (bgp/adapter.hpp), handed on
 // as RouteUpdates (common/routes.hpp) with the VNIs already resolved, plus what a daemon
-// needs around the adapter. control/bgp_from_config.hpp builds it from vxfedd's config.
+// needs around the adapter. control/federation/bgp_from_config.hpp builds it from vxfedd's config.
 //
 // - Restarts: the routes learned are cached in a file (bgp/route_cache.hpp). A restarted
 //   vxfedd replays them at start(), before its first dataplane snapshot, so the dataplane

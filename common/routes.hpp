@@ -1,7 +1,7 @@
 // Remote routes: the one type for "this prefix of network VNI is reached through these
 // VTEPs", from whichever source (the BGP route source, bgp/route_source.hpp; the static routes
-// of vxfedd's config). vxfedd merges them per (VNI, prefix) (control/node_state.hpp) and turns
-// them into the dataplane's protobuf only where it writes a message (control/tables_delta.hpp).
+// of vxfedd's config). vxfedd merges them per (VNI, prefix) (control/node/node_state.hpp) and turns
+// them into the dataplane's protobuf only where it writes a message (control/node/tables_delta.hpp).
 //
 // Compact on purpose: a federation hands every node ~130,000 of them. No strings: the prefix,
 // the VTEPs and the advertising peer are integers; the network is its VNI (vxfedd looks the

@@ -1,5 +1,5 @@
 // Reading a YAML configuration: one way to walk it, one error format, one rule per kind of
-// value, so that vxfedd's file (control/daemon_config.cpp) and its `bgp:` section
+// value, so that vxfedd's file (control/daemon/daemon_config.cpp) and its `bgp:` section
 // (bgp/config.cpp) read and complain alike. See docs/conventions.md: configuration files.
 //
 // Errors read "FIELD: REASON" with the dotted path of the field ("bgp.peers[1].hold: must be

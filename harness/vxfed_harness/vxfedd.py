@@ -1,4 +1,4 @@
-"""vxfedd: its config (the one writer of the YAML; control/daemon_config.hpp and
+"""vxfedd: its config (the one writer of the YAML; control/daemon/daemon_config.hpp and
 docs/control.md name the fields), the daemon process and vxfedctl.
 
 The config is written as JSON, which is YAML: no dependency on python3-yaml.

@@ -13,9 +13,9 @@
 #include <future>
 #include <thread>
 
-#include "control/api_handler.hpp"
-#include "control/api_server.hpp"
-#include "control/node_state.hpp"
+#include "control/api/api_handler.hpp"
+#include "control/api/api_server.hpp"
+#include "control/node/node_state.hpp"
 #include "spdlog/sinks/null_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/control/test_support.hpp"

@@ -1,11 +1,11 @@
 // vxfedd's BGP wiring without FRR: NodeState + the BGP route source built from the config
-// (control/bgp_from_config.hpp) over a fake adapter, connected the way the daemon connects
+// (control/federation/bgp_from_config.hpp) over a fake adapter, connected the way the daemon connects
 // them (sink -> apply_routes, NodeState's networks observer -> networks_changed). A network
 // added or removed over the API or by a reload changes the routes at once, without a poll.
 #include <gtest/gtest.h>
 
-#include "control/bgp_from_config.hpp"
-#include "control/node_state.hpp"
+#include "control/federation/bgp_from_config.hpp"
+#include "control/node/node_state.hpp"
 #include "tests/bgp/fake_adapter.hpp"
 #include "tests/control/test_support.hpp"
 

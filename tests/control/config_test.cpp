@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "control/daemon_config.hpp"
+#include "control/daemon/daemon_config.hpp"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <mutex>
 #include <thread>
 
-#include "control/dataplane_client.hpp"
-#include "control/node_state.hpp"
+#include "control/node/dataplane_client.hpp"
+#include "control/node/node_state.hpp"
 #include "spdlog/sinks/null_sink.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "tests/control/test_support.hpp"

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "control/delta_queue.hpp"
+#include "control/node/delta_queue.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // the reconcile neither leaves a network just joined nor re-asserts one just left.
 #include <gtest/gtest.h>
 
-#include "control/federation_link.hpp"
+#include "control/federation/federation_link.hpp"
 
 namespace {
 

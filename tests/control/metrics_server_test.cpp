@@ -1,4 +1,4 @@
-// MetricsServer (control/metrics_server.hpp) on loopback: it answers GET /metrics and refuses
+// MetricsServer (control/metrics/metrics_server.hpp) on loopback: it answers GET /metrics and refuses
 // anything else; and a port another process holds never stops it: it counts the failure,
 // tries again every kRetry, and serves once the port is free.
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "control/metrics_server.hpp"
+#include "control/metrics/metrics_server.hpp"
 
 namespace vxfed::control {
 namespace {

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "control/metrics_text.hpp"
-#include "control/tcp_counters.hpp"
+#include "control/metrics/metrics_text.hpp"
+#include "control/metrics/tcp_counters.hpp"
 
 namespace vc = vxfed::control;
 namespace dpv1 = vxfed::dataplane::v1;

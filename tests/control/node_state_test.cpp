@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
-#include "control/api_handler.hpp"
-#include "control/node_state.hpp"
+#include "control/api/api_handler.hpp"
+#include "control/node/node_state.hpp"
 #include "tests/control/test_support.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "proto/control.pb.h"
-#include "control/daemon_config.hpp"
+#include "control/daemon/daemon_config.hpp"
 #include "common/delimited.hpp"
 
 namespace vxfed::control::testing {

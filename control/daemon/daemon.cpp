@@ -1,0 +1,379 @@
+#include "control/daemon/daemon.hpp"
+#include "control/daemon/memory_trim.hpp"
+
+#include <grp.h>
+
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include "control/api/api_handler.hpp"
+#include "bpf/lib/vxfed_bpf.hpp"
+#include "control/api/api_server.hpp"
+#include "control/federation/bgp_from_config.hpp"
+#include "control/node/bpf_reconcile.hpp"
+#include "control/daemon/config_overrides.hpp"
+#include "control/node/dataplane_client.hpp"
+#include "control/federation/federation_link.hpp"
+#include "control/metrics/metrics_server.hpp"
+#include "control/metrics/metrics_text.hpp"
+#include "control/node/node_state.hpp"
+#include "control/metrics/tcp_counters.hpp"
+
+namespace vxfed::control {
+
+namespace asio = boost::asio;
+
+void apply_overrides(Config& config, const DaemonOptions& options) {
+  if (options.socket) config.daemon.socket = *options.socket;
+  if (options.state_dir) config.daemon.state_dir = *options.state_dir;
+  if (options.log_level) config.daemon.log_level = *options.log_level;
+  if (options.metrics_listen) config.daemon.metrics_listen = *options.metrics_listen;
+}
+
+struct Daemon::Impl {
+  Config config;
+  DaemonOptions options;
+  std::shared_ptr<spdlog::logger> log;
+  asio::io_context io;
+  MemoryTrim memory_trim{io};                  // before the route source that feeds it
+  std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
+  std::unique_ptr<NodeState> state;
+  std::unique_ptr<DataplaneClient> dataplane;
+  std::unique_ptr<ApiHandler> handler;
+  std::unique_ptr<ApiServer> api;
+  std::unique_ptr<MetricsServer> metrics;
+  std::unique_ptr<bgp::RouteSource> bgp;     // null: BGP off
+  asio::signal_set stop_signals{io, SIGTERM, SIGINT};
+  asio::signal_set reload_signals{io, SIGHUP};
+  asio::steady_timer housekeeping{io};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::uint64_t reloads = 0, reload_failures = 0;
+  mutable std::uint64_t bpf_read_errors = 0;
+
+  std::uint64_t uptime_s() const {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count());
+  }
+
+  v1::DaemonStatus status() const {
+    v1::DaemonStatus s;
+    s.set_node(config.node.name);
+    s.set_cluster(config.cluster.name);
+    s.set_vtep_ip(config.node.vtep_ip);
+    s.set_dataplane_connected(dataplane->connected());
+    s.set_dataplane_ready(dataplane->ready());
+    s.set_dataplane_generation(dataplane->acked_generation());
+    s.set_bgp_enabled(bgp != nullptr);
+    s.set_fpm_connected(bgp && bgp->connected());
+    s.set_uptime_s(uptime_s());
+    s.set_version(kVersion);
+    if (federation) {
+      s.set_federation(federation->describe());
+      s.set_federation_available(federation->available());
+    }
+    return s;
+  }
+
+  std::vector<v1::PeerInfo> peers() const {
+    std::vector<v1::PeerInfo> out;
+    if (bgp)
+      for (const auto& p : bgp->peers()) out.push_back(peer_info(p));
+    return out;
+  }
+
+  std::string render_metrics_text() const {
+    MetricsInput in;
+    in.version = kVersion;
+    in.uptime_s = uptime_s();
+    in.networks = state->network_count();
+    in.endpoints = state->endpoint_count();
+    in.routes = state->route_count();
+    const auto endpoints = state->list_endpoints();
+    for (const auto& e : endpoints)
+      if (!e.in_dataplane()) ++in.endpoints_not_in_dataplane;
+    for (const auto& v : state->list_vnis()) (v.state() == "held" ? in.vnis_held : in.vnis_allocated)++;
+    in.pools = state->pool_usage();
+    in.stores = state->store_write_latency();
+    for (const auto& n : state->list_networks()) in.vnis_of_networks.insert(n.vni());
+    in.per_vni = config.daemon.metrics_per_vni;
+    in.dataplane_connected = dataplane->connected();
+    in.dataplane_ready = dataplane->ready();
+    in.dataplane_generation = dataplane->generation();
+    in.dataplane_acked_generation = dataplane->acked_generation();
+    const auto& ds = dataplane->stats();
+    in.dataplane_connects = ds.connects;
+    in.dataplane_snapshots = ds.snapshots_sent;
+    in.dataplane_snapshots_refused = ds.snapshots_refused;
+    in.dataplane_deltas = ds.deltas_sent;
+    in.dataplane_deltas_refused = ds.deltas_refused;
+    in.dataplane_endpoints_refused = ds.endpoints_refused;
+    in.dataplane_last_sync_ms = ds.last_sync_ms;
+    in.dataplane_deltas_queued = dataplane->deltas_queued();
+    in.dataplane_deltas_in_flight = dataplane->deltas_in_flight();
+    in.dataplane_oldest_unacked_age_s = dataplane->oldest_unacked_age_s();
+    in.dataplane_delta_latency = &dataplane->delta_latency();
+    const auto& as = api->stats();
+    in.api_connections = as.connections;
+    in.api_denied = as.denied;
+    in.api_bad_frames = as.bad_frames;
+    in.api_malformed = as.malformed;
+    in.api_unknown = as.unknown;
+    in.api = &handler->counters();
+    if (metrics) in.metrics_server = metrics->stats();
+    in.federation_enabled = federation != nullptr;
+    if (federation) {
+      in.federation_available = federation->available();
+      const auto& fs = federation->stats();
+      in.federation_unavailable = fs.unavailable;
+      in.federation_reconciles = fs.reconciles;
+      in.federation_restored = fs.restored;
+      in.federation_conflicts = fs.conflicts;
+      in.networks_pending = state->pending_count();
+    }
+    in.config_reloads = reloads;
+    in.config_reload_failures = reload_failures;
+    if (dataplane->counters_time().time_since_epoch().count() != 0) {
+      in.have_counters = true;
+      in.counters = dataplane->counters();
+      in.counters_age_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - dataplane->counters_time()).count();
+    }
+    if (config.bpf.reconcile) {  // the per-pod programs are vxfedd's to watch
+      in.bpf_enabled = true;
+      bpf::Options bpf_options;
+      if (!config.bpf.pin_root.empty()) bpf_options.pin_root = config.bpf.pin_root;
+      for (const auto& info : endpoints) {
+        const auto& e = info.spec();
+        const auto key = bpf::pod_key_for(e.container_id(), e.ifname());
+        if (!bpf::has_pins(key, bpf_options)) continue;  // no limits or marking for this pod
+        auto counters = bpf::read_counters(key, bpf_options);
+        if (!counters) {
+          ++bpf_read_errors;
+          continue;
+        }
+        const auto& pod = e.pod();
+        const auto field = [&pod](const char* k) {
+          auto it = pod.find(k);
+          return it == pod.end() ? std::string() : it->second;
+        };
+        in.pods.push_back({e.network(), field("K8S_POD_NAMESPACE"), field("K8S_POD_NAME"), e.ifname(), std::move(*counters)});
+      }
+      in.bpf_read_errors = bpf_read_errors;
+    }
+    if (bgp) {
+      BgpFigures figures;
+      figures.stats = bgp->stats();
+      figures.peers = bgp->peers();
+      const auto tcp = read_tcp_ext();  // this namespace's: where FRR's BGP sockets are
+      const auto counter = [&tcp](const char* name) -> std::optional<std::uint64_t> {
+        auto it = tcp.find(name);
+        if (it == tcp.end()) return std::nullopt;
+        return it->second;
+      };
+      figures.md5_failure = counter("TCPMD5Failure");
+      figures.md5_not_found = counter("TCPMD5NotFound");
+      figures.md5_unexpected = counter("TCPMD5Unexpected");
+      in.bgp = std::move(figures);
+    }
+    return render_metrics(in);
+  }
+
+  void log_notes(const std::vector<std::string>& notes) {
+    for (const auto& n : notes) log->warn("{}", n);
+  }
+
+  void reload() {
+    log->info("SIGHUP: reloading {}", options.config_path);
+    auto loaded = load_config(options.config_path, NodeOverrides{options.node_name, options.vtep_ip});
+    if (!loaded) {
+      ++reload_failures;
+      log->error("config reload refused, keeping the running config: {}", loaded.error());
+      return;
+    }
+    Config next = std::move(*loaded);
+    apply_overrides(next, options);
+    if (next.daemon.socket != config.daemon.socket || next.daemon.state_dir != config.daemon.state_dir ||
+        next.daemon.metrics_listen != config.daemon.metrics_listen || next.dataplane.socket != config.dataplane.socket)
+      log->warn("changes to daemon.socket, daemon.state_dir, daemon.metrics_listen and dataplane.socket take effect at restart");
+    if (next.federation.enabled != config.federation.enabled || next.federation.endpoints != config.federation.endpoints ||
+        next.federation.key_prefix != config.federation.key_prefix)
+      log->warn("changes to the federation section take effect at restart");
+    std::vector<std::string> notes;
+    if (auto ok = state->reconfigure(next, &notes); !ok) {
+      ++reload_failures;
+      log_notes(notes);
+      log->error("config reload refused: {}", ok.error());
+      return;
+    }
+    log_notes(notes);
+    // (NodeState told the BGP source about its networks already, through the observer.)
+    if (bgp)
+      if (auto ok = reconfigure_bgp_route_source(*bgp, next, *state); !ok) log->error("bgp: reload: {}", ok.error());
+    spdlog::level::level_enum level = spdlog::level::from_str(next.daemon.log_level);
+    log->set_level(level);
+    const auto keep_socket = config.daemon;
+    const auto keep_dataplane = config.dataplane;
+    const auto keep_federation = config.federation;
+    config = std::move(next);
+    config.federation = keep_federation;
+    config.daemon.socket = keep_socket.socket;
+    config.daemon.state_dir = keep_socket.state_dir;
+    config.daemon.metrics_listen = keep_socket.metrics_listen;
+    config.dataplane.socket = keep_dataplane.socket;
+    ++reloads;
+    log->info("config reloaded: {} networks", state->network_count());
+  }
+
+  void wait_stop() {
+    stop_signals.async_wait([this](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      log->info("signal {}: stopping", signo);
+      housekeeping.cancel();
+      reload_signals.cancel();
+      if (bgp) bgp->stop();
+      if (federation) federation->stop();
+      if (dataplane) dataplane->stop();
+      if (api) api->stop();
+      if (metrics) metrics->stop();
+      io.stop();
+    });
+  }
+
+  void wait_reload() {
+    reload_signals.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      reload();
+      wait_reload();
+    });
+  }
+
+  void tick_housekeeping() {
+    housekeeping.expires_after(std::chrono::seconds(5));
+    housekeeping.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto ok = state->expire_hold_downs(); !ok) log->error("hold-down expiry: {}", ok.error());
+      tick_housekeeping();
+    });
+  }
+};
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Daemon::~Daemon() = default;
+
+Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions options,
+                                               std::shared_ptr<spdlog::logger> log) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = std::move(config);
+  impl->options = std::move(options);
+  impl->log = std::move(log);
+  auto& d = *impl;
+
+  std::vector<std::string> notes;
+  NodeState::Options state_options;
+  state_options.state_dir = d.config.daemon.state_dir;
+  if (d.config.federation.enabled) {
+    auto link = FederationLink::create(d.io, d.config, d.log);
+    if (!link) return make_error(link.error());
+    d.federation = std::move(*link);
+    state_options.allocator = d.federation.get();
+  }
+  auto state = NodeState::open(d.config, state_options, &notes);
+  d.log_notes(notes);
+  if (!state) return make_error(state.error());
+  d.state = std::move(*state);
+  if (d.federation) d.federation->attach(d.state.get());
+
+  d.dataplane = std::make_unique<DataplaneClient>(
+      d.io,
+      DataplaneClient::Options{d.config.dataplane.socket, d.config.dataplane.reconnect_min_ms,
+                               d.config.dataplane.reconnect_max_ms, d.config.dataplane.counters_interval_ms,
+                               d.config.dataplane.request_timeout_ms},
+      *d.state, d.log);
+
+  DaemonView view;
+  view.status = [&d] { return d.status(); };
+  view.peers = [&d] { return d.peers(); };
+  view.counters = [&d] { return d.dataplane->counters(); };
+  d.handler = std::make_unique<ApiHandler>(*d.state, view);
+  d.dataplane->set_listener([&d] { d.handler->progress(); });
+
+  ApiServer::Options api_options;
+  api_options.path = d.config.daemon.socket;
+  api_options.max_connections = d.config.daemon.max_connections;
+  api_options.idle_timeout_ms = d.config.daemon.idle_timeout_ms;
+  if (!d.config.daemon.socket_group.empty()) {
+    const group* g = ::getgrnam(d.config.daemon.socket_group.c_str());
+    if (g == nullptr)
+      return make_error(d.config.source + ": daemon.socket_group: group '" + d.config.daemon.socket_group + "' does not exist");
+    api_options.group = g->gr_gid;
+  }
+  auto api = ApiServer::create(
+      d.io, api_options,
+      [&d](const v1::ControlRequest& request, const PeerCredentials& peer, ApiServer::Reply reply) {
+        d.handler->handle(request, [&d, peer, reply = std::move(reply)](v1::ControlResponse response) {
+          if (response.code() != v1::OK)
+            d.log->info("API: request {} from pid {} failed ({}): {}", response.request_id(), peer.pid,
+                        error_code_name(response.code()), response.error());
+          reply(std::move(response));
+        });
+      },
+      d.log);
+  if (!api) return make_error(api.error());
+  d.api = std::move(*api);
+
+  if (!d.config.daemon.metrics_listen.empty()) {
+    auto metrics = MetricsServer::create(d.io, d.config.daemon.metrics_listen, [&d] { return d.render_metrics_text(); }, d.log);
+    if (!metrics) return make_error(metrics.error());
+    d.metrics = std::move(*metrics);
+  }
+
+  auto bgp = make_bgp_route_source(d.io, d.config, *d.state, d.log);
+  if (!bgp) return make_error(bgp.error());
+  d.bgp = std::move(*bgp);
+  // Networks added, removed or renumbered (API, reload) reach the source at once.
+  d.state->set_networks_observer([&d] {
+    if (d.bgp) d.bgp->networks_changed();
+  });
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+int Daemon::run() {
+  auto& d = *impl_;
+  d.wait_stop();
+  d.wait_reload();
+  d.tick_housekeeping();
+  if (d.config.bpf.reconcile) {
+    // Before the API serves: no CNI DEL can race it; a CNI ADD in flight is covered by the grace.
+    auto bpf = reconcile_pod_programs(d.state->list_endpoints(),
+                                      BpfReconcileOptions{d.config.bpf.pin_root, d.config.bpf.grace_ms}, *d.log);
+    if (!bpf) d.log->error("{} (pod limits already in force stay; nothing was removed)", bpf.error());
+  }
+  d.dataplane->start();
+  if (d.bgp) {
+    // The dataplane first: the adapter's start (frr-reload through FRR's vty sockets) blocks
+    // this thread for seconds, and in a rolling update the new dataplane forwards nothing until
+    // it has its tables (issue 37 item 15: 14 s with FRR loading at the same time). The route
+    // cache is replayed at once (the first snapshot carries the other nodes' blocks); the
+    // adapter starts when the dataplane has applied it, or after 5 s.
+    auto* state = d.state.get();
+    auto* trim = &d.memory_trim;
+    auto* dataplane = d.dataplane.get();
+    d.bgp->start(
+        [state, trim](const RouteUpdate& update) {
+          state->apply_routes(RouteOrigin::bgp, update);
+          trim->changed(update.upserts.size() + update.removals.size());  // a full update lists every route
+        },
+        [dataplane] { return dataplane->ready(); });
+  }
+  if (d.federation) d.federation->start();
+  d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,
+              d.config.daemon.socket, d.config.node.name, d.config.cluster.name, d.state->network_count(),
+              d.state->endpoint_count(), d.config.daemon.metrics_listen.empty() ? "off" : d.config.daemon.metrics_listen);
+  d.io.run();
+  d.log->info("vxfedd stopped");
+  return 0;
+}
+
+}  // namespace vxfed::control

@@ -1,0 +1,28 @@
+#include "control/node/tables_delta.hpp"
+
+namespace vxfed::control {
+
+void to_wire(const RemoteRoute& route, dp::Route* out) {
+  out->set_vni(route.vni);
+  out->set_prefix(route.prefix.str());
+  for (const auto& vtep : route.vteps) out->add_next_hops()->set_vtep(vtep.str());
+}
+
+void to_wire(const RouteKey& key, dp::RouteKey* out) {
+  out->set_vni(key.vni);
+  out->set_prefix(key.prefix.str());
+}
+
+dp::Delta to_wire(const TablesDelta& delta) {
+  dp::Delta out;
+  auto* upsert = out.mutable_upsert();
+  for (const auto& n : delta.networks) *upsert->add_networks() = n;
+  for (const auto& e : delta.endpoints) *upsert->add_endpoints() = e;
+  for (const auto& r : delta.routes) to_wire(r, upsert->add_routes());
+  for (auto vni : delta.removed_networks) out.add_remove_networks(vni);
+  for (const auto& id : delta.removed_endpoints) out.add_remove_endpoints(id);
+  for (const auto& k : delta.removed_routes) to_wire(k, out.add_remove_routes());
+  return out;
+}
+
+}  // namespace vxfed::control
