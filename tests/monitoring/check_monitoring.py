@@ -5,7 +5,7 @@
   (tests/monitoring/vxfed.rules.test.yaml; `promtool test rules` runs them: monitoring_rules);
 - prometheusrule.yaml's spec is vxfed.rules.yaml's groups, unchanged;
 - every vxfed metric the rules and the dashboard name is one vxfedd serves (a family the
-  renderers in control/metrics_*.cpp declare), so a typo cannot hide in a query;
+  renderers in control/metrics/metrics_*.cpp declare), so a typo cannot hide in a query;
 - the dashboard is valid JSON whose every panel has at least one query;
 - scrape-config.yaml passes `promtool check config` with its kubernetes_sd_configs replaced
   by a static target (Debian's Prometheus is built without Kubernetes discovery), so its
@@ -28,7 +28,7 @@ MON = ROOT / "deploy" / "monitoring"
 
 def served_families() -> set[str]:
     names = set()
-    for src in (ROOT / "control").glob("metrics_*.cpp"):
+    for src in (ROOT / "control" / "metrics").glob("metrics_*.cpp"):
         names |= set(re.findall(r'"(vxfedd?_[a-z0-9_]+)"', src.read_text()))
     return names
 
@@ -85,7 +85,7 @@ def main() -> int:
 
     families = served_families()
     if len(families) < 60:
-        problems.append(f"only {len(families)} metric families found in control/metrics_*.cpp")
+        problems.append(f"only {len(families)} metric families found in control/metrics/metrics_*.cpp")
     exprs = re.findall(r"^\s*expr: (.+)$", rules_text, re.M)
     dash = json.loads((MON / "vxfed-dashboard.json").read_text())
     for p in dash["panels"]:
