@@ -1,17 +1,20 @@
 #!/usr/bin/python3
 """The two-cluster latency suite: builds the demo topology in each variant (vxfed = "ours",
-the Linux kernel VXLAN path = "kernel"), N nodes per cluster, runs iperf3 and sockperf between
-a pod in cluster A and a pod in cluster B (across clusters) and between pods on two nodes of
-cluster A (same cluster), and reports every figure as ours, kernel and ratio, naming the nodes
-the measured pods sit on.
+the Linux kernel VXLAN path = "kernel", and no overlay at all = "underlay": the same pods
+routed node to node without encapsulation), N nodes per cluster, runs iperf3 and sockperf
+between a pod in cluster A and a pod in cluster B (across clusters) and between pods on two
+nodes of cluster A (same cluster), and reports every figure as ours, kernel and ratio, and
+each overlay's overhead against the underlay, naming the nodes the measured pods sit on.
 
-    sudo perf/latency/latency_suite.py                       # both variants, defaults (< 3 min)
-    sudo perf/latency/latency_suite.py --variants kernel     # the baseline alone
+    sudo perf/latency/latency_suite.py                       # all three variants, defaults
+    sudo perf/latency/latency_suite.py --variants kernel     # the kernel baseline alone
+    sudo perf/latency/latency_suite.py --variants underlay,kernel   # the kernel overlay's overhead
     sudo perf/latency/latency_suite.py --runs 3 --duration 10 --suites latency
     sudo perf/latency/latency_suite.py --nodes-per-cluster 3 --same-cluster-suites all
     sudo perf/latency/latency_suite.py --runs 3 --background-load 2  # a busy node (issue 35)
 
-Exit status: 0 every SLO met; 1 an SLO failed; 3 a variant could not come up (the message
+Exit status: 0 every SLO met (the overlays': the underlay is a measuring stick, its figures are
+reported, not judged); 1 an SLO failed; 3 a variant could not come up (the message
 names the missing or failing part); 4 a measurement failed; 130/143 interrupted. Everything the
 run created is removed on every path out, and checked to be gone.
 """
@@ -36,6 +39,7 @@ from vxfed_harness.latency.background_load import BackgroundLoad
 from vxfed_harness.twocluster import path_checks
 from vxfed_harness.twocluster.kernel import KernelVariant
 from vxfed_harness.twocluster.plan import make_plan
+from vxfed_harness.twocluster.underlay import UnderlayVariant
 from vxfed_harness.twocluster.variant import Variant
 
 EXIT_SLO, EXIT_UNAVAILABLE, EXIT_MEASUREMENT = 1, 3, 4
@@ -45,8 +49,10 @@ SOURCE_DIR = tl.SOURCE_DIR
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--variants", default="kernel,ours",
-                   help="comma list of: ours (vxfed), kernel (Linux VXLAN). Default: both")
+    p.add_argument("--variants", default="underlay,kernel,ours",
+                   help="comma list of: ours (vxfed), kernel (Linux VXLAN), underlay (the same pods routed "
+                        "without any overlay: what each overlay's overhead is measured against). "
+                        "Default: all three")
     p.add_argument("--suites", default="all",
                    help=f"comma list of {', '.join(report.SUITES)} or groups "
                         f"{', '.join(report.SUITE_GROUPS)}. Default: all")
@@ -76,7 +82,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="where the vxfed binaries are (default ./build or $VXFED_BUILD_DIR)")
     p.add_argument("--background-load", type=int, default=0, metavar="N",
                    help="run N CPU-bound processes (sha256sum /dev/zero, default priority) for the whole run, "
-                        "both variants; the CPUs they got during each measurement are reported (default 0)")
+                        "every variant; the CPUs they got during each measurement are reported (default 0)")
     p.add_argument("--worker-rt-priority", type=int, default=None, metavar="N",
                    help="ours: the dataplanes' --worker-rt-priority (default: the DaemonSet's, 1; "
                         "0: ordinary worker threads, as before issue 35)")
@@ -124,6 +130,8 @@ def preflight() -> None:
 def make_variant(name: str, args) -> Variant:
     if name == "kernel":
         return KernelVariant(args.plan)
+    if name == "underlay":
+        return UnderlayVariant(args.plan)
     from vxfed_harness.twocluster.federated import FederatedVariant   # imported late: only this variant needs it
     return FederatedVariant(args.plan, build_dir=args.build_dir, source_dir=SOURCE_DIR,
                             up_timeout=args.up_timeout, worker_rt_priority=args.worker_rt_priority)
@@ -165,12 +173,12 @@ def main(argv: list[str]) -> int:
     started = dt.datetime.now(dt.timezone.utc)
     args.loadavg_at_start = Path("/proc/loadavg").read_text().split()[:3]
     log(f"load average {' '.join(args.loadavg_at_start)} on {os.cpu_count()} CPUs "
-        f"(a shared machine: compare ours with kernel only within one run)")
+        f"(a shared machine: compare the variants only within one run)")
     t0 = time.monotonic()
     opts = measure.SuiteOptions(duration=args.duration, udp_rate=args.udp_rate, udp_len=args.udp_len,
                                 pp_msg_size=args.msg_size)
     suffix = tl.unique_suffix()
-    markers = ["vxdkern-", "vxdours-"]
+    markers = ["vxdkern-", "vxdours-", "vxdunder-"]
     before = leftovers.take(markers, suffix, set(), [])
     log(f"before: {before.describe()} of this run's names (suffix {suffix})")
 
@@ -339,11 +347,12 @@ def sent_mbps(rounds: list[dict]):
     return report.spread(values).median
 
 
-def summarize(raw: dict[str, list[dict]]) -> tuple[dict, dict, dict]:
-    """Medians, spreads and ratios over the rounds of one path."""
+def summarize(raw: dict[str, list[dict]]) -> tuple[dict, dict, dict, dict]:
+    """Medians, spreads, ratios (ours / kernel) and overheads (each overlay against the
+    underlay) over the rounds of one path."""
     spreads: dict[str, dict] = {}
     medians: dict[str, dict] = {}
-    for name in ("ours", "kernel"):
+    for name in report.VARIANTS:
         medians[name] = {k: None for k in report.KEY_NAMES}
         spreads[name] = {}
         for key in report.KEY_NAMES:
@@ -353,19 +362,20 @@ def summarize(raw: dict[str, list[dict]]) -> tuple[dict, dict, dict]:
             if values:
                 spreads[name][key] = {"median": sp.median, "min": sp.minimum, "max": sp.maximum, "runs": sp.runs}
     ratios = {k: report.ratio(medians["ours"][k], medians["kernel"][k]) for k in report.KEY_NAMES}
-    return medians, spreads, ratios
+    return medians, spreads, ratios, report.overheads(medians)
 
 
 def assemble(args, started, elapsed, raw, raw_same, samples, unavailable, errors, counters, checks, after) -> dict:
-    medians, spreads, ratios = summarize(raw)
+    medians, spreads, ratios, overheads = summarize(raw)
     paths = {}
     for path, rounds, suites in (("cross_cluster", raw, args.suite_list), ("same_cluster", raw_same, args.same_suite_list)):
         pods = {name: c["measured"][path] for name, c in checks.items() if path in c.get("measured", {})}
         if not suites or not pods:
             continue
-        m, sp, r = summarize(rounds)
+        m, sp, r, o = summarize(rounds)
         paths[path] = {"label": PATH_LABELS[path], "suites": suites, "pods": pods, "ours": m["ours"],
-                       "kernel": m["kernel"], "ratio": r, "spread": sp, "runs": rounds}
+                       "kernel": m["kernel"], "underlay": m["underlay"], "ratio": r, "overhead": o,
+                       "spread": sp, "runs": rounds}
     distributions = {}
     for name, by_proto in samples.items():
         for proto, s in by_proto.items():
@@ -403,14 +413,19 @@ def assemble(args, started, elapsed, raw, raw_same, samples, unavailable, errors
         "ours": medians["ours"],
         "kernel": medians["kernel"],
         "ratio": ratios,
+        "underlay": medians["underlay"],
         "ratio_definition": "ours / kernel (null when a side is missing or the kernel figure is 0)",
+        "overhead": overheads,
+        "overhead_definition": report.OVERHEAD_DEFINITION,
         "figures_are": "cross_cluster (paths.cross_cluster); paths.same_cluster: pods on two nodes of cluster A",
         "paths": paths,
         "spread": spreads,
+        # The SLOs are the overlays' (the underlay is the measuring stick, not a path anyone ships).
         "slo": {name: report.slo_verdicts(medians[name], args.udp_rate, sent_mbps(raw.get(name, [])))
-                for name in args.variant_list if name not in unavailable},
+                for name in args.variant_list if name not in unavailable and name in report.OVERLAYS},
         "udp_sent_mbps": {name: sent_mbps(raw.get(name, [])) for name in args.variant_list},
         "goals": report.goal_verdicts(ratios),
+        "overhead_claims": report.overhead_claim_verdicts(overheads),
         "background": report.background_summary(args.background_load, raw),
         "variants": status,
         "errors": errors,

@@ -5,6 +5,7 @@ down on Ctrl-C, SIGTERM or when the given command ends.
     sudo perf/latency/two_cluster.py --variant kernel                  # up until Ctrl-C
     sudo perf/latency/two_cluster.py --variant ours --pods 2 --nodes-per-cluster 3
     sudo perf/latency/two_cluster.py --variant kernel -- ip netns list  # run a command, then down
+    sudo perf/latency/two_cluster.py --variant underlay                # the same pods, no overlay
 
 While it is up, the namespace names and pod addresses are printed, e.g.
     ip netns exec vxdkern-podA0-12345 ping 10.245.0.10
@@ -23,13 +24,14 @@ import vxfed_harness as tl
 from vxfed_harness.twocluster import path_checks
 from vxfed_harness.twocluster.kernel import KernelVariant
 from vxfed_harness.twocluster.plan import make_plan
+from vxfed_harness.twocluster.underlay import UnderlayVariant
 
 SOURCE_DIR = tl.SOURCE_DIR
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--variant", choices=("kernel", "ours"), default="kernel")
+    p.add_argument("--variant", choices=("kernel", "ours", "underlay"), default="kernel")
     p.add_argument("--mtu", type=int, choices=(9000, 1500), default=9000)
     p.add_argument("--nodes-per-cluster", type=int, default=2, help="1..5 (default 2)")
     p.add_argument("--pods", type=int, default=1, help="pods per node (default 1)")
@@ -41,6 +43,8 @@ def main(argv: list[str]) -> int:
     plan = make_plan(args.mtu, args.pods, args.nodes_per_cluster)
     if args.variant == "kernel":
         v = KernelVariant(plan)
+    elif args.variant == "underlay":
+        v = UnderlayVariant(plan)
     else:
         from vxfed_harness.twocluster.federated import FederatedVariant
         v = FederatedVariant(plan, build_dir=args.build_dir, source_dir=SOURCE_DIR)

@@ -1,4 +1,4 @@
-"""PNG plots with gnuplot (gnuplot-nox): latency CDFs of both paths, throughput bars.
+"""PNG plots with gnuplot (gnuplot-nox): latency CDFs of every variant, throughput bars.
 
 Data files and the gnuplot script are written beside the PNGs, so a plot can be redrawn or
 restyled without measuring again.
@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-COLORS = {"ours": "#1f77b4", "kernel": "#d62728"}
+COLORS = {"ours": "#1f77b4", "kernel": "#d62728", "underlay": "#2ca02c"}
 DASH = {"udp": 1, "tcp": 2}
 
 
@@ -56,7 +56,7 @@ def render(doc: dict, stem: Path) -> list[Path]:
         pngs.append(cdf_png)
 
     # Throughput: TCP 1 and 4 streams, one bar per variant that was measured.
-    variants = [v for v in ("ours", "kernel")
+    variants = [v for v in ("ours", "kernel", "underlay")
                 if any(doc.get(v, {}).get(k) is not None for k in ("tcp_gbps_1", "tcp_gbps_4"))]
     if variants:
         bars = stem.parent / f"{stem.name}-throughput.dat"

@@ -12,7 +12,7 @@ from typing import Optional
 
 from . import parsers
 
-# The keys of the `ours`, `kernel` and `ratio` objects, in table order, with their labels,
+# The keys of the `ours`, `kernel`, `underlay`, `ratio` and `overhead.<overlay>` objects, in table order, with their labels,
 # and which suite produces them.
 KEYS: list[tuple[str, str, str]] = [
     ("tcp_gbps_1", "TCP 1 stream (Gbit/s)", "tcp1"),
@@ -35,7 +35,21 @@ KEY_NAMES = [k for k, _, _ in KEYS]
 SUITES = ["tcp1", "tcp4", "udp", "pp_udp", "pp_tcp"]
 SUITE_GROUPS = {"all": SUITES, "throughput": ["tcp1", "tcp4"], "loss": ["udp"],
                 "latency": ["pp_udp", "pp_tcp"]}
-VARIANTS = ["kernel", "ours"]
+# underlay: no overlay at all, what both overlays' overhead is measured against (issue 35).
+VARIANTS = ["underlay", "kernel", "ours"]
+OVERLAYS = ["kernel", "ours"]
+
+# Figures where more is better: an overlay's overhead is the share of the underlay's figure it
+# loses (1 - overlay / underlay). For every other figure (latency, CPUs busy, loss, jitter)
+# it is the share it adds (overlay / underlay - 1). Positive = the overlay costs that much.
+HIGHER_IS_BETTER = frozenset({"tcp_gbps_1", "tcp_gbps_4", "tcp_gbps_per_cpu_1", "tcp_gbps_per_cpu_4"})
+OVERHEAD_DEFINITION = ("per overlay (kernel, ours) against underlay in the same run, as a fraction: "
+                       "1 - overlay/underlay for Gbit/s and Gbit/s per busy CPU, overlay/underlay - 1 for "
+                       "every other figure; positive = the overlay is worse; null when a side is missing or "
+                       "the underlay's figure is 0")
+# The seed's claim: an overlay overhead under 5 %. Reported for ours, not an exit condition.
+OVERHEAD_CLAIM = 0.05
+OVERHEAD_CLAIM_KEYS = ["tcp_gbps_1", "tcp_gbps_4", "udp_p50_us", "udp_p99_us", "tcp_p50_us", "tcp_p99_us"]
 
 # The field's targets (issue 7): cross-cluster p99 under 1 ms, loss under 0.01 % at the offered rate.
 P99_SLO_US = 1000.0
@@ -107,6 +121,30 @@ def ratio(ours: Optional[float], kernel: Optional[float]) -> Optional[float]:
     if ours is None or kernel is None or kernel == 0:
         return None
     return ours / kernel
+
+
+def overhead(key: str, overlay: Optional[float], underlay: Optional[float]) -> Optional[float]:
+    """What an overlay costs against no overlay, for one figure (OVERHEAD_DEFINITION)."""
+    r = ratio(overlay, underlay)
+    if r is None:
+        return None
+    return 1.0 - r if key in HIGHER_IS_BETTER else r - 1.0
+
+
+def overheads(medians: dict[str, dict]) -> dict[str, dict[str, Optional[float]]]:
+    """Per overlay, every key's overhead against the underlay's median of the same run."""
+    under = medians.get("underlay") or {}
+    return {o: {k: overhead(k, (medians.get(o) or {}).get(k), under.get(k)) for k in KEY_NAMES}
+            for o in OVERLAYS}
+
+
+def overhead_claim_verdicts(over: dict[str, dict[str, Optional[float]]]) -> list[dict]:
+    """The seed's claim (ours' overhead under OVERHEAD_CLAIM) per headline figure."""
+    ours = over.get("ours") or {}
+    return [{"claim": f"ours overhead vs underlay < {OVERHEAD_CLAIM:.0%} ({key})", "key": key,
+             "overhead": ours.get(key),
+             "met": None if ours.get(key) is None else ours[key] < OVERHEAD_CLAIM}
+            for key in OVERHEAD_CLAIM_KEYS]
 
 
 def rate_mbps(rate: str) -> float:
@@ -213,23 +251,39 @@ def _fmt(v: Optional[float], key: str) -> str:
     return f"{v:.1f}"
 
 
+def _fmt_overhead(o: Optional[float]) -> str:
+    if o is None:
+        return "-"
+    return f"{100 * o:+.1f}%" if abs(o) < 0.1 else f"{100 * o:+.0f}%"
+
+
 def table(doc: dict) -> str:
-    """The terminal table: median [min-max] per variant, and the ratio ours/kernel."""
+    """The terminal table: median [min-max] per variant, the ratio ours/kernel, and when the
+    underlay was measured its figures and each overlay's overhead against it."""
     spreads = doc.get("spread", {})
-    rows = [("metric", "ours", "kernel", "ratio")]
+    with_underlay = any(v is not None for v in (doc.get("underlay") or {}).values())
+    variants = ["ours", "kernel"] + (["underlay"] if with_underlay else [])
+    header = ["metric", "ours", "kernel", "ratio"]
+    if with_underlay:
+        header += ["underlay", "kernel overhead", "ours overhead"]
+    rows = [tuple(header)]
     for key, label, _ in KEYS:
         cells = [label]
-        for variant in ("ours", "kernel"):
+        for variant in variants:
             s = spreads.get(variant, {}).get(key)
-            v = doc[variant].get(key)
+            v = (doc.get(variant) or {}).get(key)
             cell = _fmt(v, key)
             if s and len(s["runs"]) > 1:
                 cell += f" [{_fmt(s['min'], key)}-{_fmt(s['max'], key)}]"
             cells.append(cell)
-        r = doc["ratio"].get(key)
-        cells.append("-" if r is None else f"{r:.2f}")
+            if variant == "kernel":
+                r = doc["ratio"].get(key)
+                cells.append("-" if r is None else f"{r:.2f}")
+        if with_underlay:
+            over = doc.get("overhead") or {}
+            cells += [_fmt_overhead((over.get(o) or {}).get(key)) for o in OVERLAYS]
         rows.append(tuple(cells))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
     for n, r in enumerate(rows):
         lines.append("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)))
@@ -253,6 +307,11 @@ def slo_lines(doc: dict) -> list[str]:
         met = "not measured" if g["met"] is None else ("met" if g["met"] else "not met")
         r = "-" if g["ratio"] is None else f"{g['ratio']:.2f}"
         lines.append(f"goal   {g['goal']:47} {r:>14}  {met}")
+    for c in doc.get("overhead_claims", []):
+        if c["overhead"] is None:
+            continue    # the underlay or ours not measured for this figure: nothing to claim
+        met = "met" if c["met"] else "not met"
+        lines.append(f"claim  {c['claim']:47} {_fmt_overhead(c['overhead']):>14}  {met}")
     return lines
 
 
