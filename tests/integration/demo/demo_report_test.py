@@ -138,6 +138,7 @@ class Report(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "unknown suite"):
             report.parse_suites("tcp9")
         self.assertEqual(report.parse_variants("ours,kernel"), ["kernel", "ours"])
+        self.assertEqual(report.parse_variants("ours,underlay,kernel"), ["underlay", "kernel", "ours"])
         with self.assertRaisesRegex(ValueError, "unknown variant"):
             report.parse_variants("calico")
 
@@ -157,6 +158,64 @@ class Report(unittest.TestCase):
         text = report.table(doc)
         for _, label, _ in report.KEYS:
             self.assertIn(label, text)
+
+
+class Overhead(unittest.TestCase):
+    """Each overlay against no overlay (issue 35): the share of the underlay's throughput an
+    overlay loses, the share of its latency (or CPUs, jitter) it adds."""
+
+    def test_throughput_is_the_share_lost(self):
+        self.assertAlmostEqual(report.overhead("tcp_gbps_1", 8.0, 10.0), 0.2)
+        self.assertAlmostEqual(report.overhead("tcp_gbps_per_cpu_4", 12.0, 10.0), -0.2)   # overlay faster: negative
+
+    def test_latency_and_cpu_are_the_share_added(self):
+        self.assertAlmostEqual(report.overhead("udp_p99_us", 30.0, 20.0), 0.5)
+        self.assertAlmostEqual(report.overhead("tcp_cpus_1", 1.5, 2.0), -0.25)
+        self.assertAlmostEqual(report.overhead("tcp_p50_us", 10.0, 10.0), 0.0)
+
+    def test_missing_side_or_zero_underlay_is_none(self):
+        self.assertIsNone(report.overhead("udp_p50_us", None, 5.0))
+        self.assertIsNone(report.overhead("udp_p50_us", 5.0, None))
+        self.assertIsNone(report.overhead("udp_loss_pct", 0.1, 0.0))
+
+    def test_overheads_per_overlay_and_key(self):
+        medians = {"underlay": {k: None for k in report.KEY_NAMES}, "kernel": {k: None for k in report.KEY_NAMES},
+                   "ours": {k: None for k in report.KEY_NAMES}}
+        medians["underlay"].update(tcp_gbps_4=20.0, udp_p50_us=10.0)
+        medians["kernel"].update(tcp_gbps_4=18.0, udp_p50_us=11.0)
+        medians["ours"].update(tcp_gbps_4=9.0, udp_p50_us=25.0)
+        o = report.overheads(medians)
+        self.assertEqual(set(o), {"kernel", "ours"})
+        self.assertEqual(set(o["ours"]), set(report.KEY_NAMES))
+        self.assertAlmostEqual(o["kernel"]["tcp_gbps_4"], 0.1)
+        self.assertAlmostEqual(o["ours"]["tcp_gbps_4"], 0.55)
+        self.assertAlmostEqual(o["kernel"]["udp_p50_us"], 0.1)
+        self.assertAlmostEqual(o["ours"]["udp_p50_us"], 1.5)
+        self.assertIsNone(o["ours"]["tcp_gbps_1"])
+        # Without the underlay nothing has an overhead.
+        self.assertTrue(all(v is None for v in report.overheads({"ours": medians["ours"]})["ours"].values()))
+        claims = {c["key"]: c for c in report.overhead_claim_verdicts(o)}
+        self.assertFalse(claims["tcp_gbps_4"]["met"])
+        self.assertIsNone(claims["tcp_gbps_1"]["met"])
+        o["ours"]["tcp_p99_us"] = 0.049
+        self.assertTrue(report.overhead_claim_verdicts(o)[-1]["met"])
+
+    def test_table_shows_the_underlay_and_both_overheads_only_when_measured(self):
+        none = {k: None for k in report.KEY_NAMES}
+        doc = {"ours": dict(none, tcp_gbps_1=5.0), "kernel": dict(none, tcp_gbps_1=15.0),
+               "underlay": dict(none, tcp_gbps_1=20.0), "ratio": dict(none, tcp_gbps_1=1 / 3), "spread": {}}
+        doc["overhead"] = report.overheads(doc)
+        lines = report.table(doc).splitlines()
+        self.assertIn("kernel overhead", lines[0])
+        self.assertIn("ours overhead", lines[0])
+        row = next(l.split() for l in lines if l.startswith("TCP 1 stream (Gbit/s)"))
+        self.assertEqual(row[-6:], ["5.00", "15.00", "0.33", "20.00", "+25%", "+75%"])
+        doc["underlay"] = dict(none)
+        self.assertNotIn("overhead", report.table(doc))
+        claim_doc = {"slo": {}, "goals": [], "overhead_claims": report.overhead_claim_verdicts(doc["overhead"])}
+        claim = [l for l in report.slo_lines(claim_doc) if l.startswith("claim")]
+        self.assertEqual(len(claim), 1)
+        self.assertIn("+75%  not met", claim[0])
 
 
 class CpuUse(unittest.TestCase):
