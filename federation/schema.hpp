@@ -10,6 +10,8 @@
 //   v1/node-networks/<node>/<network> the node's block of the network ("" until it has one)
 //   v1/blocks/<network>/<a.b.c.d_len> block -> the node that owns it
 //   v1/collector                      the node that releases gone nodes (on its lease)
+//   v1/policy/...                     network policy: identity numbers, policies, namespace and
+//                                     pod labels (the keys below; docs/federation.md, "Policy")
 //
 // Values are JSON objects (plain text for members, node-networks and blocks), readable with
 // `etcdctl get --prefix /vxfed/v1/`. A change of layout gets a new version prefix (v2/...),
@@ -44,6 +46,35 @@ inline std::string node_network(const std::string& node, const std::string& netw
 }
 inline std::string blocks(const std::string& network) { return std::string(kSchema) + "blocks/" + network + "/"; }
 inline std::string collector() { return std::string(kSchema) + "collector"; }
+
+// Network policy (policy_store.hpp). Everything lives under one prefix so that a snapshot of
+// it is one range read at one revision. A node watches policies/ and identities/ (every policy
+// and every identity's labels); pods/ it reads by key for its own pods only.
+inline std::string policy_root() { return std::string(kSchema) + "policy/"; }
+inline std::string identity_range() { return policy_root() + "identity-range"; }
+inline std::string identities() { return policy_root() + "identities/"; }
+inline std::string identity(std::uint32_t number) { return identities() + std::to_string(number); }
+// canonical key (escaped: it holds '/' and newlines) -> number
+inline std::string identity_keys() { return policy_root() + "identity-keys/"; }
+// one key per pod holding the number: the reference count that etcd can guard ("none under")
+inline std::string identity_users(std::uint32_t number) {
+  return policy_root() + "identity-users/" + std::to_string(number) + "/";
+}
+inline std::string identity_users_all() { return policy_root() + "identity-users/"; }
+inline std::string policies() { return policy_root() + "policies/"; }
+inline std::string policies(const std::string& cluster) { return policies() + cluster + "/"; }
+inline std::string policy(const std::string& cluster, const std::string& ns, const std::string& name) {
+  return policies(cluster) + ns + "/" + name;
+}
+inline std::string namespaces() { return policy_root() + "namespaces/"; }
+inline std::string namespace_key(const std::string& cluster, const std::string& ns) {
+  return namespaces() + cluster + "/" + ns;
+}
+inline std::string pods() { return policy_root() + "pods/"; }
+inline std::string pods(const std::string& cluster, const std::string& ns) { return pods() + cluster + "/" + ns + "/"; }
+inline std::string pod(const std::string& cluster, const std::string& ns, const std::string& name) {
+  return pods(cluster, ns) + name;
+}
 
 // The last path element of a key ("v1/networks/red" -> "red").
 std::string leaf(const std::string& key);
