@@ -2,8 +2,10 @@
 # The main job: two simulated Kubernetes clusters on this machine (network namespaces), joined
 # by an MTU 9000 underlay, each node running FRR, vxfedd and vxfed-dataplane, pods made by the
 # vxfed CNI plugin, routes learned over eBGP; then the latency suite (iperf3, sockperf) between
-# a pod in cluster A and a pod in cluster B, over vxfed ("ours") and over the Linux kernel's
-# VXLAN path on an identical topology ("kernel"), printed as ours / kernel / ratio.
+# a pod in cluster A and a pod in cluster B, over vxfed ("ours"), over the Linux kernel's
+# VXLAN path on an identical topology ("kernel") and over no overlay at all ("underlay": the
+# same pods routed node to node), printed as ours / kernel / ratio and each overlay's overhead
+# against the underlay.
 #
 #   usage: sudo scripts/demo.sh [latency suite options]     (see docs/demo.md)
 #          sudo VXFED_BUILD_DIR=$PWD/build-me scripts/demo.sh   build and use another build dir

@@ -34,7 +34,7 @@ class UnderlayVariant(Variant):
         self.make_underlay()
         for n in plan.nodes:
             self.progress(f"underlay: node {n.name}: no encapsulation, a route over ul0 to each of the "
-                          f"{len(plan.nodes) - 1} other node(s)' block")
+                          f"{len(plan.nodes) - 1} other node(s)' blocks")
             self._routes(n)
             routed_pods.hold_gateway(self, n)
         routed_pods.add_pods(self)
