@@ -46,6 +46,18 @@ bool Session::feed(Bytes data) {
   return true;
 }
 
+// FRR 8.4 sends no Peer Up for a session that came up after an OPEN collision (both sides
+// dialled; bgpd logs "bmp: missing RX OPEN message for peer X": the OPEN it keeps for the Peer
+// Up stayed with the connection it closed) but monitors that peer's routes all the same.
+// Ignoring them, a node never learned what such a peer sent (test_bgp_bfd, two nodes peering
+// directly). The first announcement of a peer not up stands for its Peer Up, without the OPENs:
+// with no Graceful Restart capability known, its Peer Down withdraws its routes at once.
+void Session::imply_peer_up(const PeerKey& key, const PeerHeader& header) {
+  ++counters_.implied_peer_ups;
+  peers_[key] = header;
+  if (handlers_.peer_up) handlers_.peer_up(key, header, PeerUp{});
+}
+
 void Session::handle(const Frame& frame) {
   if (frame.type > static_cast<std::uint8_t>(MessageType::route_mirroring)) return ignore(Ignored::unknown_type);
   const auto type = static_cast<MessageType>(frame.type);
@@ -94,9 +106,12 @@ void Session::handle(const Frame& frame) {
       if (!parse_update(after, header->two_byte_as_path, update_, bad)) return malformed(bad);
       if (header->adj_rib_out) return ignore(Ignored::adj_rib_out);
       if (!header->post_policy) return ignore(Ignored::pre_policy);
-      if (!peers_.count(key)) return ignore(Ignored::unknown_peer);
       if (update_.other_family && update_.announced.empty() && update_.withdrawn.empty())
         return ignore(Ignored::other_family);
+      if (!peers_.count(key)) {
+        if (update_.announced.empty()) return ignore(Ignored::unknown_peer);
+        imply_peer_up(key, *header);
+      }
       if (handlers_.routes) handlers_.routes(key, update_);
       return;
     }

@@ -1,13 +1,15 @@
 // One BMP session's byte stream turned into route events (no I/O: the station's socket code
 // feeds it, tests and the fuzzer feed it bytes). It frames messages (bmp_parser.hpp), keeps
 // which monitored peers are up, and hands the owner:
-//   - peer_up / peer_down of a monitored BGP peer (a reflector, for a node),
+//   - peer_up / peer_down of a monitored BGP peer (a reflector, for a node; FRR 8.4 skips the
+//     Peer Up of a session that came up after an OPEN collision: the peer's first
+//     announcement then stands for it, see imply_peer_up()),
 //   - each Route Monitoring's IPv4 unicast content (announced with a next hop, withdrawn,
 //     End-of-RIB) for a peer that is up,
 //   - a framing error, after which nothing more is read: the station closes the session and
 //     bgpd reconnects and sends its table again.
 // Everything refused is counted by reason (a message the RFC says to ignore, an IPv6 peer, an
-// address family vxfed does not serve, a malformed message, a Peer Down or route for a peer
+// address family vxfed does not serve, a malformed message, a Peer Down or withdrawal for a peer
 // never seen up); none of them changes a route.
 #pragma once
 
@@ -39,7 +41,7 @@ struct PeerKey {
   X(other_family)           /* MP_REACH/MP_UNREACH of another AFI/SAFI */              \
   X(pre_policy)             /* Adj-RIB-In before policy: vxfed reads post-policy */    \
   X(adj_rib_out)            /* RFC 8671 Adj-RIB-Out: not what the peer sent us */      \
-  X(unknown_peer)           /* a route or Peer Down for a peer not up */               \
+  X(unknown_peer)           /* a withdrawal or Peer Down for a peer not up */          \
   X(malformed)              /* bounds or structure wrong: see last_malformed() */
 enum class Ignored : std::uint8_t {
 #define VXFED_BMP_ENUM(name) name,
@@ -53,6 +55,7 @@ struct SessionCounters {
   std::array<std::uint64_t, static_cast<std::size_t>(MessageType::route_mirroring) + 1> messages{};
   std::array<std::uint64_t, static_cast<std::size_t>(Ignored::count_)> ignored{};
   std::uint64_t bytes = 0;
+  std::uint64_t implied_peer_ups = 0;  // a peer's first announcement stood for its missing Peer Up
 };
 
 class Session {
@@ -82,6 +85,7 @@ class Session {
 
  private:
   void handle(const Frame& frame);
+  void imply_peer_up(const PeerKey& key, const PeerHeader& header);
   void ignore(Ignored reason) { ++counters_.ignored[static_cast<std::size_t>(reason)]; }
   void malformed(const Malformed& bad) {
     last_malformed_ = bad.why;

@@ -13,6 +13,7 @@ void add(bmp::SessionCounters& into, const bmp::SessionCounters& c) {
   for (std::size_t i = 0; i < into.messages.size(); ++i) into.messages[i] += c.messages[i];
   for (std::size_t i = 0; i < into.ignored.size(); ++i) into.ignored[i] += c.ignored[i];
   into.bytes += c.bytes;
+  into.implied_peer_ups += c.implied_peer_ups;
 }
 
 }  // namespace
@@ -67,6 +68,7 @@ BmpStats BmpStation::stats() const {
   if (session_) add(all, session_->counters());
   s.messages = all.messages;
   s.ignored = all.ignored;
+  s.implied_peer_ups = all.implied_peer_ups;
   return s;
 }
 

@@ -43,6 +43,7 @@ struct BmpStats {
   // bmp::to_string): every session's counters added up.
   std::array<std::uint64_t, static_cast<std::size_t>(bmp::MessageType::route_mirroring) + 1> messages{};
   std::array<std::uint64_t, static_cast<std::size_t>(bmp::Ignored::count_)> ignored{};
+  std::uint64_t implied_peer_ups = 0;  // peers taken as up from their first route (no Peer Up: bmp_session.hpp)
   std::uint64_t framing_errors = 0;        // bad version/length: connection closed
   std::uint64_t refused_not_loopback = 0;  // peer address not 127.0.0.0/8
   std::uint64_t refused_wrong_user = 0;    // peer's socket owned by another uid (or unknown)

@@ -43,6 +43,9 @@ void write_bmp_feed(Exposition& w, const bgp::AdapterStats& s) {
                            "BMP messages or parts that changed no route, by reason (malformed ones included).");
   for (std::size_t i = 0; i < b.ignored.size(); ++i)
     ignored.sample(b.ignored[i], {{"reason", bgp::bmp::to_string(static_cast<bgp::bmp::Ignored>(i))}});
+  w.counter("vxfed_bgp_bmp_implied_peer_ups_total",
+            "Monitored peers taken as up from their first route: FRR 8.4 sent no Peer Up (an OPEN collision).",
+            b.implied_peer_ups);
   w.counter("vxfed_bgp_bmp_framing_errors_total", "BMP sessions closed for a framing error (bgpd reconnects and resends).",
             b.framing_errors);
   w.gauge("vxfed_bgp_bmp_peers_up", "Monitored BGP peers up, as bgpd's BMP feed reports them.",

@@ -218,7 +218,7 @@ TEST(BmpSession, ForeignAndMalformedMessagesAreCountedAndChangeNothing) {
   append(stream, route_monitoring(kReflector, announce({{0x0af40500, 24}}), 0));           // pre-policy
   append(stream, route_monitoring(kReflector, announce({{0x0af40500, 24}}), 0x40 | 0x10));  // Adj-RIB-Out
   append(stream, route_monitoring(kReflector, announce({{0x0af40500, 24}}), 0x40 | 0x80));  // IPv6 peer
-  append(stream, route_monitoring(0x0a000009, announce({{0x0af40500, 24}})));              // never up
+  append(stream, route_monitoring(0x0a000009, update({{0x0af40500, 24}}, {}, {})));       // never up
   append(stream, peer_down(0x0a000009));                                                   // never up
   Buf truncated = peer_header(kReflector);
   truncated.resize(20);
@@ -238,6 +238,24 @@ TEST(BmpSession, ForeignAndMalformedMessagesAreCountedAndChangeNothing) {
   EXPECT_EQ(s.ignored(Ignored::unknown_type), 1u);
   EXPECT_EQ(s.ignored(Ignored::route_mirroring), 1u);
   EXPECT_STRNE(s.session.last_malformed(), "");
+}
+
+// FRR 8.4 sends no Peer Up for a session established after an OPEN collision, yet monitors its
+// routes: the first announcement stands for the Peer Up (without OPENs, so no graceful restart),
+// and the Peer Down that follows is the peer's own.
+TEST(BmpSession, AnAnnouncementFromAPeerNeverUpStandsForItsMissingPeerUp) {
+  Seen s;
+  Buf stream = route_monitoring(0x0a000009, update({{0x0af40700, 24}}, {}, {}));  // withdrawal: still nothing
+  append(stream, route_monitoring(0x0a000009, announce({{0x0af40500, 24}})));
+  append(stream, route_monitoring(0x0a000009, announce({{0x0af40600, 24}})));
+  append(stream, peer_down(0x0a000009, 4));
+  ASSERT_TRUE(s.session.feed(stream));
+  const std::vector<std::string> want = {"up 10.0.0.9", "routes 10.0.0.9 +10.244.5.0/24 via 198.18.0.5",
+                                         "routes 10.0.0.9 +10.244.6.0/24 via 198.18.0.5", "down 10.0.0.9 4"};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.session.counters().implied_peer_ups, 1u);
+  EXPECT_EQ(s.ignored(Ignored::unknown_peer), 1u);
+  EXPECT_FALSE(s.last_up.received_gr.present) << "no OPEN seen: no graceful restart assumed";
 }
 
 TEST(BmpSession, AFramingErrorStopsTheSessionForGood) {
