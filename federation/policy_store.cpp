@@ -142,6 +142,7 @@ StoreResult<ApplyReport> PolicyStore::apply(const PolicyBatch& batch, std::uint6
     auto outcome = try_apply(batch, range->first, range->second, now_ms, report, released_users, relabelled);
     if (!outcome) return outcome.store_error();
     if (*outcome == Outcome::retry) continue;
+    report.attempts = attempt + 1;
     // Applied. What follows only tidies up; a failure here leaves the apply in force and is
     // finished by maintain() (numbers) or the next apply of the namespace (renumbering).
     for (auto number : released_users)

@@ -62,6 +62,7 @@ struct PodIdentity {
 
 struct ApplyReport {
   std::int64_t revision = 0;             // the store revision of the apply's transaction
+  unsigned attempts = 0;                 // transactions tried (more than 1: it lost a race and read again)
   std::vector<PodIdentity> pods;         // the batch's pods with their numbers, in batch order
   std::size_t new_identities = 0;        // numbers this apply allocated (or took back from hold-down)
   std::size_t absent_deletes = 0;        // deletes of objects the store did not have

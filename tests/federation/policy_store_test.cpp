@@ -220,6 +220,7 @@ TEST(PolicyStore, ClusterBSeesWhatClusterAApplied) {
 TEST(PolicyStore, TwoAppliersRacingForOneKeyGetOneNumber) {
   FakeKv kv;
   PolicyStore first(kv, small_range()), second(kv, small_range());
+  ASSERT_TRUE(first.identity_range());  // seeded, so that the hook meets the apply's own transaction
   // Between `first`'s reads and its transaction, `second` numbers the same label set.
   ApplyReport theirs;
   kv.before_txn = [&] {
@@ -232,6 +233,7 @@ TEST(PolicyStore, TwoAppliersRacingForOneKeyGetOneNumber) {
   EXPECT_EQ(number_of(theirs, "web-b"), 256u);
   EXPECT_EQ(number_of(*ours, "web-a"), 256u);   // read again after its guard failed: the winner's number
   EXPECT_EQ(ours->new_identities, 0u);
+  EXPECT_EQ(ours->attempts, 2u);
   auto seen = first.list();
   ASSERT_TRUE(seen);
   EXPECT_EQ(seen->identities.size(), 1u);
@@ -241,6 +243,7 @@ TEST(PolicyStore, TwoAppliersRacingForOneKeyGetOneNumber) {
 TEST(PolicyStore, TwoKeysRacingForOneNumberGetTwo) {
   FakeKv kv;
   PolicyStore first(kv, small_range()), second(kv, small_range());
+  ASSERT_TRUE(first.identity_range());  // seeded, so that the hook meets the apply's own transaction
   kv.before_txn = [&] {
     auto r = second.apply(pods_batch("cluster-a", {pod("cluster-a", "prod", "db", {{"app", "db"}})}), kNow);
     ASSERT_TRUE(r) << r.error();
@@ -248,6 +251,7 @@ TEST(PolicyStore, TwoKeysRacingForOneNumberGetTwo) {
   };
   auto ours = first.apply(pods_batch("cluster-a", {pod("cluster-a", "prod", "web", {{"app", "web"}})}), kNow);
   ASSERT_TRUE(ours) << ours.error();
+  EXPECT_EQ(ours->attempts, 2u);
   EXPECT_EQ(number_of(*ours, "web"), 257u);
   auto seen = first.list();
   ASSERT_TRUE(seen);
@@ -399,6 +403,7 @@ TEST(PolicyStore, APodIsNeverNumberedWithNamespaceLabelsThatChangedMeanwhile) {
   };
   auto r = s.apply(pods_batch("cluster-a", {pod("cluster-a", "prod", "web", {{"app", "web"}})}), kNow);
   ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->attempts, 2u);
   const auto key = s.list()->identities.at(number_of(*r, "web")).key;
   EXPECT_NE(key.find("namespace-label:team=red"), std::string::npos) << key;
   EXPECT_EQ(key.find("team=blue"), std::string::npos) << key;
