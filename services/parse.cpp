@@ -449,8 +449,11 @@ Parsed read_objects(const std::string& text, const std::string& cluster, const s
   for (std::size_t i = 0; i < docs.size(); ++i)  // guarded too: no reader error may leave this function
     errors.guard([&] { reader.document(Field(docs[i], docs.size() > 1 ? "documents[" + std::to_string(i) + "]" : "")); });
   errors.set_object("");
-  if (docs.empty()) errors.add("no objects (expected Service, EndpointSlice or ServiceExport objects)");
   out.objects = reader.take();
+  // An empty List counts too: an apply that applies nothing is a mistake worth naming.
+  const Objects& o = out.objects;
+  if (errors.list().empty() && o.services.empty() && o.slices.empty() && o.exports.empty())
+    errors.add("no objects (expected Service, EndpointSlice or ServiceExport objects)");
   out.errors = std::move(errors.list());
   return out;
 }

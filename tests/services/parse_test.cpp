@@ -371,6 +371,9 @@ TEST(ServicesParse, SyntaxErrorsAndOtherKinds) {
                    "in.yaml: documents[2].apiVersion: must be multicluster.x-k8s.io/v1alpha1 for ServiceExport (got "
                    "'multicluster.x-k8s.io/v1beta1')");
   expect_one_error("", "in.yaml: no objects (expected Service, EndpointSlice or ServiceExport objects)");
+  // Found by services_parse_fuzz: an empty List was accepted as an apply of nothing.
+  expect_one_error("apiVersion: v1\nkind: List\nitems:\n",
+                   "in.yaml: no objects (expected Service, EndpointSlice or ServiceExport objects)");
 }
 
 TEST(ServicesParse, Timestamps) {
