@@ -172,7 +172,8 @@ StoreResult<std::uint32_t> pick_identity_number(const IdentityRange& range,
   if (held) message += ", the first free again at unix ms " + std::to_string(first_free_again);
   message += ")";
   if (!largest.empty()) message += "; the most identities: " + largest;
-  message += "; a new label set cannot be numbered: fewer distinct label sets (docs/policy.md, \"Identity numbers\")";
+  message += "; no new label set can be numbered until numbers are released: reduce the distinct label sets "
+             "(docs/policy.md, \"Identity numbers\")";
   return store_error(Code::exhausted, message);
 }
 
