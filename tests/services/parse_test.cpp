@@ -249,6 +249,25 @@ TEST(ServicesParse, SessionAffinityTypeAndFamiliesAreRefusedWithTheField) {
       << unknown[0];
 }
 
+TEST(ServicesParse, PortNamesAndNumbersFollowKubernetesRules) {
+  expect_one_error(edit(stream(), "  - name: dns\n    port: 53", "  - port: 53"),
+                   "in.yaml: Service default/web: documents[0].spec.ports[1].name: is required when a Service has more "
+                   "than one port");
+  expect_one_error(edit(stream(), "  - name: dns\n    port: 53", "  - name: http\n    port: 53"),
+                   "in.yaml: Service default/web: documents[0].spec.ports[1].name: 'http' is used twice (first at "
+                   "documents[0].spec.ports[0])");
+  expect_one_error(edit(edit(stream(), "  - name: dns\n    port: 53\n    protocol: UDP", "  - name: dns\n    port: 80\n    protocol: TCP"),
+                        "- name: dns\n  port: 5353\n  protocol: UDP", "- name: dns\n  port: 5353\n  protocol: TCP"),
+                   "in.yaml: Service default/web: documents[0].spec.ports[1].port: 80/TCP is used twice (first at "
+                   "documents[0].spec.ports[0])");
+  expect_one_error(edit(stream(), "internalTrafficPolicy: Cluster", "internalTrafficPolicy: Local"),
+                   "in.yaml: Service default/web: documents[0].spec.internalTrafficPolicy: must be Cluster (got "
+                   "'Local'): where traffic goes is the vxfed.io/strategy annotation's");
+  expect_one_error(edit(stream(), "  type: ClusterIP", "  type: ClusterIP\n  publishNotReadyAddresses: true"),
+                   "in.yaml: Service default/web: documents[0].spec.publishNotReadyAddresses: true is not supported: "
+                   "vxfed picks ready backends only");
+}
+
 TEST(ServicesParse, StrategyAnnotationsAreChecked) {
   expect_one_error(edit(stream(), "strategy: WeightedRoundRobin", "strategy: Nearest"),
                    "in.yaml: Service default/web: documents[0].metadata.annotations[\"vxfed.io/strategy\"]: unknown "
