@@ -173,13 +173,26 @@ StoreResult<PolicyStore::Outcome> PolicyStore::try_apply(const PolicyBatch& batc
   // A new number is only taken while the range is the one it was chosen from.
   a.guard(keys::identity_range(), range_revision);
 
-  for (const auto& p : batch.policies) a.ops.push_back(Op::put(keys::policy(cluster, p.namespace_name, p.name), encode_policy(p)));
+  // Every key written is guarded at the revision read, as every FederationStore transaction
+  // is: the client may send a guarded transaction twice (docs/federation.md, "The client"), and
+  // a copy applied late then fails its guard instead of undoing a later apply.
+  for (const auto& p : batch.policies) {
+    const auto key = keys::policy(cluster, p.namespace_name, p.name);
+    auto got = kv_.get(key);
+    if (!got) return got.store_error();
+    a.guard(key, got->kvs.empty() ? 0 : got->kvs.front().mod_revision);
+    a.ops.push_back(Op::put(key, encode_policy(p)));
+  }
   for (const auto& n : batch.delete_policies) {
     const auto key = keys::policy(cluster, n.namespace_name, n.name);
     auto got = kv_.get(key);
     if (!got) return got.store_error();
-    if (got->kvs.empty()) ++report.absent_deletes;
-    else a.ops.push_back(Op::erase(key));
+    if (got->kvs.empty()) {
+      ++report.absent_deletes;
+      continue;
+    }
+    a.guard(key, got->kvs.front().mod_revision);
+    a.ops.push_back(Op::erase(key));
   }
 
   // Namespace labels as they are after the batch: the batch's own, else the store's (guarded,
@@ -198,6 +211,7 @@ StoreResult<PolicyStore::Outcome> PolicyStore::try_apply(const PolicyBatch& batc
     auto stored = stored_namespace(n.name);
     if (!stored) return stored.store_error();
     if (stored->first != n.labels) relabelled.insert(n.name);
+    a.guard(keys::namespace_key(cluster, n.name), stored->second);
     a.ops.push_back(Op::put(keys::namespace_key(cluster, n.name), encode_namespace_labels(n.labels)));
     ns_labels[n.name] = n.labels;
   }
@@ -207,6 +221,7 @@ StoreResult<PolicyStore::Outcome> PolicyStore::try_apply(const PolicyBatch& batc
     if (!stored->first) {
       ++report.absent_deletes;
     } else {
+      a.guard(keys::namespace_key(cluster, name), stored->second);
       a.ops.push_back(Op::erase(keys::namespace_key(cluster, name)));
       relabelled.insert(name);
     }

@@ -409,6 +409,30 @@ TEST(PolicyStore, APodIsNeverNumberedWithNamespaceLabelsThatChangedMeanwhile) {
   EXPECT_EQ(key.find("team=blue"), std::string::npos) << key;
 }
 
+TEST(PolicyStore, EveryKeyAnApplyWritesIsGuarded) {
+  // The client may send a guarded transaction twice; a copy applied late must fail its guard,
+  // not undo what another apply wrote meanwhile. So a policy or namespace written by someone
+  // else between our read and our transaction makes ours read again.
+  FakeKv kv;
+  PolicyStore s(kv, small_range()), other(kv, small_range());
+  ASSERT_TRUE(s.identity_range());
+  PolicyBatch ours;
+  ours.cluster = "cluster-a";
+  ours.policies.push_back(parsed_policy("cluster-a"));
+  ours.namespaces.push_back(policy::Namespace{"cluster-a", "prod", {{"team", "blue"}}, {}});
+  PolicyBatch theirs = ours;
+  theirs.policies[0].egress_type = false;
+  theirs.namespaces[0].labels = {{"team", "red"}};
+  kv.before_txn = [&] { ASSERT_TRUE(other.apply(theirs, kNow)); };
+  auto r = s.apply(ours, kNow);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->attempts, 2u);
+  auto seen = s.list();
+  ASSERT_TRUE(seen);
+  EXPECT_TRUE(seen->policies.at(0).egress_type);
+  EXPECT_EQ(seen->namespaces.at(0).labels.at("team"), "blue");
+}
+
 TEST(PolicyStore, ALabelChangeMovesThePodAndReleasesTheOldNumber) {
   FakeKv kv;
   PolicyStore s(kv, small_range());
