@@ -359,22 +359,22 @@ StoreResult<PolicyStore::Outcome> PolicyStore::try_apply(const PolicyBatch& batc
   return Outcome::applied;
 }
 
-StoreStatus PolicyStore::release_if_unused(std::uint32_t number, std::uint64_t now_ms) {
+StoreResult<bool> PolicyStore::release_if_unused(std::uint32_t number, std::uint64_t now_ms) {
   auto range = read_range(kv_, options_);
   if (!range) return range.store_error();
   auto got = kv_.get(keys::identity(number));
   if (!got) return got.store_error();
   const auto* kv = first(*got);
-  if (kv == nullptr) return Done{};
+  if (kv == nullptr) return false;
   auto record = decode_identity(*kv);
   if (!record) return record.store_error();
-  if (record->state == IdentityState::held) return Done{};
+  if (record->state == IdentityState::held) return false;
   IdentityRecord held{number, record->key, IdentityState::held, now_ms + range->first.hold_down_ms};
   // Only if nobody took it meanwhile; otherwise it simply stays allocated.
   auto r = kv_.txn({Compare::none_under(keys::identity_users(number)), Compare::unchanged(kv->key, kv->mod_revision)},
                    {Op::put(kv->key, encode(held))}, {});
   if (!r) return r.store_error();
-  return Done{};
+  return r->succeeded;
 }
 
 StoreResult<std::size_t> PolicyStore::renumber_namespace(const std::string& cluster, const std::string& ns,
@@ -481,8 +481,9 @@ StoreResult<MaintenanceReport> PolicyStore::maintain(std::uint64_t now_ms) {
     if (!record) return record.store_error();
     if (record->state == IdentityState::allocated) {
       if (used.count(record->number)) continue;
-      if (auto ok = release_if_unused(record->number, now_ms); !ok) return ok.store_error();
-      ++report.released;
+      auto released = release_if_unused(record->number, now_ms);
+      if (!released) return released.store_error();
+      if (*released) ++report.released;
       continue;
     }
     if (record->held_until_unix_ms > now_ms) continue;

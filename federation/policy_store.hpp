@@ -129,7 +129,8 @@ class PolicyStore {
   StoreResult<Outcome> try_apply(const PolicyBatch& batch, const IdentityRange& range, std::int64_t range_revision,
                                  std::uint64_t now_ms, ApplyReport& report, std::set<std::uint32_t>& released_users,
                                  std::set<std::string>& relabelled);
-  StoreStatus release_if_unused(std::uint32_t number, std::uint64_t now_ms);
+  // Whether it held the number down (false: it is in use again, already held, or gone).
+  StoreResult<bool> release_if_unused(std::uint32_t number, std::uint64_t now_ms);
   StoreResult<std::size_t> renumber_namespace(const std::string& cluster, const std::string& ns,
                                               const std::set<std::string>& skip, std::uint64_t now_ms);
 

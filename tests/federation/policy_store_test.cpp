@@ -489,6 +489,13 @@ TEST(PolicyStore, MaintainReleasesANumberWhoseUsersVanished) {
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->released, 1u);
   EXPECT_EQ(s.list()->identities.at(256).state, IdentityState::held);
+  // Numbers in use, and numbers already held, are left alone.
+  ASSERT_TRUE(s.apply(pods_batch("cluster-a", {pod("cluster-a", "prod", "db", {{"app", "db"}})}), kNow));
+  auto again = s.maintain(kNow);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->released, 0u);
+  EXPECT_EQ(again->forgotten, 0u);
+  EXPECT_EQ(s.list()->identities.at(257).state, IdentityState::allocated);
 }
 
 TEST(PolicyStore, TheStoresRangeWinsAndDamagedRecordsAreNamed) {
