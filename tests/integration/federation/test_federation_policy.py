@@ -13,7 +13,10 @@ Each vxfed-policy-driver process is one applier (a node, or one cluster's label 
      is what another process, a node of cluster-b, lists: the policy scoped to cluster-a, the
      pods' identities with their namespace's labels;
   3. an input with an unknown field in a policy's spec is refused naming the field, and nothing
-     of it is written.
+     of it is written;
+  4. the largest apply etcd takes by default (--max-txn-ops 128): 30 pods with label sets of
+     their own (120 operations) are written in one transaction at one revision; 33 (132) are
+     refused whole by the store before etcd sees them, saying what to do.
 """
 
 from __future__ import annotations
@@ -186,6 +189,27 @@ def test_main() -> None:
         assert r.returncode == 1 and "items[1].spec.ingres" in r.stderr, f"{r.returncode}: {r.stderr}"
         assert cluster.get_prefix(f"{PREFIX}/v1/policy/") == before, "a refused input changed the store"
         t.log(f"refused: {r.stderr.strip().splitlines()[0][:200]}")
+
+        # 4. one transaction up to etcd's default limit, refused whole beyond it
+        def pods_file(name: str, count: int) -> str:
+            path = topo.workdir / f"{name}.yaml"
+            items = "".join(f"- {{apiVersion: v1, kind: Pod, metadata: {{name: {name}-{i}, namespace: bulk, "
+                            f"labels: {{app: {name}-{i}}}}}}}\n" for i in range(count))
+            path.write_text("apiVersion: v1\nkind: List\nitems:\n" + items)
+            return str(path)
+        big = json.loads(d.run("apply", "--cluster", "cluster-b", "--file", pods_file("fits", 30)).stdout)
+        assert big["new_identities"] == 30 and len({p["identity"] for p in big["pods"]}) == 30, big
+        stored = cluster.get_prefix(f"{PREFIX}/v1/policy/pods/cluster-b/bulk/")
+        assert len(stored) == 30, f"{len(stored)} of 30 pods stored"
+        revisions = json.loads(cluster.ctl("get", "--prefix", f"{PREFIX}/v1/policy/pods/cluster-b/bulk/",
+                                           "-w", "json").stdout)["kvs"]
+        assert {kv["mod_revision"] for kv in revisions} == {big["revision"]}, "the 30 pods were not one transaction"
+        before = cluster.get_prefix(f"{PREFIX}/v1/policy/")
+        r = d.run("apply", "--cluster", "cluster-b", "--file", pods_file("toomany", 33), check=False)
+        assert r.returncode == 1 and "this apply needs 132 operations" in r.stderr and "--max-txn-ops" in r.stderr, \
+            f"{r.returncode}: {r.stderr}"
+        assert cluster.get_prefix(f"{PREFIX}/v1/policy/") == before, "a refused apply changed the store"
+        t.log(f"30 pods in one transaction (revision {big['revision']}); 33 refused: {r.stderr.strip()[:160]}")
 
 
 if __name__ == "__main__":
