@@ -320,6 +320,10 @@ BgpConfig parse(const YAML::Node& node) {
         static_cast<std::uint32_t>(f.integer("resync_settle_ms", cfg.fpm.resync_settle_ms, 0, 600000));
     cfg.fpm.zebra_user = f.str("zebra_user", cfg.fpm.zebra_user);
   }
+  // A node learns routes over BMP unless its config says fpm (the previous release's only feed,
+  // kept for one release as the way back: docs/bgp.md, "Route feeds"). A route reflector has
+  // no feed of its own to choose: it installs nothing.
+  cfg.feed = cfg.role == Role::kNode ? Feed::kBmp : Feed::kFpm;
   if (root.has("feed")) {
     const std::string feed = root["feed"].str();
     if (feed == "fpm") cfg.feed = Feed::kFpm;
@@ -344,7 +348,7 @@ BgpConfig parse(const YAML::Node& node) {
   } else if (root.has("view")) {
     root["view"].fail("a route reflector's setting; a node's bgpd is a view when bgp.feed is bmp");
   }
-  if (cfg.feed == Feed::kBmp && cfg.role == Role::kRouteReflector)
+  if (root.has("feed") && cfg.feed == Feed::kBmp && cfg.role == Role::kRouteReflector)
     root["feed"].fail("bmp is a node's feed; a route reflector installs nothing (use vxfed-reflector)");
   return cfg;
 }

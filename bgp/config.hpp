@@ -170,6 +170,7 @@ struct BgpConfig {
   // its reflector peers report in their status and metrics. Empty: unknown.
   std::string local_cluster;
   FrrSettings frr;
+  // parse_config's default: kBmp for a node, kFpm (unused: it installs nothing) for a reflector.
   Feed feed = Feed::kFpm;
   // A route reflector's bgpd as the BGP view `vxfed` (bgp.view, default true): no next-hop
   // tracking (at 130,000 VTEPs it never finishes; and its late answers made a restarted

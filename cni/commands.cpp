@@ -735,7 +735,8 @@ Expected<nlohmann::json> cmd_status(const NetConf& conf, const CniEnv& env) {
   }
   if (st.bgp_enabled() && !st.fpm_connected())
     return cni_error(kLimitedConnectivity, "pods on this node can attach, but routes from other clusters are not "
-                                           "arriving (FRR's FPM stream is not connected to vxfedd)");
+                                           "arriving (FRR's route feed, bgpd's BMP session or zebra's FPM "
+                                           "stream, is not connected to vxfedd)");
   return nlohmann::json();
 }
 

@@ -5,6 +5,7 @@
 // vxfedd runs but the dataplane is not connected or has not applied the snapshot.
 #include <unistd.h>
 
+#include <cctype>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -92,6 +93,15 @@ std::string labels(const google::protobuf::Map<std::string, std::string>& m) {
   return out.empty() ? "-" : out;
 }
 
+// "enabled, BMP feed connected": which feed a vxfedd of this release says; one of the previous
+// release sends no bgp_feed, and FPM was its only feed.
+std::string bgp_line(const v1::DaemonStatus& s) {
+  if (!s.bgp_enabled()) return "disabled";
+  std::string feed = s.bgp_feed().empty() ? "fpm" : s.bgp_feed();
+  for (auto& c : feed) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "enabled, " + feed + (s.fpm_connected() ? " feed connected" : " feed NOT connected");
+}
+
 std::string duration(std::uint64_t s) {
   char buf[64];
   if (s >= 86400) std::snprintf(buf, sizeof buf, "%lud%luh", s / 86400, (s % 86400) / 3600);
@@ -116,7 +126,7 @@ int cmd_status(const Globals& g) {
               << "version:    " << s.version() << ", up " << duration(s.uptime_s()) << "\n"
               << "dataplane:  " << (s.dataplane_connected() ? "connected" : "NOT CONNECTED") << ", "
               << (s.dataplane_ready() ? "ready" : "NOT READY") << ", generation " << s.dataplane_generation() << "\n"
-              << "bgp:        " << (s.bgp_enabled() ? (s.fpm_connected() ? "enabled, FPM connected" : "enabled, FPM NOT connected") : "disabled") << "\n"
+              << "bgp:        " << bgp_line(s) << "\n"
               << "federation: " << (s.federation().empty() ? std::string("none (VNIs from this node's pools)")
                                                                : s.federation() + (s.federation_available() ? ", available" : ", UNAVAILABLE"))
               << "\n"

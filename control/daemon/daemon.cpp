@@ -67,6 +67,7 @@ struct Daemon::Impl {
     s.set_dataplane_generation(dataplane->acked_generation());
     s.set_bgp_enabled(bgp != nullptr);
     s.set_fpm_connected(bgp && bgp->connected());
+    if (bgp) s.set_bgp_feed(bgp::to_string(config.bgp.feed));
     s.set_uptime_s(uptime_s());
     s.set_version(kVersion);
     if (federation) {

@@ -45,6 +45,7 @@ void check_golden(const std::string& name, const std::string& yaml, const char* 
 TEST(FrrRender, TwoClusterPeer) {
   check_golden("two_cluster", R"(
 asn: 65001
+feed: fpm
 router_id: 198.18.0.1
 clusters: {cluster-b: [10.245.0.0/16]}
 peers:
@@ -56,6 +57,7 @@ peers:
 TEST(FrrRender, EveryOption) {
   check_golden("every_option", R"(
 asn: 65001
+feed: fpm
 router_id: 198.18.0.1
 graceful_restart: true
 restart_time: 60
@@ -80,6 +82,7 @@ fpm: {listen: 127.0.0.1, port: 2700}
 TEST(FrrRender, NothingToAdvertiseDeniesAll) {
   check_golden("no_advertise", R"(
 asn: 65001
+feed: fpm
 router_id: 198.18.0.1
 graceful_restart: false
 clusters: {b: [10.245.0.0/16]}
@@ -87,11 +90,27 @@ peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: fed, grace
 )", "198.18.0.11", {});
 }
 
+// The FPM goldens above name `feed: fpm`: the previous release's feed, kept for one release as
+// the way back. A node without `feed` learns over BMP; a reflector has no feed to choose.
+TEST(BgpConfig, ANodeLearnsOverBmpUnlessItsConfigSaysFpm) {
+  auto node = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1}"));
+  ASSERT_TRUE(node.ok()) << node.error();
+  EXPECT_EQ(node->feed, Feed::kBmp);
+  auto fpm = parse_config(YAML::Load("{asn: 65001, router_id: 1.1.1.1, feed: fpm}"));
+  ASSERT_TRUE(fpm.ok()) << fpm.error();
+  EXPECT_EQ(fpm->feed, Feed::kFpm);
+  auto rr = parse_config(YAML::Load(
+      "{role: route-reflector, asn: 65001, router_id: 1.1.1.1, nodes: {listen_range: 198.18.0.0/24, cidrs: [10.244.0.0/16]}}"));
+  ASSERT_TRUE(rr.ok()) << rr.error();
+  EXPECT_EQ(rr->feed, Feed::kFpm);
+}
+
 // A node of a cluster: iBGP to its cluster's reflector (helper-only graceful restart, BFD),
 // its blocks out with its VTEP as next hop, every cluster's blocks in.
 TEST(FrrRender, NodeOfAClusterPeersWithItsReflector) {
   check_golden("node_reflector", R"(
 asn: 65001
+feed: fpm
 router_id: 198.18.0.11
 clusters: {cluster-a: [10.244.0.0/16], cluster-b: [10.245.0.0/16]}
 peers:

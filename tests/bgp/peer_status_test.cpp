@@ -15,6 +15,7 @@ vxfed::bgp::BgpConfig config() {
   auto c = vxfed::bgp::parse_config(YAML::Load(R"(
 asn: 65001
 router_id: 198.18.0.1
+feed: fpm
 clusters: {cluster-a: [10.244.0.0/16], cluster-b: [10.245.0.0/16]}
 peers:
   - {address: 198.18.0.2, remote_asn: 65002, cluster: cluster-b, network: fed}

@@ -408,7 +408,7 @@ TEST_F(Commands, StatusSaysWhatIsNotReady) {
   }
   {
     FakeVxfedd fake(tmp_.path, {"--bgp-down"});
-    expect_error(cmd_status(conf(), env(Command::kStatus, "")), kLimitedConnectivity, "FPM stream is not connected");
+    expect_error(cmd_status(conf(), env(Command::kStatus, "")), kLimitedConnectivity, "FPM stream, is not connected");
   }
 }
 

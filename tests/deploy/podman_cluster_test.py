@@ -11,7 +11,7 @@ deploy/vxfed-reflector.yaml describes: it is not a pod) share one underlay switc
 ConfigMap is used as written but for this node's facts, its block of the network (`block:`:
 no federation store here) and the cluster list: each vxfedd renders frr.conf into the shared
 volume, reloads its FRR container through the vty sockets, announces its block to the
-reflector and learns the other node's from zebra's FPM stream. Checked:
+reflector and learns the other node's from bgpd's BMP feed. Checked:
 - every node's vxfedd holds the other node's block as a BGP route with that node's VTEP;
 - `podman run --network <the installed conflist's network>` on each node: the pod gets an
   address of its node's block (host-local, handed the block by the plugin), vxfedd holds the

@@ -53,7 +53,7 @@ class Node:
     def feed(self) -> str:
         """The driver's route feed as its config says: "fpm" (zebra's FPM stream) or "bmp"."""
         try:
-            return json.loads(self.config_path.read_text())["bgp"].get("feed", "fpm")
+            return json.loads(self.config_path.read_text())["bgp"].get("feed", "bmp")
         except (OSError, ValueError, KeyError):
             return "fpm"
 

@@ -12,8 +12,8 @@ Phases:
     in B's; the convergence time is printed.
  2. policy: A never learns B's prefix outside its accept list, nor anything of C (max-prefix).
  3. idempotent apply: the same config applied again (SIGHUP) does not reset the session.
- 4. feed cut: A's zebra loses its FPM connection (on the BMP feed, VXFED_BGP_FEED=bmp: bgpd's
-    BMP session); A's routes stay; a route withdrawn meanwhile is removed by the resync after
+ 4. feed cut: A's bgpd loses its BMP session (with VXFED_BGP_FEED=fpm, bgp_two_clusters_fpm: zebra's
+    FPM connection); A's routes stay; a route withdrawn meanwhile is removed by the resync after
     the feed reconnects, the others are never removed.
  5. peer down: B's bgpd frozen (SIGSTOP): A withdraws B's routes within the hold time (3 s).
  6. peer back (SIGCONT): A learns them again.

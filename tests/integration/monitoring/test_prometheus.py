@@ -11,8 +11,9 @@ deploy/monitoring/vxfed.rules.yaml. Through Prometheus' HTTP query API the test 
  3. a drop reason: VXLAN with bad flags sent to A's VTEP moves drops{reason="bad_vxlan_flags"};
  4. eBPF: pod A has a tight egress limit and the default marking rule; a burst of RoCEv2-port
     datagrams moves its `marked` and `egress_dropped_rate` counters;
- 5. refusals counted: an FPM connection from a process running as `nobody` (refused: not
-    zebra's user) and a POST to the metrics endpoint (405: read-only);
+ 5. refusals counted: a connection to the route feed's port (bgpd's BMP feed; zebra's FPM with
+    `feed: fpm`) from a process running as `nobody` (refused: not FRR's user) and a POST to the
+    metrics endpoint (405: read-only);
  6. every alert rule evaluates without error; every dashboard panel's query returns data;
  7. a BGP session drop (B's bgpd stopped): A's vxfed_bgp_peer_up goes 1 -> 0 and the
     VxfedBgpPeerDown alert goes pending.
@@ -159,18 +160,21 @@ def main() -> None:
         t.log(f"eBPF: pod A marked {results['bpf_marked']:.0f}, dropped by its limit {results['bpf_policed']:.0f}")
 
         # ---- 5. refusals, counted ----
-        refused = 'vxfed_bgp_fpm_refused_total{reason="wrong_user"}'
-        wait(refused, lambda v: v == 0, "no FPM refusal yet")
-        attack = ("import socket, time; s = socket.create_connection(('127.0.0.1', 620), timeout=5); time.sleep(1)")
+        # The route feed's port: bgpd's BMP feed (the default) or zebra's FPM stream.
+        feed = a.vxfedd.config["bgp"].get("feed", "bmp")
+        port = {"bmp": 621, "fpm": 620}[feed]
+        refused = f'vxfed_bgp_{feed}_refused_total{{reason="wrong_user"}}'
+        wait(refused, lambda v: v == 0, f"no {feed} refusal yet")
+        attack = (f"import socket, time; s = socket.create_connection(('127.0.0.1', {port}), timeout=5); time.sleep(1)")
         a.ns.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "python3", "-c", attack], check=False)
-        wait(refused, lambda v: v >= 1, "the FPM connection from nobody to be refused and counted")
-        wait("vxfed_bgp_fpm_connected", lambda v: v == 1, "zebra's FPM connection to stay up")
+        wait(refused, lambda v: v >= 1, f"the {feed} connection from nobody to be refused and counted")
+        wait(f"vxfed_bgp_{feed}_connected", lambda v: v == 1, f"FRR's {feed} connection to stay up")
         code, _ = fetch(a.ns, f"http://{METRICS}/metrics", method="POST")
         assert code == 405, f"POST /metrics answered {code}, expected 405 (read-only)"
         wait('vxfedd_metrics_rejected_total{reason="method"}', lambda v: v >= 1, "the POST to be counted")
         wait('vxfed_bgp_tcp_md5_rejected_total{reason="wrong_signature"}', lambda v: v >= 0,
              "the kernel's TCP MD5 rejections to be exported (tests/integration/bgp/test_bgp_md5.py moves them)")
-        t.log("refusals: FPM from nobody and POST /metrics, both counted")
+        t.log(f"refusals: {feed} from nobody and POST /metrics, both counted")
 
         # ---- 6. rules and dashboard ----
         # A store write inside the dashboard's rate window: the attaches above may predate the
