@@ -99,7 +99,9 @@ struct Meta {
 
 // metadata: name, namespace, labels, annotations and creationTimestamp are read; the rest
 // (uid, resourceVersion, managedFields, ownerReferences...) is the API server's and skipped.
-Meta read_meta(const Field& obj, Errors& errors) {
+// `label_name`: the name must be a DNS label (a Service's, and so a ServiceExport's), else a
+// DNS subdomain (an EndpointSlice's).
+Meta read_meta(const Field& obj, bool label_name, Errors& errors) {
   Meta m;
   const Field meta = obj["metadata"];
   errors.guard([&] {
@@ -109,8 +111,8 @@ Meta read_meta(const Field& obj, Errors& errors) {
   if (!meta.present() || !meta.node().IsMap()) return m;
   errors.guard([&] {
     m.name = meta.required_str("name");
-    if (const std::string why = policy::check_dns_label(m.name); !why.empty())
-      meta["name"].fail(quoted(m.name) + " " + why + " (a Service name is a DNS label)");
+    const std::string why = label_name ? policy::check_dns_label(m.name) : policy::check_dns_subdomain(m.name);
+    if (!why.empty()) meta["name"].fail(quoted(m.name) + " " + why);
   });
   errors.guard([&] {
     const Field ns = meta["namespace"];
@@ -172,7 +174,8 @@ class Reader {
         obj["apiVersion"].fail("must be " + std::string(want) + " for " + kind + " (got " + quoted(api_version) + ")");
     });
     if (kind.empty() || api_version.empty()) return;
-    const Meta m = read_meta(obj, errors_);
+    errors_.set_object(kind);  // until its name is read
+    const Meta m = read_meta(obj, kind != "EndpointSlice", errors_);
     const std::string id = kind + " " + (m.name.empty() ? "(unnamed)" : m.namespace_name + "/" + m.name);
     errors_.set_object(id);
     once(obj, id, m);
@@ -359,8 +362,7 @@ class Reader {
       if (spec.present()) spec.allow({});
     });
     errors_.guard([&] {
-      const std::string path = obj["metadata"].path().empty() ? "metadata.creationTimestamp"
-                                                               : obj["metadata"].path() + ".creationTimestamp";
+      const std::string path = obj["metadata"].path() + ".creationTimestamp";
       // The oldest export wins a conflict (the MCS API), so its age is required.
       if (m.creation_timestamp.empty())
         yaml::fail(path, "is required: the oldest export of a service wins when exports disagree");

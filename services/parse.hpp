@@ -5,8 +5,9 @@
 // input, so an apply is all or nothing. Each error is one line
 //   SOURCE: KIND NAMESPACE/NAME: PATH: REASON
 //   web.yaml: Service default/web: documents[0].spec.ports[1].protocol: 'SCTP' is not supported ...
-// (the object is left out while its name cannot be read). Kubernetes' own metadata and status
-// are skipped; inside a spec every key must be one vxfed knows or knows to ignore.
+// (errors in metadata itself name only the kind: "Service: documents[0].metadata.name: ...").
+// Kubernetes' own metadata and status are skipped; inside a spec every key must be one vxfed
+// knows or knows to ignore.
 //
 // This checks each object alone; services/validate.hpp checks them against each other and
 // against the federation (ports of slices against their Service, addresses against the

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/names.hpp"
 #include "services/annotations.hpp"
 #include "services/parse.hpp"
 #include "services/validate.hpp"
@@ -266,6 +267,15 @@ TEST(ServicesParse, PortNamesAndNumbersFollowKubernetesRules) {
   expect_one_error(edit(stream(), "  type: ClusterIP", "  type: ClusterIP\n  publishNotReadyAddresses: true"),
                    "in.yaml: Service default/web: documents[0].spec.publishNotReadyAddresses: true is not supported: "
                    "vxfed picks ready backends only");
+}
+
+TEST(ServicesParse, NamesFollowTheApiServersRules) {
+  expect_one_error(edit(stream(), "  name: web\n  namespace: default\n  resourceVersion", "  name: web.v2\n  namespace: default\n  resourceVersion"),
+                   "in.yaml: Service: documents[0].metadata.name: 'web.v2' " +
+                       vxfed::policy::check_dns_label("web.v2"));
+  // A slice's name is a DNS subdomain: dots are fine there.
+  auto dotted = parse_and_validate(edit(stream(), "name: web-abcde", "name: web.abcde"), "cluster-a", federation(), "");
+  EXPECT_TRUE(dotted.ok()) << dotted.error();
 }
 
 TEST(ServicesParse, StrategyAnnotationsAreChecked) {
