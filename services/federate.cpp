@@ -74,7 +74,7 @@ Result<FederatedSet> federate(const std::vector<Objects>& applies) {
     fs.pinned_vip = oldest.service->pinned_vip;
     const auto winner_ports = sorted(fs.ports);
     for (const Export& e : list) {
-      ExportCondition c{e.export_->cluster, key, false, "NoConflict", ""};
+      ExportCondition c{e.export_->cluster, key, false, "NoConflicts", ""};
       const std::string against = " than the oldest export, cluster " + oldest.export_->cluster + "'s (created " +
                                   oldest.export_->created_text + "), which is in force; this cluster's backends are "
                                   "left out until its Service agrees";

@@ -42,7 +42,9 @@ struct ExportCondition {
   std::string cluster;
   ServiceKey service;
   bool conflict = false;
-  std::string reason;   // "PortConflict", "StrategyConflict" or "NoConflict"
+  // The MCS API's reasons PortConflict and NoConflicts (its spelling), and StrategyConflict
+  // (vxfed's annotations; the API allows controllers their own reasons).
+  std::string reason;
   std::string message;  // what disagrees, and with which cluster's export
 };
 

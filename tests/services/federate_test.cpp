@@ -58,7 +58,10 @@ TEST(ServicesFederate, SameNamespaceNameIsOneServiceWithOneBackendSet) {
   EXPECT_EQ(fs.backends[1], (Backend{"cluster-b", ip("10.245.0.3"), true}));
   EXPECT_EQ(fs.backends[2], (Backend{"cluster-b", ip("10.245.0.7"), true}));
   ASSERT_EQ(set->conditions.size(), 2u);
-  for (const auto& c : set->conditions) EXPECT_FALSE(c.conflict) << c.cluster << ": " << c.message;
+  for (const auto& c : set->conditions) {
+    EXPECT_FALSE(c.conflict) << c.cluster << ": " << c.message;
+    EXPECT_EQ(c.reason, "NoConflicts") << "the MCS API's reason";
+  }
 }
 
 TEST(ServicesFederate, OldestExportWinsAndTheOtherGetsAConflict) {
