@@ -1,9 +1,7 @@
 #include "services/parse.hpp"
 
-#include <cstdio>
 #include <initializer_list>
 #include <map>
-#include <set>
 #include <utility>
 
 #include "common/yaml/reader.hpp"
