@@ -96,6 +96,13 @@ void ApiHandler::handle(const v1::ControlRequest& request, Reply reply) {
                        });
     return;
   }
+  // Network policy is control/policy/'s (it returns false for any other request).
+  if (view_.policy && view_.policy(request, [this, op = op_name(request), reply, started](v1::ControlResponse response) {
+        ++counters_.requests;
+        finish(response, op, started);
+        reply(std::move(response));
+      }))
+    return;
   auto response = answer(request);
   const std::uint32_t wait_ms =
       request.op_case() == v1::ControlRequest::kAttachEndpoint ? request.attach_endpoint().wait_ms() : 0;

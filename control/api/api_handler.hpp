@@ -21,6 +21,9 @@ struct DaemonView {
   std::function<v1::DaemonStatus()> status;           // node/dataplane/bgp fields
   std::function<std::vector<v1::PeerInfo>()> peers;
   std::function<dp::Counters()> counters;
+  // Network policy (PolicyApply/PolicyDelete/PolicyGet, control/policy/): answers through its
+  // reply, on this thread, once the federation store has. Unset: those requests are unknown.
+  std::function<bool(const v1::ControlRequest&, std::function<void(v1::ControlResponse)>)> policy;
 };
 
 // Per operation (the name of the request's `op` field: "attach_endpoint", ...; requests with

@@ -18,6 +18,7 @@
 #include "proto/control.pb.h"
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
+#include "control/cli/policy_command.hpp"
 #include "control/cli/table_printer.hpp"
 
 namespace v1 = vxfed::control::v1;
@@ -466,6 +467,11 @@ int main(int argc, char** argv) {
   auto* dump = app.add_subcommand("dump-dataplane", "ask vxfed-dataplane for the tables it runs (DumpTables)");
   dump->add_option("--dataplane-socket", dp_socket, "vxfed-dataplane --api-socket")->capture_default_str();
   dump->callback([&] { result = g.check ? check_only(g, "dump-dataplane") : cmd_dump_dataplane(g, dp_socket); });
+
+  vxfed::control::add_policy_command(
+      app, {[&g](v1::ControlRequest& req, v1::ControlResponse& res, int& exit) { return call(g, req, res, exit); },
+            to_json, [&g](const std::string& command) { return check_only(g, command); }, &g.json, &g.check, &result,
+            kUsage});
 
   // --check is taken out before parsing: the subcommands' callbacks run while CLI11 parses.
   std::vector<std::string> args;

@@ -20,6 +20,7 @@
 #include "control/metrics/metrics_text.hpp"
 #include "control/node/node_state.hpp"
 #include "control/metrics/tcp_counters.hpp"
+#include "control/policy/policy_api.hpp"
 
 namespace vxfed::control {
 
@@ -39,6 +40,7 @@ struct Daemon::Impl {
   asio::io_context io;
   MemoryTrim memory_trim{io};                  // before the route source that feeds it
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
+  std::unique_ptr<PolicyApi> policy;            // null without the federation store
   std::unique_ptr<NodeState> state;
   std::unique_ptr<DataplaneClient> dataplane;
   std::unique_ptr<ApiHandler> handler;
@@ -279,6 +281,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     if (!link) return make_error(link.error());
     d.federation = std::move(*link);
     state_options.allocator = d.federation.get();
+    auto policy = PolicyApi::create(d.io, d.config, d.log);
+    if (!policy) return make_error(policy.error());
+    d.policy = std::move(*policy);
   }
   auto state = NodeState::open(d.config, state_options, &notes);
   d.log_notes(notes);
@@ -297,6 +302,12 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   view.status = [&d] { return d.status(); };
   view.peers = [&d] { return d.peers(); };
   view.counters = [&d] { return d.dataplane->counters(); };
+  view.policy = [&d](const v1::ControlRequest& request, std::function<void(v1::ControlResponse)> reply) {
+    if (!PolicyApi::handles(request)) return false;
+    if (d.policy) d.policy->handle(request, std::move(reply));
+    else reply(PolicyApi::without_store(request));
+    return true;
+  };
   d.handler = std::make_unique<ApiHandler>(*d.state, view);
   d.dataplane->set_listener([&d] { d.handler->progress(); });
 

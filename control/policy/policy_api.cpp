@@ -1,0 +1,151 @@
+#include "control/policy/policy_api.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "control/node/node_state.hpp"
+#include "control/policy/policy_requests.hpp"
+
+namespace vxfed::control {
+
+namespace asio = boost::asio;
+namespace fed = ::vxfed::federation;
+
+namespace {
+
+v1::ErrorCode api_code(fed::Code code) {
+  switch (code) {
+    case fed::Code::unavailable: return v1::UNAVAILABLE;
+    case fed::Code::exhausted: return v1::EXHAUSTED;
+    case fed::Code::conflict: return v1::ALREADY_EXISTS;
+    case fed::Code::invalid: return v1::INVALID_ARGUMENT;
+    case fed::Code::not_found: return v1::NOT_FOUND;
+    case fed::Code::internal: return v1::INTERNAL;
+  }
+  return v1::INTERNAL;
+}
+
+v1::ControlResponse refused(v1::ErrorCode code, std::string error) {
+  v1::ControlResponse response;
+  response.set_code(code);
+  response.set_error(std::move(error));
+  return response;
+}
+
+}  // namespace
+
+bool PolicyApi::handles(const v1::ControlRequest& request) {
+  switch (request.op_case()) {
+    case v1::ControlRequest::kPolicyApply:
+    case v1::ControlRequest::kPolicyDelete:
+    case v1::ControlRequest::kPolicyGet: return true;
+    default: return false;
+  }
+}
+
+v1::ControlResponse PolicyApi::without_store(const v1::ControlRequest& request) {
+  auto response = refused(v1::UNAVAILABLE,
+                          "network policy needs the federation store: this vxfedd has no 'federation:' section in its "
+                          "config (policies, namespace and pod labels and identity numbers live in etcd; docs/policy.md)");
+  response.set_request_id(request.request_id());
+  return response;
+}
+
+Result<std::unique_ptr<PolicyApi>> PolicyApi::create(asio::io_context& io, const Config& config,
+                                                     std::shared_ptr<spdlog::logger> log) {
+  if (!config.federation.enabled) return make_error("network policy needs the federation store (no federation section)");
+  fed::EtcdOptions options;
+  options.endpoints = config.federation.endpoints;
+  options.ca_file = config.federation.ca_file;
+  options.cert_file = config.federation.cert_file;
+  options.key_file = config.federation.key_file;
+  options.key_prefix = config.federation.key_prefix;
+  options.request_timeout_ms = config.federation.request_timeout_ms;
+  options.client_name = config.node.name;
+  auto client = fed::EtcdClient::create(options);
+  if (!client) return make_error(config.source + ": federation: " + client.error());
+  return std::unique_ptr<PolicyApi>(new PolicyApi(io, config, std::move(*client), std::move(log)));
+}
+
+PolicyApi::PolicyApi(asio::io_context& io, const Config& config, std::unique_ptr<fed::EtcdClient> client,
+                     std::shared_ptr<spdlog::logger> log)
+    : io_(io),
+      cluster_(config.cluster.name),
+      client_(std::move(client)),
+      store_(std::make_unique<fed::PolicyStore>(*client_, fed::PolicyStoreOptions{})),
+      log_(std::move(log)),
+      worker_(std::make_unique<StoreWorker>()) {}
+
+PolicyApi::~PolicyApi() {
+  *alive_ = false;
+  worker_.reset();
+}
+
+void PolicyApi::handle(const v1::ControlRequest& request, Reply reply) {
+  const auto answer_now = [&](v1::ControlResponse response) {
+    response.set_request_id(request.request_id());
+    reply(std::move(response));
+  };
+  switch (request.op_case()) {
+    case v1::ControlRequest::kPolicyApply:
+    case v1::ControlRequest::kPolicyDelete: {
+      // Parsed here, before the store is asked: a bad file is refused whole, with every field
+      // named, and the store never sees any of it.
+      const bool apply = request.op_case() == v1::ControlRequest::kPolicyApply;
+      auto batch = apply ? batch_to_apply(request.policy_apply(), cluster_) : batch_to_delete(request.policy_delete(), cluster_);
+      if (!batch) return answer_now(refused(v1::INVALID_ARGUMENT, batch.error()));
+      on_worker(request, std::move(reply), [batch = std::move(*batch), apply, this](fed::PolicyStore& store) {
+        auto report = store.apply(batch, system_unix_ms());
+        if (!report) {
+          auto response = refused(api_code(report.code()), report.error());
+          if (report.code() == fed::Code::unavailable)
+            response.set_error(report.error() + " (the " + std::string(apply ? "apply" : "delete") +
+                               " may or may not have reached the store: check with `vxfedctl policy get`; repeating it is safe)");
+          return response;
+        }
+        v1::ControlResponse response;
+        *response.mutable_policy_applied() = applied_message(batch, *report);
+        log_->info("policy: {} for cluster {} at revision {}: {} policies, {} namespaces, {} pods, {} deleted, {} new identities",
+                   apply ? "applied" : "deleted", cluster_, report->revision, batch.policies.size(), batch.namespaces.size(),
+                   batch.pods.size(),
+                   batch.delete_policies.size() + batch.delete_namespaces.size() + batch.delete_pods.size(),
+                   report->new_identities);
+        for (const auto& w : report->warnings) log_->warn("policy: {}", w);
+        return response;
+      });
+      return;
+    }
+    case v1::ControlRequest::kPolicyGet:
+      on_worker(request, std::move(reply), [](fed::PolicyStore& store) {
+        auto snapshot = store.list();
+        if (!snapshot) return refused(api_code(snapshot.code()), snapshot.error());
+        v1::ControlResponse response;
+        *response.mutable_policy_listing() = listing_message(*snapshot);
+        return response;
+      });
+      return;
+    default:
+      return answer_now(refused(v1::INVALID_ARGUMENT, "not a policy request"));
+  }
+}
+
+void PolicyApi::on_worker(const v1::ControlRequest& request, Reply reply,
+                          std::function<v1::ControlResponse(fed::PolicyStore&)> call) {
+  const auto end = std::chrono::steady_clock::now() + kBudget;
+  worker_->post([this, id = request.request_id(), end, reply = std::move(reply), call = std::move(call), alive = alive_]() mutable {
+    v1::ControlResponse response;
+    if (std::chrono::steady_clock::now() >= end) {
+      // Never started: nothing was written.
+      response = refused(v1::UNAVAILABLE, "federation store " + client_->describe() + ": an earlier policy request held it for " +
+                                              std::to_string(kBudget.count()) + " ms; nothing was done, try again");
+    } else {
+      fed::CallDeadline deadline(end);
+      response = call(*store_);
+    }
+    response.set_request_id(id);
+    asio::post(io_, [alive = std::move(alive), reply = std::move(reply), response = std::move(response)]() mutable {
+      if (*alive) reply(std::move(response));
+    });
+  });
+}
+
+}  // namespace vxfed::control
