@@ -453,8 +453,11 @@ Parsed read_objects(const std::string& text, const std::string& cluster, const s
   Reader reader(cluster, errors);
   for (std::size_t i = 0; i < docs.size(); ++i)  // guarded too: no reader error may leave this function
     errors.guard([&] { reader.document(Field(docs[i], non_empty > 1 ? "documents[" + std::to_string(i) + "]" : "")); });
-  if (non_empty == 0) errors.add("no objects (expected MultiNetworkPolicy, Namespace or Pod objects)");
   out.objects = reader.take();
+  // An empty List counts too (found by policy_parse_fuzz): an apply of nothing is a mistake worth naming.
+  const Objects& o = out.objects;
+  if (errors.list().empty() && (non_empty == 0 || (o.policies.empty() && o.namespaces.empty() && o.pods.empty())))
+    errors.add("no objects (expected MultiNetworkPolicy, Namespace or Pod objects)");
   out.errors = std::move(errors.list());
   return out;
 }

@@ -421,6 +421,7 @@ TEST(Parse, RefusedObjectsAndMetadata) {
       {"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: b\n",
        "line 4, column 1: YAML syntax error: end of map flow not found"},
       {"", "no objects (expected MultiNetworkPolicy, Namespace or Pod objects)"},
+      {"apiVersion: v1\nkind: List\nitems:\n", "no objects (expected MultiNetworkPolicy, Namespace or Pod objects)"},
   };
   for (const auto& c : cases) {
     const auto errors = errors_of(c.text);
