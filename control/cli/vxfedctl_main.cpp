@@ -1,6 +1,7 @@
 // vxfedctl: vxfedd's command-line client. Readable tables by default, --json for scripts.
 //
-// Exit codes: 0 success; 1 vxfedd answered with an error; 2 usage error; 3 vxfedd (or the
+// Exit codes: 0 success; 1 vxfedd answered with an error; 2 usage error (also: a `policy` -f
+// file that cannot be read, a kind `policy delete` does not know); 3 vxfedd (or the
 // dataplane, for dump-dataplane) unreachable or the connection failed; 4 `status` only:
 // vxfedd runs but the dataplane is not connected or has not applied the snapshot.
 #include <unistd.h>
@@ -382,7 +383,8 @@ int cmd_dump_dataplane(const Globals& g, const std::string& socket) {
 int main(int argc, char** argv) {
   vxfed_require_cpu_baseline(argv[0]);  // before anything that may use the baseline's instructions
   CLI::App app{"vxfedctl: inspect and drive vxfedd, the vxfed node daemon.\n"
-               "Exit codes: 0 ok, 1 vxfedd returned an error, 2 usage, 3 vxfedd unreachable,\n"
+               "Exit codes: 0 ok, 1 vxfedd returned an error, 2 usage (or a -f file not readable),\n"
+               "3 vxfedd unreachable, "
                "4 (status) the dataplane is not connected or not ready."};
   app.require_subcommand(1);
   app.fallthrough();  // global options (--json, --socket) also after the subcommand
