@@ -7,6 +7,9 @@ other nodes played by one BGP speaker (ExaBGP) instead of N machines.
            198.18.0.20  ExaBGP, eBGP AS 65002: cluster-b's reflector (N blocks, N VTEPs)
       rr   198.18.0.10  FRR bgpd (+zebra), frr.conf from vxfed-reflector, AS 65001 (bgpd a view on
                         the BMP path, bgp.view)
+      rr2  198.18.0.9   with reflectors=2: cluster-a's second reflector, rendered the same way
+                        (its own router id, hence its own cluster id; the two do not peer),
+                        as deploy/vxfed-reflector.yaml and federation_bed.py run two
       node 198.18.0.11  FRR (bgpd as the view `vxfed` with its BMP feed to vxfedd, zebra, or with
                         feed="fpm" bgpd + zebra's FPM stream), vxfed-dataplane, vxfedd; iBGP to
                         rr; one CNI pod
@@ -17,6 +20,14 @@ Why one speaker with two sessions: the node's reflector receives both kinds of r
 receives in a federation (its own cluster's nodes over iBGP, reflected with next hops kept;
 the other cluster's over eBGP from that cluster's reflector, next hops unchanged) and the node
 learns them all over its one session, as docs/bgp.md describes.
+
+With reflectors=2 every node of both clusters sends its block to both of cluster-a's
+reflectors, and the node peers with both (docs/bgp.md: a node's `bgp.peers` lists its
+cluster's two reflectors): the node's bgpd, with no Loc-RIB monitoring in FRR 8.4's BMP, sends
+vxfedd every route once per reflector. The speaker then has the same two sessions to rr2 too,
+by default in an ExaBGP process of its own (speakers=2: the reflectors get their copies in
+parallel, as from real nodes; speakers=1 puts all four sessions in one process, which sends
+the two copies one after the other).
 
 Addresses: cluster-a's pods are in 10.64.0.0/10, cluster-b's in 10.128.0.0/10, one /26 block
 per node (65,536 per cluster). Block i of a cluster has VTEP base+256+i (cluster-a 198.18/16,
@@ -49,6 +60,7 @@ ASN_A, ASN_B = 65001, 65002
 UNDERLAY = "198.18.0.0/15"
 GW_IP = "198.18.0.1"
 RR_IP = "198.18.0.10"
+RR2_IP = "198.18.0.9"          # cluster-a's second reflector (deploy/vxfed-reflector.yaml's .9)
 NODE_IP = "198.18.0.11"
 SPK_A_IP = "198.18.0.12"       # in the reflector's listen range: a client, as a node is
 SPK_B_IP = "198.18.0.20"       # outside it: cluster-b's reflector
@@ -97,9 +109,12 @@ def frr_pid(frr: Frr, daemon: str) -> int:
 
 class ScaleBed:
     def __init__(self, topo: Topology, per_cluster: int, vteps: int = 0, build_dir: Optional[Path] = None,
-                 mtu: int = 9000, feed: str = "bmp"):
+                 mtu: int = 9000, feed: str = "bmp", reflectors: int = 1, speakers: Optional[int] = None):
         assert 1 <= per_cluster < MAX_BLOCKS - 1, f"at most {MAX_BLOCKS - 2} blocks per cluster"
         assert feed in ("bmp", "fpm"), feed
+        assert reflectors in (1, 2), reflectors
+        speakers = reflectors if speakers is None else speakers
+        assert 1 <= speakers <= reflectors, speakers
         self.topo = topo
         self.feed = feed        # how the node's vxfedd learns routes (bgp.feed)
         self.per_cluster = per_cluster
@@ -115,6 +130,12 @@ class ScaleBed:
         self.rr_ns = topo.netns("rr")
         prepare_node_namespace(self.rr_ns, forwarding=False)
         self.rr = Frr(self.rr_ns, topo.workdir / "rr" / "frr")
+        # (address, namespace, FRR) of every reflector of cluster-a, rr first.
+        self.reflectors = [(RR_IP, self.rr_ns, self.rr)]
+        if reflectors == 2:
+            ns2 = topo.netns("rr2")
+            prepare_node_namespace(ns2, forwarding=False)
+            self.reflectors.append((RR2_IP, ns2, Frr(ns2, topo.workdir / "rr2" / "frr")))
         self.spk_ns = topo.netns("spk")
         self.gw_ns = topo.netns("gw")
         for ns in (self.spk_ns, self.gw_ns):
@@ -122,17 +143,25 @@ class ScaleBed:
         plen = UNDERLAY.split("/")[1]
         self.switch = topo.switch("sw", [
             ("pn1", self.node.ns, "ul0", [f"{NODE_IP}/{plen}"]),
-            ("prr", self.rr_ns, "ul0", [f"{RR_IP}/{plen}"]),
+            *[("prr" if i == 0 else f"prr{i + 1}", ns, "ul0", [f"{ip}/{plen}"])
+              for i, (ip, ns, _) in enumerate(self.reflectors)],
             ("pspk", self.spk_ns, "ul0", [f"{SPK_A_IP}/{plen}", f"{SPK_B_IP}/{plen}"]),
             ("pgw", self.gw_ns, "ul0", [f"{GW_IP}/{plen}"]),
         ], mtu=mtu)
-        self.speaker = ExaBgp(self.spk_ns, topo.workdir / "exabgp")
-        self.session_a = self.speaker.session(Session(RR_IP, SPK_A_IP, ASN_A, ASN_A, self.routes_a))
-        self.session_b = self.speaker.session(Session(RR_IP, SPK_B_IP, ASN_B, ASN_A, self.routes_b))
+        # One ExaBGP process per speaker; reflector i's two sessions go to speaker i % speakers.
+        self.speakers = [ExaBgp(self.spk_ns, topo.workdir / ("exabgp" if i == 0 else f"exabgp{i + 1}"))
+                         for i in range(speakers)]
+        self.new_block_sessions: list[tuple[ExaBgp, Session]] = []
+        for i, (ip, _, _) in enumerate(self.reflectors):
+            spk = self.speakers[i % speakers]
+            spk.session(Session(ip, SPK_A_IP, ASN_A, ASN_A, self.routes_a))
+            self.new_block_sessions.append((spk, spk.session(Session(ip, SPK_B_IP, ASN_B, ASN_A, self.routes_b))))
+        self.speaker = self.speakers[0]
         self.runtime = node_runtime(self.node, build_dir)
         self.pod: Optional[Pod] = None
         self.runs = 0           # scale_run.run_once() numbers its captures with it
-        topo.on_failure("reflector", lambda: self.rr.dump("reflector"))
+        for ip, _, frr in self.reflectors:
+            topo.on_failure(f"reflector {ip}", lambda frr=frr, ip=ip: frr.dump(f"reflector {ip}"))
 
     @property
     def feed_port(self) -> int:
@@ -145,24 +174,27 @@ class ScaleBed:
         return len(self.routes_a) + len(self.routes_b)
 
     # ------------------------------------------------------------------ configs
-    def reflector_yaml(self) -> dict:
-        """vxfed-reflector's input (docs/bgp.md, "Route reflection"), with limits for this many
-        blocks: the speaker's client session carries a whole cluster's."""
+    def reflector_yaml(self, ip: str = RR_IP, frr: Optional[Frr] = None) -> dict:
+        """vxfed-reflector's input (docs/bgp.md, "Route reflection") for the reflector at ip, with
+        limits for this many blocks: the speaker's client session carries a whole cluster's. A
+        second reflector differs only in its address and router id (deploy/vxfed-reflector.yaml)."""
+        frr = frr or self.rr
         limit = 2 * MAX_BLOCKS
         return {"bgp": {
-            "role": "route-reflector", "asn": ASN_A, "router_id": RR_IP, "graceful_restart": False,
+            "role": "route-reflector", "asn": ASN_A, "router_id": ip, "graceful_restart": False,
             # On the BMP path the reflector is a view as well: no next-hop tracking anywhere.
             "view": self.feed == "bmp",
             "clusters": {"cluster-b": [CIDR["cluster-b"]]},
             "nodes": {"listen_range": LISTEN_RANGE, "cidrs": [CIDR["cluster-a"]], "max_prefix": limit},
             "peers": [{"address": SPK_B_IP, "remote_asn": ASN_B, "cluster": "cluster-b", "connect_retry": 1,
                        "max_prefix": limit}],
-            "frr": {"config_path": str(self.rr.dir / "frr.conf"), "vty_socket_dir": str(self.rr.dir)},
+            "frr": {"config_path": str(frr.dir / "frr.conf"), "vty_socket_dir": str(frr.dir)},
         }}
 
     def vxfedd_config(self) -> dict:
         n = self.node
-        bgp = n.bgp_config(peers=[{"address": RR_IP, "remote_asn": ASN_A, "network": NETWORK, "connect_retry": 1}],
+        bgp = n.bgp_config(peers=[{"address": ip, "remote_asn": ASN_A, "network": NETWORK, "connect_retry": 1}
+                                  for ip, _, _ in self.reflectors],
                            clusters={c: [cidr] for c, cidr in CIDR.items()}, graceful_restart=False,
                            feed=self.feed)
         return n.vxfedd_config(networks=[{"name": NETWORK, "subnet": CIDR["cluster-a"], "vni": VNI,
@@ -170,32 +202,38 @@ class ScaleBed:
 
     # ------------------------------------------------------------------ bring-up
     def up(self, timeout: float = 90) -> None:
-        """The reflector, the node (FRR, dataplane, vxfedd) and its pod; the speaker is not
+        """The reflectors, the node (FRR, dataplane, vxfedd) and its pod; the speaker is not
         started (start_speaker())."""
-        path = self.rr.dir.parent / "reflector.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.reflector_yaml(), indent=1) + "\n")
         tool = str(binary("bgp/vxfed-reflector", self.build_dir))
-        self.rr.write_conf(run([tool, "--config", str(path), "--print"]).stdout)
-        self.rr.start()
+        for ip, _, frr in self.reflectors:
+            path = frr.dir.parent / "reflector.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.reflector_yaml(ip, frr), indent=1) + "\n")
+            frr.write_conf(run([tool, "--config", str(path), "--print"]).stdout)
+            frr.start()
         self.node.start_frr()
         self.node.start_dataplane(timeout=60)
         self.node.start_vxfedd(self.vxfedd_config(), wait=True, timeout=60)
         self.node.vxfedd.wait_ready(timeout)
-        self.node.wait_until(self.node_session_up, timeout, "the node's session to its reflector")
+        self.node.wait_until(self.node_sessions_up, timeout, "the node's sessions to its reflectors")
         self.pod = add_node_pod(self.topo, self.runtime, self.node, "p0")
 
-    def node_session_up(self) -> bool:
-        return any(p.get("state") == "Established" for p in self.node.vxfedctl("peers").get("peers", []))
+    def node_sessions_up(self) -> bool:
+        up = {p.get("address") for p in self.node.vxfedctl("peers").get("peers", []) if p.get("state") == "Established"}
+        return all(ip in up for ip, _, _ in self.reflectors)
 
     def start_speaker(self) -> None:
-        self.speaker.start()
+        for spk in self.speakers:
+            spk.start()
 
     def stop_speaker(self) -> None:
-        self.speaker.stop()
+        for spk in self.speakers:
+            spk.stop()
 
     def announce_new_block(self) -> None:
-        self.speaker.announce(self.session_b, *self.new_block)
+        """To every reflector (cluster-b's reflector sends it to both of cluster-a's)."""
+        for spk, session in self.new_block_sessions:
+            spk.announce(session, *self.new_block)
 
     # ------------------------------------------------------------------ observations
     def dataplane_routes(self) -> int:
@@ -203,22 +241,30 @@ class ScaleBed:
 
     def check_alive(self) -> None:
         self.node.check_alive()
-        self.speaker.check_alive()
+        for spk in self.speakers:
+            spk.check_alive()
 
     def memory(self) -> dict[str, Rss]:
-        """RSS of every daemon on the path: the node's FRR, vxfedd and dataplane, the reflector."""
-        return {"node_bgpd": rss_of(frr_pid(self.node.frr, "bgpd")),
-                "node_zebra": rss_of(frr_pid(self.node.frr, "zebra")),
-                "vxfedd": rss_of(self.node.vxfedd.proc.pid),
-                "dataplane": rss_of(self.node.dataplane.proc.pid),
-                "reflector_bgpd": rss_of(frr_pid(self.rr, "bgpd")),
-                "reflector_zebra": rss_of(frr_pid(self.rr, "zebra"))}
+        """RSS of every daemon on the path: the node's FRR, vxfedd and dataplane, the reflectors
+        (the second one's keys reflector2_*)."""
+        out = {"node_bgpd": rss_of(frr_pid(self.node.frr, "bgpd")),
+               "node_zebra": rss_of(frr_pid(self.node.frr, "zebra")),
+               "vxfedd": rss_of(self.node.vxfedd.proc.pid),
+               "dataplane": rss_of(self.node.dataplane.proc.pid)}
+        for i, (_, _, frr) in enumerate(self.reflectors):
+            name = "reflector" if i == 0 else f"reflector{i + 1}"
+            out[f"{name}_bgpd"] = rss_of(frr_pid(frr, "bgpd"))
+            out[f"{name}_zebra"] = rss_of(frr_pid(frr, "zebra"))
+        return out
 
     def reflector_received(self) -> int:
-        """Prefixes the reflector holds from the speaker's two sessions."""
-        out = json.loads(self.rr.vtysh("show bgp ipv4 unicast summary json") or "{}")
-        peers = out.get("peers", {})
-        return sum(int(peers.get(ip, {}).get("pfxRcd", 0)) for ip in (SPK_A_IP, SPK_B_IP))
+        """Prefixes the reflectors hold from the speaker's sessions, all reflectors together."""
+        total = 0
+        for _, _, frr in self.reflectors:
+            out = json.loads(frr.vtysh("show bgp ipv4 unicast summary json") or "{}")
+            peers = out.get("peers", {})
+            total += sum(int(peers.get(ip, {}).get("pfxRcd", 0)) for ip in (SPK_A_IP, SPK_B_IP))
+        return total
 
     def wait_dataplane(self, count: int, timeout: float, what: str) -> float:
         return wait_until(lambda: self.dataplane_routes() == count, timeout, what, self.check_alive)

@@ -2,8 +2,9 @@
 new node block, each timed where it happens. perf/federation/scale.py repeats it; the
 integration test cluster_scale runs it once at small scale and checks what arrived.
 
-Clocks: every time is CLOCK_REALTIME. Wire times are tcpdump's capture times: on the
-reflector's uplink (an UPDATE's arrival there, the reflector's UPDATEs to the node), on the
+Clocks: every time is CLOCK_REALTIME. Wire times are tcpdump's capture times: on each
+reflector's uplink (an UPDATE's arrival there, the reflector's UPDATEs to the node; with two
+reflectors a first is the earlier of the two, a last the later), on the
 node's loopback (the route feed to vxfedd: bgpd's BMP messages, or zebra's FPM frames), on the
 underlay router (the node's VXLAN
 packets). The dataplane's route count is polled (vxfed-dpctl status every `poll` s), so its
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .proc import wait_until
-from .scale_bed import NODE_IP, RR_IP, SPK_A_IP, SPK_B_IP, ScaleBed
+from .scale_bed import NODE_IP, SPK_A_IP, SPK_B_IP, ScaleBed
 from .wire_capture import Capture, first_update, last_data, vxlan_inner_dst, vxlan_vni
 
 SPEAKERS = (SPK_A_IP, SPK_B_IP)
@@ -90,11 +91,14 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     n = bed.runs
     # Only what the timeline needs: the speaker's UPDATEs in, the reflector's out to the node
     # (what it reflects back to the speaker's client session is left out).
-    rr_cap = Capture(bed.rr_ns, "ul0", f"tcp port 179 and (src host {SPK_A_IP} or src host {SPK_B_IP} or "
-                     f"(src host {RR_IP} and dst host {NODE_IP}))", wd / f"rr-{n}.pcap", snaplen=128)
+    rr_ips = [ip for ip, _, _ in bed.reflectors]
+    rr_caps = [Capture(ns, "ul0", f"tcp port 179 and (src host {SPK_A_IP} or src host {SPK_B_IP} or "
+                       f"(src host {ip} and dst host {NODE_IP}))", wd / f"rr{'' if i == 0 else i + 1}-{n}.pcap",
+                       snaplen=128)
+               for i, (ip, ns, _) in enumerate(bed.reflectors)]
     feed_cap = Capture(bed.node.ns, "lo", f"tcp dst port {bed.feed_port}", wd / f"{bed.feed}-{n}.pcap", snaplen=96)
     gw_cap = Capture(bed.gw_ns, "ul0", "udp dst port 4789", wd / f"gw-{n}.pcap", snaplen=128)
-    for c in (rr_cap, feed_cap, gw_cap):
+    for c in (*rr_caps, feed_cap, gw_cap):
         c.start()
 
     tl.speaker_started = time.time()
@@ -107,7 +111,7 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
         log(f"{exc}; stopping this run")
         tl.timed_out = True
         tl.memory = {k: vars(v) for k, v in bed.memory().items()}
-        for c in (rr_cap, feed_cap, gw_cap):
+        for c in (*rr_caps, feed_cap, gw_cap):
             c.stop()
         return tl
     tl.memory = {k: vars(v) for k, v in bed.memory().items()}
@@ -129,17 +133,21 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
         ping.terminate()
         ping.wait(timeout=5)
 
-    rr_pk, feed_pk, gw_pk = rr_cap.stop(), feed_cap.stop(), gw_cap.stop()
-    tl.capture_drops = {"reflector": rr_cap.dropped, bed.feed: feed_cap.dropped, "router": gw_cap.dropped}
+    # Every reflector's capture in one list: a speaker's packets to either reflector count for
+    # its first and last UPDATE, each reflector's own to the node are told apart by its address.
+    rr_pk = sorted((p for c in rr_caps for p in c.stop()), key=lambda p: p.ts)
+    feed_pk, gw_pk = feed_cap.stop(), gw_cap.stop()
+    tl.capture_drops = {**{"reflector" if i == 0 else f"reflector{i + 1}": c.dropped for i, c in enumerate(rr_caps)},
+                        bed.feed: feed_cap.dropped, "router": gw_cap.dropped}
     burst = [p for p in rr_pk if p.ts < tl.new_announced]
     firsts = [p.ts for p in (first_update(burst, s) for s in SPEAKERS) if p]
     tl.first_update_at_rr = min(firsts) if firsts else None
     lasts = [p.ts for p in (last_data(burst, s) for s in SPEAKERS) if p]
     tl.last_update_at_rr = max(lasts) if lasts else None
-    p = first_update(burst, RR_IP)
-    tl.rr_first_to_node = p.ts if p else None
-    p = last_data(burst, RR_IP, dst=NODE_IP)
-    tl.rr_last_to_node = p.ts if p else None
+    firsts = [p.ts for p in (first_update(burst, ip) for ip in rr_ips) if p]
+    tl.rr_first_to_node = min(firsts) if firsts else None
+    lasts = [p.ts for p in (last_data(burst, ip, dst=NODE_IP) for ip in rr_ips) if p]
+    tl.rr_last_to_node = max(lasts) if lasts else None
     data = [p for p in feed_pk if p.length > 0]
     # Segments before the speaker's first UPDATE reached the reflector cannot carry a node
     # block: they are the feed's own start (a resync, BMP statistics), not the burst.
@@ -149,8 +157,8 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
     tl.feed_last = burst_feed[-1].ts if burst_feed else None
     p = first_update(rr_pk, SPK_B_IP, after=tl.new_announced)
     tl.new_update_at_rr = p.ts if p else None
-    p = first_update(rr_pk, RR_IP, after=tl.new_announced)
-    tl.new_rr_to_node = p.ts if p else None
+    firsts = [p.ts for p in (first_update(rr_pk, ip, after=tl.new_announced) for ip in rr_ips) if p]
+    tl.new_rr_to_node = min(firsts) if firsts else None
     after = [p for p in data if p.ts >= tl.new_announced]
     tl.new_feed = after[0].ts if after else None
     to_new = [p for p in gw_pk if p.dst == new_vtep and vxlan_inner_dst(p) == target]

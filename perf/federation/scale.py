@@ -5,6 +5,7 @@ vxfed node's dataplane, and one new node block after them.
     sudo perf/federation/scale.py --build-dir build                    # 130,000 routes, 3 runs
     sudo perf/federation/scale.py --build-dir build --routes 20000 --runs 2
     sudo perf/federation/scale.py --build-dir build --vteps 100        # routes sharing 100 VTEPs per cluster
+    sudo perf/federation/scale.py --build-dir build --reflectors 2     # the node peers with two reflectors
 
 The bed (harness/vxfed_harness/scale_bed.py): ExaBGP stands for the other nodes of both
 clusters (half the routes as an iBGP client of the reflector, half as the other cluster's
@@ -14,11 +15,17 @@ vxfed-reflector's config; the node runs FRR (bgpd as a view feeding vxfedd over 
 dataplane holds every route, announces one more block while the pod sends to it, and stops the
 speaker (every route withdrawn) before the next run.
 
+With --reflectors 2 cluster-a has a second reflector (rendered like the first, its own router
+id), the speaker sends every block to both and the node peers with both: FRR 8.4's BMP has no
+Loc-RIB monitoring, so the node's bgpd sends vxfedd each route once per reflector. The speaker
+is then one ExaBGP process per reflector (--speakers 1: one process with all four sessions).
+
 JSON to --out (default perf/results/federation-scale-<UTC time>.json): per run the timeline,
 medians with min/max over runs, the daemons' memory, the load average, and `goals` (the
 scale issue's: 130k end to end < 5 s (must: < 8 s), vxfed's part after the feed's last message
 < 0.3 s, withdrawing all < 5 s, a new block forwarding < 0.15 s after its UPDATE reached the
-reflector, bgpd + zebra + vxfedd <= 300 MB and vxfedd <= 100 MB on the node) with met
+reflector, bgpd + zebra + vxfedd <= 300 MB and vxfedd <= 100 MB on the node; with
+--reflectors 2 the end-to-end goal is the issue's for two reflectors, < 8 s) with met
 true/false (null: not measured). Keys of the feed's own times carry its name: bmp_first_s,
 bmp_last_s (the first and last segment of bgpd's BMP stream to vxfedd carrying the burst), or
 fpm_* with --feed fpm. Exit status 0 none unmet, 1 not, 3 the bed did
@@ -50,6 +57,9 @@ GOAL_WITHDRAW_ALL_S = 5.0
 GOAL_NEW_BLOCK_S = 0.15
 GOAL_NODE_MEMORY_MB = 300.0     # bgpd + zebra + vxfedd
 GOAL_VXFEDD_MEMORY_MB = 100.0
+# With two reflectors (each route reaches the node twice: no Loc-RIB monitoring in FRR 8.4's
+# BMP) the issue asks < 8 s end to end; its memory goals are stated for this case already.
+GOAL_END_TO_END_TWO_REFLECTORS_S = 8.0
 
 
 def figures(t: Timeline, feed: str) -> dict:
@@ -89,7 +99,7 @@ def git_commit() -> str:
     return res.stdout.strip()
 
 
-def summarize(runs: list[dict], memory: list[dict], routes: int, feed: str) -> dict:
+def summarize(runs: list[dict], memory: list[dict], routes: int, feed: str, reflectors: int = 1) -> dict:
     keys = runs[0]["figures"].keys()
     sp = {k: spread([r["figures"][k] for r in runs if r["figures"][k] is not None]) for k in keys}
     out = {k: {"median": s.median, "min": s.minimum, "max": s.maximum} for k, s in sp.items()}
@@ -104,13 +114,15 @@ def summarize(runs: list[dict], memory: list[dict], routes: int, feed: str) -> d
     if all(mem.get(f"{p}_rss_mb") is not None for p in ("node_bgpd", "node_zebra", "vxfedd")):
         node_mb = round(mem["node_bgpd_rss_mb"] + mem["node_zebra_rss_mb"] + mem["vxfedd_rss_mb"], 1)
     head = {
-        "feed": feed,
+        "feed": feed, "reflectors": reflectors,
         f"end_to_end_s{suffix}": e2e.median, f"vxfed_share_s{suffix}": share.median,
         f"vxfed_after_last_{feed}_s": after.median, "withdraw_all_s": withdraw.median,
         "new_block_to_forwarding_s": new.median,
         "frr_bgpd_rss_mb": mem.get("node_bgpd_rss_mb"), "frr_zebra_rss_mb": mem.get("node_zebra_rss_mb"),
         "reflector_bgpd_rss_mb": mem.get("reflector_bgpd_rss_mb"),
         "reflector_zebra_rss_mb": mem.get("reflector_zebra_rss_mb"),
+        **({"reflector2_bgpd_rss_mb": mem.get("reflector2_bgpd_rss_mb"),
+            "reflector2_zebra_rss_mb": mem.get("reflector2_zebra_rss_mb")} if reflectors == 2 else {}),
         "vxfedd_rss_mb": mem.get("vxfedd_rss_mb"), "dataplane_rss_mb": mem.get("dataplane_rss_mb"),
         "node_bgpd_zebra_vxfedd_rss_mb": node_mb,
     }
@@ -139,12 +151,16 @@ def summarize(runs: list[dict], memory: list[dict], routes: int, feed: str) -> d
     withdraw_goal = goal(withdraw, GOAL_WITHDRAW_ALL_S)
     if unfinished:     # a withdrawal that never finished is not met, whatever the others took
         withdraw_goal.update(met=False, every_run=False, not_finished_runs=len(unfinished))
+    stopped = [{"after_s": r["timeline"]["progress"][-1][0], "routes_in_dataplane": r["timeline"]["progress"][-1][1]}
+               for r in timed_out if r["timeline"]["progress"]]
+    if reflectors == 2:
+        end_to_end = {"end_to_end_under_8s_two_reflectors": dict(goal(e2e, GOAL_END_TO_END_TWO_REFLECTORS_S),
+                                                                 routes=routes, timed_out=stopped)}
+    else:
+        end_to_end = {"end_to_end_under_5s": dict(goal(e2e, GOAL_END_TO_END_S), routes=routes, timed_out=stopped),
+                      "end_to_end_under_8s_must": goal(e2e, GOAL_END_TO_END_MUST_S)}
     goals = {
-        "end_to_end_under_5s": dict(goal(e2e, GOAL_END_TO_END_S), routes=routes,
-                                    timed_out=[{"after_s": r["timeline"]["progress"][-1][0],
-                                                "routes_in_dataplane": r["timeline"]["progress"][-1][1]}
-                                               for r in timed_out if r["timeline"]["progress"]]),
-        "end_to_end_under_8s_must": goal(e2e, GOAL_END_TO_END_MUST_S),
+        **end_to_end,
         f"vxfed_after_last_{feed}_under_0.3s": goal(after, GOAL_VXFED_AFTER_FEED_S),
         "withdraw_all_under_5s": withdraw_goal,
         "new_block_under_0.15s": new_goal,
@@ -173,7 +189,14 @@ def main(argv: list[str]) -> int:
                         "reports its withdrawal as not finished and ends the series)")
     p.add_argument("--feed", choices=("bmp", "fpm"), default="bmp",
                    help="how the node's vxfedd learns routes (bgp.feed; default bmp, fpm: the path before)")
+    p.add_argument("--reflectors", type=int, choices=(1, 2), default=1,
+                   help="cluster-a's reflectors, each getting every block and peering with the node (default 1)")
+    p.add_argument("--speakers", type=int, choices=(1, 2),
+                   help="ExaBGP processes with --reflectors 2 (default 2: one per reflector; 1: one for all sessions)")
     args = p.parse_args(argv)
+    if args.speakers is not None and args.speakers > args.reflectors:
+        p.error("--speakers may not exceed --reflectors")
+    speakers = args.speakers or args.reflectors
     if os.geteuid() != 0:
         sys.exit("scale: must run as root (network namespaces)")
     if args.routes < 2 or args.routes % 2:
@@ -181,15 +204,18 @@ def main(argv: list[str]) -> int:
     require_frr()
     require_exabgp()
     tl.require_binary("bgp/vxfed-reflector", args.build_dir)
+    kind = "" if args.reflectors == 1 else f"{args.reflectors}rr-"
     out = args.out or tl.SOURCE_DIR / "perf" / "results" / \
-        f"federation-scale-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+        f"federation-scale-{kind}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "federation_scale", "feed": args.feed, "routes": args.routes, "vteps_per_cluster": args.vteps or "one per block",
+              "reflectors": args.reflectors, "speaker_processes": speakers,
               "runs": args.runs, "commit": git_commit(), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "cpus": os.cpu_count(), "loadavg_at_start": loadavg()}
     tl.log(f"load average {' '.join(result['loadavg_at_start'])} on {os.cpu_count()} CPUs")
     with tl.Topology("fedscale") as topo:
-        bed = ScaleBed(topo, args.routes // 2, vteps=args.vteps, build_dir=args.build_dir, feed=args.feed)
+        bed = ScaleBed(topo, args.routes // 2, vteps=args.vteps, build_dir=args.build_dir, feed=args.feed,
+                       reflectors=args.reflectors, speakers=speakers)
         try:
             bed.up()
         except tl.PartUnavailable as exc:
@@ -217,7 +243,7 @@ def main(argv: list[str]) -> int:
                    f"new block {f['new_block_to_forwarding_s']} s, withdraw all {f['withdraw_all_s']} s; "
                    f"load {' '.join(load)}")
         result["runs_detail"] = runs
-        result.update(summarize(runs, memory, args.routes, args.feed))
+        result.update(summarize(runs, memory, args.routes, args.feed, args.reflectors))
     result["loadavg_at_end"] = loadavg()
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({"headline": result["headline"], "goals": result["goals"]}, indent=1))
