@@ -40,12 +40,20 @@ struct VniCounters {
   Counter encap_packets, encap_bytes, decap_packets, decap_bytes, local_packets, local_bytes;
 };
 
+// VXLAN-GBP packets taken from the uplink (docs/dataplane.md "VXLAN Group Policy"): counted when
+// the parser accepted the header, before the tables' checks (which count their own drops).
+struct GroupPolicyCounters {
+  Counter rx_packets;            // G bit set: a Group Policy ID read
+  Counter rx_policy_applied;     // of those, with the A bit (the sender applied policy)
+};
+
 // One per worker, allocated by the runtime (new or rte_zmalloc; ~220 KiB), cache-line aligned
 // so that workers never share a line.
 struct alignas(64) WorkerCounters {
   PortCounters ports[kMaxPorts];           // by port index; this worker's queue of each port
   alignas(64) Counter drops[kDropReasonCount];   // by DropReason
   alignas(64) VniCounters vnis[kMaxVniSlots];    // by VniCounterSlots slot
+  alignas(64) GroupPolicyCounters group_policy;
   void drop(DropReason r, std::uint16_t port, std::uint64_t n = 1) {
     drops[static_cast<std::uint32_t>(r)].add(n);
     ports[port].drops.add(n);

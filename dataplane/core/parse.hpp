@@ -40,6 +40,10 @@ struct UplinkFrame {
   std::uint32_t inner_len = 0;              // inner Ethernet frame length (from the UDP length)
   std::uint32_t inner_dst_ip_be = 0;
   std::uint16_t inner_ip_total_len = 0;     // host order
+  // VXLAN-GBP (flags 0x88), when kind == Vxlan; all zero for plain VXLAN (flags 0x08).
+  std::uint16_t group_policy_id = 0;        // host order: the sender's group (a pod's identity)
+  bool group_policy = false;                // the G bit: group_policy_id came from the packet
+  bool group_policy_applied = false;        // the A bit: the sender already applied policy
 };
 
 struct UplinkParseOptions {
@@ -48,7 +52,8 @@ struct UplinkParseOptions {
 };
 
 // Validates Ethernet / IPv4 (no options, no fragment, good checksum, to our VTEP) / UDP 4789
-// (length consistent with IPv4) / VXLAN (flags 0x08) / inner Ethernet / inner IPv4 header.
+// (length consistent with IPv4) / VXLAN (flags 0x08, or 0x88 with a Group Policy header whose
+// reserved bits are zero) / inner Ethernet / inner IPv4 header.
 // Bytes beyond the IPv4 total length (Ethernet padding) are ignored.
 inline UplinkFrame parse_uplink_frame(ByteSpan first, std::uint32_t packet_len,
                                const UplinkParseOptions& options);

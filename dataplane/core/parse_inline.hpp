@@ -150,7 +150,15 @@ inline bool parse_ethernet_ipv4_start(ByteSpan first, std::uint32_t packet_len, 
   if (udp_len < sizeof(UdpHeader) + sizeof(VxlanHeader)) return fail(DropReason::Truncated);
   if (!readable(first, packet_len, inner_off, &why)) return fail(why);
   const auto vx = load<VxlanHeader>(first, vx_off);
-  if (vx.flags != kVxlanFlagsVni) return fail(DropReason::BadVxlanFlags);
+  if (vx.flags != kVxlanFlagsVni) {
+    // VXLAN-GBP: G and I. The fast path never takes these (its flags test is for 0x08 alone),
+    // so plain VXLAN pays nothing for them.
+    if (vx.flags != kVxlanFlagsGroupPolicyVni) return fail(DropReason::BadVxlanFlags);
+    if (vx.gbp_flags & kVxlanGbpReservedBits) return fail(DropReason::BadVxlanGbpBits);
+    f.group_policy = true;
+    f.group_policy_applied = (vx.gbp_flags & kVxlanGbpPolicyApplied) != 0;
+    f.group_policy_id = from_be16(vx.group_policy_id_be);
+  }
 
   // Inner Ethernet + IPv4 header (options allowed: they belong to the pods)
   const std::uint32_t inner_len = udp_len - sizeof(UdpHeader) - sizeof(VxlanHeader);

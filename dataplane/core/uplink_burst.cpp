@@ -132,7 +132,8 @@ namespace {
   drop(m, DropReason::IcmpFragNeededLearned, port, c);
 }
 
-// Everything the fast path did not take: ARP, ICMP, NIC-flagged checksums, malformed packets.
+// Everything the fast path did not take: ARP, ICMP, NIC-flagged checksums, VXLAN-GBP,
+// malformed packets.
 [[gnu::noinline]] void uplink_slow(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
   const std::uint16_t port = t.uplink_port();
   UplinkParseOptions opt;
@@ -158,6 +159,12 @@ namespace {
   const UplinkFrame f = parse_uplink_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m), opt);
   if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
   if (f.kind != FrameKind::Vxlan) return drop(m, f.drop, port, c);
+  // VXLAN-GBP packets come this way (the fast path takes flags 0x08 only); the group is read
+  // but not yet enforced (docs/dataplane.md "VXLAN Group Policy"): decapsulated as plain VXLAN.
+  if (f.group_policy) {
+    c.group_policy.rx_packets.add(1);
+    c.group_policy.rx_policy_applied.add(f.group_policy_applied ? 1 : 0);
+  }
   uplink_vxlan(t, m, f, tx, c);
 }
 

@@ -540,6 +540,13 @@ void Dataplane::fill_counters(v1::Counters& out) const {
     d->set_reason(std::string(drop_reason_name(static_cast<DropReason>(r))));
     d->set_packets(total);
   }
+  std::uint64_t gbp = 0, gbp_applied = 0;
+  for (unsigned w = 0; w < workers_; ++w) {
+    gbp += counters_[w]->group_policy.rx_packets.get();
+    gbp_applied += counters_[w]->group_policy.rx_policy_applied.get();
+  }
+  out.set_gbp_rx_packets(gbp);
+  out.set_gbp_rx_policy_applied(gbp_applied);
   const double tsc_hz = static_cast<double>(rte_get_tsc_hz());
   for (unsigned w = 0; w < contexts_.size(); ++w) {
     const auto& ctx = *contexts_[w];
@@ -588,6 +595,7 @@ std::string Dataplane::counters_text() const {
     if (d.packets() != 0) s << "  drop " << d.reason() << ": " << d.packets() << "\n";
   }
   s << "  drops total: " << total << " (" << kDropReasonCount << " reasons; zeros not shown)\n";
+  s << "  vxlan-gbp received: " << c.gbp_rx_packets() << " (policy applied: " << c.gbp_rx_policy_applied() << ")\n";
   s << "  arp requests sent: " << arp_->requests_sent() << "\n";
   for (const auto& e : path_mtus_.exceptions())
     s << "  path mtu toward " << net::Ipv4Addr::from_network(e.vtep_ip_be).str() << ": " << e.mtu << " (expires in "

@@ -116,6 +116,8 @@ struct Case {
   std::optional<DropReason> drop;         // the one drop counted, if any
   std::uint32_t seg_size = 0;             // > 0: input as a chain of segments this big
   bool jumbo_pool = false;                // input in one 9 KiB segment
+  // VXLAN-GBP counters that must move (every other case: they stay 0).
+  std::uint64_t gbp_rx = 0, gbp_policy_applied = 0;
 };
 
 Case forward(std::string name, std::string desc, std::uint16_t rx, Bytes in, std::uint16_t out, Bytes want) {
@@ -316,9 +318,27 @@ std::vector<Case> cases() {
   {
     const Bytes inner = remote_inner(kVniA, kPod1Ip, 18);
     const Bytes good = from_vtep(2, kVniA, inner);
-    for (std::uint8_t flags : {0x00, 0x0c, 0x88, 0x80, 0xff})
-      c.push_back(dropped("vxlan_flags_" + std::to_string(flags), "VXLAN flags byte != 0x08", kUplink,
+    for (std::uint8_t flags : {0x00, 0x0c, 0x8c, 0x80, 0xc8, 0xff})
+      c.push_back(dropped("vxlan_flags_" + std::to_string(flags), "VXLAN flags byte neither 0x08 nor 0x88", kUplink,
                           with(good, 42, flags), DropReason::BadVxlanFlags));
+    // VXLAN-GBP (flags 0x88): the Group Policy header is read, counted, and the packet
+    // decapsulated as plain VXLAN; reserved bits in its second byte are dropped.
+    const Bytes gbp = with(with(with(good, 42, 0x88), 44, 0x12), 45, 0x34);
+    Case gbp_group = forward("decap_gbp_group", "VXLAN-GBP, group 0x1234: decapsulated, counted", kUplink, gbp, kPod1,
+                             decapsulated(inner, kPod1Mac, kVniA));
+    gbp_group.gbp_rx = 1;
+    c.push_back(gbp_group);
+    Case gbp_applied = forward("decap_gbp_policy_applied", "VXLAN-GBP with D and A: decapsulated, A counted", kUplink,
+                               with(gbp, 43, 0x48), kPod1, decapsulated(inner, kPod1Mac, kVniA));
+    gbp_applied.gbp_rx = gbp_applied.gbp_policy_applied = 1;
+    c.push_back(gbp_applied);
+    for (std::uint8_t bit : {0x01, 0x02, 0x04, 0x10, 0x20, 0x80})
+      c.push_back(dropped("vxlan_gbp_reserved_" + std::to_string(bit), "VXLAN-GBP with a reserved bit of its second byte",
+                          kUplink, with(gbp, 43, bit), DropReason::BadVxlanGbpBits));
+    Case gbp_unknown_vtep = dropped("decap_gbp_unknown_vtep", "VXLAN-GBP from an unknown VTEP: counted as GBP, then dropped",
+                                    kUplink, with(with(from_vtep(77, kVniA, inner), 42, 0x88), 45, 9), DropReason::UnknownVtep);
+    gbp_unknown_vtep.gbp_rx = 1;
+    c.push_back(gbp_unknown_vtep);
     for (std::size_t len = 0; len < good.size(); ++len)
       c.push_back(dropped("truncated_at_" + std::to_string(len), "valid VXLAN frame cut after this many bytes", kUplink,
                           Bytes(good.begin(), good.begin() + static_cast<long>(len)), DropReason::Truncated));
@@ -426,6 +446,8 @@ TEST_P(PacketCase, Verdict) {
     EXPECT_EQ(total_drops, 0u);
   }
   EXPECT_EQ(counters->ports[k.rx_port].rx_packets.get(), 1u);
+  EXPECT_EQ(counters->group_policy.rx_packets.get(), k.gbp_rx);
+  EXPECT_EQ(counters->group_policy.rx_policy_applied.get(), k.gbp_policy_applied);
 
   int staged = 0;
   for (std::uint16_t i = 0; i < tx->n_dirty; ++i) staged += tx->ports[tx->dirty[i]].count;

@@ -1,4 +1,5 @@
-// VXLAN header (RFC 7348) and the sizes of the whole outer encapsulation.
+// VXLAN header (RFC 7348), its Group Policy extension (VXLAN-GBP, draft-smith-vxlan-group-policy,
+// what Linux's vxlan driver speaks with `gbp`), and the sizes of the whole outer encapsulation.
 #pragma once
 
 #include <cstdint>
@@ -12,11 +13,24 @@
 namespace vxfed::wire {
 
 struct __attribute__((packed)) VxlanHeader {
-  std::uint8_t flags;           // must be 0x08 (I bit: the VNI is valid)
-  std::uint8_t reserved1[3];
+  std::uint8_t flags;           // 0x08 (I bit: the VNI is valid), or 0x88 with G (Group Policy)
+  // Reserved in plain VXLAN (sent as zero, ignored on receipt); with G set, VXLAN-GBP's
+  // D and A bits and the 16-bit Group Policy ID.
+  std::uint8_t gbp_flags;
+  be16 group_policy_id_be;
   be32 vni_reserved_be;         // VNI in the high 24 bits, reserved low byte
 };
 static_assert(sizeof(VxlanHeader) == 8);
+
+// VXLAN-GBP: the G bit of the flags byte says the next three bytes are a Group Policy header.
+// Only G|I is taken with it (G without I, or any other flag, is bad_vxlan_flags).
+constexpr std::uint8_t kVxlanFlagGroupPolicy = 0x80;
+constexpr std::uint8_t kVxlanFlagsGroupPolicyVni = kVxlanFlagGroupPolicy | 0x08;
+// The bits of gbp_flags: D (the receiver must not learn the source from this packet) and A
+// (policy was already applied to this packet on the way). The others are reserved: must be 0.
+constexpr std::uint8_t kVxlanGbpDontLearn = 0x40;
+constexpr std::uint8_t kVxlanGbpPolicyApplied = 0x08;
+constexpr std::uint8_t kVxlanGbpReservedBits = static_cast<std::uint8_t>(~(kVxlanGbpDontLearn | kVxlanGbpPolicyApplied));
 
 // The numbers every part shares (common/net/vxlan.hpp), under their wire names.
 using net::kVniMax;

@@ -79,8 +79,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (f.kind != r.kind || (f.kind == dp::FrameKind::Drop && f.drop != r.drop) ||
         (f.kind == dp::FrameKind::Vxlan &&
          (f.vni != r.vni || f.outer_src_ip_be != r.outer_src_ip_be || f.inner_len != r.inner_len ||
-          f.inner_dst_ip_be != r.inner_dst_ip_be || f.inner_ip_total_len != r.inner_ip_total_len)))
+          f.inner_dst_ip_be != r.inner_dst_ip_be || f.inner_ip_total_len != r.inner_ip_total_len ||
+          f.group_policy != r.group_policy || f.group_policy_id != r.group_policy_id ||
+          f.group_policy_applied != r.group_policy_applied)))
       __builtin_trap();
+    // VXLAN-GBP: a VXLAN verdict has the Group Policy fields exactly when the flags byte (offset
+    // 42) is G|I, read from bytes 43-45 with no reserved bit set; plain VXLAN has them zero.
+    if (r.kind == dp::FrameKind::Vxlan) {
+      const bool gbp = data[42] == 0x88;
+      if (r.group_policy != gbp || (!gbp && data[42] != 0x08)) __builtin_trap();
+      if (gbp ? ((data[43] & 0xb7) != 0 || r.group_policy_applied != ((data[43] & 0x08) != 0) ||
+                 r.group_policy_id != (data[44] << 8 | data[45]))
+              : (r.group_policy_applied || r.group_policy_id != 0))
+        __builtin_trap();
+    }
   }
   // The underlay ICMP parser: a verdict names a VTEP and a positive MTU; the whole message is
   // read from the first segment only.
