@@ -9,7 +9,8 @@ vxfedd of two clusters (cluster-a, cluster-b) on one real etcd, and a third with
      same for two pods with the same labels;
   2. a file with an unknown field, a bad CIDR, a reversed port range and a selector operator
      that does not exist (and a valid Pod) is refused with exit 1 naming each field, and the
-     store's policy keys are unchanged (nothing applied);
+     store's policy keys are unchanged (nothing applied); a file that cannot be read and one
+     over the API's 4 MiB request limit are refused by vxfedctl itself (exit 2);
   3. `policy delete -f` removes A's objects, `policy delete pod NS/NAME` B's; B's listing no
      longer has them; the same delete again counts the objects as absent;
   4. the vxfedd without a store refuses every policy op saying it needs the federation store.
@@ -207,6 +208,11 @@ def test_main() -> None:
             assert not any(p["name"] == "lonely" for p in b.ctl_json("policy", "get")["pods"])
             r = ctl(a, "policy", "apply", "-f", str(topo.workdir / "missing.yaml"))
             assert r.returncode == 2 and "cannot be read" in r.stderr, (r.returncode, r.stderr)
+            huge = topo.workdir / "huge.yaml"
+            huge.write_text("# padding\n" * 500_000)  # 5 MB: over the API's 4 MiB request limit
+            r = a.ctl("policy", "apply", "-f", str(huge))
+            assert r.returncode == 2 and "vxfedd takes at most" in r.stderr, (r.returncode, r.stderr)
+            a.check_alive()
 
             # 3. deletes: A's by its file, B's by name.
             deleted = a.ctl_json("policy", "delete", "-f", str(files["a.yaml"]))
