@@ -40,6 +40,7 @@ a node of a federation this size would (no ARP for 130,000 VTEPs).
 
 from __future__ import annotations
 
+import concurrent.futures
 import ipaddress
 import json
 from dataclasses import dataclass
@@ -223,8 +224,15 @@ class ScaleBed:
         return all(ip in up for ip, _, _ in self.reflectors)
 
     def start_speaker(self) -> None:
-        for spk in self.speakers:
-            spk.start()
+        """Every speaker process at once: ExaBGP reads its whole route list before it connects
+        (seconds at 130,000), and one started after the other would reach its reflector only
+        when the first had sent everything, the node then full from one reflector alone."""
+        if len(self.speakers) == 1:
+            self.speaker.start()
+            return
+        with concurrent.futures.ThreadPoolExecutor(len(self.speakers)) as pool:
+            for f in [pool.submit(spk.start) for spk in self.speakers]:
+                f.result()
 
     def stop_speaker(self) -> None:
         for spk in self.speakers:
@@ -265,6 +273,12 @@ class ScaleBed:
             peers = out.get("peers", {})
             total += sum(int(peers.get(ip, {}).get("pfxRcd", 0)) for ip in (SPK_A_IP, SPK_B_IP))
         return total
+
+    def node_received(self) -> list[int]:
+        """Prefixes the node's bgpd holds from each of its reflectors (its pfxRcd)."""
+        out = json.loads(self.node.frr.vtysh("show bgp ipv4 unicast summary json") or "{}")
+        peers = out.get("peers", {})
+        return [int(peers.get(ip, {}).get("pfxRcd", 0)) for ip, _, _ in self.reflectors]
 
     def wait_dataplane(self, count: int, timeout: float, what: str) -> float:
         return wait_until(lambda: self.dataplane_routes() == count, timeout, what, self.check_alive)

@@ -39,6 +39,7 @@ class Timeline:
     feed_last: Optional[float] = None              # (BMP: bgpd's Route Monitoring; FPM: zebra's frames)
     dataplane_all: Optional[float] = None          # the dataplane holds every route (polled)
     dataplane_previous_poll: Optional[float] = None
+    all_copies_at_node: Optional[float] = None     # two reflectors: the node's bgpd holds both copies (polled)
     new_announced: Optional[float] = None          # the API command written to the speaker
     new_update_at_rr: Optional[float] = None       # its UPDATE reaching the reflector
     new_rr_to_node: Optional[float] = None
@@ -116,6 +117,17 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
         return tl
     tl.memory = {k: vars(v) for k, v in bed.memory().items()}
     log(f"every route in the dataplane {tl.dataplane_all - tl.speaker_started:.2f} s after the speaker started")
+    if len(bed.reflectors) > 1:
+        # The dataplane is full once each block came through either reflector; the other's copies
+        # may still be on their way. The new block is timed once the node's bgpd holds the whole
+        # burst from every reflector, so that nothing of the burst passes for it (bmp_last_s is
+        # then the node's bgpd's last message of both copies), and the memory is taken again
+        # with both copies in.
+        wait_until(lambda: min(bed.node_received()) >= bed.total, timeout,
+                   "the node's bgpd to hold every block from every reflector", bed.check_alive)
+        tl.all_copies_at_node = time.time()
+        log(f"the node's bgpd holds every block from each of its {len(bed.reflectors)} reflectors "
+            f"{tl.all_copies_at_node - tl.speaker_started:.2f} s after the speaker started")
 
     # The new block: the pod sends to an address in it all along; the first VXLAN packet to
     # its VTEP at the router is the moment the node forwards to it.
@@ -135,6 +147,8 @@ def run_once(bed: ScaleBed, timeout: float = 1800, poll: float = 0.1, withdraw: 
 
     # Every reflector's capture in one list: a speaker's packets to either reflector count for
     # its first and last UPDATE, each reflector's own to the node are told apart by its address.
+    if len(bed.reflectors) > 1:
+        tl.memory = {k: vars(v) for k, v in bed.memory().items()}
     rr_pk = sorted((p for c in rr_caps for p in c.stop()), key=lambda p: p.ts)
     feed_pk, gw_pk = feed_cap.stop(), gw_cap.stop()
     tl.capture_drops = {**{"reflector" if i == 0 else f"reflector{i + 1}": c.dropped for i, c in enumerate(rr_caps)},

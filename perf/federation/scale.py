@@ -80,6 +80,8 @@ def figures(t: Timeline, feed: str) -> dict:
         # vxfed's part that does not overlap the feed's stream
         f"vxfed_after_last_{feed}_s": t.since(t.feed_last, t.dataplane_all),
         "dataplane_poll_resolution_s": t.since(t.dataplane_previous_poll, t.dataplane_all),
+        # two reflectors: the node's bgpd holding every block from both (polled, ~0.1 s late)
+        "all_copies_at_node_s": t.since(t0, t.all_copies_at_node),
         "speaker_start_to_first_update_s": t.since(t.speaker_started, t0),
         # the new block, stage by stage from its UPDATE's arrival at the reflector
         "new_block_reflector_to_node_s": t.since(t.new_update_at_rr, t.new_rr_to_node),
