@@ -13,6 +13,8 @@ vxfedd of two clusters (cluster-a, cluster-b) on one real etcd, and a third with
      over the API's 4 MiB request limit are refused by vxfedctl itself (exit 2);
   3. `policy delete -f` removes A's objects, `policy delete pod NS/NAME` B's; B's listing no
      longer has them; the same delete again counts the objects as absent;
+  3b. with etcd silent (SIGSTOP), an apply waits on vxfedd's store thread while `status`
+     answers at once (< 1 s), and is refused within its 4 s bound (UNAVAILABLE, "may or may not");
   4. the vxfedd without a store refuses every policy op saying it needs the federation store.
 No dataplane is needed: policy lives in vxfedd and the store.
 """
@@ -20,6 +22,9 @@ No dataplane is needed: policy lives in vxfedd and the store.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 
 import vxfed_harness as t
 from vxfed_harness.etcd_cluster import EtcdCluster
@@ -141,7 +146,7 @@ def test_main() -> None:
     with t.Topology("ctlpol") as topo:
         cluster = EtcdCluster(topo, members=1)
         cluster.start()
-        fed = {"endpoints": cluster.endpoints.split(","), "key_prefix": PREFIX, "request_timeout_ms": 1000}
+        fed = {"endpoints": cluster.endpoints.split(","), "key_prefix": PREFIX, "request_timeout_ms": 3000}
         daemons = []
         for name, cl, vtep, subnet, federation in (("node-a", "cluster-a", "198.18.0.1", "10.244.0.0/16", fed),
                                                      ("node-b", "cluster-b", "198.18.0.2", "10.245.0.0/16", fed),
@@ -226,6 +231,38 @@ def test_main() -> None:
             assert again["deleted"] == 4 and again["absent_deletes"] == 4, again
             r = ctl(b, "policy", "delete", "service", "prod/x")
             assert r.returncode == 2 and "not a kind" in r.stderr, (r.returncode, r.stderr)
+
+            # 3b. etcd silent (SIGSTOP: connections stay open, nothing answers): the apply waits
+            # on vxfedd's store thread, not its API thread, so `status` answers meanwhile; the
+            # apply is refused within its 4 s bound saying it may or may not have landed.
+            etcd = cluster.procs[0]
+            etcd.send_signal(signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                apply = subprocess.Popen([str(a.ctl_program), "--socket", str(a.socket), "policy", "apply", "-f",
+                                          str(files["a.yaml"])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(0.5)
+                asked = time.monotonic()
+                status = a.ctl("--json", "status")
+                status_took = time.monotonic() - asked
+                assert apply.poll() is None, "the apply did not wait for the silent store"
+                assert status.returncode in (0, 4) and json.loads(status.stdout)["cluster"] == "cluster-a", status.stderr
+                assert status_took < 1.0, f"status took {status_took:.2f} s while a policy apply waited for the store"
+                out, err = apply.communicate(timeout=15)
+                apply_took = time.monotonic() - started
+            finally:
+                etcd.send_signal(signal.SIGCONT)
+            t.log(f"etcd silent: status answered in {status_took * 1000:.0f} ms while the apply waited; "
+                  f"the apply refused after {apply_took:.2f} s: {err.strip()[:200]}")
+            assert apply.returncode == 1 and "UNAVAILABLE" in err and "may or may not" in err, (apply.returncode, err)
+            # The client gives up on its own after request_timeout_ms (3000 for the one member:
+            # long enough that a store call on the API thread would hold `status` for seconds);
+            # PolicyApi's 4 s CallDeadline is the bound, plus process start and slack.
+            assert 2.0 <= apply_took <= 5.5, f"the apply's answer came after {apply_took:.2f} s (bound: 4 s)"
+            # The store answers again; the refused apply may have landed: deleting is safe either way.
+            t.wait_for(lambda: a.ctl("policy", "get").returncode == 0, 20, "policy get after etcd resumed")
+            gone = a.ctl_json("policy", "delete", "-f", str(files["a.yaml"]))
+            assert gone["deleted"] == 4, gone
 
             # 4. no federation store: a clear refusal, for every op.
             for args in (("policy", "get"), ("policy", "apply", "-f", str(files["a.yaml"])),
