@@ -12,7 +12,7 @@ other nodes played by one BGP speaker (ExaBGP) instead of N machines.
                         as deploy/vxfed-reflector.yaml and federation_bed.py run two
       node 198.18.0.11  FRR (bgpd as the view `vxfed` with its BMP feed to vxfedd, zebra, or with
                         feed="fpm" bgpd + zebra's FPM stream), vxfed-dataplane, vxfedd; iBGP to
-                        rr; one CNI pod
+                        rr (and rr2); one CNI pod
       gw   198.18.0.1   the underlay router: the dataplane sends every remote VTEP's frames
                         to its MAC; captures there show what the node forwarded
 
@@ -22,12 +22,13 @@ the other cluster's over eBGP from that cluster's reflector, next hops unchanged
 learns them all over its one session, as docs/bgp.md describes.
 
 With reflectors=2 every node of both clusters sends its block to both of cluster-a's
-reflectors, and the node peers with both (docs/bgp.md: a node's `bgp.peers` lists its
-cluster's two reflectors): the node's bgpd, with no Loc-RIB monitoring in FRR 8.4's BMP, sends
+reflectors, and the node peers with both (as deploy/vxfed-daemonset.yaml's `bgp.peers` lists
+its cluster's two reflectors): the node's bgpd, with no Loc-RIB monitoring in FRR 8.4's BMP, sends
 vxfedd every route once per reflector. The speaker then has the same two sessions to rr2 too,
 by default in an ExaBGP process of its own (speakers=2: the reflectors get their copies in
-parallel, as from real nodes; speakers=1 puts all four sessions in one process, which sends
-the two copies one after the other).
+parallel, as from real nodes; speakers=1 puts all four sessions in one process, which
+interleaves them: measured at 130,000, the first copy of the last block then arrives with the
+second, docs/federation.md "Two reflectors per cluster").
 
 Addresses: cluster-a's pods are in 10.64.0.0/10, cluster-b's in 10.128.0.0/10, one /26 block
 per node (65,536 per cluster). Block i of a cluster has VTEP base+256+i (cluster-a 198.18/16,
