@@ -95,6 +95,11 @@ void render_dataplane_metrics(Exposition& w, const MetricsInput& in) {
              "Snapshot or Delta received to new tables in force (validate, build, RCU grace period).")
         .histogram(histogram_of(c.table_update_seconds()));
   }
+  // VXLAN Group Policy (docs/dataplane.md): received and decapsulated, not enforced yet.
+  w.counter("vxfed_dataplane_gbp_rx_packets_total", "VXLAN-GBP packets received (G bit set), any group.",
+            c.gbp_rx_packets());
+  w.counter("vxfed_dataplane_gbp_rx_policy_applied_total",
+            "VXLAN-GBP packets received with the A bit (the sender applied its policy).", c.gbp_rx_policy_applied());
   w.family("vxfed_dataplane_api_rejected_total", Type::counter,
            "Dataplane API connections refused: peer neither root nor the dataplane's uid (SO_PEERCRED).")
       .sample(c.api_refused(), {{"reason", "permission_denied"}});
