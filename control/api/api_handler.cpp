@@ -103,6 +103,13 @@ void ApiHandler::handle(const v1::ControlRequest& request, Reply reply) {
         reply(std::move(response));
       }))
     return;
+  // Global services are control/services/'s (the same way).
+  if (view_.services && view_.services(request, [this, op = op_name(request), reply, started](v1::ControlResponse response) {
+        ++counters_.requests;
+        finish(response, op, started);
+        reply(std::move(response));
+      }))
+    return;
   auto response = answer(request);
   const std::uint32_t wait_ms =
       request.op_case() == v1::ControlRequest::kAttachEndpoint ? request.attach_endpoint().wait_ms() : 0;

@@ -24,6 +24,8 @@ struct DaemonView {
   // Network policy (PolicyApply/PolicyDelete/PolicyGet, control/policy/): answers through its
   // reply, on this thread, once the federation store has. Unset: those requests are unknown.
   std::function<bool(const v1::ControlRequest&, std::function<void(v1::ControlResponse)>)> policy;
+  // Global services (ServiceApply/ServiceDelete/ServiceGet, control/services/): likewise.
+  std::function<bool(const v1::ControlRequest&, std::function<void(v1::ControlResponse)>)> services;
 };
 
 // Per operation (the name of the request's `op` field: "attach_endpoint", ...; requests with

@@ -20,6 +20,7 @@
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
 #include "control/cli/policy_command.hpp"
+#include "control/cli/service_command.hpp"
 #include "control/cli/table_printer.hpp"
 
 namespace v1 = vxfed::control::v1;
@@ -471,6 +472,10 @@ int main(int argc, char** argv) {
   dump->callback([&] { result = g.check ? check_only(g, "dump-dataplane") : cmd_dump_dataplane(g, dp_socket); });
 
   vxfed::control::add_policy_command(
+      app, {[&g](v1::ControlRequest& req, v1::ControlResponse& res, int& exit) { return call(g, req, res, exit); },
+            to_json, [&g](const std::string& command) { return check_only(g, command); }, &g.json, &g.check, &result,
+            kUsage});
+  vxfed::control::add_service_command(
       app, {[&g](v1::ControlRequest& req, v1::ControlResponse& res, int& exit) { return call(g, req, res, exit); },
             to_json, [&g](const std::string& command) { return check_only(g, command); }, &g.json, &g.check, &result,
             kUsage});

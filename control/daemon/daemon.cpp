@@ -21,6 +21,7 @@
 #include "control/node/node_state.hpp"
 #include "control/metrics/tcp_counters.hpp"
 #include "control/policy/policy_api.hpp"
+#include "control/services/service_api.hpp"
 
 namespace vxfed::control {
 
@@ -41,6 +42,7 @@ struct Daemon::Impl {
   MemoryTrim memory_trim{io};                  // before the route source that feeds it
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<PolicyApi> policy;            // null without the federation store
+  std::unique_ptr<ServiceApi> services;         // null without the federation store or services.range
   std::unique_ptr<NodeState> state;
   std::unique_ptr<DataplaneClient> dataplane;
   std::unique_ptr<ApiHandler> handler;
@@ -284,6 +286,11 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     auto policy = PolicyApi::create(d.io, d.config, d.log);
     if (!policy) return make_error(policy.error());
     d.policy = std::move(*policy);
+    if (d.config.services.range) {
+      auto services = ServiceApi::create(d.io, d.config, d.log);
+      if (!services) return make_error(services.error());
+      d.services = std::move(*services);
+    }
   }
   auto state = NodeState::open(d.config, state_options, &notes);
   d.log_notes(notes);
@@ -306,6 +313,12 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     if (!PolicyApi::handles(request)) return false;
     if (d.policy) d.policy->handle(request, std::move(reply));
     else reply(PolicyApi::without_store(request));
+    return true;
+  };
+  view.services = [&d](const v1::ControlRequest& request, std::function<void(v1::ControlResponse)> reply) {
+    if (!ServiceApi::handles(request)) return false;
+    if (d.services) d.services->handle(request, std::move(reply));
+    else reply(ServiceApi::unconfigured(request, d.config));
     return true;
   };
   d.handler = std::make_unique<ApiHandler>(*d.state, view);

@@ -73,7 +73,7 @@ void check_bgp_against_cluster(Config& c) {
 void parse_into(Config& c, const YAML::Node& root) {
   const Field top(root, "");
   if (!top.present()) fail("", "the file is empty");
-  top.allow({"node", "cluster", "daemon", "dataplane", "vni", "networks", "bgp", "bpf", "federation"});
+  top.allow({"node", "cluster", "daemon", "dataplane", "vni", "networks", "bgp", "bpf", "federation", "services"});
 
   const Field node = top["node"];
   if (!node.present()) node.fail("is required");
@@ -170,6 +170,19 @@ void parse_into(Config& c, const YAML::Node& root) {
       (ok.error().find("key prefix") != std::string::npos ? f["key_prefix"] : f["tls"]).fail(ok.error());
     if (auto ok = federation::FederationStore::validate_name("node", c.node.name); !ok)
       node["name"].fail(ok.error() + " (it is a key in the federation store)");
+  }
+
+  // Global services (docs/services.md): the VIP range; absent, the service requests are refused.
+  if (top.has("services")) {
+    const Field services = top["services"];
+    services.allow({"range"});
+    const Field range = services["range"];
+    if (!range.present()) range.fail("is required (the VIP range of global services, like 10.96.0.0/24)");
+    auto prefix = net::Ipv4Prefix::parse(range.str());
+    if (!prefix) range.fail(prefix.error());
+    if (prefix->len == 0 || prefix->len > 30)
+      range.fail("'" + range.str() + "' must be a prefix of length 1 to 30 (at least two VIPs besides its network and broadcast)");
+    c.services.range = *prefix;
   }
 
   const Field vni = top["vni"];

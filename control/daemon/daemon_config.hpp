@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
 #include "bgp/config.hpp"
+#include "common/net/ipv4.hpp"
 #include "vni/pool.hpp"
 #include "common/result.hpp"
 
@@ -98,6 +100,11 @@ struct Config {
     // no endpoint for this long (checked at every reconcile).
     std::uint64_t empty_block_release_seconds = 600;
   } federation;
+
+  // Global services (docs/services.md): where VIPs come from; absent until configured.
+  struct Services {
+    std::optional<net::Ipv4Prefix> range;
+  } services;
 
   std::vector<vni::PoolSpec> pools;            // default: federation 1000-2000
   std::uint64_t hold_down_ms = vni::kDefaultHoldDownMs;

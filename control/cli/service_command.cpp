@@ -1,0 +1,184 @@
+#include "control/cli/service_command.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "control/cli/table_printer.hpp"
+
+namespace vxfed::control {
+
+namespace {
+
+// The file's text, or nullopt after saying why on stderr. "-" is stdin.
+std::optional<std::string> read_input(const std::string& path) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << "vxfedctl: -f " << path << ": cannot be read\n";
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    std::cerr << "vxfedctl: -f " << path << ": read error\n";
+    return std::nullopt;
+  }
+  return text.str();
+}
+
+// vxfedd closes a connection whose request is over 4 MiB (control.proto): said here instead.
+bool fits_request(const std::string& path, const std::string& text) {
+  constexpr std::size_t kMaxText = (4u << 20) - 4096;
+  if (text.size() <= kMaxText) return true;
+  std::cerr << "vxfedctl: -f " << path << ": " << text.size() << " bytes; vxfedd takes at most " << kMaxText
+            << " in one request (split the file)\n";
+  return false;
+}
+
+std::string source_name(const std::string& path) { return path == "-" ? "stdin" : path; }
+
+std::string joined(const google::protobuf::RepeatedPtrField<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
+  return out.empty() ? "-" : out;
+}
+
+void print_applied(const v1::ServiceApplied& a, bool deleted) {
+  std::cout << (deleted ? "deleted" : "applied") << " for cluster " << a.cluster() << " at revision " << a.revision()
+            << ": " << (deleted ? a.deleted_size() : a.written_size()) << " service(s)";
+  if (a.absent_deletes() > 0) std::cout << " (" << a.absent_deletes() << " were not in the store)";
+  std::cout << "\n";
+  for (const auto& v : a.allocated()) std::cout << "VIP allocated: " << v << "\n";
+  for (const auto& v : a.released()) std::cout << "VIP released (held down): " << v << "\n";
+}
+
+int run_apply(const ServiceCommandContext& c, const std::string& file) {
+  auto text = read_input(file);
+  if (!text || !fits_request(file, *text)) return c.usage_exit;
+  v1::ControlRequest req;
+  req.mutable_service_apply()->set_text(*text);
+  req.mutable_service_apply()->set_source(source_name(file));
+  v1::ControlResponse res;
+  int exit = 0;
+  if (!c.call(req, res, exit)) return exit;
+  if (*c.json) std::cout << c.to_json(res.service_applied()).dump(2) << "\n";
+  else print_applied(res.service_applied(), false);
+  return 0;
+}
+
+int run_delete(const ServiceCommandContext& c, const std::string& file, const std::vector<std::string>& names) {
+  v1::ControlRequest req;
+  auto* del = req.mutable_service_delete();
+  if (!file.empty()) {
+    auto text = read_input(file);
+    if (!text || !fits_request(file, *text)) return c.usage_exit;
+    del->set_text(*text);
+    del->set_source(source_name(file));
+  }
+  for (const auto& n : names) {
+    const auto slash = n.find('/');
+    if (slash == std::string::npos) {
+      std::cerr << "vxfedctl: service delete: '" << n << "' must be NAMESPACE/NAME\n";
+      return c.usage_exit;
+    }
+    auto* ref = del->add_services();
+    ref->set_namespace_(n.substr(0, slash));
+    ref->set_name(n.substr(slash + 1));
+  }
+  if (file.empty() && names.empty()) {
+    std::cerr << "vxfedctl: service delete: give -f FILE or NAMESPACE/NAME...\n";
+    return c.usage_exit;
+  }
+  v1::ControlResponse res;
+  int exit = 0;
+  if (!c.call(req, res, exit)) return exit;
+  if (*c.json) std::cout << c.to_json(res.service_applied()).dump(2) << "\n";
+  else print_applied(res.service_applied(), true);
+  return 0;
+}
+
+std::string strategy_text(const v1::ServiceInfo& s) {
+  std::string out = s.strategy();
+  if (!s.weights().empty()) {
+    std::map<std::string, std::uint32_t> sorted(s.weights().begin(), s.weights().end());
+    std::string w;
+    for (const auto& [cluster, weight] : sorted) w += (w.empty() ? "" : ",") + cluster + "=" + std::to_string(weight);
+    out += " (" + w + ")";
+  }
+  if (s.failover_order_size() > 0) out += " (" + joined(s.failover_order()) + ")";
+  return out;
+}
+
+int run_get(const ServiceCommandContext& c) {
+  v1::ControlRequest req;
+  req.mutable_service_get();
+  v1::ControlResponse res;
+  int exit = 0;
+  if (!c.call(req, res, exit)) return exit;
+  const auto& l = res.service_listing();
+  if (*c.json) {
+    std::cout << c.to_json(l).dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "federation store revision " << l.revision() << ": " << l.services_size() << " service(s), range "
+            << (l.service_range().empty() ? "-" : l.service_range()) << "\n\n";
+  TablePrinter services({"SERVICE", "VIP", "STRATEGY", "PORTS", "CLUSTERS"});
+  for (const auto& s : l.services()) {
+    std::string ports;
+    for (const auto& p : s.ports())
+      ports += (ports.empty() ? "" : ",") + (p.name().empty() ? "" : p.name() + ":") + std::to_string(p.port()) + "/" +
+               p.protocol() + "->" + std::to_string(p.target_port());
+    services.row({s.namespace_() + "/" + s.name(), s.vip().empty() ? "-" : s.vip(), strategy_text(s), ports,
+                  joined(s.clusters())});
+  }
+  services.print(std::cout);
+  std::cout << "\n";
+  TablePrinter backends({"SERVICE", "CLUSTER", "BACKEND", "READY"});
+  for (const auto& s : l.services())
+    for (const auto& b : s.backends())
+      backends.row({s.namespace_() + "/" + s.name(), b.cluster(), b.address(), b.ready() ? "true" : "false"});
+  backends.print(std::cout);
+  std::cout << "\n";
+  TablePrinter exports({"SERVICE", "EXPORTED-BY", "CONFLICT", "REASON", "MESSAGE"});
+  for (const auto& e : l.conditions())
+    exports.row({e.namespace_() + "/" + e.name(), e.cluster(), e.conflict() ? "True" : "False", e.reason(),
+                 e.message().empty() ? "-" : e.message()});
+  exports.print(std::cout);
+  return 0;
+}
+
+}  // namespace
+
+void add_service_command(CLI::App& app, ServiceCommandContext context) {
+  auto c = std::make_shared<ServiceCommandContext>(std::move(context));
+  auto* service = app.add_subcommand(
+      "service", "global services in the federation store, for this node's cluster (needs vxfedd's federation and services sections)");
+  service->require_subcommand(1);
+
+  auto apply_file = std::make_shared<std::string>();
+  auto* apply = service->add_subcommand(
+      "apply", "apply Service, EndpointSlice and ServiceExport objects as `kubectl get -o yaml` prints them, all or nothing");
+  apply->add_option("-f,--filename", *apply_file, "YAML file (one object, a --- stream or a List); - for stdin")->required();
+  apply->callback([c, apply_file] {
+    *c->result = *c->check ? c->check_only("service apply") : run_apply(*c, *apply_file);
+  });
+
+  auto delete_file = std::make_shared<std::string>();
+  auto delete_names = std::make_shared<std::vector<std::string>>();
+  auto* del = service->add_subcommand("delete", "delete this cluster's services a file holds (-f) or NAMESPACE/NAME...");
+  del->add_option("-f,--filename", *delete_file, "YAML file whose services are deleted; - for stdin");
+  del->add_option("services", *delete_names, "NAMESPACE/NAME of each service");
+  del->callback([c, delete_file, delete_names] {
+    *c->result = *c->check ? c->check_only("service delete") : run_delete(*c, *delete_file, *delete_names);
+  });
+
+  service->add_subcommand("get", "every federated service: VIP, strategy, ports, backends per cluster, export conditions")
+      ->callback([c] { *c->result = *c->check ? c->check_only("service get") : run_get(*c); });
+}
+
+}  // namespace vxfed::control
