@@ -1,5 +1,7 @@
 #include "control/services/service_requests.hpp"
 
+#include <set>
+
 #include "policy/names.hpp"
 #include "services/parse.hpp"
 
