@@ -12,7 +12,8 @@ two vxfedd of two clusters (cluster-a, cluster-b) on one real etcd, `services: {
      the range and a backend outside every cluster's CIDR, are refused with exit 1 naming each
      field, and the store's service keys are unchanged (nothing applied);
   4. delete: cluster-a's by name, cluster-b's by its file; the VIP is held down (its key says
-     so) and `get` lists no service; the same delete again counts it absent;
+     so) and `get` lists no service; the same delete again counts it absent; then both
+     clusters export default/api at the same moment, five rounds: one VIP allocated each time;
   5. the vxfedd without a services range refuses the ops naming the missing key.
 No dataplane is needed: services live in vxfedd and the store.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import subprocess
 
 import vxfed_harness as t
 from vxfed_harness.etcd_cluster import EtcdCluster
@@ -227,6 +229,29 @@ def test_main() -> None:
             assert again.get("absent_deletes") == 1 and not again.get("deleted"), again
             r = ctl(b, "service", "delete", "web")
             assert r.returncode == 2 and "NAMESPACE/NAME" in r.stderr, (r.returncode, r.stderr)
+
+            # 4b. both clusters export default/api at the same moment, five times over (each
+            # round deleted again): one VIP each round, whichever transaction wins.
+            for i in range(5):
+                for d, cl, addr in ((a, "cluster-a", "10.244.0.9"), (b, "cluster-b", "10.245.0.9")):
+                    (topo.workdir / f"api-{cl}.yaml").write_text(
+                        web(cl, addr, "2026-12-06T10:00:00Z").replace("name: web", "name: api")
+                        .replace("service-name: web", "service-name: api"))
+                procs = [subprocess.Popen([str(d.ctl_program), "--socket", str(d.socket), "--json", "service", "apply",
+                                           "-f", str(topo.workdir / f"api-{cl}.yaml")],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         for d, cl in ((a, "cluster-a"), (b, "cluster-b"))]
+                outs = [p.communicate(timeout=15) for p in procs]
+                assert all(p.returncode == 0 for p in procs), outs
+                allocated = [x for out, _ in outs for x in json.loads(out).get("allocated", [])]
+                assert len(allocated) == 1, f"round {i}: {allocated}"
+                services = a.ctl_json("service", "get")["services"]
+                assert len(services) == 1, services
+                svc = services[0]
+                assert svc["name"] == "api" and len(svc["backends"]) == 2 and svc["vip"] == allocated[0].split()[1], svc
+                for d in (a, b):
+                    assert d.ctl("service", "delete", "default/api").returncode == 0
+            t.log("five simultaneous exports of default/api from both clusters: one VIP each time")
 
             # 5. no services range: a clear refusal naming the key.
             for args in (("service", "get"), ("service", "apply", "-f", str(files["a.yaml"]))):
