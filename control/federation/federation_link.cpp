@@ -6,28 +6,13 @@
 #include <boost/asio/post.hpp>
 
 #include "common/net/ipv4.hpp"
+#include "control/federation/store_access.hpp"
 #include "control/node/node_state.hpp"
 
 namespace vxfed::control {
 
 namespace asio = boost::asio;
 namespace fed = ::vxfed::federation;
-
-namespace {
-
-v1::ErrorCode api_code(fed::Code code) {
-  switch (code) {
-    case fed::Code::unavailable: return v1::UNAVAILABLE;
-    case fed::Code::exhausted: return v1::EXHAUSTED;
-    case fed::Code::conflict: return v1::ALREADY_EXISTS;
-    case fed::Code::invalid: return v1::INVALID_ARGUMENT;
-    case fed::Code::not_found: return v1::NOT_FOUND;
-    case fed::Code::internal: return v1::INTERNAL;
-  }
-  return v1::INTERNAL;
-}
-
-}  // namespace
 
 unsigned FederationLink::block_length_of(const NetworkConfig& network) {
   if (network.block_prefix_len != 0) return network.block_prefix_len;
@@ -37,14 +22,7 @@ unsigned FederationLink::block_length_of(const NetworkConfig& network) {
 
 Result<std::unique_ptr<FederationLink>> FederationLink::create(asio::io_context& io, const Config& config,
                                                                std::shared_ptr<spdlog::logger> log) {
-  fed::EtcdOptions options;
-  options.endpoints = config.federation.endpoints;
-  options.ca_file = config.federation.ca_file;
-  options.cert_file = config.federation.cert_file;
-  options.key_file = config.federation.key_file;
-  options.key_prefix = config.federation.key_prefix;
-  options.request_timeout_ms = config.federation.request_timeout_ms;
-  options.client_name = config.node.name;  // the nodes spread over the members (docs/federation.md, "The client")
+  fed::EtcdOptions options = etcd_options(config);
   options.attempt_timeout_ms = 0;  // the library's: 250 ms, doubled after a pass without any reply
   // Each call's attempts, member by member: at info when it was not one quick answer (a silent
   // member, an election, a failure), else at debug.

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "control/federation/store_access.hpp"
 #include "control/node/node_state.hpp"
 #include "control/policy/policy_requests.hpp"
 
@@ -9,29 +10,6 @@ namespace vxfed::control {
 
 namespace asio = boost::asio;
 namespace fed = ::vxfed::federation;
-
-namespace {
-
-v1::ErrorCode api_code(fed::Code code) {
-  switch (code) {
-    case fed::Code::unavailable: return v1::UNAVAILABLE;
-    case fed::Code::exhausted: return v1::EXHAUSTED;
-    case fed::Code::conflict: return v1::ALREADY_EXISTS;
-    case fed::Code::invalid: return v1::INVALID_ARGUMENT;
-    case fed::Code::not_found: return v1::NOT_FOUND;
-    case fed::Code::internal: return v1::INTERNAL;
-  }
-  return v1::INTERNAL;
-}
-
-v1::ControlResponse refused(v1::ErrorCode code, std::string error) {
-  v1::ControlResponse response;
-  response.set_code(code);
-  response.set_error(std::move(error));
-  return response;
-}
-
-}  // namespace
 
 bool PolicyApi::handles(const v1::ControlRequest& request) {
   switch (request.op_case()) {
@@ -53,14 +31,7 @@ v1::ControlResponse PolicyApi::without_store(const v1::ControlRequest& request) 
 Result<std::unique_ptr<PolicyApi>> PolicyApi::create(asio::io_context& io, const Config& config,
                                                      std::shared_ptr<spdlog::logger> log) {
   if (!config.federation.enabled) return make_error("network policy needs the federation store (no federation section)");
-  fed::EtcdOptions options;
-  options.endpoints = config.federation.endpoints;
-  options.ca_file = config.federation.ca_file;
-  options.cert_file = config.federation.cert_file;
-  options.key_file = config.federation.key_file;
-  options.key_prefix = config.federation.key_prefix;
-  options.request_timeout_ms = config.federation.request_timeout_ms;
-  options.client_name = config.node.name;
+  fed::EtcdOptions options = etcd_options(config);
   auto client = fed::EtcdClient::create(options);
   if (!client) return make_error(config.source + ": federation: " + client.error());
   return std::unique_ptr<PolicyApi>(new PolicyApi(io, config, std::move(*client), std::move(log)));

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "control/federation/store_access.hpp"
 #include "control/node/node_state.hpp"
 #include "control/services/service_requests.hpp"
 
@@ -10,29 +11,6 @@ namespace vxfed::control {
 namespace asio = boost::asio;
 namespace fed = ::vxfed::federation;
 namespace svc = ::vxfed::services;
-
-namespace {
-
-v1::ErrorCode api_code(fed::Code code) {
-  switch (code) {
-    case fed::Code::unavailable: return v1::UNAVAILABLE;
-    case fed::Code::exhausted: return v1::EXHAUSTED;
-    case fed::Code::conflict: return v1::ALREADY_EXISTS;
-    case fed::Code::invalid: return v1::INVALID_ARGUMENT;
-    case fed::Code::not_found: return v1::NOT_FOUND;
-    case fed::Code::internal: return v1::INTERNAL;
-  }
-  return v1::INTERNAL;
-}
-
-v1::ControlResponse refused(v1::ErrorCode code, std::string error) {
-  v1::ControlResponse response;
-  response.set_code(code);
-  response.set_error(std::move(error));
-  return response;
-}
-
-}  // namespace
 
 bool ServiceApi::handles(const v1::ControlRequest& request) {
   switch (request.op_case()) {
@@ -68,14 +46,7 @@ Result<std::unique_ptr<ServiceApi>> ServiceApi::create(asio::io_context& io, con
                                                        std::shared_ptr<spdlog::logger> log) {
   if (!config.federation.enabled) return make_error("global services need the federation store (no federation section)");
   if (!config.services.range) return make_error("global services need services.range");
-  fed::EtcdOptions options;
-  options.endpoints = config.federation.endpoints;
-  options.ca_file = config.federation.ca_file;
-  options.cert_file = config.federation.cert_file;
-  options.key_file = config.federation.key_file;
-  options.key_prefix = config.federation.key_prefix;
-  options.request_timeout_ms = config.federation.request_timeout_ms;
-  options.client_name = config.node.name;
+  fed::EtcdOptions options = etcd_options(config);
   auto client = fed::EtcdClient::create(options);
   if (!client) return make_error(config.source + ": federation: " + client.error());
   return std::unique_ptr<ServiceApi>(new ServiceApi(io, config, std::move(*client), std::move(log)));
