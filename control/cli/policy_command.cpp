@@ -1,13 +1,11 @@
 #include "control/cli/policy_command.hpp"
 
 #include <cctype>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <memory>
-#include <sstream>
 
+#include "control/cli/input_file.hpp"
 #include "control/cli/table_printer.hpp"
 
 namespace vxfed::control {
@@ -16,37 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
-// The file's text, or nullopt after saying why on stderr. "-" is stdin.
-std::optional<std::string> read_input(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << "vxfedctl: -f " << path << ": cannot be read\n";
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    std::cerr << "vxfedctl: -f " << path << ": read error\n";
-    return std::nullopt;
-  }
-  return text.str();
-}
-
-// vxfedd closes a connection whose request is over 4 MiB (control.proto); said here instead of
-// a dropped connection. The margin covers the request's other fields.
-bool fits_request(const std::string& path, const std::string& text) {
-  constexpr std::size_t kMaxText = (4u << 20) - 4096;
-  if (text.size() <= kMaxText) return true;
-  std::cerr << "vxfedctl: -f " << path << ": " << text.size() << " bytes; vxfedd takes at most " << kMaxText
-            << " in one request (split the file: each apply is one store transaction anyway)\n";
-  return false;
-}
-
 // "1 policy", "2 policies".
 std::string count(std::uint32_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
-
-std::string source_name(const std::string& path) { return path == "-" ? "stdin" : path; }
 
 std::string labels_text(const google::protobuf::Map<std::string, std::string>& m) {
   std::map<std::string, std::string> sorted(m.begin(), m.end());

@@ -1,46 +1,15 @@
 #include "control/cli/service_command.hpp"
 
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <memory>
-#include <optional>
-#include <sstream>
 
+#include "control/cli/input_file.hpp"
 #include "control/cli/table_printer.hpp"
 
 namespace vxfed::control {
 
 namespace {
-
-// The file's text, or nullopt after saying why on stderr. "-" is stdin.
-std::optional<std::string> read_input(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << "vxfedctl: -f " << path << ": cannot be read\n";
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    std::cerr << "vxfedctl: -f " << path << ": read error\n";
-    return std::nullopt;
-  }
-  return text.str();
-}
-
-// vxfedd closes a connection whose request is over 4 MiB (control.proto): said here instead.
-bool fits_request(const std::string& path, const std::string& text) {
-  constexpr std::size_t kMaxText = (4u << 20) - 4096;
-  if (text.size() <= kMaxText) return true;
-  std::cerr << "vxfedctl: -f " << path << ": " << text.size() << " bytes; vxfedd takes at most " << kMaxText
-            << " in one request (split the file)\n";
-  return false;
-}
-
-std::string source_name(const std::string& path) { return path == "-" ? "stdin" : path; }
 
 std::string joined(const google::protobuf::RepeatedPtrField<std::string>& items) {
   std::string out;
