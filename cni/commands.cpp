@@ -23,6 +23,7 @@
 #include "cni/node_path.hpp"
 #include "cni/node_block.hpp"
 #include "cni/offloads.hpp"
+#include "cni/pod_routes.hpp"
 #include "cni/records.hpp"
 #include "cni/requested.hpp"
 #include "cni/rollback.hpp"
@@ -303,6 +304,13 @@ Done dataplane_carries(VxfeddClient& client, const NetConf& conf, const CniEnv& 
   }
 }
 
+// The gateway ADD reported for the pod's interface (its routes go via it); "" when none.
+std::string prev_gateway(const CniResult& prev, int iface_index) {
+  for (const auto& ip : prev.ips)
+    if ((!ip.interface || *ip.interface == iface_index) && !ip.gateway.empty()) return ip.gateway;
+  return "";
+}
+
 std::map<std::string, std::string> pod_args(const CniEnv& env) {
   std::map<std::string, std::string> out;
   for (const auto& key : pod_arg_keys())
@@ -331,6 +339,8 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (network->block)
     if (auto r = check_requested_in_blocks(*wanted, static_addresses(conf.raw), network->blocks, conf.network); !r)
       return r.error();
+  if (auto bad = service_cidrs_problem(conf.service_cidrs, network->subnet, network->remote, conf.network))
+    return cni_error(kInvalidConfig, *bad);
   auto nsfd = NetnsFd::open(env.netns);
   if (!nsfd) return nsfd.error();
   auto host_nl = Netlink::open();
@@ -438,24 +448,19 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   }
   CniResult result;
   result.routes.push_back({net::Ipv4Prefix::make(kNodeHop, 32).str(), ""});
-  std::set<net::Ipv4Prefix> routed;
-  auto route_via = [&](const net::Ipv4Prefix& dst, net::Ipv4Addr gw) -> Done {
-    if (!routed.insert(dst).second) return done();
-    if (auto st = pod_nl->add_route(pod_index, dst, gw, false); !st)
-      return iface_error("cannot add a route in the pod", st.error());
-    result.routes.push_back({dst.str(), gw.str()});
-    return done();
-  };
-  if (auto r = route_via(network->subnet, network->gateway); !r) return r.error();
-  for (const auto& remote : network->remote)
-    if (auto r = route_via(remote, network->gateway); !r) return r.error();
+  PodRouteSources sources{network->subnet, network->gateway, network->remote, conf.service_cidrs, {}};
   for (const auto& rt : ip_result->routes) {
     auto dst = route_destination(rt.dst);
     if (!dst) continue;  // IPv6 or not an address: not ours to install
     net::Ipv4Addr gw = network->gateway;
     if (!rt.gw.empty())
       if (auto g = net::Ipv4Addr::parse(rt.gw)) gw = *g;
-    if (auto r = route_via(*dst, gw); !r) return r.error();
+    sources.ipam.push_back({*dst, gw});
+  }
+  for (const auto& route : plan_pod_routes(sources)) {
+    if (auto st = pod_nl->add_route(pod_index, route.dst, route.gw, false); !st)
+      return iface_error("cannot add the route " + route.dst.str() + " via " + route.gw.str() + " in the pod", st.error());
+    result.routes.push_back({route.dst.str(), route.gw.str()});
   }
 
   auto host_link = host_nl->get_link(host);
@@ -611,6 +616,21 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
       return e.dst == *dst && (gw.value == 0 || e.gateway == gw);
     });
     if (!present) return fail("the route " + rt.dst + (rt.gw.empty() ? "" : " via " + rt.gw) + " is missing");
+  }
+  // The config's service range too, whatever prevResult says: a pod attached before the range
+  // was configured lacks it, and reaches no VIP until it is re-created.
+  if (auto gw = net::Ipv4Addr::parse(prev_gateway(prev, prev_index)); gw) {
+    for (std::size_t i = 0; i < conf.service_cidrs.size(); ++i) {
+      const auto& dst = conf.service_cidrs[i];
+      const bool present = std::any_of(routes->begin(), routes->end(),
+                                       [&](const RouteEntry& e) { return e.dst == dst && e.gateway == *gw; });
+      if (!present)
+        return fail("the route " + dst.str() + " via " + gw->str() + " (serviceCidrs[" + std::to_string(i) +
+                    "]) is missing: it was deleted, or the pod was attached before the service range was configured "
+                    "(re-create the pod)");
+    }
+  } else if (!conf.service_cidrs.empty()) {
+    return fail("prevResult has no gateway for " + env.ifname + " to check the serviceCidrs routes against");
   }
   auto host_nl = Netlink::open();
   if (!host_nl) return iface_error("cannot talk to the kernel (rtnetlink)", host_nl.error());

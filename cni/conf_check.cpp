@@ -13,6 +13,8 @@ Expected<std::string> check_vxfed(const nlohmann::json& conf, const std::string&
   if (!parsed) return cni_error(parsed.error().code, where + ": " + parsed.error().msg, parsed.error().details);
   std::string s = "vxfed network " + parsed->network;
   s += parsed->ipam_type.empty() ? ", no IPAM" : ", " + parsed->ipam_type + " IPAM";
+  for (std::size_t i = 0; i < parsed->service_cidrs.size(); ++i)
+    s += (i ? " " : ", service range ") + parsed->service_cidrs[i].str();
   if (parsed->cni_version == "1.1.0") out.warnings.push_back(cni_version_1_1_warning(where));
   out.vxfed.emplace_back(where, std::move(*parsed));
   return s;

@@ -1,5 +1,6 @@
 #include "cni/netconf.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -47,6 +48,32 @@ Expected<std::vector<Attachment>> read_attachments(const nlohmann::json& list, c
         !a.contains("ifname") || !a["ifname"].is_string())
       return cni_error(kInvalidConfig, std::string(key) + " entries need string containerID and ifname");
     out.push_back({a["containerID"].get<std::string>(), a["ifname"].get<std::string>()});
+  }
+  return out;
+}
+
+// "serviceCidrs": a list of IPv4 prefixes in the strict spelling (host bits zero), each once.
+// Length 0 is refused: it would be a second default route, and in the chained install it would
+// take the place of the one IPAM sends to the node hop (the first route to a destination wins).
+Expected<std::vector<net::Ipv4Prefix>> read_service_cidrs(const nlohmann::json& list) {
+  std::vector<net::Ipv4Prefix> out;
+  if (!list.is_array())
+    return cni_error(kInvalidConfig, "\"serviceCidrs\" must be an array of IPv4 prefixes like [\"10.96.0.0/24\"]");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string field = "serviceCidrs[" + std::to_string(i) + "]";
+    if (!list[i].is_string())
+      return cni_error(kInvalidConfig, field + " must be a string, an IPv4 prefix like \"10.96.0.0/24\"");
+    const std::string text = list[i].get<std::string>();
+    if (text.find(':') != std::string::npos)
+      return cni_error(kUnsupportedField, field + ": \"" + text + "\" is IPv6; vxfed networks are IPv4 only");
+    auto prefix = net::Ipv4Prefix::parse(text);
+    if (!prefix) return cni_error(kInvalidConfig, field + ": " + prefix.error());
+    if (prefix->len == 0)
+      return cni_error(kInvalidConfig, field + ": \"" + text + "\" is every address; give the service range "
+                                                                "(vxfedd's services.range), a prefix of length 1 to 32");
+    if (std::find(out.begin(), out.end(), *prefix) != out.end())
+      return cni_error(kInvalidConfig, field + ": \"" + text + "\" is listed twice");
+    out.push_back(*prefix);
   }
   return out;
 }
@@ -135,6 +162,12 @@ Expected<NetConf> parse_netconf(const std::string& stdin_text) {
         j["dataplaneTimeoutMs"].get<std::uint64_t>() > 30000)
       return cni_error(kInvalidConfig, "\"dataplaneTimeoutMs\" must be an integer between 1 and 30000");
     c.dataplane_timeout_ms = j["dataplaneTimeoutMs"].get<std::uint32_t>();
+  }
+
+  if (j.contains("serviceCidrs") && !j["serviceCidrs"].is_null()) {
+    auto cidrs = read_service_cidrs(j["serviceCidrs"]);
+    if (!cidrs) return cidrs.error();
+    c.service_cidrs = std::move(*cidrs);
   }
 
   if (j.contains("ipam") && !j["ipam"].is_null()) {

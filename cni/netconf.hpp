@@ -12,6 +12,7 @@
 #include "cni/errors.hpp"
 #include "cni/cni_result.hpp"
 #include "cni/version.hpp"
+#include "common/net/ipv4.hpp"
 
 namespace vxfed::cni {
 
@@ -46,6 +47,10 @@ struct NetConf {
   std::string log_level = "warn";
   std::uint32_t timeout_ms = 5000;            // per vxfedd request
   std::uint32_t dataplane_timeout_ms = 5000;  // ADD: how long vxfedd may wait for the dataplane to take the pod
+  // The global services' VIP range(s) (vxfedd's services.range): routed via the network's
+  // gateway like the remote cluster CIDRs, so VIP traffic enters the dataplane, which
+  // translates it. Empty: no service route.
+  std::vector<net::Ipv4Prefix> service_cidrs;
   std::optional<std::string> runtime_mac;     // runtimeConfig.mac, validated
   std::optional<Bandwidth> bandwidth;         // runtimeConfig.bandwidth, validated
   std::optional<CniResult> prev_result;

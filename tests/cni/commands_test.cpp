@@ -258,6 +258,20 @@ TEST_F(Commands, AnAddressRequestedOutsideTheNodesBlockIsRefusedBeforeIpam) {
   expect_error(cmd_add(conf("1.1.0", whole), env(Command::kAdd)), kContainerUnknown, "does not exist");
 }
 
+TEST_F(Commands, AServiceRangeHoldingPodAddressesIsRefusedBeforeIpam) {
+  FakeVxfedd fake(tmp_.path);
+  expect_error(cmd_add(conf("1.1.0", {{"serviceCidrs", {"10.96.0.0/24", "10.244.64.0/18"}}}), env(Command::kAdd)),
+               kInvalidConfig, "serviceCidrs[1]: 10.244.64.0/18 overlaps vxfed network \"fed-a\"'s subnet 10.244.0.0/16");
+  // The remote cluster CIDRs come from vxfedd (fed-a: 10.245.0.0/16).
+  expect_error(cmd_add(conf("1.1.0", {{"serviceCidrs", {"10.245.7.0/24"}}}), env(Command::kAdd)), kInvalidConfig,
+               "serviceCidrs[0]: 10.245.7.0/24 overlaps 10.245.0.0/16, another cluster's CIDR");
+  EXPECT_TRUE(ipam_calls().empty());
+  EXPECT_TRUE(fake.endpoints().empty());
+  // A range apart from every pod address passes (and the ADD goes on, to fail at the missing namespace).
+  expect_error(cmd_add(conf("1.1.0", {{"serviceCidrs", {"10.96.0.0/24"}}}), env(Command::kAdd)), kContainerUnknown,
+               "does not exist");
+}
+
 // ---------------------------------------------------------------------------------------- DEL
 
 TEST_F(Commands, DelDetachesReleasesTheAddressAndForgetsTheRecord) {

@@ -28,6 +28,17 @@ TEST(ConfCheck, EachVxfedPluginIsHandedOnAsADDSeesItWithWhereItIs) {
   EXPECT_EQ(single->vxfed[0].second.network, "fed-b");
 }
 
+TEST(ConfCheck, TheSummaryNamesTheServiceRangeAndRefusalsNameItsEntry) {
+  auto out = check_network_file(R"({"cniVersion": "1.0.0", "name": "fed-a", "plugins": [
+    {"type": "vxfed", "serviceCidrs": ["10.96.0.0/24", "10.97.0.0/24"], "ipam": {"type": "host-local"}}]})");
+  ASSERT_TRUE(out.ok()) << out.error().msg;
+  EXPECT_EQ(out->summary, "conflist fed-a (1.0.0): vxfed network fed-a, host-local IPAM, service range 10.96.0.0/24 10.97.0.0/24");
+  auto bad = check_network_file(R"({"cniVersion": "1.0.0", "name": "fed-a", "plugins": [
+    {"type": "vxfed", "serviceCidrs": ["10.96.0.7/24"], "ipam": {"type": "host-local"}}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().msg.find("plugins[0]: serviceCidrs[0]: "), std::string::npos) << bad.error().msg;
+}
+
 // libcni before 1.2 runs the plugins of a 1.1.0 list, then cannot read their result: the pod
 // is wired and the runtime reports a failed ADD. Valid, so a warning that says what to set.
 TEST(ConfCheck, CniVersion110IsValidWithAWarningNamingTheRuntimesAndTheFix) {

@@ -23,6 +23,7 @@ TEST(NetConf, ParsesDefaults) {
   EXPECT_EQ(c->state_dir, kDefaultStateDir);
   EXPECT_FALSE(c->bandwidth.has_value());
   EXPECT_FALSE(c->prev_result.has_value());
+  EXPECT_TRUE(c->service_cidrs.empty());
 }
 
 TEST(NetConf, ReadsEveryField) {
@@ -35,6 +36,7 @@ TEST(NetConf, ReadsEveryField) {
   j["logFile"] = "/tmp/log";
   j["logLevel"] = "debug";
   j["timeoutMs"] = 1000;
+  j["serviceCidrs"] = {"10.96.0.0/24", "10.97.0.0/16"};
   j["runtimeConfig"] = {{"mac", "0A:58:0A:F4:01:05"},
                         {"bandwidth", {{"ingressRate", 1000000}, {"ingressBurst", 100000}}}};
   j["cni.dev/valid-attachments"] = json::array({{{"containerID", "a"}, {"ifname", "net1"}}});
@@ -45,6 +47,9 @@ TEST(NetConf, ReadsEveryField) {
   EXPECT_EQ(c->mtu, 8900u);
   EXPECT_EQ(c->socket, "/tmp/s.sock");
   EXPECT_EQ(c->timeout_ms, 1000u);
+  ASSERT_EQ(c->service_cidrs.size(), 2u);
+  EXPECT_EQ(c->service_cidrs[0].str(), "10.96.0.0/24");
+  EXPECT_EQ(c->service_cidrs[1].str(), "10.97.0.0/16");
   EXPECT_EQ(*c->runtime_mac, "0a:58:0a:f4:01:05");
   ASSERT_TRUE(c->bandwidth);
   EXPECT_EQ(c->bandwidth->ingress_rate, 1000000u);
@@ -103,12 +108,37 @@ TEST(NetConf, RefusesBadConfigs) {
       {"fractional rate", with_rc({{"bandwidth", {{"ingressRate", 1.5}, {"ingressBurst", 10}}}}), 7, "positive integer"},
       {"prevResult not object", with("prevResult", "x"), 6, "prevResult"},
       {"valid-attachments malformed", with("cni.dev/valid-attachments", json::array({1})), 7, "containerID"},
+      {"serviceCidrs not a list", with("serviceCidrs", "10.96.0.0/24"), 7, "\"serviceCidrs\" must be an array"},
+      {"serviceCidrs entry not a string", with("serviceCidrs", {"10.96.0.0/24", 5}), 7, "serviceCidrs[1] must be a string"},
+      {"serviceCidrs host bits", with("serviceCidrs", {"10.96.0.1/24"}), 7, "serviceCidrs[0]: "},
+      {"serviceCidrs no length", with("serviceCidrs", {"10.96.0.0"}), 7, "serviceCidrs[0]: "},
+      {"serviceCidrs garbage", with("serviceCidrs", {"10.96.0.0/24", "ten/8"}), 7, "serviceCidrs[1]: "},
+      {"serviceCidrs everything", with("serviceCidrs", {"0.0.0.0/0"}), 7, "serviceCidrs[0]: \"0.0.0.0/0\" is every address"},
+      {"serviceCidrs twice", with("serviceCidrs", {"10.96.0.0/24", "10.96.0.0/24"}), 7, "serviceCidrs[1]: \"10.96.0.0/24\" is listed twice"},
+      {"serviceCidrs IPv6", with("serviceCidrs", {"fd00:96::/112"}), 2, "serviceCidrs[0]: \"fd00:96::/112\" is IPv6"},
   };
   for (const auto& c : cases) {
     auto r = parse_netconf(c.text);
     ASSERT_FALSE(r.ok()) << c.description;
     EXPECT_EQ(r.error().code, c.code) << c.description << ": " << r.error().msg;
     EXPECT_NE(r.error().msg.find(c.message_part), std::string::npos) << c.description << ": " << r.error().msg;
+  }
+}
+
+// The strict prefix spelling's hint reaches the user with the field (common/net/ipv4.hpp).
+TEST(NetConf, AServiceRangeWithHostBitsSaysWhatWasMeant) {
+  auto r = parse_netconf(with("serviceCidrs", {"10.96.0.1/24"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().msg.find("10.96.0.0/24"), std::string::npos) << r.error().msg;
+}
+
+TEST(NetConf, AnEmptyOrNullServiceRangeRoutesNothing) {
+  for (const json& v : {json::array(), json(nullptr)}) {
+    auto j = base();
+    j["serviceCidrs"] = v;
+    auto c = parse_netconf(j.dump());
+    ASSERT_TRUE(c.ok()) << c.error().msg;
+    EXPECT_TRUE(c->service_cidrs.empty());
   }
 }
 
