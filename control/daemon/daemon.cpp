@@ -22,6 +22,8 @@
 #include "control/metrics/tcp_counters.hpp"
 #include "control/policy/policy_api.hpp"
 #include "control/services/service_api.hpp"
+#include "control/services/service_follower.hpp"
+#include "control/services/service_programmer.hpp"
 
 namespace vxfed::control {
 
@@ -43,6 +45,10 @@ struct Daemon::Impl {
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<PolicyApi> policy;            // null without the federation store
   std::unique_ptr<ServiceApi> services;         // null without the federation store or services.range
+  // vxfedd's service compiler (docs/services.md, "Serving a VIP"): the store's services followed
+  // and compiled into the dataplane's Service entries; null like `services`.
+  std::unique_ptr<ServiceProgrammer> service_programmer;
+  std::unique_ptr<ServiceFollower> service_follower;
   std::unique_ptr<NodeState> state;
   std::unique_ptr<DataplaneClient> dataplane;
   std::unique_ptr<ApiHandler> handler;
@@ -86,6 +92,39 @@ struct Daemon::Impl {
     if (bgp)
       for (const auto& p : bgp->peers()) out.push_back(peer_info(p));
     return out;
+  }
+
+  // The network the VIPs are served on: services.network, else the node's only network.
+  ServiceNode service_node() const {
+    ServiceNode node;
+    node.cluster = config.cluster.name;
+    std::string network = config.services.network;
+    if (network.empty()) {
+      const auto networks = state->list_networks();
+      if (networks.size() == 1) network = networks.front().spec().name();
+    }
+    if (!network.empty()) node.vni = state->vni_of(network);
+    const NodeState* s = state.get();
+    node.reaches = [s](std::uint32_t vni, net::Ipv4Addr address) { return s->reaches(vni, address); };
+    return node;
+  }
+
+  // What the compiler changed goes to the node's tables (only entries that differ are sent).
+  void program_services(const ServiceProgrammer::Changes& changes) {
+    if (changes.empty()) return;
+    for (const auto& entry : changes.upserts) {
+      if (const auto* held = find_service(entry.id()); held && held->SerializeAsString() == entry.SerializeAsString())
+        continue;
+      std::string backends;
+      for (const auto& b : entry.backends()) backends += (backends.empty() ? "" : " ") + b.ip() + "/" + std::to_string(b.weight());
+      log->info("services: {} VIP {} on VNI {}: backends [{}]", entry.id(), entry.vip(), entry.vni(), backends);
+    }
+    for (const auto& id : changes.removals) log->info("services: {} removed from the dataplane's tables", id);
+    state->set_services(changes.upserts, changes.removals);
+  }
+  const dp::Service* find_service(const std::string& id) const {
+    auto it = state->services().find(id);
+    return it == state->services().end() ? nullptr : &it->second;
   }
 
   std::string render_metrics_text() const {
@@ -228,6 +267,7 @@ struct Daemon::Impl {
     config.daemon.metrics_listen = keep_socket.metrics_listen;
     config.dataplane.socket = keep_dataplane.socket;
     ++reloads;
+    if (service_programmer) program_services(service_programmer->recompile_all());  // services.network may differ
     log->info("config reloaded: {} networks", state->network_count());
   }
 
@@ -297,6 +337,18 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   if (!state) return make_error(state.error());
   d.state = std::move(*state);
   if (d.federation) d.federation->attach(d.state.get());
+  if (d.services) {
+    d.service_programmer = std::make_unique<ServiceProgrammer>([&d] { return d.service_node(); });
+    auto follower = ServiceFollower::create(d.io, d.config, d.log, [&d](const services::FederatedSet& set, std::int64_t) {
+      d.program_services(d.service_programmer->set_federated(set));
+    });
+    if (!follower) return make_error(follower.error());
+    d.service_follower = std::move(*follower);
+    // A route or endpoint that comes or goes changes which backends this node reaches.
+    d.state->set_reach_observer([&d](std::uint32_t vni, const net::Ipv4Prefix& prefix) {
+      d.program_services(d.service_programmer->reach_changed(vni, prefix));
+    });
+  }
 
   d.dataplane = std::make_unique<DataplaneClient>(
       d.io,
@@ -360,6 +412,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   // Networks added, removed or renumbered (API, reload) reach the source at once.
   d.state->set_networks_observer([&d] {
     if (d.bgp) d.bgp->networks_changed();
+    if (d.service_programmer) d.program_services(d.service_programmer->recompile_all());
   });
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
@@ -393,6 +446,7 @@ int Daemon::run() {
         [dataplane] { return dataplane->ready(); });
   }
   if (d.federation) d.federation->start();
+  if (d.service_follower) d.service_follower->start();
   d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,
               d.config.daemon.socket, d.config.node.name, d.config.cluster.name, d.state->network_count(),
               d.state->endpoint_count(), d.config.daemon.metrics_listen.empty() ? "off" : d.config.daemon.metrics_listen);

@@ -175,7 +175,8 @@ void parse_into(Config& c, const YAML::Node& root) {
   // Global services (docs/services.md): the VIP range; absent, the service requests are refused.
   if (top.has("services")) {
     const Field services = top["services"];
-    services.allow({"range"});
+    services.allow({"range", "network"});
+    c.services.network = services.str("network", "");
     const Field range = services["range"];
     if (!range.present()) range.fail("is required (the VIP range of global services, like 10.96.0.0/24)");
     auto prefix = net::Ipv4Prefix::parse(range.str());

@@ -104,6 +104,9 @@ struct Config {
   // Global services (docs/services.md): where VIPs come from; absent until configured.
   struct Services {
     std::optional<net::Ipv4Prefix> range;
+    // The vxfed network the VIPs are served on (its VNI goes into every Service entry); empty:
+    // the node's only network, when it has exactly one (docs/services.md, "Serving a VIP").
+    std::string network;
   } services;
 
   std::vector<vni::PoolSpec> pools;            // default: federation 1000-2000

@@ -795,6 +795,7 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
   ++endpoints_per_network_[spec.network()];
   auto& stored = endpoints_[id] = std::move(e);
   publish(delta);
+  if (auto ip = net::Ipv4Addr::parse(spec.ip())) reach_changed(stored.info.vni(), net::Ipv4Prefix::make(*ip, 32));
   set_code(code, v1::OK);
   return with_status(stored);
 }
@@ -804,11 +805,14 @@ Status NodeState::remove_endpoint(const std::string& id) {
   if (it == endpoints_.end()) return {};
   if (auto ok = endpoint_store_->erase(id); !ok) return make_error("endpoint " + id + " could not be removed: " + ok.error());
   const std::string network = it->second.info.spec().network();
+  const std::uint32_t vni = it->second.info.vni();
+  const auto ip = net::Ipv4Addr::parse(it->second.info.spec().ip());
   ip_owner_.erase({network, it->second.info.spec().ip()});
   endpoints_.erase(it);
   TablesDelta delta;
   delta.removed_endpoints.push_back(id);
   publish(delta);
+  if (ip) reach_changed(vni, net::Ipv4Prefix::make(*ip, 32));
   auto count = endpoints_per_network_.find(network);
   if (count != endpoints_per_network_.end() && count->second > 0) --count->second;
   // The last endpoint of a network that left the config takes the network with it.
@@ -1006,6 +1010,40 @@ std::size_t NodeState::route_count() const {
 
 void NodeState::publish(const TablesDelta& delta) {
   if (sink_) sink_->publish(delta);
+  // After the sink: the observer's own changes (service entries) then follow the routes they
+  // rest on. Routes are the only part of a delta reach_changed() is told from here.
+  if (!reach_observer_) return;
+  for (const auto& r : delta.routes) reach_changed(r.vni, r.prefix);
+  for (const auto& k : delta.removed_routes) reach_changed(k.vni, k.prefix);
+}
+
+bool NodeState::reaches(std::uint32_t vni, net::Ipv4Addr address) const {
+  auto network = network_of_vni_.find(vni);
+  if (network == network_of_vni_.end()) return false;
+  if (ip_owner_.count({network->second, address.str()})) return true;
+  for (int len = 32; len >= 0; --len) {
+    auto it = routes_.find(RouteKey{vni, net::Ipv4Prefix::make(address, static_cast<unsigned>(len))});
+    if (it != routes_.end() && !it->second.empty()) return true;
+  }
+  return false;
+}
+
+void NodeState::set_services(const std::vector<dp::Service>& upserts, const std::vector<std::string>& removals) {
+  TablesDelta delta;
+  for (const auto& entry : upserts) {
+    auto it = services_.find(entry.id());
+    if (it != services_.end() && it->second.SerializeAsString() == entry.SerializeAsString()) continue;
+    services_[entry.id()] = entry;
+    if (network_of_vni_.count(entry.vni())) delta.services.push_back(entry);
+  }
+  for (const auto& id : removals) {
+    auto it = services_.find(id);
+    if (it == services_.end()) continue;
+    const bool sent = network_of_vni_.count(it->second.vni()) > 0;
+    services_.erase(it);
+    if (sent) delta.removed_services.push_back(id);
+  }
+  if (!delta.empty()) publish(delta);
 }
 
 dp::Tables NodeState::tables() const {
@@ -1016,6 +1054,8 @@ dp::Tables NodeState::tables() const {
     if (!network_of_vni_.count(key.vni) || versions.empty()) continue;
     to_wire(versions.best(), t.add_routes());
   }
+  for (const auto& [id, entry] : services_)
+    if (network_of_vni_.count(entry.vni())) *t.add_services() = entry;
   return t;
 }
 

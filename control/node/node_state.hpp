@@ -126,6 +126,23 @@ class NodeState {
   std::vector<v1::RouteInfo> list_routes() const;
   std::optional<std::uint32_t> vni_of(const std::string& network) const;
 
+  // ---- reachability (global services' backends, control/services/service_programmer.hpp) ----
+  // Whether this node can deliver to `address` in the network of `vni`: a local endpoint has
+  // it, or a route in effect (static or learned) covers it. A backend for which this is false
+  // has lost its node (its block withdrawn) or its pod.
+  bool reaches(std::uint32_t vni, net::Ipv4Addr address) const;
+  // Told after every change that may change reaches() for addresses in `prefix` of `vni`: a
+  // route appeared, changed or went (its prefix), an endpoint was attached or detached (its
+  // address, /32). Network changes go to the networks observer instead.
+  using ReachObserver = std::function<void(std::uint32_t vni, const net::Ipv4Prefix& prefix)>;
+  void set_reach_observer(ReachObserver observer) { reach_observer_ = std::move(observer); }
+
+  // ---- global services (dataplane Service entries, computed by the service programmer) ----
+  // Upserts and removes entries by id; only those that differ from what the node holds are
+  // published, as one Delta. Entries of a VNI without a network stay out of tables().
+  void set_services(const std::vector<dp::Service>& upserts, const std::vector<std::string>& removals);
+  const std::map<std::string, dp::Service>& services() const { return services_; }
+
   // ---- dataplane ----
   dp::Tables tables() const;                       // complete snapshot contents
 
@@ -231,6 +248,11 @@ class NodeState {
   std::map<std::uint32_t, std::string> network_of_vni_;   // changes set networks_changed_
   std::map<std::string, std::size_t> endpoints_per_network_;
   std::function<void()> networks_observer_;
+  ReachObserver reach_observer_;
+  std::map<std::string, dp::Service> services_;            // by id
+  void reach_changed(std::uint32_t vni, const net::Ipv4Prefix& prefix) const {
+    if (reach_observer_) reach_observer_(vni, prefix);
+  }
   int operation_depth_ = 0;
   bool networks_changed_ = false;
 };

@@ -1,5 +1,5 @@
-// A change to the dataplane's tables as vxfedd computes it (NodeState -> TablesSink). Networks
-// and endpoints are few and kept in the wire's form; routes (a federation's ~130,000) stay
+// A change to the dataplane's tables as vxfedd computes it (NodeState -> TablesSink). Networks,
+// endpoints and services are few and kept in the wire's form; routes (a federation's ~130,000) stay
 // RemoteRoutes until the dataplane client writes the wire's Delta (to_wire), the one place a
 // route becomes protobuf. Applied like the wire's Delta: upserts first, then removals.
 #pragma once
@@ -19,13 +19,15 @@ struct TablesDelta {
   std::vector<dp::Network> networks;       // upserted, by VNI
   std::vector<dp::Endpoint> endpoints;     // upserted, by id
   std::vector<RemoteRoute> routes;         // upserted, by (VNI, prefix)
+  std::vector<dp::Service> services;       // upserted, by id (global services' VIPs)
   std::vector<std::uint32_t> removed_networks;   // with their endpoints and routes
   std::vector<std::string> removed_endpoints;
   std::vector<RouteKey> removed_routes;
+  std::vector<std::string> removed_services;
 
   bool empty() const {
     return networks.empty() && endpoints.empty() && routes.empty() && removed_networks.empty() &&
-           removed_endpoints.empty() && removed_routes.empty();
+           removed_endpoints.empty() && removed_routes.empty() && services.empty() && removed_services.empty();
   }
 };
 

@@ -1,0 +1,217 @@
+// control/services/service_programmer.hpp: federated services + what this node reaches + its
+// cluster -> the dataplane's Service entries (docs/services.md, "Serving a VIP").
+#include "control/services/service_programmer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace vxfed::control {
+namespace {
+
+namespace svc = ::vxfed::services;
+
+net::Ipv4Addr ip(const char* text) { return *net::Ipv4Addr::parse(text); }
+net::Ipv4Prefix prefix(const char* text) { return *net::Ipv4Prefix::parse(text); }
+
+constexpr std::uint32_t kVni = 4097;
+
+svc::FederatedService service(const char* name, svc::Strategy strategy, std::vector<svc::Backend> backends,
+                              const char* vip = "10.96.0.1") {
+  svc::FederatedService s;
+  s.key = {"default", name};
+  s.ports = {svc::ServicePort{"http", svc::Protocol::Tcp, 80, 8080}, svc::ServicePort{"dns", svc::Protocol::Udp, 53, 0}};
+  s.strategy.strategy = strategy;
+  if (vip) s.vip = ip(vip);
+  s.clusters = {"cluster-a", "cluster-b"};
+  s.backends = std::move(backends);
+  return s;
+}
+
+// Backends of cluster-a in 10.244.1.0/24 (node a1) and 10.244.2.0/24 (node a2), cluster-b's
+// in 10.245.1.0/24: sorted by cluster, then address, as federate() gives them.
+std::vector<svc::Backend> two_clusters() {
+  return {{"cluster-a", ip("10.244.1.5"), true}, {"cluster-a", ip("10.244.2.5"), true},
+          {"cluster-b", ip("10.245.1.5"), true}, {"cluster-b", ip("10.245.1.6"), true}};
+}
+
+// This node's view: the blocks it has a route for (or serves itself).
+struct Reach {
+  std::set<net::Ipv4Prefix> blocks{prefix("10.244.1.0/24"), prefix("10.244.2.0/24"), prefix("10.245.1.0/24")};
+  ServiceNode node(const std::string& cluster = "cluster-a", std::optional<std::uint32_t> vni = kVni) const {
+    ServiceNode n;
+    n.cluster = cluster;
+    n.vni = vni;
+    n.reaches = [this](std::uint32_t v, net::Ipv4Addr a) {
+      if (v != kVni) return false;
+      for (const auto& b : blocks)
+        if (b.contains(a)) return true;
+      return false;
+    };
+    return n;
+  }
+};
+
+std::vector<std::string> backend_ips(const dp::Service& entry) {
+  std::vector<std::string> out;
+  for (const auto& b : entry.backends()) out.push_back(b.ip());
+  return out;
+}
+
+TEST(ServiceCompile, LocalFirstGivesTheLocalClusterWithPortsVipAndTable) {
+  Reach reach;
+  const auto view = compile_service(service("web", svc::Strategy::LocalFirst, two_clusters()), reach.node());
+  ASSERT_TRUE(view.entry) << view.not_programmed;
+  const auto& e = *view.entry;
+  EXPECT_EQ(e.id(), "default/web");
+  EXPECT_EQ(e.vni(), kVni);
+  EXPECT_EQ(e.vip(), "10.96.0.1");
+  EXPECT_EQ(e.table_size(), svc::kServiceTableSize);
+  ASSERT_EQ(e.ports_size(), 2);
+  EXPECT_EQ(e.ports(0).protocol(), 6u);
+  EXPECT_EQ(e.ports(0).port(), 80u);
+  EXPECT_EQ(e.ports(0).target_port(), 8080u);
+  EXPECT_EQ(e.ports(1).protocol(), 17u);
+  EXPECT_EQ(e.ports(1).target_port(), 53u);  // targetPort defaulted: the port itself, never 0 from us
+  EXPECT_EQ(backend_ips(e), (std::vector<std::string>{"10.244.1.5", "10.244.2.5"}));
+  for (const auto& b : e.backends()) EXPECT_GT(b.weight(), 0u);
+  ASSERT_EQ(view.backends.size(), 4u);
+  EXPECT_TRUE(view.backends[0].allowed);
+  EXPECT_FALSE(view.backends[2].allowed);  // cluster-b's: ready, but not allowed from cluster-a
+  EXPECT_EQ(view.backends[2].state, BackendState::ready);
+}
+
+TEST(ServiceCompile, WithdrawnBlockTakesItsBackendOutAndLocalFirstFallsOver) {
+  Reach reach;
+  reach.blocks.erase(prefix("10.244.1.0/24"));  // node a1's block withdrawn (BGP/BFD)
+  auto view = compile_service(service("web", svc::Strategy::LocalFirst, two_clusters()), reach.node());
+  ASSERT_TRUE(view.entry);
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.244.2.5"}));
+  EXPECT_EQ(view.backends[0].state, BackendState::node_down);
+  EXPECT_FALSE(view.backends[0].allowed);
+
+  reach.blocks.erase(prefix("10.244.2.0/24"));  // the last local backend's node too
+  view = compile_service(service("web", svc::Strategy::LocalFirst, two_clusters()), reach.node());
+  ASSERT_TRUE(view.entry);
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));
+
+  // A not-ready local backend does not hold the local side either.
+  reach = Reach{};
+  auto backends = two_clusters();
+  backends[0].ready = false;
+  backends[1].ready = false;
+  view = compile_service(service("web", svc::Strategy::LocalFirst, backends), reach.node());
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));
+  EXPECT_EQ(view.backends[0].state, BackendState::not_ready);
+}
+
+TEST(ServiceCompile, FailoverOnlyFollowsTheOrder) {
+  Reach reach;
+  auto s = service("ckpt", svc::Strategy::FailoverOnly, two_clusters());
+  s.strategy.failover_order = {"cluster-b", "cluster-a"};
+  auto view = compile_service(s, reach.node("cluster-a"));
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));  // primary, though remote
+  reach.blocks.erase(prefix("10.245.1.0/24"));  // the primary's node gone
+  view = compile_service(s, reach.node("cluster-a"));
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.244.1.5", "10.244.2.5"}));
+  EXPECT_EQ(view.backends[2].state, BackendState::node_down);
+  reach.blocks.clear();  // nothing left: an entry with no backend (the forwarder drops, counted)
+  view = compile_service(s, reach.node("cluster-a"));
+  ASSERT_TRUE(view.entry);
+  EXPECT_EQ(view.entry->backends_size(), 0);
+}
+
+TEST(ServiceCompile, WeightsSplitPerCluster) {
+  Reach reach;
+  auto s = service("batch", svc::Strategy::WeightedRoundRobin, two_clusters());
+  s.strategy.weights = {{"cluster-a", 3}, {"cluster-b", 1}};
+  const auto view = compile_service(s, reach.node());
+  ASSERT_EQ(view.entry->backends_size(), 4);
+  // cluster-a's 3 over 2 backends against cluster-b's 1 over 2: 3:1 per backend.
+  EXPECT_EQ(view.entry->backends(0).weight(), 3 * view.entry->backends(2).weight());
+  EXPECT_EQ(view.entry->backends(0).weight(), view.entry->backends(1).weight());
+}
+
+TEST(ServiceCompile, NotProgrammedWithoutVipOrNetwork) {
+  Reach reach;
+  auto view = compile_service(service("web", svc::Strategy::LocalFirst, two_clusters(), nullptr), reach.node());
+  EXPECT_FALSE(view.entry);
+  EXPECT_EQ(view.not_programmed, "no VIP allocated");
+  view = compile_service(service("web", svc::Strategy::LocalFirst, two_clusters()), reach.node("cluster-a", std::nullopt));
+  EXPECT_FALSE(view.entry);
+  EXPECT_NE(view.not_programmed.find("network"), std::string::npos);
+  EXPECT_EQ(view.backends[0].state, BackendState::ready);  // not "node down": the node cannot tell
+}
+
+svc::FederatedSet set_of(std::vector<svc::FederatedService> list) {
+  svc::FederatedSet set;
+  for (auto& s : list) set.services[s.key] = std::move(s);
+  return set;
+}
+
+TEST(ServiceProgrammer, RouteChangeRecompilesOnlyTheServicesBehindIt) {
+  Reach reach;
+  std::optional<std::uint32_t> vni = kVni;
+  ServiceProgrammer programmer([&] { return reach.node("cluster-a", vni); });
+  auto web = service("web", svc::Strategy::LocalFirst, two_clusters());
+  auto other = service("other", svc::Strategy::LocalFirst, {{"cluster-b", ip("10.245.1.9"), true}}, "10.96.0.2");
+  auto changes = programmer.set_federated(set_of({web, other}));
+  EXPECT_EQ(changes.upserts.size(), 2u);
+  EXPECT_TRUE(changes.removals.empty());
+  EXPECT_EQ(programmer.compiles(), 2u);
+
+  // The same listing again: nothing compiled.
+  changes = programmer.set_federated(set_of({web, other}));
+  EXPECT_TRUE(changes.empty());
+  EXPECT_EQ(programmer.compiles(), 2u);
+
+  // a1's block withdrawn: only web has a backend there.
+  reach.blocks.erase(prefix("10.244.1.0/24"));
+  changes = programmer.reach_changed(kVni, prefix("10.244.1.0/24"));
+  EXPECT_EQ(programmer.compiles(), 3u);
+  ASSERT_EQ(changes.upserts.size(), 1u);
+  EXPECT_EQ(changes.upserts[0].id(), "default/web");
+  EXPECT_EQ(backend_ips(changes.upserts[0]), (std::vector<std::string>{"10.244.2.5"}));
+  EXPECT_EQ(programmer.views().at({"default", "web"}).backends[0].state, BackendState::node_down);
+
+  // Another network's route, or a prefix with no backend: nothing compiled.
+  EXPECT_TRUE(programmer.reach_changed(kVni + 1, prefix("10.244.0.0/16")).empty());
+  EXPECT_TRUE(programmer.reach_changed(kVni, prefix("10.250.0.0/16")).empty());
+  EXPECT_EQ(programmer.compiles(), 3u);
+
+  // A covering /16 reaches both services' backends... only those inside it: web's and other's
+  // cluster-b backends sit in 10.245/16.
+  changes = programmer.reach_changed(kVni, prefix("10.245.0.0/16"));
+  EXPECT_EQ(programmer.compiles(), 5u);
+
+  // A backend marked not ready: the listing changes web only.
+  web.backends[1].ready = false;
+  changes = programmer.set_federated(set_of({web, other}));
+  EXPECT_EQ(programmer.compiles(), 6u);
+  ASSERT_EQ(changes.upserts.size(), 1u);
+  EXPECT_EQ(backend_ips(changes.upserts[0]), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));  // fell over
+
+  // web's backend moves: its old address no longer leads to it.
+  web.backends[0].address = ip("10.244.3.5");
+  programmer.set_federated(set_of({web, other}));
+  const auto before = programmer.compiles();
+  EXPECT_TRUE(programmer.reach_changed(kVni, prefix("10.244.1.0/24")).empty());
+  EXPECT_EQ(programmer.compiles(), before);
+
+  // other deleted from the store: its entry removed.
+  changes = programmer.set_federated(set_of({web}));
+  EXPECT_EQ(changes.removals, (std::vector<std::string>{"default/other"}));
+  EXPECT_FALSE(programmer.views().count({"default", "other"}));
+
+  // The network gone from this node: web's entry removed; back: programmed again.
+  vni.reset();
+  changes = programmer.recompile_all();
+  EXPECT_EQ(changes.removals, (std::vector<std::string>{"default/web"}));
+  EXPECT_TRUE(changes.upserts.empty());
+  vni = kVni;
+  changes = programmer.recompile_all();
+  EXPECT_EQ(changes.upserts.size(), 1u);
+}
+
+}  // namespace
+}  // namespace vxfed::control
