@@ -78,6 +78,21 @@ Expected<std::vector<net::Ipv4Prefix>> read_service_cidrs(const nlohmann::json& 
   return out;
 }
 
+// A configuration's unknown keys are ignored (SPEC.md: plugins may ignore fields they do not
+// know), so a misspelt "serviceCidrs" would silently route no VIP: the spellings a user is
+// likely to write (Kubernetes' serviceCIDR, the snake case of vxfedd's protos) are refused.
+std::optional<std::string> misspelt_service_cidrs(const nlohmann::json& j) {
+  for (const auto& [key, value] : j.items()) {
+    if (key == "serviceCidrs") continue;
+    std::string folded;
+    for (char ch : key)
+      if (ch != '_' && ch != '-') folded += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (folded == "servicecidrs" || folded == "servicecidr" || folded == "serviceranges" || folded == "servicerange")
+      return key;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> validate_rate_and_burst(std::uint64_t rate, std::uint64_t burst) {
@@ -164,6 +179,8 @@ Expected<NetConf> parse_netconf(const std::string& stdin_text) {
     c.dataplane_timeout_ms = j["dataplaneTimeoutMs"].get<std::uint32_t>();
   }
 
+  if (auto key = misspelt_service_cidrs(j))
+    return cni_error(kInvalidConfig, "\"" + *key + "\" is not a vxfed field: the service range is \"serviceCidrs\"");
   if (j.contains("serviceCidrs") && !j["serviceCidrs"].is_null()) {
     auto cidrs = read_service_cidrs(j["serviceCidrs"]);
     if (!cidrs) return cidrs.error();

@@ -115,6 +115,10 @@ TEST(NetConf, RefusesBadConfigs) {
       {"serviceCidrs garbage", with("serviceCidrs", {"10.96.0.0/24", "ten/8"}), 7, "serviceCidrs[1]: "},
       {"serviceCidrs everything", with("serviceCidrs", {"0.0.0.0/0"}), 7, "serviceCidrs[0]: \"0.0.0.0/0\" is every address"},
       {"serviceCidrs twice", with("serviceCidrs", {"10.96.0.0/24", "10.96.0.0/24"}), 7, "serviceCidrs[1]: \"10.96.0.0/24\" is listed twice"},
+      {"serviceCIDRs", with("serviceCIDRs", {"10.96.0.0/24"}), 7, "\"serviceCIDRs\" is not a vxfed field: the service range is \"serviceCidrs\""},
+      {"service_cidrs", with("service_cidrs", {"10.96.0.0/24"}), 7, "\"service_cidrs\" is not a vxfed field"},
+      {"serviceCIDR", with("serviceCIDR", "10.96.0.0/24"), 7, "\"serviceCIDR\" is not a vxfed field"},
+      {"serviceRange", with("serviceRange", "10.96.0.0/24"), 7, "\"serviceRange\" is not a vxfed field"},
       {"serviceCidrs IPv6", with("serviceCidrs", {"fd00:96::/112"}), 2, "serviceCidrs[0]: \"fd00:96::/112\" is IPv6"},
   };
   for (const auto& c : cases) {

@@ -16,7 +16,7 @@ the fake vxfedd (tests/cni/fake_vxfedd) describing network fed-a with the remote
   same ping leaves as an IPv4 frame to the node hop's MAC (the node's kernel), and CHECK fails.
 - Refused, naming the field, with nothing left behind: a range overlapping the remote cluster's
   CIDR or this cluster's subnet (ADD, code 7, before IPAM), a prefix with host bits set (ADD and
-  `vxfed --check`)."""
+  `vxfed --check`), the field spelt serviceCIDRs."""
 
 import ipaddress
 import json
@@ -202,6 +202,10 @@ def main():
             expect_error(lambda: rt.add(bed.conf("1.1.0", ipam=host_local, serviceCidrs=cidrs), cid, netns, "net1"),
                          7, words, f"ADD with serviceCidrs {cidrs}")
             bed.assert_clean([(cid, "net1")], f"refused ADD with serviceCidrs {cidrs}")
+        # Kubernetes' spelling would otherwise be an unknown key, ignored: no route, no error.
+        expect_error(lambda: rt.add(bed.conf("1.1.0", ipam=host_local, serviceCIDRs=SERVICE_CIDRS), cid, netns, "net1"),
+                     7, '"serviceCIDRs" is not a vxfed field', "ADD with serviceCIDRs")
+        bed.assert_clean([(cid, "net1")], "refused ADD with serviceCIDRs")
         bad_chain = json.loads(json.dumps(chain))
         bad_chain["plugins"][0]["serviceCidrs"] = ["10.96.0.1/24"]
         r = subprocess.run([rt.find("vxfed"), "--check", "-"], input=json.dumps(bad_chain), capture_output=True, text=True)
