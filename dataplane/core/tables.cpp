@@ -70,15 +70,27 @@ std::vector<std::pair<const char*, std::size_t>> ForwardingTables::memory_by_par
       {"route_group", route_group_.resident_bytes()},
       {"prefix_ids", prefix_ids_.resident_bytes()},
       {"group_by_hash", group_by_hash_.resident_bytes()},
+      {"services", services_.resident_bytes()},
+      {"service_entries", service_entry_bytes()},
   };
   // Control-side containers: their elements plus a rough allocator overhead per node.
   std::size_t control = group_state_.capacity() * sizeof(GroupState) + vtep_state_.capacity() * sizeof(VtepState);
   for (const auto& g : group_state_) control += g.hops.capacity() * sizeof(Hop);
   control += endpoint_state_.size() * (sizeof(EndpointState) + 96) + endpoint_by_addr_.size() * 96;
   control += shared_networks_.size() * 80 + explicit_vteps_.size() * 96 + network_state_by_vni_.size() * 64;
+  for (const auto& [id, st] : service_state_)
+    control += 96 + id.capacity() + st.ports.capacity() * sizeof(ServicePortEntry) +
+               st.backends.capacity() * sizeof(ServiceBackendWeight);
+  control += kMaxNetworks;  // services_in_network_
   control += kMaxNetworks * sizeof(std::atomic<const NetworkEntry*>) + network_state_by_vni_.size() * sizeof(NetworkEntry);
   out.emplace_back("control", control);
   return out;
+}
+
+std::size_t ForwardingTables::service_entry_bytes() const {
+  std::size_t b = 0;
+  for (const auto& [id, st] : service_state_) b += st.entry->memory_bytes();
+  return b;
 }
 
 std::size_t ForwardingTables::memory_bytes() const {
@@ -137,6 +149,24 @@ v1::Tables ForwardingTables::dump() const {
     auto* n = t.add_neighbors();
     n->set_ip(ipv4_text(ip));
     n->set_mac(mac_text(mac));
+  }
+  for (const auto& [id, st] : service_state_) {
+    auto* sv = t.add_services();
+    sv->set_id(id);
+    sv->set_vni(st.vni);
+    sv->set_vip(ipv4_text(st.vip_be));
+    for (std::size_t k = 0; k < st.ports.size(); ++k) {
+      auto* port = sv->add_ports();
+      port->set_protocol(st.ports[k].protocol);
+      port->set_port(wire::from_be16(st.ports[k].port_be));
+      port->set_target_port(st.target_ports_given[k]);
+    }
+    for (const ServiceBackendWeight& b : st.backends) {
+      auto* backend = sv->add_backends();
+      backend->set_ip(ipv4_text(b.ip_be));
+      backend->set_weight(b.weight);
+    }
+    sv->set_table_size(st.table_size_given);
   }
   return t;
 }

@@ -21,6 +21,8 @@
 //   vteps        VTEP IPv4 -> VTEP index -> {prebuilt outer headers, neighbour slot}
 //   admission    (VTEP IPv4, VNI) -> network: the VTEPs allowed to send us a VNI (next hops
 //                of a route in that VNI, plus explicit Vtep entries)
+//   services     (network, VIP) -> immutable ServiceEntry (ports, backends, Maglev slots),
+//                asked only for networks whose "has services" count is not 0
 // A pod port is an opaque small index (< kMaxPorts) that the runtime maps to a device.
 #pragma once
 
@@ -48,6 +50,7 @@
 #include "dataplane/core/path_mtu.hpp"
 #include "dataplane/core/rcu_map.hpp"
 #include "dataplane/core/reclaimer.hpp"
+#include "dataplane/core/service_entry.hpp"
 #include "dataplane/core/underlay_tag.hpp"
 #include "dataplane/core/wire/ethernet.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
@@ -82,6 +85,7 @@ constexpr std::uint32_t kMaxPrefixes = 1u << 24;
 constexpr std::uint32_t kMaxGroups = 1u << 22;
 constexpr std::uint32_t kMaxGroupSlots = 1u << 24;
 constexpr std::uint32_t kMaxEndpoints = 1u << 16;
+constexpr std::uint32_t kMaxServices = 1u << 16;
 
 // Immutable once published; a change publishes a new entry.
 struct NetworkEntry {
@@ -259,6 +263,17 @@ class ForwardingTables {
   [[gnu::always_inline]] const PodPortEntry* pod_port(std::uint16_t port) const {
     return port < kMaxPorts ? pod_ports_[port].load(std::memory_order_acquire) : nullptr;
   }
+  // Whether a network has any service: the pre-check that keeps packets of networks without
+  // services from paying a hash probe (one byte per network, written with one store).
+  [[gnu::always_inline]] bool network_has_services(std::uint16_t network) const {
+    return __atomic_load_n(&services_in_network_[network], __ATOMIC_RELAXED) != 0;
+  }
+  // The service at (network, VIP), or null.
+  [[gnu::always_inline]] const ServiceEntry* service(std::uint16_t network, std::uint32_t vip_be) const {
+    const ServiceEntry* s = nullptr;
+    services_.find(endpoint_key(network, vip_be), &s);
+    return s;
+  }
   // Index of a known VTEP.
   std::optional<std::uint32_t> vtep_index(std::uint32_t ip_be) const { return vtep_index_.get(ip_be); }
   const VtepEntry& vtep(std::uint32_t index) const { return vteps_[index]; }
@@ -399,6 +414,9 @@ class ForwardingTables {
   std::size_t endpoint_count() const { return endpoint_state_.size(); }
   std::size_t vtep_count() const { return vtep_index_.size(); }
   std::size_t group_count() const { return live_groups_; }
+  std::size_t service_count() const { return service_state_.size(); }
+  // Bytes held by the service entries the workers read (ports, backends, slots).
+  std::size_t service_entry_bytes() const;
   // Ports that carry endpoints (what the runtime must poll besides the uplink).
   std::vector<std::uint16_t> pod_port_ids() const;
   // Bytes of RAM the tables use now (mapped arrays as resident, control maps estimated).
@@ -452,6 +470,8 @@ class ForwardingTables {
   RcuMap64<std::uint32_t> route_group_{75};                       // (prefix id, network) -> group; endpoint_at_key -> slot
   StableArray<NextHopGroup> groups_;
   StableArray<std::uint32_t> group_slots_;
+  RcuMap64<const ServiceEntry*> services_;                        // (network, vip) -> service
+  std::unique_ptr<std::uint8_t[]> services_in_network_;          // by network index: 1 if any
 
   // ---- control thread only ----
   struct NetworkState {
@@ -510,6 +530,19 @@ class ForwardingTables {
   std::vector<VtepState> vtep_state_;          // by VTEP index
   IndexPool vtep_ids_{kMaxVteps};
   std::map<std::uint32_t, std::vector<std::uint32_t>> explicit_vteps_;  // ip -> vnis, as given
+
+  struct ServiceState {
+    std::uint32_t vni = 0;
+    std::uint32_t vip_be = 0;
+    std::vector<ServicePortEntry> ports;           // in force, in the order given
+    std::vector<std::uint16_t> target_ports_given; // 0: the port
+    std::vector<ServiceBackendWeight> backends;     // ascending address
+    std::uint32_t table_size_given = 0;            // 0: the default for the backend count
+    const ServiceEntry* entry = nullptr;           // what the workers read
+  };
+  std::map<std::string, ServiceState> service_state_;              // by service id
+  std::unordered_map<std::uint32_t, std::uint32_t> services_per_vni_;  // vni -> services
+  std::uint32_t service_generation_ = 0;
 
   std::map<std::uint32_t, wire::MacAddress> static_neighbors_;  // the tables' own, by ip
   std::map<std::uint32_t, wire::MacAddress> default_neighbors_;  // the node's (context)

@@ -87,6 +87,11 @@ class TablesWriter {
       if (it != t_.endpoint_state_.end() && !same_place(it->second, e)) remove_endpoint(e.id, freed_ports, freed_addrs);
     }
     for (const auto& [vni, prefix] : c.removed_routes) old_groups.emplace_back(remove_route(vni, prefix), network_of(vni));
+    for (const auto& id : c.removed_services) remove_service(id);
+    for (const auto& sv : c.services)
+      if (auto it = t_.service_state_.find(sv.id); it != t_.service_state_.end() &&
+                                                    (it->second.vni != sv.vni || it->second.vip_be != sv.vip_be))
+        remove_service(sv.id);  // moves to another (network, VIP): the old key goes first
     bool handover = false;
     for (const auto& e : c.endpoints)
       if (!t_.endpoint_state_.count(e.id) && (freed_ports.count(e.port) || freed_addrs.count(addr_id(e.vni, e.ip_be))))
@@ -110,6 +115,7 @@ class TablesWriter {
         change_endpoint_in_place(it->second, e);
       }
     }
+    for (const auto& sv : c.services) set_service(sv);
 
     // C. What nothing refers to any more.
     for (const auto& [g, net] : old_groups) release_route_group(g, net);
@@ -559,6 +565,62 @@ class TablesWriter {
     set_pod_port(e.port, new PodPortEntry{net, e.ip_be, e.mac});
   }
 
+  // ---- services: (network, VIP) -> an immutable entry, replaced whole ----
+  const ServiceEntry* build_service(const ServiceSpec& sv, std::uint16_t net) {
+    auto* e = new ServiceEntry();
+    e->vip_be = sv.vip_be;
+    e->network = net;
+    e->generation = ++t_.service_generation_;
+    e->ports = sv.ports;
+    std::vector<MaglevBackend> maglev;
+    maglev.reserve(sv.backends.size());
+    for (const auto& b : sv.backends) {
+      e->backend_ip_be.push_back(b.ip_be);
+      e->backend_weight.push_back(b.weight);
+      // The id is the address (host order), as vxfedd's selection library has it
+      // (services/select.hpp), so both build the same table; ascending = backend_ip_be's order.
+      maglev.push_back(MaglevBackend{ntohl(b.ip_be), b.weight});
+    }
+    // Cannot fail: the planner checked the size and the backends (unique, fewer than the slots).
+    const auto table = MaglevTable::build(maglev, sv.table_size);
+    e->slots.assign(table->slots().begin(), table->slots().end());
+    return e;
+  }
+  void set_service(const ServiceSpec& sv) {
+    const std::uint16_t net = network_of(sv.vni);
+    const ServiceEntry* entry = build_service(sv, net);
+    const std::uint64_t key = ForwardingTables::endpoint_key(net, sv.vip_be);
+    auto it = t_.service_state_.find(sv.id);
+    const bool fresh = it == t_.service_state_.end();
+    if (fresh) {
+      it = t_.service_state_.emplace(sv.id, ForwardingTables::ServiceState{}).first;
+      if (t_.services_per_vni_[sv.vni]++ == 0) __atomic_store_n(&t_.services_in_network_[net], 1, __ATOMIC_RELEASE);
+    } else if (const ServiceEntry* old = it->second.entry) {
+      later([old] { delete old; });
+    }
+    t_.services_.assign(key, entry, r_);
+    auto& st = it->second;
+    st.vni = sv.vni;
+    st.vip_be = sv.vip_be;
+    st.ports = sv.ports;
+    st.target_ports_given = sv.target_ports_given;
+    st.backends = sv.backends;
+    st.table_size_given = sv.table_size_given;
+    st.entry = entry;
+  }
+  void remove_service(const std::string& id) {
+    auto it = t_.service_state_.find(id);
+    const auto& st = it->second;
+    const std::uint16_t net = network_of(st.vni);
+    t_.services_.erase(ForwardingTables::endpoint_key(net, st.vip_be));
+    if (--t_.services_per_vni_[st.vni] == 0) {
+      t_.services_per_vni_.erase(st.vni);
+      __atomic_store_n(&t_.services_in_network_[net], 0, __ATOMIC_RELEASE);
+    }
+    if (const ServiceEntry* old = st.entry) later([old] { delete old; });
+    t_.service_state_.erase(it);
+  }
+
   // ---- after a grace period ----
   void later(std::function<void()> f) { after_grace_.push_back(std::move(f)); }
   void retire_all() {
@@ -569,6 +631,7 @@ class TablesWriter {
     t_.route_group_.retire(r_);
     t_.prefix_ids_.retire(r_);
     t_.group_by_hash_.retire(r_);
+    t_.services_.retire(r_);
     t_.network_ids_.retire(r_);
     t_.endpoint_slot_ids_.retire(r_);
     t_.prefix_id_pool_.retire(r_);
@@ -606,6 +669,7 @@ ForwardingTables::ForwardingTables()
       endpoint_slots_(kMaxEndpoints),
       groups_(kMaxGroups),
       group_slots_(kMaxGroupSlots),
+      services_in_network_(new std::uint8_t[kMaxNetworks]()),
       prefix_addr_(kMaxPrefixes),
       prefix_len_(kMaxPrefixes),
       prefix_network_(kMaxPrefixes) {
@@ -615,6 +679,7 @@ ForwardingTables::ForwardingTables()
 ForwardingTables::~ForwardingTables() {
   for (std::uint32_t i = 0; i < kMaxNetworks; ++i) delete networks_[i].load(std::memory_order_relaxed);
   for (auto& p : pod_ports_) delete p.load(std::memory_order_relaxed);
+  for (auto& [id, st] : service_state_) delete st.entry;
 }
 
 Result<std::unique_ptr<ForwardingTables>> ForwardingTables::create(const v1::Tables& tables, const BuildContext& context,

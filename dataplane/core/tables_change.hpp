@@ -56,6 +56,17 @@ struct NeighborSpec {
   wire::MacAddress mac{};
 };
 
+struct ServiceSpec {
+  std::string id;
+  std::uint32_t vni = 0;
+  std::uint32_t vip_be = 0;
+  std::vector<ServicePortEntry> ports;                            // in force (target 0 -> port)
+  std::vector<std::uint16_t> target_ports_given;                  // as given, for the dump
+  std::vector<ServiceBackendWeight> backends;   // ascending address
+  std::uint32_t table_size_given = 0;
+  std::uint32_t table_size = 0;                                   // in force
+};
+
 struct TablesChange {
   std::vector<NetworkSpec> networks;            // added or changed
   std::vector<std::uint32_t> removed_networks;  // VNIs (their entries are listed below too)
@@ -67,6 +78,8 @@ struct TablesChange {
   std::vector<std::uint32_t> removed_vteps;
   std::vector<NeighborSpec> neighbors;          // static neighbours added or changed
   std::vector<std::uint32_t> removed_neighbors;
+  std::vector<ServiceSpec> services;            // added or changed
+  std::vector<std::string> removed_services;    // ids (with those of removed networks)
   // Some capacity is free only once the memory released by earlier changes is reclaimed:
   // wait for a grace period before applying.
   bool needs_reclaim_first = false;
@@ -74,7 +87,7 @@ struct TablesChange {
   std::size_t entries() const {
     return networks.size() + removed_networks.size() + endpoints.size() + removed_endpoints.size() +
            routes.size() + removed_routes.size() + vteps.size() + removed_vteps.size() + neighbors.size() +
-           removed_neighbors.size();
+           removed_neighbors.size() + services.size() + removed_services.size();
   }
 };
 

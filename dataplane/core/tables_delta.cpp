@@ -71,6 +71,8 @@ Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta
   if (up.routes_size()) upsert_all(t.mutable_routes(), up.routes(), route_key);
   if (up.vteps_size()) upsert_all(t.mutable_vteps(), up.vteps(), vtep_key);
   if (up.neighbors_size()) upsert_all(t.mutable_neighbors(), up.neighbors(), neighbor_key);
+  auto service_key = [](const v1::Service& x) { return x.id(); };
+  if (up.services_size()) upsert_all(t.mutable_services(), up.services(), service_key);
 
   auto index_text = [](const char* list, int i) { return std::string(list) + "[" + std::to_string(i) + "]"; };
   if (delta.remove_networks_size()) {
@@ -82,6 +84,7 @@ Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta
     std::set<std::uint32_t> gone(delta.remove_networks().begin(), delta.remove_networks().end());
     filter(t.mutable_endpoints(), [&](const v1::Endpoint& x) { return !gone.count(x.vni()); });
     filter(t.mutable_routes(), [&](const v1::Route& x) { return !gone.count(x.vni()); });
+    filter(t.mutable_services(), [&](const v1::Service& x) { return !gone.count(x.vni()); });
     for (auto& v : *t.mutable_vteps()) filter(v.mutable_vnis(), [&](std::uint32_t x) { return !gone.count(x); });
   }
   if (delta.remove_endpoints_size()) {
@@ -108,6 +111,12 @@ Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta
     auto st = remove_all(t.mutable_neighbors(), delta.remove_neighbors(), neighbor_key,
         describe([](const std::string& ip) { return ip; },
                  [&](int i, const std::string& ip) { return index_text("remove_neighbors", i) + " (ip \"" + ip + "\")"; }));
+    if (!st) return make_error(st.error());
+  }
+  if (delta.remove_services_size()) {
+    auto st = remove_all(t.mutable_services(), delta.remove_services(), service_key,
+        describe([](const std::string& id) { return id; },
+                 [&](int i, const std::string& id) { return index_text("remove_services", i) + " (id \"" + id + "\")"; }));
     if (!st) return make_error(st.error());
   }
   return t;

@@ -78,6 +78,7 @@ class TablesPlanner {
     routes(up);
     vteps(up);
     neighbors(up);
+    services(up);
     gateways_against_endpoints(up);
     if (!errors_.any()) capacity();
     if (errors_.any()) return errors_.error();
@@ -119,6 +120,7 @@ class TablesPlanner {
       if (auto ip = parse_ipv4(up.vteps(i).ip())) last_vtep_[*ip] = i;
     for (int i = 0; i < up.neighbors_size(); ++i)
       if (auto ip = parse_ipv4(up.neighbors(i).ip())) last_neighbor_[*ip] = i;
+    for (int i = 0; i < up.services_size(); ++i) last_service_[up.services(i).id()] = i;
     up_ = &up;
   }
   // False for an upsert that a later one of the same key replaces.
@@ -213,7 +215,27 @@ class TablesPlanner {
         return make_error("remove_neighbors[" + std::to_string(i) + "] (ip \"" + d.remove_neighbors(i) + "\"): not present");
       gone_neighbors_.insert(*ip);
     }
+    // Services go with their network too; then the named ones.
+    if (!gone_networks_.empty()) {
+      for (const auto& [id, st] : t_.service_state_)
+        if (gone_networks_.count(service_vni(id).value_or(st.vni))) cascaded_services_.insert(id);
+      for (const auto& [id, i] : last_service_)
+        if (gone_networks_.count(up_->services(i).vni())) cascaded_services_.insert(id);
+    }
+    gone_services_ = cascaded_services_;
+    for (int i = 0; i < d.remove_services_size(); ++i) {
+      const std::string& id = d.remove_services(i);
+      if (!service_vni(id) || cascaded_services_.count(id))
+        return make_error("remove_services[" + std::to_string(i) + "] (id \"" + id + "\"): not present");
+      gone_services_.insert(id);
+    }
     return {};
+  }
+  // The VNI a service id has after the upserts, if present.
+  std::optional<std::uint32_t> service_vni(const std::string& id) const {
+    if (auto it = last_service_.find(id); it != last_service_.end()) return up_->services(it->second).vni();
+    if (auto it = t_.service_state_.find(id); it != t_.service_state_.end()) return it->second.vni;
+    return std::nullopt;
   }
 
   // ---- the final networks ----
@@ -534,6 +556,188 @@ class TablesPlanner {
       if (t_.static_neighbors_.count(ip)) change_.removed_neighbors.push_back(ip);
   }
 
+  // ---- services ----
+  static constexpr std::uint32_t kMaxServiceWeight = 65535;
+  static constexpr std::uint32_t kMaxServiceTableSize = MaglevTable::kDefaultSize;
+
+  // The (vni, address) of every endpoint of the result.
+  std::unordered_map<std::uint64_t, std::string> final_endpoint_addrs(const v1::Tables& up) const {
+    std::unordered_map<std::uint64_t, std::string> out;
+    for (const auto& [id, e] : t_.endpoint_state_)
+      if (!gone_endpoints_.count(id) && !last_endpoint_.count(id)) out[addr_id(e.vni, e.ip_be)] = id;
+    for (int i = 0; i < up.endpoints_size(); ++i) {
+      const auto& ep = up.endpoints(i);
+      if (!counts(last_endpoint_, ep.id(), i) || gone_endpoints_.count(ep.id())) continue;
+      if (auto ip = parse_ipv4(ep.ip())) out[addr_id(ep.vni(), *ip)] = ep.id();
+    }
+    return out;
+  }
+
+  bool service_ports(const v1::Service& sv, const std::string& where, std::vector<ServicePortEntry>* out,
+                     std::vector<std::uint16_t>* given) {
+    bool ok = true;
+    if (sv.ports_size() == 0) {
+      errors_.add(where + ": ports is empty (a service serves at least one protocol and port)");
+      return false;
+    }
+    std::map<std::pair<std::uint32_t, std::uint32_t>, int> seen;
+    for (int k = 0; k < sv.ports_size(); ++k) {
+      const auto& p = sv.ports(k);
+      const std::string pwhere = where + ": ports[" + std::to_string(k) + "]";
+      if (p.protocol() != wire::kIpProtoTcp && p.protocol() != wire::kIpProtoUdp) {
+        errors_.add(pwhere + ".protocol: must be 6 (TCP) or 17 (UDP) (got " + std::to_string(p.protocol()) + ")");
+        ok = false;
+        continue;
+      }
+      if (p.port() < 1 || p.port() > 65535) {
+        errors_.add(pwhere + ".port: must be 1..65535 (got " + std::to_string(p.port()) + ")");
+        ok = false;
+        continue;
+      }
+      if (p.target_port() > 65535) {
+        errors_.add(pwhere + ".target_port: must be 1..65535, or 0 for the port (got " + std::to_string(p.target_port()) + ")");
+        ok = false;
+        continue;
+      }
+      if (auto [it, fresh] = seen.emplace(std::make_pair(p.protocol(), p.port()), k); !fresh) {
+        errors_.add(pwhere + ": protocol " + std::to_string(p.protocol()) + " port " + std::to_string(p.port()) +
+                    " listed twice (also ports[" + std::to_string(it->second) + "])");
+        ok = false;
+        continue;
+      }
+      const std::uint32_t target = p.target_port() == 0 ? p.port() : p.target_port();
+      given->push_back(static_cast<std::uint16_t>(p.target_port()));
+      out->push_back(ServicePortEntry{static_cast<std::uint8_t>(p.protocol()), wire::to_be16(static_cast<std::uint16_t>(p.port())),
+                                      wire::to_be16(static_cast<std::uint16_t>(target))});
+    }
+    return ok;
+  }
+
+  bool service_backends(const v1::Service& sv, const std::string& where, std::vector<ServiceBackendWeight>* out) {
+    if (sv.backends_size() > static_cast<int>(kMaxServiceBackends)) {
+      errors_.add(where + ": " + std::to_string(sv.backends_size()) + " backends, at most " + std::to_string(kMaxServiceBackends));
+      return false;
+    }
+    bool ok = true;
+    std::unordered_map<std::uint32_t, int> seen;
+    for (int k = 0; k < sv.backends_size(); ++k) {
+      const auto& b = sv.backends(k);
+      const std::string bwhere = where + ": backends[" + std::to_string(k) + "]";
+      auto ip = parse_ipv4(b.ip());
+      if (!ip || !usable_host(*ip)) {
+        errors_.add(bwhere + ".ip: " + quoted(b.ip()) + " is not a unicast IPv4 address");
+        ok = false;
+        continue;
+      }
+      if (b.weight() > kMaxServiceWeight) {
+        errors_.add(bwhere + ".weight: must be 0..65535 (got " + std::to_string(b.weight()) + ")");
+        ok = false;
+        continue;
+      }
+      if (auto [it, fresh] = seen.emplace(*ip, k); !fresh) {
+        errors_.add(bwhere + ".ip: " + b.ip() + " listed twice (also backends[" + std::to_string(it->second) + "])");
+        ok = false;
+        continue;
+      }
+      out->push_back(ServiceBackendWeight{*ip, b.weight()});
+    }
+    std::sort(out->begin(), out->end(), [](const ServiceBackendWeight& a, const ServiceBackendWeight& b) {
+      return ntohl(a.ip_be) < ntohl(b.ip_be);
+    });
+    return ok;
+  }
+
+  static bool is_prime(std::uint32_t n) {
+    if (n < 2) return false;
+    for (std::uint32_t d = 2; d * d <= n; ++d)
+      if (n % d == 0) return false;
+    return true;
+  }
+
+  void services(const v1::Tables& up) {
+    std::unordered_map<std::string, int> ids;
+    std::unordered_map<std::uint64_t, std::string> vips;  // (vni, vip) of the result -> where
+    const auto endpoint_addrs = final_endpoint_addrs(up);
+    std::set<std::string> upserted;
+    for (int i = 0; i < up.services_size(); ++i) {
+      const auto& sv = up.services(i);
+      if (!counts(last_service_, sv.id(), i) || gone_services_.count(sv.id())) continue;
+      upserted.insert(sv.id());
+      const std::string where = at("services", i) + " (id " + quoted(sv.id()) + ")";
+      bool ok = true;
+      if (sv.id().empty()) {
+        errors_.add(where + ": id is empty");
+        ok = false;
+      } else if (auto [it, fresh] = ids.emplace(sv.id(), i); !fresh) {
+        errors_.add(where + ": id already used by " + at("services", it->second));
+        ok = false;
+      }
+      std::uint32_t gateway = 0;
+      const bool net = check_network_ref(sv.vni(), where, &gateway);
+      auto vip = parse_ipv4(sv.vip());
+      if (!vip || !usable_host(*vip)) {
+        errors_.add(where + ": vip: " + quoted(sv.vip()) + " is not a unicast IPv4 address");
+        ok = false;
+      }
+      ServiceSpec spec;
+      if (!service_ports(sv, where, &spec.ports, &spec.target_ports_given)) ok = false;
+      if (!service_backends(sv, where, &spec.backends)) ok = false;
+      std::size_t weighted = 0;
+      for (const auto& b : spec.backends) weighted += b.weight != 0;
+      spec.table_size = sv.table_size() == 0 ? default_service_table_size(spec.backends.size()) : sv.table_size();
+      if (sv.table_size() != 0 && (sv.table_size() < 3 || sv.table_size() > kMaxServiceTableSize || !is_prime(sv.table_size()))) {
+        errors_.add(where + ": table_size: must be a prime in 3.." + std::to_string(kMaxServiceTableSize) +
+                    ", or 0 for the default (got " + std::to_string(sv.table_size()) + ")");
+        ok = false;
+      } else if (weighted > spec.table_size) {
+        errors_.add(where + ": table_size: " + std::to_string(spec.table_size) + " slots cannot hold " +
+                    std::to_string(weighted) + " backends with a weight (choose a larger prime, or 0)");
+        ok = false;
+      }
+      if (!ok || !net) continue;
+      if (*vip == gateway) {
+        errors_.add(where + ": vip: " + sv.vip() + " is the gateway of vni " + std::to_string(sv.vni()));
+        continue;
+      }
+      if (auto it = endpoint_addrs.find(addr_id(sv.vni(), *vip)); it != endpoint_addrs.end()) {
+        errors_.add(where + ": vip: " + sv.vip() + " is the ip of endpoint " + quoted(it->second) + " in vni " +
+                    std::to_string(sv.vni()));
+        continue;
+      }
+      if (auto [it, fresh] = vips.emplace(addr_id(sv.vni(), *vip), where); !fresh) {
+        errors_.add(where + ": vip: " + sv.vip() + " already used in vni " + std::to_string(sv.vni()) + " by " + it->second);
+        continue;
+      }
+      spec.id = sv.id();
+      spec.vni = sv.vni();
+      spec.vip_be = *vip;
+      spec.table_size_given = sv.table_size();
+      if (auto it = t_.service_state_.find(spec.id); it != t_.service_state_.end()) {
+        const auto& cur = it->second;
+        if (cur.vni == spec.vni && cur.vip_be == spec.vip_be && cur.ports == spec.ports && cur.backends == spec.backends &&
+            cur.target_ports_given == spec.target_ports_given &&
+            cur.table_size_given == spec.table_size_given)
+          continue;  // unchanged
+      }
+      change_.services.push_back(std::move(spec));
+    }
+    // Services that stay as they are: their VIPs against the upserted ones and the endpoints.
+    for (const auto& [id, st] : t_.service_state_) {
+      if (gone_services_.count(id) || upserted.count(id)) continue;
+      const std::string where = "service " + quoted(id);
+      if (auto [it, fresh] = vips.emplace(addr_id(st.vni, st.vip_be), where); !fresh)
+        errors_.add(it->second + ": vip: " + ipv4_text(st.vip_be) + " already used in vni " + std::to_string(st.vni) + " by " + where);
+      if (auto it = endpoint_addrs.find(addr_id(st.vni, st.vip_be)); it != endpoint_addrs.end())
+        errors_.add("endpoint " + quoted(it->second) + ": ip " + ipv4_text(st.vip_be) + " is the vip of " + where +
+                    " in vni " + std::to_string(st.vni));
+      std::uint32_t gateway = 0;
+      if (final_network(st.vni, &gateway) == NetworkIs::present && gateway == st.vip_be)
+        errors_.add("vni " + std::to_string(st.vni) + ": gateway_ip " + ipv4_text(gateway) + " is the vip of " + where);
+    }
+    for (const std::string& id : gone_services_)
+      if (t_.service_state_.count(id)) change_.removed_services.push_back(id);
+  }
+
   // A network whose gateway moved onto the address of one of its endpoints that stays.
   void gateways_against_endpoints(const v1::Tables& up) {
     (void)up;
@@ -592,6 +796,10 @@ class TablesPlanner {
     need(t_.endpoint_slot_ids_, change_.endpoints.size(), "endpoints");
     if (!t_.slot_blocks_.can_alloc(blocks)) errors_.add("routes: next-hop slots exhausted");
     long_prefixes += change_.endpoints.size();  // a /32 each
+    std::size_t services = t_.service_state_.size() - change_.removed_services.size();
+    for (const auto& sv : change_.services) services += !t_.service_state_.count(sv.id);
+    if (services > kMaxServices)
+      errors_.add("services: " + std::to_string(services) + " services, at most " + std::to_string(kMaxServices));
     if (long_prefixes > t_.lpm_.groups_available())
       errors_.add("routes: out of second-level LPM groups (" + std::to_string(LpmTable::kMaxGroups) +
                   " /24 blocks holding prefixes longer than /24)");
@@ -618,6 +826,8 @@ class TablesPlanner {
   std::unordered_map<std::string, int> last_endpoint_;
   std::unordered_map<std::uint64_t, int> last_route_;
   std::unordered_map<std::uint32_t, int> last_vtep_, last_neighbor_;
+  std::unordered_map<std::string, int> last_service_;
+  std::set<std::string> gone_services_, cascaded_services_;
   std::set<std::uint32_t> gone_networks_;
   std::set<std::string> gone_endpoints_, cascaded_endpoints_;
   std::set<std::uint64_t> gone_routes_, cascaded_routes_;

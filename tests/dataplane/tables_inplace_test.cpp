@@ -80,6 +80,27 @@ class Generator {
     for (std::uint32_t x : kVnis)
       if (chance(50)) v->add_vnis(x);
   }
+  // Services at addresses that endpoints and the gateway may also take (both refused alike).
+  void service(Tables& t) {
+    auto* sv = t.add_services();
+    sv->set_id("s" + std::to_string(pick(4)));
+    sv->set_vni(vni());
+    sv->set_vip(chance(5) ? "10.9.0.1" : chance(10) ? "10.1.2." + std::to_string(1 + pick(4)) : "10.3.0." + std::to_string(1 + pick(3)));
+    const int ports = chance(3) ? 0 : 1 + pick(2);
+    for (int k = 0; k < ports; ++k) {
+      auto* p = sv->add_ports();
+      p->set_protocol(chance(3) ? 1 : chance(50) ? 6 : 17);
+      p->set_port(chance(50) ? 80 : 53);
+      if (chance(50)) p->set_target_port(8080);
+    }
+    const int backends = pick(4);
+    for (int k = 0; k < backends; ++k) {
+      auto* b = sv->add_backends();
+      b->set_ip("10.1.2." + std::to_string(100 + pick(5)));
+      b->set_weight(static_cast<std::uint32_t>(pick(3)));
+    }
+    if (chance(10)) sv->set_table_size(chance(50) ? 1000 : 251);
+  }
   void neighbor(Tables& t) {
     auto* n = t.add_neighbors();
     n->set_ip("198.18.0." + std::to_string(2 + pick(8)));
@@ -91,7 +112,11 @@ class Generator {
     Delta d;
     const int ops = 1 + pick(4);
     for (int i = 0; i < ops; ++i) {
-      switch (pick(11)) {
+      switch (pick(13)) {
+        case 11: service(*d.mutable_upsert()); break;
+        case 12:
+          d.add_remove_services(current.services_size() && chance(85) ? current.services(pick(current.services_size())).id() : "s" + std::to_string(pick(4)));
+          break;
         case 0: network(*d.mutable_upsert()); break;
         case 1: case 2: endpoint(*d.mutable_upsert()); break;
         case 3: case 4: case 5: route(*d.mutable_upsert()); break;
@@ -133,6 +158,9 @@ std::vector<std::uint32_t> slots_of(const dp::ForwardingTables& t, const dp::Nex
   for (std::uint32_t i = 0; i < g->count; ++i) out.push_back(t.vtep(t.group_slots()[g->first + i]).ip_be);
   return out;
 }
+
+// How often a service was found in both tables (the generator must make some).
+std::size_t service_lookups = 0;
 
 // How often the burst loop's shortcut answered in expect_same_lookups (it must be exercised).
 std::size_t direct_vtep_answers = 0;
@@ -221,6 +249,29 @@ void expect_same_lookups(const dp::ForwardingTables& a, const Node& na, const dp
     EXPECT_EQ(pa->mac, pb->mac);
   }
   EXPECT_EQ(a.pod_port_ids(), b.pod_port_ids()) << context;
+  // Services: the same entry (ports, backends, Maglev slots) at every address a packet could ask.
+  EXPECT_EQ(a.service_count(), b.service_count()) << context;
+  for (std::uint32_t vni : kVnis) {
+    const auto* x = a.network_by_vni(vni);
+    if (!x) continue;
+    const std::uint16_t ya = x->index, yb = b.network_by_vni(vni)->index;
+    EXPECT_EQ(a.network_has_services(ya), b.network_has_services(yb)) << context << " vni " << vni;
+    bool any = false;
+    for (int host = 1; host <= 3; ++host) {
+      const std::uint32_t vip = be("10.3.0." + std::to_string(host));
+      const auto* sa = a.network_has_services(ya) ? a.service(ya, vip) : nullptr;
+      const auto* sb = b.network_has_services(yb) ? b.service(yb, vip) : nullptr;
+      ASSERT_EQ(sa != nullptr, sb != nullptr) << context << " vni " << vni << " vip 10.3.0." << host;
+      if (!sa) continue;
+      any = true;
+      EXPECT_EQ(sa->ports, sb->ports) << context;
+      EXPECT_EQ(sa->backend_ip_be, sb->backend_ip_be) << context;
+      EXPECT_EQ(sa->slots, sb->slots) << context;
+      EXPECT_EQ(sa->network, ya);
+      ++service_lookups;
+    }
+    if (!any) EXPECT_EQ(a.service(ya, be("10.3.0.1")), nullptr);
+  }
   EXPECT_EQ(a.route_count(), b.route_count()) << context;
   EXPECT_EQ(a.vtep_count(), b.vtep_count()) << context;
   EXPECT_EQ(a.group_count() <= a.route_count(), true) << context;
@@ -280,6 +331,7 @@ TEST(TablesInPlace, RandomDeltasMatchTheRebuiltTables) {
     if (HasFailure()) return;
   }
   EXPECT_GT(direct_vtep_answers, 1000u) << "routes to one VTEP must be answered by the LPM entry itself";
+  EXPECT_GT(service_lookups, 1000u) << "services must be compared, not only absent";
 }
 
 }  // namespace
