@@ -83,8 +83,17 @@ std::vector<const Policy*> policies_selecting(const std::vector<Policy>& policie
 
 CompiledRules compile(const Identity& pod, const std::string& network, const std::vector<Policy>& policies,
                       const NadResolver& resolve) {
+  std::vector<const Policy*> all;
+  all.reserve(policies.size());
+  for (const Policy& p : policies) all.push_back(&p);
+  return compile(pod, network, all, resolve);
+}
+
+CompiledRules compile(const Identity& pod, const std::string& network, const std::vector<const Policy*>& policies,
+                      const NadResolver& resolve) {
   CompiledRules out;
-  for (const Policy& p : policies) {
+  for (const Policy* policy : policies) {
+    const Policy& p = *policy;
     const Selection s = selects(p, pod, network, resolve);
     if (s == Selection::No) continue;
     if (p.ingress_type) {
@@ -108,18 +117,20 @@ bool peer_matches(const PeerPredicate& predicate, const PeerRef& peer) {
       return std::none_of(predicate.block.except.begin(), predicate.block.except.end(),
                           [&](const net::Ipv4Prefix& e) { return e.contains(*peer.ip); });
     }
-    case PeerPredicate::Kind::Pods: {
-      if (!peer.identity) return false;
-      const Identity& id = *peer.identity;
-      if (predicate.namespace_name) {
-        if (id.namespace_name.empty() || id.namespace_name != *predicate.namespace_name) return false;
-      } else if (!selector_matches(predicate.namespace_selector, id.namespace_labels, id.unlabelled)) {
-        return false;
-      }
-      return !predicate.pod_selector || selector_matches(*predicate.pod_selector, id.pod_labels, id.unlabelled);
-    }
+    case PeerPredicate::Kind::Pods:
+      return peer.identity && namespace_part_matches(predicate, *peer.identity) &&
+             pod_part_matches(predicate, *peer.identity);
   }
   return false;
+}
+
+bool namespace_part_matches(const PeerPredicate& predicate, const Identity& id) {
+  if (predicate.namespace_name) return !id.namespace_name.empty() && id.namespace_name == *predicate.namespace_name;
+  return selector_matches(predicate.namespace_selector, id.namespace_labels, id.unlabelled);
+}
+
+bool pod_part_matches(const PeerPredicate& predicate, const Identity& id) {
+  return !predicate.pod_selector || selector_matches(*predicate.pod_selector, id.pod_labels, id.unlabelled);
 }
 
 bool allowed(const CompiledRules& rules, Direction direction, const PeerRef& peer, std::uint8_t ip_protocol,

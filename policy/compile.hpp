@@ -90,6 +90,9 @@ struct CompiledRules {
 // known (docs/policy.md, "Before a pod's labels arrive").
 CompiledRules compile(const Identity& pod, const std::string& network, const std::vector<Policy>& policies,
                       const NadResolver& resolve = nad_name_is_network);
+// The same over policies given by address (the table compiler passes one namespace's).
+CompiledRules compile(const Identity& pod, const std::string& network, const std::vector<const Policy*>& policies,
+                      const NadResolver& resolve = nad_name_is_network);
 
 // The other end of a connection: a pod's identity, an address, or both (a pod's packet carries
 // both; ipBlock rules match the address whoever sends it, pod rules the identity).
@@ -99,6 +102,11 @@ struct PeerRef {
 };
 
 bool peer_matches(const PeerPredicate& predicate, const PeerRef& peer);
+// Its two halves for a peer known by identity (peer_matches() is their AND for kind Pods; the
+// table compiler checks the namespace half once per namespace): the peer's namespace, and
+// its pod labels.
+bool namespace_part_matches(const PeerPredicate& predicate, const Identity& peer);
+bool pod_part_matches(const PeerPredicate& predicate, const Identity& peer);
 
 // Whether a connection is let through in `direction`: ingress, `peer` is the source and `port`
 // the local pod's destination port; egress, `peer` is the destination and `port` its port.

@@ -1,0 +1,420 @@
+#include "policy/table_compiler.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+namespace vxfed::policy {
+
+namespace {
+
+constexpr std::size_t kIdentityNumbers = 65536;
+
+bool is_reserved(std::uint16_t number) { return number < 256; }
+
+NumberedIdentity unlabelled_peer() { return {kPeerUnlabelled, Identity::make_unlabelled()}; }
+
+// Sorts and merges a set's spans so that equal sets have one spelling.
+PortSet normalized(PortSet set) {
+  if (set.every_protocol) return PortSet{true, {}};
+  std::sort(set.spans.begin(), set.spans.end());
+  std::vector<PortSpan> merged;
+  for (const PortSpan& s : set.spans) {
+    if (!merged.empty() && merged.back().protocol == s.protocol &&
+        static_cast<std::uint32_t>(merged.back().last) + 1 >= s.first) {
+      merged.back().last = std::max(merged.back().last, s.last);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return PortSet{false, std::move(merged)};
+}
+
+std::string key_of(const PortSet& set) {
+  std::string key(1, set.every_protocol ? 'E' : 'S');
+  for (const PortSpan& s : set.spans) {
+    key.push_back(static_cast<char>(s.protocol));
+    key.append(reinterpret_cast<const char*>(&s.first), sizeof s.first);
+    key.append(reinterpret_cast<const char*>(&s.last), sizeof s.last);
+  }
+  return key;
+}
+
+std::string policy_key(const std::string& cluster, const std::string& ns, const std::string& name) {
+  return cluster + '\n' + ns + '\n' + name;
+}
+
+struct Block {
+  const IpBlock* block;
+  PortSetId ports;
+};
+
+bool block_holds(const IpBlock& b, std::uint32_t address) {
+  const net::Ipv4Addr a{address};
+  if (!b.cidr.contains(a)) return false;
+  return std::none_of(b.except.begin(), b.except.end(), [&](const net::Ipv4Prefix& e) { return e.contains(a); });
+}
+
+}  // namespace
+
+PolicyCompiler::PolicyCompiler(std::string network, NadResolver resolve)
+    : network_(std::move(network)), resolve_(std::move(resolve)), scratch_(kIdentityNumbers, kNothing) {
+  tables_.remote_egress_of.assign(kIdentityNumbers, PolicyTables::kNoTable);
+  intern(PortSet{false, {}});  // kNothing
+  intern(PortSet{true, {}});   // kEverything
+}
+
+PortSetId PolicyCompiler::intern(PortSet set) {
+  set = normalized(std::move(set));
+  auto [it, fresh] = port_set_ids_.try_emplace(key_of(set), static_cast<PortSetId>(tables_.port_sets.size()));
+  if (fresh) tables_.port_sets.push_back(std::move(set));
+  return it->second;
+}
+
+PortSetId PolicyCompiler::unite(PortSetId a, PortSetId b) {
+  if (a == b || b == kNothing || a == kEverything) return a;
+  if (a == kNothing || b == kEverything) return b;
+  const std::uint64_t memo = (std::uint64_t{std::min(a, b)} << 32) | std::max(a, b);
+  if (const auto it = unions_.find(memo); it != unions_.end()) return it->second;
+  PortSet both = tables_.port_sets[a];
+  const auto& more = tables_.port_sets[b].spans;
+  both.spans.insert(both.spans.end(), more.begin(), more.end());
+  const PortSetId id = intern(std::move(both));
+  unions_.emplace(memo, id);
+  return id;
+}
+
+PortSetId PolicyCompiler::ports_of(const PortRange& range) {
+  if (!range.protocol) return kEverything;
+  return intern(PortSet{false, {PortSpan{static_cast<std::uint8_t>(*range.protocol), range.first, range.last}}});
+}
+
+std::vector<const Policy*> PolicyCompiler::policies_of(const NamespaceKey& ns) const {
+  std::vector<const Policy*> out;
+  const auto it = policies_by_namespace_.find(ns);
+  if (it == policies_by_namespace_.end()) return out;
+  for (const PolicyKey& key : it->second) out.push_back(&policies_.at(key));
+  return out;
+}
+
+const Identity* PolicyCompiler::peer_identity(std::uint16_t number) const {
+  static const NumberedIdentity unlabelled = unlabelled_peer();
+  if (number == kPeerUnlabelled) return &unlabelled.identity;
+  const auto it = identities_.find(number);
+  return it == identities_.end() ? nullptr : &it->second;
+}
+
+PortSetId PolicyCompiler::selector_ports_for(const DirectionRules& rules, const Identity& peer) {
+  PortSetId ports = kNothing;
+  for (const AllowRule& r : rules.allow)
+    if (r.peer.kind == PeerPredicate::Kind::Pods && namespace_part_matches(r.peer, peer) &&
+        pod_part_matches(r.peer, peer))
+      ports = unite(ports, ports_of(r.ports));
+  return ports;
+}
+
+DirectionTable PolicyCompiler::build_table(const DirectionRules& rules, bool peers_are_locals) {
+  DirectionTable table;
+  table.isolated = rules.isolated;
+  if (!rules.isolated) return table;  // nothing to look up: everything passes
+
+  std::vector<Block> blocks;
+  std::vector<std::uint16_t> touched;
+  auto credit = [&](std::uint16_t number, PortSetId ports) {
+    if (scratch_[number] == kNothing) touched.push_back(number);
+    scratch_[number] = unite(scratch_[number], ports);
+  };
+
+  for (const AllowRule& r : rules.allow) {
+    const PortSetId ports = ports_of(r.ports);
+    switch (r.peer.kind) {
+      case PeerPredicate::Kind::Any:
+        table.any_peer = unite(table.any_peer, ports);
+        break;
+      case PeerPredicate::Kind::Cidr:
+        blocks.push_back(Block{&r.peer.block, ports});
+        break;
+      case PeerPredicate::Kind::Pods:
+        if (peers_are_locals) {
+          for (const LocalIdentity& local : locals_) {
+            const Identity* id = peer_identity(local.number);
+            if (!id) id = &local.identity;
+            if (namespace_part_matches(r.peer, *id) && pod_part_matches(r.peer, *id)) credit(local.number, ports);
+          }
+          break;
+        }
+        // Every identity of the federation, through the indexes: by namespace name, or one
+        // namespace-selector check per namespace group.
+        if (r.peer.namespace_name) {
+          const auto it = identities_by_namespace_name_.find(*r.peer.namespace_name);
+          if (it != identities_by_namespace_name_.end())
+            for (std::uint16_t n : it->second)
+              if (pod_part_matches(r.peer, identities_.at(n))) credit(n, ports);
+        } else {
+          for (const auto& [key, group] : groups_) {
+            if (!namespace_part_matches(r.peer, identities_.at(group.numbers.front()))) continue;
+            for (std::uint16_t n : group.numbers)
+              if (pod_part_matches(r.peer, identities_.at(n))) credit(n, ports);
+          }
+        }
+        if (const Identity* u = peer_identity(kPeerUnlabelled);
+            namespace_part_matches(r.peer, *u) && pod_part_matches(r.peer, *u))
+          credit(kPeerUnlabelled, ports);
+        break;
+    }
+  }
+
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  table.peers.reserve(touched.size());
+  for (std::uint16_t n : touched) {
+    const PortSetId ports = unite(table.any_peer, scratch_[n]);
+    table.peers.push_back(PeerEntry{n, ports});
+    table.some_selector = unite(table.some_selector, ports);
+    scratch_[n] = kNothing;
+  }
+
+  // Addresses: cut the space at every block's and every except's edges; within one piece
+  // every block either holds all of it or none.
+  std::vector<std::uint64_t> edges;
+  for (const Block& b : blocks) {
+    edges.push_back(b.block->cidr.addr);
+    edges.push_back(std::uint64_t{b.block->cidr.last().value} + 1);
+    for (const auto& e : b.block->except) {
+      edges.push_back(e.addr);
+      edges.push_back(std::uint64_t{e.last().value} + 1);
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  for (std::size_t i = 0; i + 1 < edges.size(); ++i) {
+    const auto first = static_cast<std::uint32_t>(edges[i]);
+    const auto last = static_cast<std::uint32_t>(edges[i + 1] - 1);
+    PortSetId ports = kNothing;
+    for (const Block& b : blocks)
+      if (block_holds(*b.block, first)) ports = unite(ports, b.ports);
+    if (ports == kNothing) continue;
+    if (!table.addresses.empty() && table.addresses.back().ports == ports &&
+        std::uint64_t{table.addresses.back().last} + 1 == first) {
+      table.addresses.back().last = last;
+    } else {
+      table.addresses.push_back(AddressSpan{first, last, ports});
+    }
+  }
+  return table;
+}
+
+void PolicyCompiler::rebuild_local(std::size_t index) {
+  const Identity& id = locals_[index].identity;
+  local_rules_[index] = compile(id, network_, policies_of({id.cluster, id.namespace_name}), resolve_);
+  tables_.local_ingress[index] = build_table(local_rules_[index].ingress, false);
+  tables_.local_egress[index] = build_table(local_rules_[index].egress, false);
+}
+
+bool PolicyCompiler::rebuild_remote_egress(std::uint16_t number) {
+  std::uint32_t& slot = tables_.remote_egress_of[number];
+  const auto release = [&] {
+    if (slot != PolicyTables::kNoTable) {
+      tables_.remote_egress_tables[slot] = DirectionTable{};
+      free_remote_tables_.push_back(slot);
+      slot = PolicyTables::kNoTable;
+    }
+    return false;
+  };
+  DirectionTable table;
+  if (number == kPeerUnlabelled) {
+    // An unlabelled source's namespace is known only on its own node, which decides all it can
+    // (rules without peers, ipBlocks). What it leaves to the destination (a selector rule of a
+    // policy it is surely selected by) cannot be told apart here from the other namespaces'
+    // unlabelled pods, so it is denied: the pod fails closed until its labels arrive.
+    table.isolated = true;
+  } else {
+    const auto it = identities_.find(number);
+    if (it == identities_.end()) return release();
+    const Identity& id = it->second;
+    const auto policies = policies_of({id.cluster, id.namespace_name});
+    if (std::none_of(policies.begin(), policies.end(), [](const Policy* p) { return p->egress_type; }))
+      return release();
+    const CompiledRules rules = compile(id, network_, policies, resolve_);
+    if (!rules.egress.isolated) return release();
+    table = build_table(rules.egress, true);
+  }
+  if (slot == PolicyTables::kNoTable) {
+    if (!free_remote_tables_.empty()) {
+      slot = free_remote_tables_.back();
+      free_remote_tables_.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(tables_.remote_egress_tables.size());
+      tables_.remote_egress_tables.emplace_back();
+    }
+  }
+  tables_.remote_egress_tables[slot] = std::move(table);
+  return true;
+}
+
+void PolicyCompiler::index_identity(const NumberedIdentity& n) {
+  const Identity& id = identities_.insert_or_assign(n.number, n.identity).first->second;
+  identities_by_namespace_[{id.cluster, id.namespace_name}].insert(n.number);
+  identities_by_namespace_name_[id.namespace_name].insert(n.number);
+  auto& group = groups_[GroupKey{id.cluster, id.namespace_name, id.namespace_labels, id.unlabelled}];
+  group.numbers.insert(std::upper_bound(group.numbers.begin(), group.numbers.end(), n.number), n.number);
+}
+
+void PolicyCompiler::unindex_identity(std::uint16_t number) {
+  const auto it = identities_.find(number);
+  if (it == identities_.end()) return;
+  const Identity& id = it->second;
+  const auto erase_from = [&](auto& index, const auto& key) {
+    const auto at = index.find(key);
+    if (at == index.end()) return;
+    at->second.erase(number);
+    if (at->second.empty()) index.erase(at);
+  };
+  erase_from(identities_by_namespace_, NamespaceKey{id.cluster, id.namespace_name});
+  erase_from(identities_by_namespace_name_, id.namespace_name);
+  const auto g = groups_.find(GroupKey{id.cluster, id.namespace_name, id.namespace_labels, id.unlabelled});
+  if (g != groups_.end()) {
+    auto& v = g->second.numbers;
+    v.erase(std::remove(v.begin(), v.end(), number), v.end());
+    if (v.empty()) groups_.erase(g);
+  }
+  identities_.erase(it);
+}
+
+void PolicyCompiler::build(std::vector<Policy> policies, std::vector<NumberedIdentity> identities,
+                           std::vector<LocalIdentity> locals) {
+  policies_.clear();
+  policies_by_namespace_.clear();
+  identities_.clear();
+  identities_by_namespace_.clear();
+  identities_by_namespace_name_.clear();
+  groups_.clear();
+  for (Policy& p : policies) {
+    PolicyKey key = policy_key(p.cluster, p.namespace_name, p.name);
+    policies_by_namespace_[{p.cluster, p.namespace_name}].insert(key);
+    policies_.insert_or_assign(std::move(key), std::move(p));
+  }
+  for (const NumberedIdentity& n : identities)
+    if (!is_reserved(n.number)) index_identity(n);
+  // A full build starts the port sets afresh too, so that sets no table uses any more go.
+  tables_ = PolicyTables{};
+  tables_.remote_egress_of.assign(kIdentityNumbers, PolicyTables::kNoTable);
+  free_remote_tables_.clear();
+  port_set_ids_.clear();
+  unions_.clear();
+  intern(PortSet{false, {}});
+  intern(PortSet{true, {}});
+  set_locals(std::move(locals));
+}
+
+ChangeCost PolicyCompiler::set_locals(std::vector<LocalIdentity> locals) {
+  ChangeCost cost;
+  locals_ = std::move(locals);
+  local_rules_.assign(locals_.size(), CompiledRules{});
+  tables_.local_ingress.assign(locals_.size(), DirectionTable{});
+  tables_.local_egress.assign(locals_.size(), DirectionTable{});
+  for (std::size_t i = 0; i < locals_.size(); ++i) rebuild_local(i);
+  cost.tables_rebuilt += 2 * locals_.size();
+  // The remote-egress tables' peers are the local identities: all of them change.
+  for (std::size_t n = 0; n < kIdentityNumbers; ++n) {
+    const auto number = static_cast<std::uint16_t>(n);
+    if (number == kPeerUnlabelled || identities_.count(number) ||
+        tables_.remote_egress_of[n] != PolicyTables::kNoTable)
+      cost.tables_rebuilt += rebuild_remote_egress(number) ? 1 : 0;
+  }
+  return cost;
+}
+
+ChangeCost PolicyCompiler::policy_changed(const std::optional<Policy>& before, const std::optional<Policy>& after) {
+  ChangeCost cost;
+  const Policy& any = before ? *before : *after;
+  const NamespaceKey ns{any.cluster, any.namespace_name};
+  const auto touches = [&](const Identity& id) {
+    return (before && selects(*before, id, network_, resolve_) != Selection::No) ||
+           (after && selects(*after, id, network_, resolve_) != Selection::No);
+  };
+  for (std::size_t i = 0; i < locals_.size(); ++i) {
+    const Identity& id = locals_[i].identity;
+    if (NamespaceKey{id.cluster, id.namespace_name} != ns || !touches(id)) continue;
+    rebuild_local(i);
+    cost.tables_rebuilt += 2;
+  }
+  if (!(before && before->egress_type) && !(after && after->egress_type)) return cost;
+  const auto it = identities_by_namespace_.find(ns);
+  if (it == identities_by_namespace_.end()) return cost;
+  for (std::uint16_t n : it->second) {
+    if (!touches(identities_.at(n))) continue;
+    rebuild_remote_egress(n);
+    ++cost.tables_rebuilt;
+  }
+  return cost;
+}
+
+ChangeCost PolicyCompiler::apply_policy(Policy policy) {
+  PolicyKey key = policy_key(policy.cluster, policy.namespace_name, policy.name);
+  std::optional<Policy> before;
+  if (const auto it = policies_.find(key); it != policies_.end()) before = it->second;
+  policies_by_namespace_[{policy.cluster, policy.namespace_name}].insert(key);
+  const Policy& after = policies_.insert_or_assign(std::move(key), std::move(policy)).first->second;
+  return policy_changed(before, after);
+}
+
+ChangeCost PolicyCompiler::delete_policy(const std::string& cluster, const std::string& namespace_name,
+                                         const std::string& name) {
+  const PolicyKey key = policy_key(cluster, namespace_name, name);
+  const auto it = policies_.find(key);
+  if (it == policies_.end()) return {};
+  std::optional<Policy> before = std::move(it->second);
+  policies_.erase(it);
+  auto& keys = policies_by_namespace_[{cluster, namespace_name}];
+  keys.erase(key);
+  if (keys.empty()) policies_by_namespace_.erase({cluster, namespace_name});
+  return policy_changed(before, std::nullopt);
+}
+
+ChangeCost PolicyCompiler::add_identity(NumberedIdentity identity) {
+  ChangeCost cost;
+  if (is_reserved(identity.number)) return cost;
+  if (identities_.count(identity.number)) cost = remove_identity(identity.number);
+  index_identity(identity);
+  const Identity& id = identities_.at(identity.number);
+  for (std::size_t i = 0; i < locals_.size(); ++i) {
+    for (auto [rules, table] : {std::pair{&local_rules_[i].ingress, &tables_.local_ingress[i]},
+                                std::pair{&local_rules_[i].egress, &tables_.local_egress[i]}}) {
+      if (!table->isolated) continue;
+      const PortSetId selected = selector_ports_for(*rules, id);
+      if (selected == kNothing) continue;
+      const PortSetId ports = unite(table->any_peer, selected);
+      auto& peers = table->peers;
+      const auto at = std::lower_bound(peers.begin(), peers.end(), identity.number,
+                                       [](const PeerEntry& e, std::uint16_t n) { return e.identity < n; });
+      peers.insert(at, PeerEntry{identity.number, ports});
+      table->some_selector = unite(table->some_selector, ports);
+      ++cost.peer_entries_set;
+    }
+  }
+  if (rebuild_remote_egress(identity.number)) ++cost.tables_rebuilt;
+  return cost;
+}
+
+ChangeCost PolicyCompiler::remove_identity(std::uint16_t number) {
+  ChangeCost cost;
+  if (is_reserved(number) || !identities_.count(number)) return cost;
+  unindex_identity(number);
+  for (auto* tables : {&tables_.local_ingress, &tables_.local_egress}) {
+    for (DirectionTable& table : *tables) {
+      auto& peers = table.peers;
+      const auto at = std::lower_bound(peers.begin(), peers.end(), number,
+                                       [](const PeerEntry& e, std::uint16_t n) { return e.identity < n; });
+      if (at == peers.end() || at->identity != number) continue;
+      peers.erase(at);
+      ++cost.peer_entries_set;
+      table.some_selector = kNothing;  // the union of what is left
+      for (const PeerEntry& e : peers) table.some_selector = unite(table.some_selector, e.ports);
+    }
+  }
+  rebuild_remote_egress(number);  // releases it
+  ++cost.tables_rebuilt;
+  return cost;
+}
+
+}  // namespace vxfed::policy
