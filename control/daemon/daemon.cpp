@@ -166,6 +166,26 @@ struct Daemon::Impl {
     in.api_unknown = as.unknown;
     in.api = &handler->counters();
     if (metrics) in.metrics_server = metrics->stats();
+    if (service_programmer && service_follower) {
+      ServiceFigures f;
+      const auto& fs = service_follower->stats();
+      f.listings = fs.listings;
+      f.list_failures = fs.list_failures;
+      f.watch_breaks = fs.watch_breaks;
+      f.watching = fs.watching;
+      f.compiles = service_programmer->compiles();
+      for (const auto& [key, view] : service_programmer->views()) {
+        ServiceFigures::PerService p;
+        p.service = key.str();
+        p.programmed = view.entry.has_value();
+        for (const auto& b : view.backends) {
+          p.allowed += b.allowed ? 1 : 0;
+          (b.state == BackendState::ready ? p.ready : b.state == BackendState::not_ready ? p.not_ready : p.node_down)++;
+        }
+        f.services.push_back(std::move(p));
+      }
+      in.services = std::move(f);
+    }
     in.federation_enabled = federation != nullptr;
     if (federation) {
       in.federation_available = federation->available();

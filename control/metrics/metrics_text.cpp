@@ -113,6 +113,7 @@ std::string render_metrics(const MetricsInput& in) {
   render_dataplane_metrics(w, in);
   if (in.bgp) render_bgp_metrics(w, *in.bgp);
   render_bpf_metrics(w, in);
+  if (in.services) render_service_metrics(w, *in.services);
   return w.take();
 }
 

@@ -8,7 +8,8 @@
 // the network: per port and queue (uplink, pods, endpoint ports: at most 1,024 pods x
 // workers), per VNI (only the networks this node has now), per drop reason (the fixed list),
 // per API operation and code (control.proto's), per store (four), per pool and per BGP peer
-// (the config's), per pod (the endpoints attached here). docs/metrics.md has the counts.
+// (the config's), per pod (the endpoints attached here), per global service (the federation's
+// services, from the store). docs/metrics.md has the counts.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,18 @@ struct PodBpfFigures {
   bpf::PodCounters counters;
 };
 
+// Global services as this node serves them (control/services/: the follower and the compiler).
+struct ServiceFigures {
+  std::uint64_t listings = 0, list_failures = 0, watch_breaks = 0, compiles = 0;
+  bool watching = false;
+  struct PerService {
+    std::string service;  // "namespace/name"
+    bool programmed = false;
+    std::uint64_t allowed = 0, ready = 0, not_ready = 0, node_down = 0;  // backends
+  };
+  std::vector<PerService> services;
+};
+
 struct MetricsInput {
   std::string version;
   std::uint64_t uptime_s = 0;
@@ -82,6 +95,7 @@ struct MetricsInput {
   bool bpf_enabled = false;
   std::vector<PodBpfFigures> pods;            // endpoints with pinned programs
   std::uint64_t bpf_read_errors = 0;          // pods whose maps could not be read this scrape
+  std::optional<ServiceFigures> services;     // the federation store and services.range configured
 };
 
 std::string render_metrics(const MetricsInput& in);
@@ -91,5 +105,6 @@ void render_vxfedd_metrics(metrics::Exposition& out, const MetricsInput& in);
 void render_dataplane_metrics(metrics::Exposition& out, const MetricsInput& in);
 void render_bgp_metrics(metrics::Exposition& out, const BgpFigures& bgp);
 void render_bpf_metrics(metrics::Exposition& out, const MetricsInput& in);
+void render_service_metrics(metrics::Exposition& out, const ServiceFigures& services);
 
 }  // namespace vxfed::control
