@@ -57,7 +57,6 @@ struct ServiceEntry {
   std::uint32_t generation = 0;
   std::vector<ServicePortEntry> ports;       // a few; scanned
   std::vector<std::uint32_t> backend_ip_be;  // Maglev's order (its ids: the addresses, ascending)
-  std::vector<std::uint32_t> backend_weight; // as given (0: no new flows, keeps its flows)
   // Maglev's lookup table with 2-byte slots (a service has fewer than 65,536 backends): half
   // the memory of MaglevTable's own. Empty: no backend can be picked.
   std::vector<std::uint16_t> slots;
@@ -82,7 +81,7 @@ struct ServiceEntry {
   }
   std::size_t memory_bytes() const {
     return sizeof(*this) + ports.capacity() * sizeof(ServicePortEntry) +
-           backend_ip_be.capacity() * 4 + backend_weight.capacity() * 4 + slots.capacity() * 2;
+           backend_ip_be.capacity() * 4 + slots.capacity() * 2;
   }
 };
 

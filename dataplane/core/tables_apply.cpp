@@ -574,9 +574,9 @@ class TablesWriter {
     e->ports = sv.ports;
     std::vector<MaglevBackend> maglev;
     maglev.reserve(sv.backends.size());
+    e->backend_ip_be.reserve(sv.backends.size());
     for (const auto& b : sv.backends) {
       e->backend_ip_be.push_back(b.ip_be);
-      e->backend_weight.push_back(b.weight);
       // The id is the address (host order), as vxfedd's selection library has it
       // (services/select.hpp), so both build the same table; ascending = backend_ip_be's order.
       maglev.push_back(MaglevBackend{ntohl(b.ip_be), b.weight});
