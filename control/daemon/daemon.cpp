@@ -113,13 +113,14 @@ struct Daemon::Impl {
   void program_services(const ServiceProgrammer::Changes& changes) {
     if (changes.empty()) return;
     for (const auto& entry : changes.upserts) {
+      if (!log->should_log(spdlog::level::debug)) break;
       if (const auto* held = find_service(entry.id()); held && held->SerializeAsString() == entry.SerializeAsString())
         continue;
       std::string backends;
       for (const auto& b : entry.backends()) backends += (backends.empty() ? "" : " ") + b.ip() + "/" + std::to_string(b.weight());
-      log->info("services: {} VIP {} on VNI {}: backends [{}]", entry.id(), entry.vip(), entry.vni(), backends);
+      log->debug("services: {} VIP {} on VNI {}: backends [{}]", entry.id(), entry.vip(), entry.vni(), backends);
     }
-    for (const auto& id : changes.removals) log->info("services: {} removed from the dataplane's tables", id);
+    for (const auto& id : changes.removals) log->debug("services: {} removed from the dataplane's tables", id);
     state->set_services(changes.upserts, changes.removals);
   }
   const dp::Service* find_service(const std::string& id) const {

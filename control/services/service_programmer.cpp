@@ -124,12 +124,15 @@ ServiceProgrammer::Changes ServiceProgrammer::set_federated(const svc::Federated
 }
 
 ServiceProgrammer::Changes ServiceProgrammer::reach_changed(std::uint32_t vni, const net::Ipv4Prefix& prefix) {
+  // The index first: a route burst (a BGP resync is ~130,000 routes) mostly touches no
+  // backend, and then costs one map lookup per route, not a look at the node.
   Changes changes;
-  const ServiceNode node = node_();
-  if (!node.vni || *node.vni != vni) return changes;  // another network's: no backend of ours
   std::set<svc::ServiceKey> affected;
   for (auto it = by_backend_.lower_bound(prefix.addr); it != by_backend_.end() && it->first <= prefix.last().value; ++it)
     affected.insert(it->second.begin(), it->second.end());
+  if (affected.empty()) return changes;
+  const ServiceNode node = node_();
+  if (!node.vni || *node.vni != vni) return changes;  // another network's: no backend of ours
   for (const auto& key : affected) compile(key, node, changes);
   return changes;
 }

@@ -3,8 +3,8 @@
 (docs/services.md, "Serving a VIP"), end to end with a real etcd and two vxfedds of two
 clusters (node-a of cluster-a, node-b of cluster-b), each serving network `red` and reaching
 the other cluster's pod CIDR through a static route. No dataplane runs: what is asserted is
-the entry vxfedd programs into its tables (the `services: ...` line it logs for every entry it
-changes; the forwarder's dump of services has not landed yet, docs/services.md "Not done yet").
+the entry vxfedd programs into its tables (the `services: ...` line it logs at debug level for
+every entry it changes; the forwarder's dump of services has not landed yet, docs/services.md "Not done yet").
   1. node-a has pod P_A (attached, in its block) and node-b P_B; both clusters export the
      LocalFirst service default/web (P_A from cluster-a, P_B from cluster-b): node-a's entry has
      the VIP, port 80 -> 8080 and backend P_A only; node-b's has P_B only;
@@ -125,7 +125,7 @@ def test_main() -> None:
                        "static_routes": [{"prefix": other, "vteps": [other_vtep]}]}
             cfg = config(name, vtep, cl, [subnet], w / "dp.sock", socket=w / "run" / "vxfedd.sock",
                          state_dir=w / "state", networks=[network], federation=fed,
-                         services={"range": RANGE, "network": "red"})
+                         services={"range": RANGE, "network": "red"}, log_level="debug")
             daemons.append(Vxfedd(topo.host, w / "vxfedd.yaml", w / "run" / "vxfedd.sock", cfg, name=name))
         a, b = daemons
         try:
