@@ -259,7 +259,11 @@ void DataplaneClient::send_snapshot(bool with_endpoints) {
   snapshot->set_generation(++generation_);
   *snapshot->mutable_tables() = state_.tables();
   if (!with_endpoints) {
+    // Networks and routes only: what the node needs to forward at all. The services' entries
+    // are left out with the endpoints (a forwarder that refuses one must still get the rest);
+    // they come back with the next full snapshot, or each with its next change.
     snapshot->mutable_tables()->clear_endpoints();
+    snapshot->mutable_tables()->clear_services();
   } else if (!refused_.empty()) {
     // Endpoints this dataplane already refused would only fail the whole snapshot again;
     // they are retried at the next connection or when attached anew.
@@ -271,9 +275,9 @@ void DataplaneClient::send_snapshot(bool with_endpoints) {
   }
   Pending carried;
   for (const auto& e : snapshot->tables().endpoints()) carried.endpoints[e.id()] = e;
-  log_->debug("snapshot generation {}: {} networks, {} endpoints, {} routes", generation_,
+  log_->debug("snapshot generation {}: {} networks, {} endpoints, {} routes, {} services", generation_,
               snapshot->tables().networks_size(), snapshot->tables().endpoints_size(),
-              snapshot->tables().routes_size());
+              snapshot->tables().routes_size(), snapshot->tables().services_size());
   resync_in_flight_ = true;
   last_snapshot_generation_ = generation_;
   queue_.clear();  // the snapshot carries every change not sent yet

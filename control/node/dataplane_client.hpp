@@ -16,7 +16,8 @@
 // when it is attached anew or at the next connection; its removal is not sent (the
 // dataplane never had it). A refusal that names no endpoint resends the full snapshot; a
 // snapshot refused without a name falls back to one with networks and routes only, then
-// every endpoint as its own delta.
+// every endpoint as its own delta (global services' entries come back with their next change
+// or the next full snapshot).
 // Lost connection: reconnect with exponential backoff (reconnect_min_ms .. reconnect_max_ms),
 // or at once when the socket file is created anew (a dataplane that restarted).
 //
