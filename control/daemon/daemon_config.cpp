@@ -239,6 +239,19 @@ void parse_into(Config& c, const YAML::Node& root) {
     c.networks.push_back(std::move(n));
   }
 
+  // A VIP must never be a pod's address: the forwarder would not know whether a packet to it
+  // is for the pod or for the service. The range stays clear of the pods' space.
+  if (c.services.range) {
+    const Field range = top["services"]["range"];
+    for (const auto& cidr : c.cluster.pod_cidrs)
+      if (auto p = net::Ipv4Prefix::parse(cidr); p && p->overlaps(*c.services.range))
+        range.fail(c.services.range->str() + " overlaps cluster.pod_cidrs' " + p->str() + " (VIPs must not be pod addresses)");
+    for (std::size_t i = 0; i < c.networks.size(); ++i)
+      if (auto p = net::Ipv4Prefix::parse(c.networks[i].subnet); p && p->overlaps(*c.services.range))
+        range.fail(c.services.range->str() + " overlaps networks[" + std::to_string(i) + "].subnet " + p->str() +
+                   " (VIPs must not be pod addresses)");
+  }
+
   if (top.has("bgp")) {
     auto bgp = vxfed::bgp::parse_config(root["bgp"]);
     if (!bgp) fail(bgp.error(), "");  // already "bgp.field: reason"

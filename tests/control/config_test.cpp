@@ -126,6 +126,8 @@ TEST(Config, BadFilesNameFileFieldAndReason) {
       {"services bad range", std::string(kGood) + "services: {range: 10.96.0.0/33}\n", "services.range", "invalid prefix length"},
       {"services range too small", std::string(kGood) + "services: {range: 10.96.0.0/31}\n", "services.range", "length 1 to 30"},
       {"services unknown key", std::string(kGood) + "services: {range: 10.96.0.0/24, cidr: x}\n", "services.cidr", "unknown key"},
+      {"services range over pods", std::string(kGood) + "services: {range: 10.244.128.0/24}\n", "services.range", "overlaps cluster.pod_cidrs' 10.244.0.0/16"},
+      {"services range over a network", std::string(kGood) + "services: {range: 10.0.0.0/8}\n", "services.range", "overlaps"},
       {"federation unknown key", std::string(kGood) + "federation: {endpoints: [\"e:2379\"], ttl: 3}\n", "federation.ttl", "unknown key"},
       {"static block with federation", with("mtu: 1500", "mtu: 1500, block: 10.244.2.0/25") + "federation: {endpoints: [\"e:2379\"]}\n", "networks[1].block", "without federation"},
       {"block outside subnet", with("mtu: 1500", "mtu: 1500, block: 10.244.9.0/25"), "networks[1].block", "not inside subnet"},
