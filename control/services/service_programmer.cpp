@@ -1,5 +1,12 @@
 #include "control/services/service_programmer.hpp"
 
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <utility>
+
+#include "dataplane/core/service_entry.hpp"
+
 namespace vxfed::control {
 
 namespace svc = ::vxfed::services;
@@ -18,6 +25,26 @@ namespace {
 bool same_service(const svc::FederatedService& a, const svc::FederatedService& b) {
   return a.key == b.key && a.ports == b.ports && a.strategy == b.strategy && a.vip == b.vip &&
          a.clusters == b.clusters && a.backends == b.backends;
+}
+
+// What the forwarder takes (it refuses the whole Delta otherwise): weights 0..65535, at most
+// kMaxServiceBackends backends.
+constexpr std::uint32_t kMaxEntryWeight = 65535;
+
+// allowed_backends() splits a cluster's weight in kWeightUnits (720720 x up to 1000): reduced by
+// their common divisor, then scaled down to the forwarder's 16 bits when still larger (each
+// share kept to within 1/65535 of the largest, none rounded to 0).
+std::vector<std::uint32_t> entry_weights(const std::vector<svc::WeightedBackend>& allowed) {
+  std::uint64_t g = 0, top = 0;
+  for (const auto& a : allowed) g = std::gcd(g, std::uint64_t{a.weight});
+  std::vector<std::uint32_t> out;
+  for (const auto& a : allowed) top = std::max(top, a.weight / (g ? g : 1));
+  for (const auto& a : allowed) {
+    std::uint64_t w = a.weight / (g ? g : 1);
+    if (top > kMaxEntryWeight) w = std::max<std::uint64_t>(1, (w * kMaxEntryWeight + top / 2) / top);
+    out.push_back(static_cast<std::uint32_t>(w));
+  }
+  return out;
 }
 
 }  // namespace
@@ -47,10 +74,26 @@ ServiceView compile_service(const svc::FederatedService& service, const ServiceN
     view.not_programmed = "this node does not serve the services' network";
     return view;
   }
+  std::set<std::pair<svc::Protocol, std::uint16_t>> ports;
+  for (const auto& p : service.ports)
+    if (!ports.emplace(p.protocol, p.port).second) {
+      view.not_programmed = std::string("port ") + svc::protocol_name(p.protocol) + " " + std::to_string(p.port) + " listed twice";
+      return view;
+    }
+  if (ports.empty()) {
+    view.not_programmed = "no ports";
+    return view;
+  }
   // std::vector<bool> is no span of bool: copy into a plain array for allowed_backends().
   std::unique_ptr<bool[]> alive(new bool[service.backends.size() + 1]);
   for (std::size_t i = 0; i < service.backends.size(); ++i) alive[i] = alive_flags[i];
   const auto allowed = svc::allowed_backends(service, node.cluster, std::span<const bool>(alive.get(), service.backends.size()));
+  if (allowed.size() > dataplane::kMaxServiceBackends) {
+    view.not_programmed = std::to_string(allowed.size()) + " backends allowed, more than the forwarder's " +
+                          std::to_string(dataplane::kMaxServiceBackends);
+    return view;
+  }
+  const auto weights = entry_weights(allowed);
 
   dp::Service entry;
   entry.set_id(service.key.str());
@@ -62,14 +105,19 @@ ServiceView compile_service(const svc::FederatedService& service, const ServiceN
     port->set_port(p.port);
     port->set_target_port(p.target_port ? p.target_port : p.port);
   }
-  for (const auto& a : allowed) {
+  for (std::size_t i = 0; i < allowed.size(); ++i) {
+    const auto& a = allowed[i];
     auto* backend = entry.add_backends();
     backend->set_ip(service.backends[a.backend].address.str());
-    backend->set_weight(a.weight);
+    backend->set_weight(weights[i]);
     view.backends[a.backend].allowed = true;
-    view.backends[a.backend].weight = a.weight;
+    view.backends[a.backend].weight = weights[i];
   }
-  entry.set_table_size(svc::kServiceTableSize);
+  // The forwarder's size for the service's backends of every cluster and state, pinned, not
+  // left to its default for the backends allowed now: a failover (3 local -> 30 remote) or
+  // backends turning not ready would otherwise cross its size tiers and re-deal every new flow
+  // of backends that stayed. Changes only when backends are added or removed across a tier.
+  entry.set_table_size(dataplane::default_service_table_size(std::max<std::size_t>(service.backends.size(), allowed.size())));
   view.entry = std::move(entry);
   return view;
 }

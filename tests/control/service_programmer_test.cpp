@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include "dataplane/core/service_entry.hpp"
+
 namespace vxfed::control {
 namespace {
 
@@ -66,7 +68,8 @@ TEST(ServiceCompile, LocalFirstGivesTheLocalClusterWithPortsVipAndTable) {
   EXPECT_EQ(e.id(), "default/web");
   EXPECT_EQ(e.vni(), kVni);
   EXPECT_EQ(e.vip(), "10.96.0.1");
-  EXPECT_EQ(e.table_size(), svc::kServiceTableSize);
+  // The forwarder's size for all 4 backends (not the 2 allowed now): pinned across failovers.
+  EXPECT_EQ(e.table_size(), vxfed::dataplane::default_service_table_size(4));
   ASSERT_EQ(e.ports_size(), 2);
   EXPECT_EQ(e.ports(0).protocol(), 6u);
   EXPECT_EQ(e.ports(0).port(), 80u);
@@ -127,9 +130,47 @@ TEST(ServiceCompile, WeightsSplitPerCluster) {
   s.strategy.weights = {{"cluster-a", 3}, {"cluster-b", 1}};
   const auto view = compile_service(s, reach.node());
   ASSERT_EQ(view.entry->backends_size(), 4);
-  // cluster-a's 3 over 2 backends against cluster-b's 1 over 2: 3:1 per backend.
-  EXPECT_EQ(view.entry->backends(0).weight(), 3 * view.entry->backends(2).weight());
-  EXPECT_EQ(view.entry->backends(0).weight(), view.entry->backends(1).weight());
+  // cluster-a's 3 over 2 backends against cluster-b's 1 over 2: 3:1 per backend, reduced.
+  EXPECT_EQ(view.entry->backends(0).weight(), 3u);
+  EXPECT_EQ(view.entry->backends(1).weight(), 3u);
+  EXPECT_EQ(view.entry->backends(2).weight(), 1u);
+  EXPECT_EQ(view.entry->table_size(), vxfed::dataplane::default_service_table_size(4));
+}
+
+TEST(ServiceCompile, WeightsFitTheForwardersSixteenBits) {
+  // 1000 over 17 backends against 1 over 1: the split does not divide evenly, and reduced by
+  // the common divisor the weights are still beyond 65535: scaled down, none to 0.
+  std::vector<svc::Backend> backends;
+  for (int i = 0; i < 17; ++i)
+    backends.push_back({"cluster-a", net::Ipv4Addr{ip("10.244.1.10").value + static_cast<std::uint32_t>(i)}, true});
+  backends.push_back({"cluster-b", ip("10.245.1.5"), true});
+  auto s = service("batch", svc::Strategy::WeightedRoundRobin, backends);
+  s.strategy.weights = {{"cluster-a", 1000}, {"cluster-b", 1}};
+  Reach reach;
+  const auto view = compile_service(s, reach.node());
+  ASSERT_TRUE(view.entry);
+  ASSERT_EQ(view.entry->backends_size(), 18);
+  std::uint32_t top = 0;
+  for (const auto& b : view.entry->backends()) {
+    EXPECT_GE(b.weight(), 1u);
+    EXPECT_LE(b.weight(), 65535u);
+    top = std::max(top, b.weight());
+  }
+  const double ratio = double(view.entry->backends(0).weight()) / view.entry->backends(17).weight();
+  EXPECT_NEAR(ratio, 1000.0 / 17, 1000.0 / 17 * 0.02) << view.entry->backends(0).weight() << " : "
+                                                       << view.entry->backends(17).weight();
+  EXPECT_GT(top, 60000u);  // scaled to use the range, not crushed
+}
+
+TEST(ServiceCompile, TooManyBackendsForTheForwarderIsNotProgrammed) {
+  std::vector<svc::Backend> backends;
+  for (std::uint32_t i = 0; i < vxfed::dataplane::kMaxServiceBackends + 1; ++i)
+    backends.push_back({"cluster-a", net::Ipv4Addr{ip("10.244.0.0").value + 1 + i}, true});
+  Reach reach;
+  reach.blocks = {prefix("10.244.0.0/16")};
+  const auto view = compile_service(service("huge", svc::Strategy::LocalFirst, backends), reach.node());
+  EXPECT_FALSE(view.entry);
+  EXPECT_NE(view.not_programmed.find("more than the forwarder's"), std::string::npos) << view.not_programmed;
 }
 
 TEST(ServiceCompile, NotProgrammedWithoutVipOrNetwork) {
