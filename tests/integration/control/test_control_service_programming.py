@@ -4,7 +4,7 @@
 clusters (node-a of cluster-a, node-b of cluster-b), each serving network `red` and reaching
 the other cluster's pod CIDR through a static route. No dataplane runs: what is asserted is
 the entry vxfedd programs into its tables (the `services: ...` line it logs at debug level for
-every entry it changes; the forwarder's dump of services has not landed yet, docs/services.md "Not done yet").
+every entry it changes; control_service_dataplane checks the entries in a real dataplane).
   1. node-a has pod P_A (attached, in its block) and node-b P_B; both clusters export the
      LocalFirst service default/web (P_A from cluster-a, P_B from cluster-b): node-a's entry has
      the VIP, port 80 -> 8080 and backend P_A only; node-b's has P_B only;
