@@ -47,6 +47,14 @@ struct GroupPolicyCounters {
   Counter rx_policy_applied;     // of those, with the A bit (the sender applied policy)
 };
 
+// Global services' translation (service_nat.hpp): what the worker's connection table did.
+struct ServiceCounters {
+  Counter new_flows;             // flows to a VIP:port given a backend and tracked
+  Counter translated;            // packets whose destination became a backend's (Original)
+  Counter replies_translated;    // packets whose source became the VIP:port again (Reply, ICMP errors)
+  Counter repicked;              // flows whose backend left the service, given a new one
+};
+
 // One per worker, allocated by the runtime (new or rte_zmalloc; ~220 KiB), cache-line aligned
 // so that workers never share a line.
 struct alignas(64) WorkerCounters {
@@ -54,6 +62,7 @@ struct alignas(64) WorkerCounters {
   alignas(64) Counter drops[kDropReasonCount];   // by DropReason
   alignas(64) VniCounters vnis[kMaxVniSlots];    // by VniCounterSlots slot
   alignas(64) GroupPolicyCounters group_policy;
+  alignas(64) ServiceCounters services;
   void drop(DropReason r, std::uint16_t port, std::uint64_t n = 1) {
     drops[static_cast<std::uint32_t>(r)].add(n);
     ports[port].drops.add(n);

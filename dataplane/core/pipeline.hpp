@@ -41,14 +41,19 @@
 
 namespace vxfed::dataplane {
 
+struct ServiceFlows;  // service_nat.hpp
+
 // Packets received on the uplink (tables.uplink_port()). n <= kMaxBurst. Returns n.
+// `flows`: the worker's connection tracking for global services (service_nat.hpp); null: no
+// translation (packets to a VIP find no route).
 std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pkts,
-                                   std::uint16_t n, TxStage& tx, WorkerCounters& counters);
+                                   std::uint16_t n, TxStage& tx, WorkerCounters& counters,
+                                   ServiceFlows* flows = nullptr);
 
 // Packets received on a pod port. n <= kMaxBurst. Returns n.
 std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx_port,
                                 rte_mbuf** pkts, std::uint16_t n, TxStage& tx,
-                                WorkerCounters& counters);
+                                WorkerCounters& counters, ServiceFlows* flows = nullptr);
 
 // Frees a burst, counting rx on the port and one drop reason (e.g. NoTables before the first
 // snapshot arrives).

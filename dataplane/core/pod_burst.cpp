@@ -8,6 +8,7 @@
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/wire/icmp.hpp"
 #include "dataplane/core/wire/ipv4.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
@@ -467,12 +468,20 @@ struct PodBurstTotals {
 // packet.
 std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx_port,
                                 rte_mbuf** pkts, std::uint16_t n, TxStage& tx,
-                                WorkerCounters& counters) {
+                                WorkerCounters& counters, ServiceFlows* flows) {
   if (n == 0) return 0;
   const PodPortEntry* pod = tables.pod_port(rx_port);
   if (!pod) [[unlikely]] {
     drop_burst(pkts, n, rx_port, DropReason::UnknownPodPort, counters);
     return n;
+  }
+  // Global services (service_nat.hpp): translated before routing, so that the rest of the
+  // pipeline sees the backend's address; networks without services pay this one byte's test.
+  const std::uint16_t received = n;
+  if (tables.network_has_services(pod->network)) [[unlikely]] {
+    ServiceFlows none;
+    n = translate_pod_burst(tables, flows ? *flows : none, *pod, pkts, n, rx_port, tx, counters);
+    if (n == 0) return received;
   }
   const NetworkEntry& net = tables.network(pod->network);
   const PodBurstFacts k{pod->network, pod->ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
@@ -520,7 +529,7 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     vc.local_packets.add(totals.local_packets);
     vc.local_bytes.add(totals.local_bytes);
   }
-  return n;
+  return received;
 }
 
 }  // namespace vxfed::dataplane

@@ -7,6 +7,7 @@
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
 
 namespace vxfed::dataplane {
@@ -77,7 +78,7 @@ namespace {
 
 // A VXLAN packet for our VTEP, parsed: checks against the tables, then decapsulation.
 [[gnu::always_inline]] inline void uplink_vxlan(const ForwardingTables& t, rte_mbuf* m, const UplinkFrame& f,
-                                                TxStage& tx, WorkerCounters& c) {
+                                                TxStage& tx, WorkerCounters& c, ServiceFlows* flows) {
   const std::uint16_t port = t.uplink_port();
   const auto allowed = t.allowed_network(f.outer_src_ip_be, f.vni);
   if (!allowed) [[unlikely]] {
@@ -103,6 +104,7 @@ namespace {
   if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
   set_macs(m, ep->mac, net->gateway_mac);
   decap_offload(m);  // a pending inner checksum stays pending
+  if (flows && t.network_has_services(ni)) [[unlikely]] translate_delivered(t, *flows, *net, m, c);
   VniCounters& vc = c.vnis[net->counter_slot];
   vc.decap_packets.add(1);
   vc.decap_bytes.add(f.inner_len);
@@ -134,7 +136,8 @@ namespace {
 
 // Everything the fast path did not take: ARP, ICMP, NIC-flagged checksums, VXLAN-GBP,
 // malformed packets.
-[[gnu::noinline]] void uplink_slow(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+[[gnu::noinline]] void uplink_slow(const ForwardingTables& t, rte_mbuf* m, TxStage& tx, WorkerCounters& c,
+                                   ServiceFlows* flows) {
   const std::uint16_t port = t.uplink_port();
   UplinkParseOptions opt;
   opt.local_vtep_ip_be = t.local_vtep_ip_be();
@@ -165,7 +168,7 @@ namespace {
     c.group_policy.rx_packets.add(1);
     c.group_policy.rx_policy_applied.add(f.group_policy_applied ? 1 : 0);
   }
-  uplink_vxlan(t, m, f, tx, c);
+  uplink_vxlan(t, m, f, tx, c, flows);
 }
 
 }  // namespace
@@ -179,7 +182,7 @@ namespace {
 // benchmark, where every packet comes from another VTEP to another pod, lost ~2-4 cycles
 // (docs/dataplane-pipeline.md, "Second round").
 std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pkts,
-                                   std::uint16_t n, TxStage& tx, WorkerCounters& counters) {
+                                   std::uint16_t n, TxStage& tx, WorkerCounters& counters, ServiceFlows* flows) {
   const std::uint16_t uplink = tables.uplink_port();
   const std::uint32_t vtep_ip = tables.local_vtep_ip_be();
   // The uplink's MAC as two loads' worth: a frame unicast elsewhere takes the slow path, which
@@ -242,7 +245,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
         !uplink_fast_ok(p, rte_pktmbuf_data_len(m), pkt_len, vtep_ip, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD) ||
         ((dst_lo ^ mac_lo) | static_cast<std::uint32_t>(dst_hi ^ mac_hi)) != 0) [[unlikely]] {
       flush_run();
-      uplink_slow(tables, m, tx, counters);
+      uplink_slow(tables, m, tx, counters, flows);
       continue;
     }
     const std::uint64_t key = ForwardingTables::admission_key(uplink_fast_outer_src(p), uplink_fast_vni(p));
@@ -302,6 +305,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     std::memcpy(eth, &macs_lo, 8);
     std::memcpy(eth + 8, &macs_hi, 4);
     decap_offload(m);  // a pending inner checksum stays pending
+    if (flows && tables.network_has_services(net->index)) [[unlikely]] translate_delivered(tables, *flows, *net, m, counters);
     if (net->counter_slot != vni_slot) [[unlikely]] {
       flush_vni();
       vni_slot = net->counter_slot;

@@ -98,6 +98,16 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     // against 57 us with the af_packet endpoint ports in the same hour (docs/pod-ports.md).
     ctx->idle.spin_polls = 16;
     ctx->rt_priority = options.worker_rt_priority;
+    if (options.conntrack_flows != 0) {
+      ConntrackConfig cc;
+      cc.capacity = options.conntrack_flows;
+      cc.timeouts = ConntrackTimeouts::from_seconds(rte_get_tsc_hz());  // `now` is the TSC
+      auto table = ConntrackTable::create(cc);
+      if (!table) return make_error("--conntrack-flows: " + table.error());
+      ctx->conntrack = std::move(*table);
+      ctx->flows.table = ctx->conntrack.get();
+    }
+    ctx->flows.workers = d->workers_;
     // A real-time worker is woken in microseconds, so spinning buys it little, and its spin is
     // CPU the node's other processes cannot have (sched_yield does not yield to them): it
     // blocks after its second empty poll. Measured with two CPU hogs beside the latency suite:

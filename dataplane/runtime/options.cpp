@@ -84,6 +84,12 @@ void add_options(CLI::App& app, Options& o) {
                  "software by the outer flow hash")
       ->check(CLI::Range(1u, 16u))
       ->capture_default_str();
+  app.add_option("--conntrack-flows", o.conntrack_flows,
+                 "connection-tracking entries per worker for global services' translation "
+                 "(docs/conntrack.md: 64 B each plus its key buckets; a full table drops new "
+                 "service flows, service_conntrack_full); 0: VIPs are not translated")
+      ->check(CLI::Range(0u, 1u << 26))
+      ->capture_default_str();
   app.add_option("--mtu", o.mtu, "underlay MTU; the pods' MTU is this minus 50 (VXLAN overhead)")
       ->check(CLI::Range(1280u, 9600u))
       ->capture_default_str();

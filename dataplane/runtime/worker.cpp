@@ -34,7 +34,7 @@ inline void handle_uplink(WorkerContext& w, const ForwardingState* s, std::uint3
     drop_burst(pkts, n, w.uplink, DropReason::NoTables, *w.counters);
     return;
   }
-  process_uplink_burst(*s->tables, pkts, n, *w.tx, *w.counters);
+  process_uplink_burst(*s->tables, pkts, n, *w.tx, *w.counters, &w.flows);
 }
 
 // Worker 0 on a single-queue uplink: keeps its own share, hands the rest to their workers.
@@ -117,7 +117,8 @@ void handle_pod_frames(WorkerContext& w, const ForwardingState* s, std::uint32_t
     unsigned j = i + 1;
     while (j < n && ifs[j] == ifindex) ++j;
     capture_if(w.capture, captured, last_port, w.id, pkts + i, j - i, false);
-    process_pod_burst(*s->tables, last_port, pkts + i, static_cast<std::uint16_t>(j - i), *w.tx, *w.counters);
+    process_pod_burst(*s->tables, last_port, pkts + i, static_cast<std::uint16_t>(j - i), *w.tx, *w.counters,
+                      &w.flows);
     i = j;
   }
 }
@@ -316,6 +317,10 @@ int worker_main(void* arg) {
 
   while (!w.stop->load(std::memory_order_relaxed)) {
     const std::uint64_t loop_start = rte_rdtsc();
+    w.flows.now = loop_start;
+    // Expiry a little per loop, never a pause (docs/conntrack.md, "Expiry"); nothing to visit
+    // while no flow is tracked.
+    if (w.conntrack && w.conntrack->size() != 0) w.conntrack->sweep(loop_start, 64);
     s = w.state->read();
     captured = w.capture->current();
     unsigned work = 0;
@@ -362,7 +367,7 @@ int worker_main(void* arg) {
         if (n) {
           work += n;
           capture_if(w.capture, captured, port, w.id, pkts, n, false);
-          process_pod_burst(*s->tables, port, pkts, n, *w.tx, *w.counters);
+          process_pod_burst(*s->tables, port, pkts, n, *w.tx, *w.counters, &w.flows);
         }
       }
     }

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "dataplane/core/counters.hpp"
+#include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/tx_stage.hpp"
 #include "dataplane/runtime/capture_tap.hpp"
 #include "dataplane/runtime/forwarding_state.hpp"
@@ -48,6 +50,10 @@ struct WorkerContext {
   const WakeEvent* wake = nullptr;
   CaptureTap* capture = nullptr;      // packet capture (capture_tap.hpp); shared by the workers
   const std::atomic<bool>* stop = nullptr;
+  // Global services (service_nat.hpp): this worker's connection table (--conntrack-flows),
+  // its clock set once per loop from the TSC, and a sweep of expired flows per loop.
+  std::unique_ptr<ConntrackTable> conntrack;
+  ServiceFlows flows;
   // Written by the worker (relaxed load + store), read by the control thread for GetCounters.
   std::atomic<std::uint64_t> loops{0};
   std::atomic<std::uint64_t> busy_loops{0};   // iterations that moved packets ...

@@ -1,0 +1,297 @@
+// Service translation (service_nat.hpp): per packet of a network with services, one parse of
+// the IPv4 and TCP/UDP headers in the first segment, one (network, VIP) probe, one conntrack
+// lookup; the rewrite updates the IPv4 and L4 checksums incrementally (RFC 1624).
+#include "dataplane/core/service_nat.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <span>
+
+#include "dataplane/core/flow_hash.hpp"
+#include "dataplane/core/mbuf_offload.hpp"
+#include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/wire/icmp.hpp"
+#include "dataplane/core/wire/ipv4.hpp"
+
+namespace vxfed::dataplane {
+
+using namespace pipeline_detail;
+
+namespace {
+
+constexpr std::uint32_t kIp = sizeof(EthernetHeader);
+constexpr std::uint32_t kTcpChecksum = 16, kUdpChecksum = 6, kTcpFlags = 13;
+constexpr std::uint8_t kIcmpTimeExceeded = 11, kIcmpParameterProblem = 12;
+
+// The headers of one packet as the translation needs them (pointers into the first segment).
+struct PacketView {
+  std::uint8_t* ip = nullptr;
+  std::uint8_t* l4 = nullptr;       // TCP/UDP/ICMP header; null when not in the first segment
+  std::uint32_t l4_len = 0;         // bytes of L4 in the first segment
+  std::uint8_t protocol = 0;
+  bool fragment = false;
+  std::uint8_t tcp_flags = 0;
+  FlowTuple tuple;                  // ports 0 unless TCP/UDP with its header present
+};
+
+// False: not IPv4 in the first segment (then nothing here applies to it).
+bool view_packet(rte_mbuf* m, std::uint32_t vni, PacketView* v) {
+  const std::uint32_t len = rte_pktmbuf_data_len(m);
+  auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
+  if (len < kIp + sizeof(Ipv4Header) || p[12] != 0x08 || p[13] != 0x00) return false;
+  std::uint8_t* ip = p + kIp;
+  const std::uint32_t ihl = (ip[0] & 0x0fu) * 4u;
+  if ((ip[0] >> 4) != 4 || ihl < sizeof(Ipv4Header) || len < kIp + ihl) return false;
+  v->ip = ip;
+  v->protocol = ip[9];
+  v->fragment = ((ip[6] & 0x3f) | ip[7]) != 0;  // MF or an offset
+  std::memcpy(&v->tuple.src_ip_be, ip + 12, 4);
+  std::memcpy(&v->tuple.dst_ip_be, ip + 16, 4);
+  v->tuple.vni = vni;
+  v->tuple.protocol = v->protocol;
+  if (v->fragment) return true;
+  const std::uint32_t l4_len = len - kIp - ihl;
+  const std::uint32_t need = v->protocol == kIpProtoTcp ? 20u : 8u;
+  if (l4_len < need) return true;
+  v->l4 = ip + ihl;
+  v->l4_len = l4_len;
+  if (v->protocol == kIpProtoTcp || v->protocol == kIpProtoUdp) {
+    std::memcpy(&v->tuple.src_port_be, v->l4, 2);
+    std::memcpy(&v->tuple.dst_port_be, v->l4 + 2, 2);
+    if (v->protocol == kIpProtoTcp) v->tcp_flags = v->l4[kTcpFlags];
+  }
+  return true;
+}
+
+// One's complement arithmetic on the 16-bit words as they sit in memory (the sum does not
+// depend on the byte order it is taken in, RFC 1071).
+std::uint16_t load16(const std::uint8_t* p) {
+  std::uint16_t x;
+  std::memcpy(&x, p, 2);
+  return x;
+}
+void store16(std::uint8_t* p, std::uint16_t x) { std::memcpy(p, &x, 2); }
+std::uint32_t words_of(std::uint32_t x) { return (x & 0xffff) + (x >> 16); }
+std::uint32_t not_words_of(std::uint32_t x) { return (~x & 0xffff) + (~x >> 16); }
+std::uint16_t fold(std::uint32_t s) {
+  s = (s & 0xffff) + (s >> 16);
+  s = (s & 0xffff) + (s >> 16);
+  return static_cast<std::uint16_t>(s);
+}
+// A checksum field (the complement of the sum) after 32-bit word `from` became `to`.
+void checksum_replace32(std::uint8_t* field, std::uint32_t from, std::uint32_t to) {
+  const std::uint16_t hc = load16(field);
+  store16(field, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~hc) + not_words_of(from) + words_of(to))));
+}
+void checksum_replace16(std::uint8_t* field, std::uint16_t from, std::uint16_t to) {
+  const std::uint16_t hc = load16(field);
+  store16(field, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~hc) + static_cast<std::uint16_t>(~from) + to)));
+}
+// A pending L4 checksum field holds the pseudo-header's sum itself (not complemented): only
+// the addresses are in it.
+void pseudo_sum_replace32(std::uint8_t* field, std::uint32_t from, std::uint32_t to) {
+  store16(field, fold(load16(field) + not_words_of(from) + words_of(to)));
+}
+
+// Rewrites one address (at ip + addr_offset) and the port at l4 + port_offset, with the checksums.
+void rewrite(rte_mbuf* m, PacketView& v, unsigned addr_offset, unsigned port_offset, std::uint32_t ip_be,
+             std::uint16_t port_be) {
+  std::uint32_t old_ip;
+  std::memcpy(&old_ip, v.ip + addr_offset, 4);
+  const std::uint16_t old_port = load16(v.l4 + port_offset);
+  std::memcpy(v.ip + addr_offset, &ip_be, 4);
+  checksum_replace32(v.ip + 10, old_ip, ip_be);
+  std::uint8_t* l4sum = v.l4 + (v.protocol == kIpProtoTcp ? kTcpChecksum : kUdpChecksum);
+  if (offload_detail::rx_pending(m->ol_flags)) {
+    pseudo_sum_replace32(l4sum, old_ip, ip_be);  // the ports are summed later, with the payload
+  } else if (v.protocol == kIpProtoTcp || load16(l4sum) != 0) {  // UDP checksum 0: none
+    checksum_replace32(l4sum, old_ip, ip_be);
+    checksum_replace16(l4sum, old_port, port_be);
+    if (v.protocol == kIpProtoUdp && load16(l4sum) == 0) store16(l4sum, 0xffff);
+  }
+  store16(v.l4 + port_offset, port_be);
+}
+void set_destination(rte_mbuf* m, PacketView& v, NatTarget to) { rewrite(m, v, 16, 2, to.ip_be, to.port_be); }
+void set_source(rte_mbuf* m, PacketView& v, std::uint32_t ip_be, std::uint16_t port_be) {
+  rewrite(m, v, 12, 0, ip_be, port_be);
+}
+
+// A new flow's backend: Maglev's pick for the flow hash, but never the client itself (hairpin
+// is excluded: the client's own reply to itself would not come through us to be translated
+// back); then the next slots' backends. kNoBackend when there is none.
+std::uint32_t pick_backend(const ServiceEntry& s, const FlowTuple& t) {
+  const std::uint32_t h = flow_hash(t.src_ip_be, t.dst_ip_be, t.protocol, t.src_port_be, t.dst_port_be);
+  const std::uint32_t b = s.pick(h);
+  if (b == ServiceEntry::kNoBackend || s.backend_ip_be[b] != t.src_ip_be) [[likely]] return b;
+  const std::size_t size = s.slots.size();
+  const std::size_t at = static_cast<std::size_t>((std::uint64_t{h} * size) >> 32);
+  for (std::size_t k = 1; k < size; ++k) {
+    const std::uint32_t other = s.slots[(at + k) % size];
+    if (s.backend_ip_be[other] != t.src_ip_be) return other;
+  }
+  return ServiceEntry::kNoBackend;
+}
+
+// A packet to VIP:port (`port` of service `s`): its flow's backend, found or picked and
+// tracked, written in. Returns the drop reason, or nothing when translated.
+std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s, const ServicePortEntry& port, rte_mbuf* m,
+                      PacketView& v, WorkerCounters& c) {
+  ConntrackTable& table = *flows.table;
+  ConntrackHit hit = table.find(v.tuple, flows.now);
+  if (hit && hit.direction == FlowDirection::Original && hit.entry->has_nat && hit.entry->policy != s.generation) {
+    // The service changed since the flow got its backend: kept while that backend is still
+    // in the set (weight 0 included: draining keeps flows), else the flow is picked again.
+    ConntrackEntry* e = hit.entry;
+    if (s.backend_index(e->nat().ip_be) != ServiceEntry::kNoBackend && e->nat().port_be == port.target_port_be) {
+      e->policy = s.generation;
+    } else {
+      table.erase(e);
+      hit = {};
+      c.services.repicked.add(1);
+    }
+  }
+  if (!hit || hit.direction != FlowDirection::Original || !hit.entry->has_nat) {
+    const std::uint32_t b = pick_backend(s, v.tuple);
+    if (b == ServiceEntry::kNoBackend) return DropReason::ServiceNoBackend;
+    const NatTarget nat{s.backend_ip_be[b], port.target_port_be};
+    const InsertResult r = table.insert(v.tuple, &nat, s.generation, v.tcp_flags, flows.now);
+    switch (r.status) {
+      case InsertStatus::Inserted: c.services.new_flows.add(1); break;
+      case InsertStatus::Exists: break;
+      case InsertStatus::TableFull: return DropReason::ServiceConntrackFull;
+      case InsertStatus::ProbeFull: return DropReason::ServiceProbeFull;
+      case InsertStatus::Clash: return DropReason::ServiceClash;
+      case InsertStatus::Invalid: return DropReason::ServiceFlowInvalid;
+    }
+    hit = r.hit;
+    if (!hit || !hit.entry->has_nat) return DropReason::ServiceClash;  // the tuple is a plain flow's
+    if (r.status == InsertStatus::Exists) table.track(hit, v.tcp_flags, flows.now);
+  } else {
+    table.track(hit, v.tcp_flags, flows.now);
+  }
+  set_destination(m, v, hit.entry->nat());
+  c.services.translated.add(1);
+  return std::nullopt;
+}
+
+// A packet in a service flow's reply direction: VIP:port back as its source.
+bool reply_from_vip(ServiceFlows& flows, rte_mbuf* m, PacketView& v, WorkerCounters& c) {
+  const ConntrackHit hit = flows.table->find(v.tuple, flows.now);
+  if (!hit || hit.direction != FlowDirection::Reply || !hit.entry->has_nat) return false;
+  flows.table->track(hit, v.tcp_flags, flows.now);
+  set_source(m, v, hit.entry->original.dst_ip_be, hit.entry->original.dst_port_be);
+  c.services.replies_translated.add(1);
+  return true;
+}
+
+// An ICMP error to the client about a packet it sent to a backend through the VIP (the quote
+// is client -> backend:target): the quote's destination, and the error's source when it is
+// the backend, become VIP:port again; the quote's IPv4 checksum and the ICMP checksum are
+// recomputed (the quote's L4 checksum is left: a quote may be cut short).
+bool icmp_error_back(ServiceFlows& flows, PacketView& v, WorkerCounters& c) {
+  const std::uint8_t type = v.l4[0];
+  if (type != kIcmpDestUnreachable && type != kIcmpTimeExceeded && type != kIcmpParameterProblem) return false;
+  FlowTuple quoted;
+  if (!icmp_error_quoted_tuple(std::span<const std::uint8_t>(v.l4, v.l4_len), v.tuple.vni, &quoted)) return false;
+  const ConntrackHit hit = flows.table->find_icmp_error(quoted, flows.now);
+  if (!hit || hit.direction != FlowDirection::Reply || !hit.entry->has_nat) return false;
+  const FlowTuple& original = hit.entry->original;
+  std::uint8_t* q = v.l4 + sizeof(IcmpHeader);
+  const std::uint32_t q_ihl = (q[0] & 0x0fu) * 4u;
+  std::memcpy(q + 16, &original.dst_ip_be, 4);
+  store16(q + 10, 0);
+  store16(q + 10, to_be16(ipv4_checksum(q, q_ihl)));
+  if (quoted.protocol == kIpProtoTcp || quoted.protocol == kIpProtoUdp) store16(q + q_ihl + 2, original.dst_port_be);
+  if (v.tuple.src_ip_be == hit.entry->nat().ip_be) {
+    std::memcpy(v.ip + 12, &original.dst_ip_be, 4);
+    checksum_replace32(v.ip + 10, v.tuple.src_ip_be, original.dst_ip_be);
+  }
+  std::uint32_t ip_total = static_cast<std::uint32_t>(v.ip[2]) << 8 | v.ip[3];
+  const std::uint32_t icmp_len = std::min<std::uint32_t>(ip_total - static_cast<std::uint32_t>(v.l4 - v.ip), v.l4_len);
+  store16(v.l4 + 2, 0);
+  store16(v.l4 + 2, to_be16(ipv4_checksum(v.l4, icmp_len)));
+  c.services.replies_translated.add(1);
+  return true;
+}
+
+// A local backend's reply (or ICMP error) to a local client, its source made the VIP's again:
+// delivered here, since the pipeline's source check would take the VIP for a spoofed address.
+// False (nothing done): not such a packet, or one the pipeline must see (over the MTU, not to
+// a local endpoint, or not from the pod's own address: the pipeline drops it).
+bool local_reply(const ForwardingTables& tables, ServiceFlows& flows, const PodPortEntry& pod, rte_mbuf* m,
+                 PacketView& v, TxStage& tx, WorkerCounters& c) {
+  if (v.tuple.src_ip_be != pod.ip_be) return false;
+  const NetworkEntry& net = tables.network(pod.network);
+  const std::uint32_t total = static_cast<std::uint32_t>(v.ip[2]) << 8 | v.ip[3];
+  if (total > net.mtu && !gso_segments_fit(m, net.mtu)) return false;
+  const auto ep = tables.endpoint(pod.network, v.tuple.dst_ip_be);
+  if (!ep) return false;
+  const bool translated = v.protocol == kIpProtoIcmp ? icmp_error_back(flows, v, c) : reply_from_vip(flows, m, v, c);
+  if (!translated) return false;
+  set_macs(m, ep->mac, net.gateway_mac);
+  local_offload(m);
+  VniCounters& vc = c.vnis[net.counter_slot];
+  vc.local_packets.add(1);
+  vc.local_bytes.add(rte_pktmbuf_pkt_len(m));
+  tx.stage(ep->port, m, c);
+  return true;
+}
+
+}  // namespace
+
+std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& flows, const PodPortEntry& pod,
+                                  rte_mbuf** pkts, std::uint16_t n, std::uint16_t rx_port, TxStage& tx,
+                                  WorkerCounters& c) {
+  const std::uint16_t network = pod.network;
+  const std::uint32_t vni = tables.network(network).vni;
+  std::uint16_t kept = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    PacketView v;
+    std::optional<DropReason> why;
+    if (view_packet(m, vni, &v)) {
+      if (const ServiceEntry* s = tables.service(network, v.tuple.dst_ip_be)) {
+        const bool l4 = !v.fragment && v.l4 && (v.protocol == kIpProtoTcp || v.protocol == kIpProtoUdp);
+        const ServicePortEntry* port = l4 ? s->port(v.protocol, v.tuple.dst_port_be) : nullptr;
+        // Not a port of the service (or no connection table): left as it is; the VIP has no
+        // route, so the pipeline drops it as no_route.
+        if (!l4 && (v.fragment || !v.l4)) {
+          why = DropReason::ServiceUnparsable;
+        } else if (port && flows.table) {
+          why = flows.workers > 1 ? DropReason::ServiceNeedsOneWorker : to_backend(flows, *s, *port, m, v, c);
+        }
+      } else if (flows.table && flows.table->size() != 0 && v.l4 && !v.fragment &&
+                 (v.protocol == kIpProtoTcp || v.protocol == kIpProtoUdp || v.protocol == kIpProtoIcmp)) {
+        // A local backend's reply to a local client, or an ICMP error to that client.
+        if (local_reply(tables, flows, pod, m, v, tx, c)) {
+          c.ports[rx_port].rx_packets.add(1);
+          c.ports[rx_port].rx_bytes.add(rte_pktmbuf_pkt_len(m));
+          continue;
+        }
+      }
+    }
+    if (why) [[unlikely]] {
+      c.ports[rx_port].rx_packets.add(1);
+      c.ports[rx_port].rx_bytes.add(rte_pktmbuf_pkt_len(m));
+      drop(m, *why, rx_port, c);
+      continue;
+    }
+    pkts[kept++] = m;
+  }
+  return kept;
+}
+
+void translate_delivered(const ForwardingTables& /*tables*/, ServiceFlows& flows, const NetworkEntry& net, rte_mbuf* m,
+                         WorkerCounters& c) {
+  if (!flows.table || flows.table->size() == 0) return;
+  PacketView v;
+  if (!view_packet(m, net.vni, &v) || v.fragment || !v.l4) return;
+  if (v.protocol == kIpProtoTcp || v.protocol == kIpProtoUdp) {
+    reply_from_vip(flows, m, v, c);
+  } else if (v.protocol == kIpProtoIcmp) {
+    icmp_error_back(flows, v, c);
+  }
+}
+
+}  // namespace vxfed::dataplane

@@ -1,0 +1,309 @@
+// Packet tests of global services' translation (dataplane/core/service_nat.hpp) through the
+// real burst functions: a pod's UDP and TCP to VIP:port reach a remote or local backend at its
+// target port, replies (decapsulated, or from a local backend) come back from VIP:port, ICMP
+// errors about a translated packet are translated back, checksums stay right (complete and
+// pending), a flow keeps its backend when another is added and moves when its own is
+// removed, hairpin is excluded, and what cannot be translated is dropped with its reason.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <map>
+#include <memory>
+
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/service_nat.hpp"
+#include "tests/dataplane/eal_env.hpp"
+#include "tests/dataplane/frames.hpp"
+#include "tests/dataplane/mbufs.hpp"
+#include "tests/dataplane/sample_tables.hpp"
+
+namespace vxfed::test {
+namespace {
+
+using dp::DropReason;
+using dataplane::v1::Delta;
+using dataplane::v1::Tables;
+
+constexpr const char* kVip = "10.96.0.10";
+constexpr const char* kRemoteBackend = "10.245.0.7";  // behind 198.18.0.2
+constexpr const char* kLocalBackend = "10.244.1.11";  // pod2, port 2
+constexpr std::size_t kInnerAt = 50;                  // inner frame after the VXLAN headers
+
+// A TCP header (seq 1, no options) with `flags`, checksum 0 (fill_l4_checksum writes it).
+Bytes tcp(std::uint16_t sport, std::uint16_t dport, std::uint8_t flags, const Bytes& data) {
+  Bytes b(20, 0);
+  b[0] = static_cast<std::uint8_t>(sport >> 8);
+  b[1] = static_cast<std::uint8_t>(sport);
+  b[2] = static_cast<std::uint8_t>(dport >> 8);
+  b[3] = static_cast<std::uint8_t>(dport);
+  b[7] = 1;
+  b[12] = 5 << 4;
+  b[13] = flags;
+  b[14] = 0xff;
+  b[15] = 0xff;
+  b.insert(b.end(), data.begin(), data.end());
+  return b;
+}
+
+// The complete TCP/UDP checksum of the IPv4 packet at ip_at (written by these tests, not by
+// the code under test).
+void fill_l4_checksum(Bytes& f, std::size_t ip_at) {
+  const std::size_t ihl = (f[ip_at] & 15u) * 4u, l4 = ip_at + ihl;
+  const std::size_t len = get16(f, ip_at + 2) - ihl;
+  const std::uint8_t proto = f[ip_at + 9];
+  const std::size_t field = l4 + (proto == 6 ? 16 : 6);
+  put16(f, field, 0);
+  Bytes pseudo(f.begin() + static_cast<long>(ip_at + 12), f.begin() + static_cast<long>(ip_at + 20));
+  pseudo.push_back(0);
+  pseudo.push_back(proto);
+  pseudo.push_back(static_cast<std::uint8_t>(len >> 8));
+  pseudo.push_back(static_cast<std::uint8_t>(len));
+  pseudo.insert(pseudo.end(), f.begin() + static_cast<long>(l4), f.begin() + static_cast<long>(l4 + len));
+  std::uint16_t sum = checksum(pseudo.data(), pseudo.size());
+  if (sum == 0 && proto == 17) sum = 0xffff;
+  put16(f, field, sum);
+}
+
+Bytes from_pod1(std::uint32_t dst, std::uint8_t proto, const Bytes& l4) {
+  Bytes f = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800, ipv4(ip("10.244.1.10"), dst, proto, l4));
+  fill_l4_checksum(f, 14);
+  return f;
+}
+Bytes udp_to_vip(std::uint16_t sport, std::uint16_t dport = 53) { return from_pod1(ip(kVip), 17, udp(sport, dport, payload(20))); }
+
+std::uint32_t src_of(const Bytes& f, std::size_t ip_at) { return get32(f, ip_at + 12); }
+std::uint32_t dst_of(const Bytes& f, std::size_t ip_at) { return get32(f, ip_at + 16); }
+std::uint16_t sport_of(const Bytes& f, std::size_t ip_at) { return get16(f, ip_at + 20); }
+std::uint16_t dport_of(const Bytes& f, std::size_t ip_at) { return get16(f, ip_at + 22); }
+
+class ServiceNat : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    VXFED_REQUIRE_EAL();
+    dp::ConntrackConfig cc;
+    cc.capacity = 1024;
+    auto table = dp::ConntrackTable::create(cc);
+    ASSERT_TRUE(table.ok()) << table.error();
+    conntrack_ = std::move(*table);
+    flows_.table = conntrack_.get();
+    flows_.now = 1000;
+    counters_ = std::make_unique<dp::WorkerCounters>();
+    tx_ = std::make_unique<dp::TxStage>();
+  }
+  void TearDown() override { take_all(); }
+
+  // The sample tables with one service on tenant A: UDP 53 -> 5353, TCP 80 -> 8080, TCP 5201.
+  void build(const std::vector<const char*>& backends) {
+    Tables t = sample_tables();
+    *t.add_services() = service(backends);
+    auto built = node_.build(t);
+    ASSERT_TRUE(built.ok()) << built.error();
+    tables_ = std::move(*built);
+  }
+  static dataplane::v1::Service service(const std::vector<const char*>& backends) {
+    dataplane::v1::Service sv;
+    sv.set_id("ns/web");
+    sv.set_vni(kVniA);
+    sv.set_vip(kVip);
+    for (auto [proto, port, target] : {std::tuple{17u, 53u, 5353u}, {6u, 80u, 8080u}, {6u, 5201u, 0u}}) {
+      auto* p = sv.add_ports();
+      p->set_protocol(proto);
+      p->set_port(port);
+      p->set_target_port(target);
+    }
+    for (const char* b : backends) {
+      auto* x = sv.add_backends();
+      x->set_ip(b);
+      x->set_weight(1);
+    }
+    return sv;
+  }
+  void set_backends(const std::vector<const char*>& backends) {
+    Delta d;
+    *d.mutable_upsert()->add_services() = service(backends);
+    dp::ImmediateReclaimer r;
+    auto applied = tables_->apply(d, node_.context(), r);
+    ASSERT_TRUE(applied.ok()) << applied.error();
+  }
+
+  void run(std::uint16_t rx_port, const std::vector<Bytes>& frames, std::uint64_t ol_flags = 0) {
+    std::vector<rte_mbuf*> pkts;
+    for (const auto& f : frames) {
+      pkts.push_back(make_mbuf(f, small_pool()));
+      ASSERT_NE(pkts.back(), nullptr);
+      pkts.back()->ol_flags |= ol_flags;
+    }
+    const auto n = static_cast<std::uint16_t>(pkts.size());
+    if (rx_port == kUplink)
+      dp::process_uplink_burst(*tables_, pkts.data(), n, *tx_, *counters_, &flows_);
+    else
+      dp::process_pod_burst(*tables_, rx_port, pkts.data(), n, *tx_, *counters_, &flows_);
+  }
+  std::map<std::uint16_t, std::vector<Bytes>> take_all() {
+    std::map<std::uint16_t, std::vector<Bytes>> out;
+    if (!tx_) return out;
+    tx_->flush([&](std::uint16_t port, rte_mbuf** p, std::uint16_t n) {
+      for (std::uint16_t i = 0; i < n; ++i) out[port].push_back(read_mbuf(p[i]));
+      rte_pktmbuf_free_bulk(p, n);
+      return n;
+    }, *counters_);
+    return out;
+  }
+  // The one frame staged, on `port`.
+  Bytes only(std::uint16_t port) {
+    auto out = take_all();
+    EXPECT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[port].size(), 1u) << "nothing staged on port " << port;
+    return out[port].empty() ? Bytes{} : out[port][0];
+  }
+  std::uint64_t drops(DropReason r) const { return counters_->drops[static_cast<int>(r)].get(); }
+
+  Node node_;
+  std::unique_ptr<dp::ForwardingTables> tables_;
+  std::unique_ptr<dp::ConntrackTable> conntrack_;
+  dp::ServiceFlows flows_;
+  std::unique_ptr<dp::WorkerCounters> counters_;
+  std::unique_ptr<dp::TxStage> tx_;
+};
+
+TEST_F(ServiceNat, UdpToVipReachesARemoteBackendAndItsReplyComesBackFromTheVip) {
+  build({kRemoteBackend});
+  run(kPod1, {udp_to_vip(40001)});
+  const Bytes out = only(kUplink);
+  ASSERT_GT(out.size(), kInnerAt + 34);
+  EXPECT_EQ(dst_of(out, kInnerAt + 14), ip(kRemoteBackend));
+  EXPECT_EQ(dport_of(out, kInnerAt + 14), 5353);
+  EXPECT_EQ(sport_of(out, kInnerAt + 14), 40001);
+  EXPECT_TRUE(ipv4_checksum_ok(out, kInnerAt + 14));
+  EXPECT_TRUE(l4_checksum_ok(out, kInnerAt + 14));
+  EXPECT_EQ(counters_->services.new_flows.get(), 1u);
+  // The same flow again: found, not inserted again.
+  run(kPod1, {udp_to_vip(40001)});
+  EXPECT_EQ(dst_of(only(kUplink), kInnerAt + 14), ip(kRemoteBackend));
+  EXPECT_EQ(counters_->services.new_flows.get(), 1u);
+  EXPECT_EQ(counters_->services.translated.get(), 2u);
+  // The backend's reply, decapsulated toward pod1: from VIP:53.
+  Bytes reply = ethernet(gateway_mac(kVniA), neighbor_mac(2), 0x0800,
+                         ipv4(ip(kRemoteBackend), ip("10.244.1.10"), 17, udp(5353, 40001, payload(30))));
+  fill_l4_checksum(reply, 14);
+  run(kUplink, {vxlan_frame(kUplinkMac, neighbor_mac(2), ip("198.18.0.2"), ip("198.18.0.1"), 50000, kVniA, reply)});
+  const Bytes back = only(kPod1);
+  EXPECT_EQ(src_of(back, 14), ip(kVip));
+  EXPECT_EQ(sport_of(back, 14), 53);
+  EXPECT_EQ(dport_of(back, 14), 40001);
+  EXPECT_TRUE(ipv4_checksum_ok(back, 14));
+  EXPECT_TRUE(l4_checksum_ok(back, 14));
+  EXPECT_EQ(counters_->services.replies_translated.get(), 1u);
+  // A direct packet of the backend to the pod that is no reply of a service flow: untouched.
+  Bytes other = reply;
+  put16(other, 14 + 20, 5354);
+  fill_l4_checksum(other, 14);
+  run(kUplink, {vxlan_frame(kUplinkMac, neighbor_mac(2), ip("198.18.0.2"), ip("198.18.0.1"), 50000, kVniA, other)});
+  EXPECT_EQ(src_of(only(kPod1), 14), ip(kRemoteBackend));
+}
+
+TEST_F(ServiceNat, TcpToALocalBackendAndItsReplyBetweenTwoPodsOfTheNode) {
+  build({kLocalBackend});
+  run(kPod1, {from_pod1(ip(kVip), 6, tcp(40002, 80, 0x02, {}))});
+  const Bytes syn = only(kPod2);
+  EXPECT_EQ(dst_of(syn, 14), ip(kLocalBackend));
+  EXPECT_EQ(dport_of(syn, 14), 8080);
+  EXPECT_TRUE(ipv4_checksum_ok(syn, 14));
+  EXPECT_TRUE(l4_checksum_ok(syn, 14));
+  // pod2's SYN-ACK to pod1: from VIP:80 when pod1 gets it.
+  Bytes synack = ethernet(gateway_mac(kVniA), kPod2Mac, 0x0800,
+                          ipv4(ip(kLocalBackend), ip("10.244.1.10"), 6, tcp(8080, 40002, 0x12, {})));
+  fill_l4_checksum(synack, 14);
+  run(kPod2, {synack});
+  for (std::uint32_t r = 0; r < dp::kDropReasonCount; ++r)
+    EXPECT_EQ(counters_->drops[r].get(), 0u) << dp::drop_reason_name(static_cast<DropReason>(r));
+  const Bytes back = only(kPod1);
+  EXPECT_EQ(src_of(back, 14), ip(kVip));
+  EXPECT_EQ(sport_of(back, 14), 80);
+  EXPECT_TRUE(l4_checksum_ok(back, 14));
+  EXPECT_EQ(conntrack_->size(), 1u);
+}
+
+TEST_F(ServiceNat, APendingChecksumHasItsPseudoHeaderSumMoved) {
+  build({kLocalBackend});
+  // tcp_partial: ports 40000 -> 5201 (the service's third port, target the same).
+  Bytes f = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                     ipv4(ip("10.244.1.10"), ip(kVip), 6, tcp_partial(ip("10.244.1.10"), ip(kVip), 7, 0x18, payload(100))));
+  run(kPod1, {f}, RTE_MBUF_F_RX_L4_CKSUM_NONE);
+  const Bytes out = only(kPod2);
+  EXPECT_EQ(dst_of(out, 14), ip(kLocalBackend));
+  EXPECT_EQ(get16(out, 14 + 20 + 16), pseudo_sum(ip("10.244.1.10"), ip(kLocalBackend), 6, out.size() - 34))
+      << "the field must hold the new pseudo-header's sum, for whoever completes it";
+  EXPECT_TRUE(ipv4_checksum_ok(out, 14));
+}
+
+TEST_F(ServiceNat, AFlowKeepsItsBackendWhenOneIsAddedAndMovesWhenItsOwnIsRemoved) {
+  build({kRemoteBackend});
+  run(kPod1, {udp_to_vip(40003)});
+  EXPECT_EQ(dst_of(only(kUplink), kInnerAt + 14), ip(kRemoteBackend));
+  // Many backends added: the established flow stays where it is.
+  set_backends({kRemoteBackend, kLocalBackend, "10.245.0.8", "10.245.0.9", "10.246.0.5"});
+  run(kPod1, {udp_to_vip(40003)});
+  EXPECT_EQ(dst_of(only(kUplink), kInnerAt + 14), ip(kRemoteBackend));
+  // Its backend removed: its next packet gets a new one.
+  set_backends({kLocalBackend});
+  run(kPod1, {udp_to_vip(40003)});
+  EXPECT_EQ(dst_of(only(kPod2), 14), ip(kLocalBackend));
+  EXPECT_EQ(counters_->services.repicked.get(), 1u);
+}
+
+TEST_F(ServiceNat, AnIcmpErrorAboutATranslatedPacketIsTranslatedBack) {
+  build({kRemoteBackend});
+  run(kPod1, {udp_to_vip(40004)});
+  const Bytes sent = only(kUplink);
+  // The backend answers port unreachable, quoting what it got (client -> backend:5353).
+  const Bytes quoted(sent.begin() + static_cast<long>(kInnerAt + 14), sent.begin() + static_cast<long>(kInnerAt + 14 + 28));
+  Bytes icmp{3, 3, 0, 0, 0, 0, 0, 0};
+  icmp.insert(icmp.end(), quoted.begin(), quoted.end());
+  put16(icmp, 2, checksum(icmp.data(), icmp.size()));
+  const Bytes err = ethernet(gateway_mac(kVniA), neighbor_mac(2), 0x0800, ipv4(ip(kRemoteBackend), ip("10.244.1.10"), 1, icmp));
+  run(kUplink, {vxlan_frame(kUplinkMac, neighbor_mac(2), ip("198.18.0.2"), ip("198.18.0.1"), 50000, kVniA, err)});
+  const Bytes back = only(kPod1);
+  EXPECT_EQ(src_of(back, 14), ip(kVip)) << "the error comes from the address the client talked to";
+  const std::size_t q = 14 + 20 + 8;
+  EXPECT_EQ(dst_of(back, q), ip(kVip));
+  EXPECT_EQ(dport_of(back, q), 53);
+  EXPECT_TRUE(ipv4_checksum_ok(back, 14));
+  EXPECT_TRUE(ipv4_checksum_ok(back, q));
+  EXPECT_EQ(checksum(back.data() + 34, back.size() - 34), 0) << "ICMP checksum";
+}
+
+TEST_F(ServiceNat, WhatCannotBeTranslatedIsDroppedWithItsReason) {
+  build({"10.244.1.10"});  // pod1 alone: hairpin is excluded
+  run(kPod1, {udp_to_vip(40005)});
+  EXPECT_EQ(drops(DropReason::ServiceNoBackend), 1u);
+  set_backends({});
+  run(kPod1, {udp_to_vip(40006)});
+  EXPECT_EQ(drops(DropReason::ServiceNoBackend), 2u);
+  // A port the service does not have: untranslated, no route for the VIP.
+  set_backends({kRemoteBackend});
+  run(kPod1, {udp_to_vip(40007, 54)});
+  EXPECT_EQ(drops(DropReason::NoRoute), 1u);
+  // A fragment to the VIP.
+  Ipv4Opts frag;
+  frag.mf = true;
+  run(kPod1, {ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800, ipv4(ip("10.244.1.10"), ip(kVip), 17, udp(1, 53, payload(40)), frag))});
+  EXPECT_EQ(drops(DropReason::ServiceUnparsable), 1u);
+  // Several workers: not translated (a reply could meet another worker's table).
+  flows_.workers = 2;
+  run(kPod1, {udp_to_vip(40008)});
+  EXPECT_EQ(drops(DropReason::ServiceNeedsOneWorker), 1u);
+  EXPECT_EQ(counters_->ports[kPod1].rx_packets.get(), 5u) << "dropped packets are received packets too";
+  take_all();
+  // A network without services is untouched by all this (the burst's other packets too).
+  flows_.workers = 1;
+  run(kPod1, {udp_to_vip(40009), from_pod1(ip("10.245.0.3"), 17, udp(1, 2, payload(10)))});
+  auto out = take_all();
+  ASSERT_EQ(out[kUplink].size(), 2u);
+  EXPECT_EQ(dst_of(out[kUplink][0], kInnerAt + 14), ip(kRemoteBackend));
+  EXPECT_EQ(dst_of(out[kUplink][1], kInnerAt + 14), ip("10.245.0.3"));
+}
+
+}  // namespace
+}  // namespace vxfed::test
