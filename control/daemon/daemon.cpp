@@ -3,6 +3,7 @@
 
 #include <grp.h>
 
+#include <set>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -22,6 +23,7 @@
 #include "control/metrics/tcp_counters.hpp"
 #include "control/policy/policy_api.hpp"
 #include "control/services/service_api.hpp"
+#include "control/services/service_cache.hpp"
 #include "control/services/service_follower.hpp"
 #include "control/services/service_programmer.hpp"
 
@@ -49,6 +51,10 @@ struct Daemon::Impl {
   // and compiled into the dataplane's Service entries; null like `services`.
   std::unique_ptr<ServiceProgrammer> service_programmer;
   std::unique_ptr<ServiceFollower> service_follower;
+  bool services_listed = false;                 // the store's first listing came (the cache is replaced)
+  asio::steady_timer service_cache_timer{io};   // a cache write pending
+  bool service_cache_due = false;
+  std::string service_cache_path() const { return config.daemon.state_dir + "/services.cache"; }
   std::unique_ptr<NodeState> state;
   std::unique_ptr<DataplaneClient> dataplane;
   std::unique_ptr<ApiHandler> handler;
@@ -122,6 +128,35 @@ struct Daemon::Impl {
     }
     for (const auto& id : changes.removals) log->debug("services: {} removed from the dataplane's tables", id);
     state->set_services(changes.upserts, changes.removals);
+    save_service_cache_soon();
+  }
+
+  // At most one cache write per interval, with what the node holds then.
+  void save_service_cache_soon() {
+    if (service_cache_due) return;
+    service_cache_due = true;
+    service_cache_timer.expires_after(std::chrono::milliseconds(kServiceCacheIntervalMs));
+    service_cache_timer.async_wait([this](const boost::system::error_code& ec) {
+      service_cache_due = false;
+      if (ec) return;
+      if (auto ok = save_service_cache(service_cache_path(), state->services()); !ok)
+        log->warn("services: cache not written: {}", ok.error());
+    });
+  }
+
+  // The store's listing. The first one replaces what the cache gave: entries it does not
+  // produce (services deleted while vxfedd was away) are removed.
+  void services_listed_now(const services::FederatedSet& set) {
+    auto changes = service_programmer->set_federated(set);
+    if (!services_listed) {
+      services_listed = true;
+      std::set<std::string> produced;
+      for (const auto& [key, view] : service_programmer->views())
+        if (view.entry) produced.insert(key.str());
+      for (const auto& [id, entry] : state->services())
+        if (!produced.count(id)) changes.removals.push_back(id);
+    }
+    program_services(changes);
   }
   const dp::Service* find_service(const std::string& id) const {
     auto it = state->services().find(id);
@@ -300,6 +335,11 @@ struct Daemon::Impl {
       reload_signals.cancel();
       if (bgp) bgp->stop();
       if (federation) federation->stop();
+      if (service_programmer) {  // the last changes, not left to a timer that will not run
+        service_cache_timer.cancel();
+        if (auto ok = save_service_cache(service_cache_path(), state->services()); !ok)
+          log->warn("services: cache not written: {}", ok.error());
+      }
       if (dataplane) dataplane->stop();
       if (api) api->stop();
       if (metrics) metrics->stop();
@@ -361,10 +401,19 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   if (d.services) {
     d.service_programmer = std::make_unique<ServiceProgrammer>([&d] { return d.service_node(); });
     auto follower = ServiceFollower::create(d.io, d.config, d.log, [&d](const services::FederatedSet& set, std::int64_t) {
-      d.program_services(d.service_programmer->set_federated(set));
+      d.services_listed_now(set);
     });
     if (!follower) return make_error(follower.error());
     d.service_follower = std::move(*follower);
+    // The entries of the last run, until the store's first listing: the first snapshot carries
+    // them even when the store is away (fail static).
+    if (auto cached = load_service_cache(d.service_cache_path()); !cached) {
+      d.log->warn("services: ignoring the cache: {}", cached.error());
+    } else if (!cached->empty()) {
+      d.state->set_services(*cached, {});
+      d.log->info("services: {} entries from {} until the federation store's first listing", cached->size(),
+                  d.service_cache_path());
+    }
     // A route or endpoint that comes or goes changes which backends this node reaches.
     d.state->set_reach_observer([&d](std::uint32_t vni, const net::Ipv4Prefix& prefix) {
       d.program_services(d.service_programmer->reach_changed(vni, prefix));

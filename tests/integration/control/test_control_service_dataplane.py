@@ -8,6 +8,8 @@ route: that node is gone).
      every delta and refused none (vxfedd's dataplane counters);
   2. the dataplane killed and restarted: the snapshot vxfedd replays carries the entry (its
      debug line counts 1 service) and is applied;
+  2b. vxfedd restarted while etcd is down: its first snapshot carries the entry from its
+     cache (fail static), the dataplane keeps it; etcd back, the store's listing takes over;
   3. the backend marked not ready: the entry has no backend, acknowledged; the service deleted:
      the entry removed, acknowledged; nothing refused.
 After each step the dataplane's own dump (vxfed-dpctl dump) holds exactly vxfedd's entry.
@@ -142,6 +144,20 @@ def main() -> None:
         t.log(f"dataplane restarted, tables replayed and acknowledged in {time.monotonic() - t0:.2f} s")
         assert re.search(r"snapshot generation \d+: 1 networks, 0 endpoints, 1 routes, 1 services", d.log()), \
             "no replayed snapshot carried the service"
+        t.log(dump_matches(["10.250.0.5"]))
+
+        # 2b. vxfedd restarted without the store: the cache keeps the entry in the dataplane.
+        etcd.kill(0)
+        n.stop_vxfedd()
+        n.start_vxfedd()
+        d.wait_ready(timeout=60)
+        t.wait_until(settled, 10, "the restarted vxfedd's snapshot acknowledged", d.check_alive)
+        assert "services: 1 entries from" in d.log(), "the restarted vxfedd did not load its service cache"
+        t.log("vxfedd restarted with etcd down: " + dump_matches(["10.250.0.5"]))
+        etcd.start_member(0)
+        etcd.wait_healthy([0])
+        t.wait_until(lambda: metrics(n).get("vxfedd_services_listings_total", 0) >= 1, 15,
+                     "the store's first listing after etcd came back", d.check_alive)
         t.log(dump_matches(["10.250.0.5"]))
 
         # 3. not ready: no backend left; deleted: removed. Each acknowledged.
