@@ -152,8 +152,8 @@ def main() -> None:
         n.start_vxfedd()
         d.wait_ready(timeout=60)
         t.wait_until(settled, 10, "the restarted vxfedd's snapshot acknowledged", d.check_alive)
-        assert "services: 1 entries from" in d.log(), "the restarted vxfedd did not load its service cache"
         t.log("vxfedd restarted with etcd down: " + dump_matches(["10.250.0.5"]))
+        assert "services: 1 entries from" in d.log(), "the restarted vxfedd did not load its service cache"
         etcd.start_member(0)
         etcd.wait_healthy([0])
         t.wait_until(lambda: metrics(n).get("vxfedd_services_listings_total", 0) >= 1, 15,
