@@ -251,12 +251,13 @@ bool PolicyCompiler::rebuild_remote_egress(std::uint16_t number) {
   return true;
 }
 
-void PolicyCompiler::index_identity(const NumberedIdentity& n) {
-  const Identity& id = identities_.insert_or_assign(n.number, n.identity).first->second;
-  identities_by_namespace_[{id.cluster, id.namespace_name}].insert(n.number);
-  identities_by_namespace_name_[id.namespace_name].insert(n.number);
+void PolicyCompiler::index_identity(NumberedIdentity n) {
+  const std::uint16_t number = n.number;
+  const Identity& id = identities_.insert_or_assign(number, std::move(n.identity)).first->second;
+  identities_by_namespace_[{id.cluster, id.namespace_name}].insert(number);
+  identities_by_namespace_name_[id.namespace_name].insert(number);
   auto& group = groups_[GroupKey{id.cluster, id.namespace_name, id.namespace_labels, id.unlabelled}];
-  group.numbers.insert(std::upper_bound(group.numbers.begin(), group.numbers.end(), n.number), n.number);
+  group.numbers.insert(std::upper_bound(group.numbers.begin(), group.numbers.end(), number), number);
 }
 
 void PolicyCompiler::unindex_identity(std::uint16_t number) {
@@ -293,8 +294,9 @@ void PolicyCompiler::build(std::vector<Policy> policies, std::vector<NumberedIde
     policies_by_namespace_[{p.cluster, p.namespace_name}].insert(key);
     policies_.insert_or_assign(std::move(key), std::move(p));
   }
-  for (const NumberedIdentity& n : identities)
-    if (!is_reserved(n.number)) index_identity(n);
+  for (NumberedIdentity& n : identities)
+    if (!is_reserved(n.number)) index_identity(std::move(n));
+  identities = {};  // moved from: give its memory back before the tables are built
   // A full build starts the port sets afresh too, so that sets no table uses any more go.
   tables_ = PolicyTables{};
   tables_.remote_egress_of.assign(kIdentityNumbers, PolicyTables::kNoTable);
@@ -374,9 +376,10 @@ ChangeCost PolicyCompiler::delete_policy(const std::string& cluster, const std::
 ChangeCost PolicyCompiler::add_identity(NumberedIdentity identity) {
   ChangeCost cost;
   if (is_reserved(identity.number)) return cost;
-  if (identities_.count(identity.number)) cost = remove_identity(identity.number);
-  index_identity(identity);
-  const Identity& id = identities_.at(identity.number);
+  const std::uint16_t number = identity.number;
+  if (identities_.count(number)) cost = remove_identity(number);
+  index_identity(std::move(identity));
+  const Identity& id = identities_.at(number);
   for (std::size_t i = 0; i < locals_.size(); ++i) {
     for (auto [rules, table] : {std::pair{&local_rules_[i].ingress, &tables_.local_ingress[i]},
                                 std::pair{&local_rules_[i].egress, &tables_.local_egress[i]}}) {
@@ -385,14 +388,14 @@ ChangeCost PolicyCompiler::add_identity(NumberedIdentity identity) {
       if (selected == kNothing) continue;
       const PortSetId ports = unite(table->any_peer, selected);
       auto& peers = table->peers;
-      const auto at = std::lower_bound(peers.begin(), peers.end(), identity.number,
+      const auto at = std::lower_bound(peers.begin(), peers.end(), number,
                                        [](const PeerEntry& e, std::uint16_t n) { return e.identity < n; });
-      peers.insert(at, PeerEntry{identity.number, ports});
+      peers.insert(at, PeerEntry{number, ports});
       table->some_selector = unite(table->some_selector, ports);
       ++cost.peer_entries_set;
     }
   }
-  if (rebuild_remote_egress(identity.number)) ++cost.tables_rebuilt;
+  if (rebuild_remote_egress(number)) ++cost.tables_rebuilt;
   return cost;
 }
 

@@ -88,7 +88,7 @@ class PolicyCompiler {
   void rebuild_local(std::size_t index);
   // The remote-egress table of `number` (built, replaced or dropped); true when it has one.
   bool rebuild_remote_egress(std::uint16_t number);
-  void index_identity(const NumberedIdentity& identity);
+  void index_identity(NumberedIdentity identity);
   void unindex_identity(std::uint16_t number);
   ChangeCost policy_changed(const std::optional<Policy>& before, const std::optional<Policy>& after);
 

@@ -73,6 +73,36 @@ struct Query {
   std::uint16_t port;
 };
 
+struct Derived {
+  vxfed::perf::SizedWorld world;
+  std::vector<NumberedIdentity> identities;
+};
+
+// Makes the world, its pods one at a time turned into identities as the store numbers them
+// (the pods are not kept). The pods at `local_pod_indexes` are this node's: their distinct
+// identities are appended to `locals`. `ms` gets the identity work's time.
+Derived derive(const vxfed::perf::WorldSize& size, std::uint64_t seed, const std::set<std::size_t>& local_pod_indexes,
+               std::vector<LocalIdentity>& locals, double& ms) {
+  Derived d;
+  std::unordered_map<std::string, std::uint16_t> numbers;
+  std::set<std::uint16_t> local_numbers;
+  std::size_t pod_index = 0;
+  d.world = vxfed::perf::make_world(size, seed, [&](const Pod& pod, const Namespace& ns) {
+    const auto t = Clock::now();
+    Identity id = identity_of(pod, &ns);
+    if (d.identities.size() == 65536 - 256) {
+      std::fprintf(stderr, "vxfed-policy-bench: more than 65,280 identities: fewer --statefulsets\n");
+      std::exit(2);
+    }
+    auto [it, fresh] = numbers.try_emplace(canonical_key(id), static_cast<std::uint16_t>(256 + d.identities.size()));
+    if (fresh) d.identities.push_back({it->second, std::move(id)});
+    if (local_pod_indexes.count(pod_index++) && local_numbers.insert(it->second).second)
+      locals.push_back(d.identities[it->second - 256]);
+    ms += ms_since(t);
+  });
+  return d;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +116,9 @@ int main(int argc, char** argv) {
   app.add_option("--pods", size.pods, "pods over every cluster");
   app.add_option("--policies", size.policies, "policies over every cluster");
   app.add_option("--namespaces", size.namespaces, "namespace names (each in every cluster)");
+  app.add_option("--statefulsets", size.statefulsets, "StatefulSets per namespace that has them (one identity per member)");
+  app.add_option("--statefulset-every", size.statefulset_every, "every Nth namespace has StatefulSets")
+      ->check(CLI::PositiveNumber);
   app.add_option("--local-pods", local_pods, "pods on this node (of cluster-a)");
   app.add_option("--changes", changes, "incremental changes of each kind")->check(CLI::PositiveNumber);
   app.add_option("--queries", queries, "decide() calls per pass")->check(CLI::PositiveNumber);
@@ -96,43 +129,42 @@ int main(int argc, char** argv) {
 
   nlohmann::json result;
   result["size"] = {{"pods", size.pods}, {"policies", size.policies}, {"namespaces", size.namespaces * size.clusters},
+                    {"statefulsets", size.statefulsets}, {"statefulset_every", size.statefulset_every},
                     {"clusters", size.clusters}, {"local_pods", local_pods}};
-  // Pods are made one at a time and turned into identities as the store numbers them (the
-  // pods themselves are not kept). This node: --local-pods pods of cluster-a drawn with the seed.
+  // This node: --local-pods pods of cluster-a drawn with the seed.
   std::mt19937_64 rng(seed + 1);
   const std::size_t cluster_a_pods = static_cast<std::size_t>(size.pods / size.clusters);
   std::set<std::size_t> local_pod_indexes;
   while (local_pod_indexes.size() < static_cast<std::size_t>(local_pods) && local_pod_indexes.size() < cluster_a_pods)
     local_pod_indexes.insert(rng() % cluster_a_pods);
-  std::unordered_map<std::string, std::uint16_t> numbers;
-  std::vector<NumberedIdentity> identities;
   std::vector<LocalIdentity> locals;
-  std::set<std::uint16_t> local_numbers;
-  std::size_t pod_index = 0;
   double identities_ms = 0;
-  vxfed::perf::SizedWorld world;
   auto t0 = Clock::now();
-  world = vxfed::perf::make_world(size, seed, [&](const Pod& pod, const Namespace& ns) {
-    const auto t = Clock::now();
-    Identity id = identity_of(pod, &ns);
-    auto [it, fresh] = numbers.try_emplace(canonical_key(id), static_cast<std::uint16_t>(256 + identities.size()));
-    if (fresh) identities.push_back({it->second, std::move(id)});
-    if (local_pod_indexes.count(pod_index++) && local_numbers.insert(it->second).second)
-      locals.push_back(identities[it->second - 256]);
-    identities_ms += ms_since(t);
-  });
+  Derived derived = derive(size, seed, local_pod_indexes, locals, identities_ms);
   result["generate_ms"] = ms_since(t0) - identities_ms;
   result["identities_ms"] = identities_ms;
-  result["identities"] = identities.size();
+  result["identities"] = derived.identities.size();
   result["local_identities"] = locals.size();
+  const vxfed::perf::SizedWorld& world = derived.world;
+
+  // What the queries and changes need, kept aside: the identities themselves go to the
+  // compiler, so that the process holds one copy of them, as vxfedd would.
+  const std::size_t identity_count = derived.identities.size();
+  std::vector<std::uint16_t> all_numbers;
+  std::map<std::string, std::vector<std::uint16_t>> by_namespace;
+  for (const auto& n : derived.identities) {
+    all_numbers.push_back(n.number);
+    by_namespace[n.identity.namespace_name].push_back(n.number);
+  }
+  std::vector<NumberedIdentity> samples;
+  for (int i = 0; i < 2 * changes; ++i) samples.push_back(derived.identities[rng() % identity_count]);
 
   std::vector<Policy> policies = world.policies;  // the copy build() takes, made before the clock starts
-  std::vector<NumberedIdentity> identities_copy = identities;
   std::vector<LocalIdentity> locals_copy = locals;
   const double rss_before = current_rss_mb();
   PolicyCompiler compiler(vxfed::perf::kBenchNetwork);
   t0 = Clock::now();
-  compiler.build(std::move(policies), std::move(identities_copy), std::move(locals_copy));
+  compiler.build(std::move(policies), std::move(derived.identities), std::move(locals_copy));
   result["compile_ms"] = ms_since(t0);
   result["rss_mb"] = {{"before_compile", rss_before}, {"after_compile", current_rss_mb()}, {"peak", peak_rss_mb()}};
 
@@ -169,7 +201,9 @@ int main(int argc, char** argv) {
     rebuilt.push_back(cost.tables_rebuilt);
 
     // A new identity: a pod with a new label set in a random namespace, then its release.
-    NumberedIdentity fresh{static_cast<std::uint16_t>(60000 + i), identities[rng() % identities.size()].identity};
+    // A number above every allocated one (the bench numbers from 256 up, without gaps).
+    NumberedIdentity fresh{static_cast<std::uint16_t>(std::min<std::size_t>(65535, 256 + identity_count + i)),
+                           samples[static_cast<std::size_t>(i)].identity};
     fresh.identity.pod_labels["version"] = "canary-" + std::to_string(i);
     t0 = Clock::now();
     compiler.add_identity(fresh);
@@ -180,7 +214,7 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < std::min(changes, 5); ++i) {  // the heavy one: a new identity on this node
     std::vector<LocalIdentity> more = compiler.locals();
-    more.push_back(identities[rng() % identities.size()]);
+    more.push_back(samples[static_cast<std::size_t>(changes + i)]);
     t0 = Clock::now();
     compiler.set_locals(std::move(more));
     local_ms.push_back(ms_since(t0));
@@ -193,8 +227,6 @@ int main(int argc, char** argv) {
 
   // Queries: peers drawn from every identity and the reserved numbers, addresses from the pod
   // range, the load balancers' range (ipBlocks) and the internet, ports around the rules'.
-  std::map<std::string, std::vector<std::uint16_t>> by_namespace;
-  for (const auto& n : identities) by_namespace[n.identity.namespace_name].push_back(n.number);
   auto random_query = [&] {
     Query q;
     q.local = static_cast<std::uint32_t>(rng() % tables.local_ingress.size());
@@ -205,7 +237,7 @@ int main(int argc, char** argv) {
       const auto& near = by_namespace.at(compiler.locals()[q.local].identity.namespace_name);
       q.peer = near[rng() % near.size()];
     } else {
-      q.peer = identities[rng() % identities.size()].number;
+      q.peer = all_numbers[rng() % all_numbers.size()];
     }
     const std::uint32_t a = static_cast<std::uint32_t>(rng() % 3);
     const auto bits = static_cast<std::uint32_t>(rng());
@@ -238,6 +270,11 @@ int main(int argc, char** argv) {
 
   // Verification against the reference.
   std::size_t mismatches = 0, allowed_count = 0;
+  // The identities again, for the reference (the same seed makes the same world).
+  std::vector<LocalIdentity> unused;
+  double unused_ms = 0;
+  const std::vector<NumberedIdentity> identities =
+      verify > 0 ? derive(size, seed, {}, unused, unused_ms).identities : std::vector<NumberedIdentity>{};
   std::map<std::uint16_t, const Identity*> by_number;
   for (const auto& n : identities) by_number[n.number] = &n.identity;
   const Identity unlabelled = Identity::make_unlabelled();

@@ -122,7 +122,7 @@ SizedWorld make_world(const WorldSize& size, std::uint64_t seed, const std::func
   for (const Namespace& ns : w.namespaces) {
     const int ns_index = std::stoi(ns.name.substr(3));
     for (int wl = 0; wl < size.workloads; ++wl) {
-      const bool statefulset = wl == size.workloads - 1 && ns_index % 5 == 0;
+      const bool statefulset = wl >= size.workloads - size.statefulsets && ns_index % size.statefulset_every == 0;
       const std::string app = app_of(wl);
       for (int r = 0; r < replicas; ++r) {
         Pod p;
