@@ -1,8 +1,11 @@
 #include "control/services/service_programmer.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <set>
+#include <span>
+#include <string>
 #include <utility>
 
 #include "dataplane/core/service_entry.hpp"
@@ -54,16 +57,18 @@ ServiceView compile_service(const svc::FederatedService& service, const ServiceN
   view.key = service.key;
   view.strategy = svc::strategy_name(service.strategy.strategy);
   view.vip = service.vip;
-  std::vector<bool> alive_flags(service.backends.size(), false);
-  for (std::size_t i = 0; i < service.backends.size(); ++i) {
+  // allowed_backends() takes a span of bool, which std::vector<bool> cannot give.
+  const std::size_t n = service.backends.size();
+  std::unique_ptr<bool[]> alive(new bool[n ? n : 1]);
+  for (std::size_t i = 0; i < n; ++i) {
     const auto& b = service.backends[i];
-    alive_flags[i] = node.vni && node.reaches && node.reaches(*node.vni, b.address);
+    alive[i] = node.vni && node.reaches && node.reaches(*node.vni, b.address);
     BackendView v;
     v.cluster = b.cluster;
     v.address = b.address;
     // "node down" only when the node can tell: without the network it can reach nothing.
     v.state = !b.ready ? BackendState::not_ready
-                       : (node.vni && !alive_flags[i] ? BackendState::node_down : BackendState::ready);
+                       : (node.vni && !alive[i] ? BackendState::node_down : BackendState::ready);
     view.backends.push_back(std::move(v));
   }
   if (!service.vip) {
@@ -84,10 +89,7 @@ ServiceView compile_service(const svc::FederatedService& service, const ServiceN
     view.not_programmed = "no ports";
     return view;
   }
-  // std::vector<bool> is no span of bool: copy into a plain array for allowed_backends().
-  std::unique_ptr<bool[]> alive(new bool[service.backends.size() + 1]);
-  for (std::size_t i = 0; i < service.backends.size(); ++i) alive[i] = alive_flags[i];
-  const auto allowed = svc::allowed_backends(service, node.cluster, std::span<const bool>(alive.get(), service.backends.size()));
+  const auto allowed = svc::allowed_backends(service, node.cluster, std::span<const bool>(alive.get(), n));
   if (allowed.size() > dataplane::kMaxServiceBackends) {
     view.not_programmed = std::to_string(allowed.size()) + " backends allowed, more than the forwarder's " +
                           std::to_string(dataplane::kMaxServiceBackends);
