@@ -195,3 +195,35 @@ def vni_counters(counters: dict, vni: int = VNI) -> dict:
         if int(v["vni"]) == vni:
             return {k: int(x) for k, x in v.items()}
     return {}
+
+
+# A second local pod on node A (the global services' test: a local backend beside pod B's remote
+# one): pod C, 10.244.1.3, on hC, routed like pod A through its gateway.
+POD_C = "10.244.1.3"
+POD_C_MAC = "02:00:0a:f4:01:03"
+
+
+def add_pod_c(f: ForwarderTopology):
+    """Pod C's namespace and link into node A (call after f.build()); its endpoint entry is
+    pod_c_endpoint()."""
+    pod_c = f.topo.netns("podC")
+    f.topo.veth(pod_c, "eth0", f.node_a, "hC", mtu=f.mtu)
+    pod_c.run(f"ip link set eth0 mtu {f.pod_mtu} address {POD_C_MAC}")
+    pod_c.run(f"ip addr add {POD_C}/16 dev eth0")
+    pod_c.run("ip route del 10.244.0.0/16 dev eth0")
+    pod_c.run(f"ip route add {GATEWAY_A}/32 dev eth0 scope link")
+    pod_c.run(f"ip route add default via {GATEWAY_A} dev eth0")
+    return pod_c
+
+
+def pod_c_endpoint() -> dict:
+    return {"id": "podC/eth0", "vni": VNI, "ip": POD_C, "mac": POD_C_MAC, "iface": "hC"}
+
+
+def send_delta(f: ForwarderTopology, delta: dict) -> subprocess.CompletedProcess:
+    """A Delta (protobuf JSON) through vxfed-dpctl; returns once the dataplane acknowledged it."""
+    import json
+    import time
+    path = f.topo.workdir / f"delta-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps(delta))
+    return f.dpctl_raw("delta", str(path))

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Global services' load balancing in the real forwarder (docs/conntrack.md, docs/services.md):
+a service on VNI 100 with VIP 10.96.0.10 (UDP 53 -> 5353, TCP 80 -> 8080) and two backends,
+pod B (remote, behind node B's kernel VTEP) and pod C (local to the dataplane's node). Pod A's
+clients connect() their sockets to the VIP, so a reply from any other source than VIP:port is
+never received: every answer counted proves the reply was translated back.
+
+With one worker (--queues 1):
+  - UDP from 40 source ports and TCP from 20 connections: all answered, both backends used;
+  - the UDP flows again after a third backend is added (Delta): each keeps its backend;
+  - pod C and that third backend removed (Delta): their flows move to pod B.
+With two workers (--queues 2; the hand-over between workers is not built yet): packets to the
+VIP are dropped and counted (service_needs_one_worker), none is answered from a wrong address,
+and pod-to-pod traffic still flows.
+"""
+
+import json
+import time
+
+import vxfed_harness as t
+from vxfed_harness import forwarder as d
+
+VIP = "10.96.0.10"
+EXTRA_BACKEND = "10.245.1.99"  # no pod there: only the Maglev table changes
+
+SERVER = r"""
+import socket, sys, threading
+name = sys.argv[1]
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("0.0.0.0", 5353))
+def udp():
+    while True:
+        data, peer = u.recvfrom(2048)
+        u.sendto(name.encode() + b" " + data, peer)
+threading.Thread(target=udp, daemon=True).start()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 8080))
+s.listen(64)
+while True:
+    c, _ = s.accept()
+    c.sendall(name.encode())
+    c.close()
+"""
+
+# Prints {"udp": {sport: backend or null}, "tcp": [backend or null, ...]}.
+CLIENT = r"""
+import json, socket, sys
+vip, mode, first, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out = {}
+if mode == "udp":
+    for sport in range(first, first + count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", sport))
+        s.connect((vip, 53))
+        s.settimeout(1.0)
+        got = None
+        for attempt in range(3):
+            s.send(b"q%d" % sport)
+            try:
+                got = s.recv(2048).split()[0].decode()
+                break
+            except socket.timeout:
+                pass
+        out[sport] = got
+        s.close()
+else:
+    for i in range(count):
+        try:
+            c = socket.create_connection((vip, 80), timeout=2)
+            out[i] = c.recv(64).decode() or None
+            c.close()
+        except OSError:
+            out[i] = None
+print(json.dumps(out))
+"""
+
+
+def service(backends: list[str]) -> dict:
+    return {"id": "default/web", "vni": d.VNI, "vip": VIP,
+            "ports": [{"protocol": 17, "port": 53, "target_port": 5353}, {"protocol": 6, "port": 80, "target_port": 8080}],
+            "backends": [{"ip": b, "weight": 1} for b in backends]}
+
+
+def snapshot() -> dict:
+    s = d.tables(generation=1)
+    s["tables"]["endpoints"].append(d.pod_c_endpoint())
+    s["tables"]["services"] = [service([d.POD_B, d.POD_C])]
+    return s
+
+
+def client(f: d.ForwarderTopology, mode: str, first: int, count: int) -> dict:
+    path = f.topo.workdir / "client.py"
+    path.write_text(CLIENT)
+    r = f.pod_a.run(["python3", str(path), VIP, mode, str(first), str(count)], timeout=60)
+    return json.loads(r.stdout)
+
+
+def run_bed(queues: int) -> None:
+    with t.Topology(f"dpsvc{queues}") as topo:
+        f = d.ForwarderTopology(topo, queues=queues)
+        f.build()
+        pod_c = d.add_pod_c(f)
+        f.start()
+        f.send_snapshot(snapshot())
+        f.wait_reachable()
+        server = topo.workdir / "server.py"
+        server.write_text(SERVER)
+        f.pod_b.spawn(["python3", str(server), "B"], name="server-B")
+        pod_c.spawn(["python3", str(server), "C"], name="server-C")
+        time.sleep(0.5)
+        dump = f.call("dump")["tables"]["tables"]
+        assert [s["vip"] for s in dump["services"]] == [VIP], dump.get("services")
+
+        if queues > 1:
+            udp = client(f, "udp", 41000, 3)
+            assert all(v is None for v in udp.values()), f"answered through a forwarder that cannot translate both ways: {udp}"
+            drops = d.drop_map(f.counters())
+            t.log(f"{queues} workers: {udp}, service_needs_one_worker {drops.get('service_needs_one_worker')}")
+            assert drops.get("service_needs_one_worker", 0) >= 3, drops
+            f.wait_reachable()  # pod-to-pod unaffected
+            return
+
+        udp = client(f, "udp", 40000, 40)
+        tcp = client(f, "tcp", 0, 20)
+        t.log(f"UDP backends {sorted(udp.values(), key=str)}; TCP {sorted(tcp.values(), key=str)}")
+        assert all(v in ("B", "C") for v in udp.values()), udp
+        assert all(v in ("B", "C") for v in tcp.values()), tcp
+        assert set(udp.values()) == {"B", "C"} and set(tcp.values()) == {"B", "C"}, (udp, tcp)
+
+        # A backend added: every established flow keeps its backend.
+        d.send_delta(f, {"generation": 2, "upsert": {"services": [service([d.POD_B, d.POD_C, EXTRA_BACKEND])]}})
+        again = client(f, "udp", 40000, 40)
+        assert again == udp, f"flows moved when a backend was added: {udp} -> {again}"
+
+        # Pod C (and the extra backend) removed from the service: their flows move to pod B.
+        d.send_delta(f, {"generation": 3, "upsert": {"services": [service([d.POD_B])]}})
+        moved = client(f, "udp", 40000, 40)
+        assert all(v == "B" for v in moved.values()), moved
+        drops = {k: v for k, v in d.drop_map(f.counters()).items() if v}
+        t.log(f"after removal: all {len(moved)} flows answered by B; drops {drops}")
+        assert not any(k.startswith("service_") for k in drops), drops
+
+
+def main() -> None:
+    t.require_root()
+    run_bed(1)
+    run_bed(2)
+
+
+if __name__ == "__main__":
+    main()
