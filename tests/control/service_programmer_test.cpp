@@ -118,6 +118,9 @@ TEST(ServiceCompile, FailoverOnlyFollowsTheOrder) {
   view = compile_service(s, reach.node("cluster-a"));
   EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.244.1.5", "10.244.2.5"}));
   EXPECT_EQ(view.backends[2].state, BackendState::node_down);
+  reach.blocks.insert(prefix("10.245.1.0/24"));  // the primary's node back: back to it
+  view = compile_service(s, reach.node("cluster-a"));
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));
   reach.blocks.clear();  // nothing left: an entry with no backend (the forwarder drops, counted)
   view = compile_service(s, reach.node("cluster-a"));
   ASSERT_TRUE(view.entry);
