@@ -1009,7 +1009,19 @@ std::size_t NodeState::route_count() const {
 // ---------------------------------------------------------------- dataplane
 
 void NodeState::publish(const TablesDelta& delta) {
-  if (sink_) sink_->publish(delta);
+  // A network that (re)appears brings the Service entries held for its VNI: they stayed out of
+  // the dataplane while it had no such network (set_services, tables()), and an entry the
+  // compiler gives again unchanged is not published again.
+  if (sink_ && !delta.networks.empty() && !services_.empty()) {
+    TablesDelta with = delta;
+    std::set<std::uint32_t> vnis;
+    for (const auto& n : delta.networks) vnis.insert(n.vni());
+    for (const auto& [id, entry] : services_)
+      if (vnis.count(entry.vni())) with.services.push_back(entry);
+    sink_->publish(with);
+  } else if (sink_) {
+    sink_->publish(delta);
+  }
   // After the sink: the observer's own changes (service entries) then follow the routes they
   // rest on. Routes are the only part of a delta reach_changed() is told from here.
   if (!reach_observer_) return;

@@ -136,4 +136,25 @@ TEST(NodeServices, EntriesPublishedOnlyWhenTheyDifferAndInTheSnapshot) {
   EXPECT_TRUE(s->services().empty());
 }
 
+TEST(NodeServices, EntriesOfANetworkAddedLaterGoWithIt) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));
+  RecordingSink sink;
+  s->set_sink(&sink);
+  s->set_services({entry("default/web", 4242, {"10.250.0.5"})}, {});  // e.g. from the cache
+  EXPECT_TRUE(sink.deltas.empty());
+  v1::ErrorCode code;
+  NetworkConfig green;
+  green.name = "green";
+  green.subnet = "10.244.9.0/24";
+  green.pinned_vni = 4242;
+  ASSERT_TRUE(s->add_network(green, false, &code).ok());
+  ASSERT_FALSE(sink.deltas.empty());
+  const auto& d = sink.deltas.back();
+  ASSERT_EQ(d.upsert().networks_size(), 1);
+  ASSERT_EQ(d.upsert().services_size(), 1);  // in the same Delta, after its network
+  EXPECT_EQ(d.upsert().services(0).id(), "default/web");
+  EXPECT_EQ(s->tables().services_size(), 1);
+}
+
 }  // namespace
