@@ -103,7 +103,9 @@ void rewrite(rte_mbuf* m, PacketView& v, unsigned addr_offset, unsigned port_off
   std::memcpy(v.ip + addr_offset, &ip_be, 4);
   checksum_replace32(v.ip + 10, old_ip, ip_be);
   std::uint8_t* l4sum = v.l4 + (v.protocol == kIpProtoTcp ? kTcpChecksum : kUdpChecksum);
-  if (offload_detail::rx_pending(m->ol_flags)) {
+  // Pending: as received (RX_L4_CKSUM_NONE), or already handed on as a TX checksum request
+  // (after decap_offload/local_offload); either way the field holds the pseudo-header's sum.
+  if (offload_detail::rx_pending(m->ol_flags) || (m->ol_flags & RTE_MBUF_F_TX_L4_MASK) != 0) {
     pseudo_sum_replace32(l4sum, old_ip, ip_be);  // the ports are summed later, with the payload
   } else if (v.protocol == kIpProtoTcp || load16(l4sum) != 0) {  // UDP checksum 0: none
     checksum_replace32(l4sum, old_ip, ip_be);
