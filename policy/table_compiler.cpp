@@ -210,44 +210,71 @@ void PolicyCompiler::rebuild_local(std::size_t index) {
   tables_.local_egress[index] = build_table(local_rules_[index].egress, false);
 }
 
-bool PolicyCompiler::rebuild_remote_egress(std::uint16_t number) {
+void PolicyCompiler::release_remote_egress(std::uint16_t number) {
   std::uint32_t& slot = tables_.remote_egress_of[number];
-  const auto release = [&] {
-    if (slot != PolicyTables::kNoTable) {
-      tables_.remote_egress_tables[slot] = DirectionTable{};
-      free_remote_tables_.push_back(slot);
-      slot = PolicyTables::kNoTable;
-    }
-    return false;
-  };
-  DirectionTable table;
+  if (slot == PolicyTables::kNoTable) return;
+  if (--remote_users_[slot] == 0) {
+    remote_by_selection_.erase(remote_selection_[slot]);
+    remote_selection_[slot].clear();
+    tables_.remote_egress_tables[slot] = DirectionTable{};
+    free_remote_tables_.push_back(slot);
+  }
+  slot = PolicyTables::kNoTable;
+}
+
+bool PolicyCompiler::rebuild_remote_egress(std::uint16_t number) {
+  release_remote_egress(number);
+  // The table depends only on the policies with Egress that select the identity (and how: Yes
+  // or Maybe), so identities with the same selection share one table. A selection names each
+  // policy with its generation, so a changed policy never finds the table of its old version.
+  std::string selection;
+  std::vector<const Policy*> selecting;
+  const Identity* id = nullptr;
   if (number == kPeerUnlabelled) {
     // An unlabelled source's namespace is known only on its own node, which decides all it can
     // (rules without peers, ipBlocks). What it leaves to the destination (a selector rule of a
     // policy it is surely selected by) cannot be told apart here from the other namespaces'
     // unlabelled pods, so it is denied: the pod fails closed until its labels arrive.
-    table.isolated = true;
+    selection = "unlabelled";
   } else {
     const auto it = identities_.find(number);
-    if (it == identities_.end()) return release();
-    const Identity& id = it->second;
-    const auto policies = policies_of({id.cluster, id.namespace_name});
-    if (std::none_of(policies.begin(), policies.end(), [](const Policy* p) { return p->egress_type; }))
-      return release();
-    const CompiledRules rules = compile(id, network_, policies, resolve_);
-    if (!rules.egress.isolated) return release();
-    table = build_table(rules.egress, true);
-  }
-  if (slot == PolicyTables::kNoTable) {
-    if (!free_remote_tables_.empty()) {
-      slot = free_remote_tables_.back();
-      free_remote_tables_.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(tables_.remote_egress_tables.size());
-      tables_.remote_egress_tables.emplace_back();
+    if (it == identities_.end()) return false;
+    id = &it->second;
+    for (const Policy* p : policies_of({id->cluster, id->namespace_name})) {
+      if (!p->egress_type) continue;
+      const Selection s = selects(*p, *id, network_, resolve_);
+      if (s == Selection::No) continue;
+      selecting.push_back(p);
+      const std::string key = policy_key(p->cluster, p->namespace_name, p->name);
+      selection += key + '\n' + std::to_string(policy_generation_.at(key)) + (s == Selection::Yes ? "\nY\n" : "\nM\n");
     }
+    if (selecting.empty()) return false;  // not egress-isolated: nothing to check
+  }
+  std::uint32_t& slot = tables_.remote_egress_of[number];
+  if (const auto shared = remote_by_selection_.find(selection); shared != remote_by_selection_.end()) {
+    slot = shared->second;
+    ++remote_users_[slot];
+    return true;
+  }
+  DirectionTable table;
+  if (id) {
+    table = build_table(compile(*id, network_, selecting, resolve_).egress, true);
+  } else {
+    table.isolated = true;
+  }
+  if (!free_remote_tables_.empty()) {
+    slot = free_remote_tables_.back();
+    free_remote_tables_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(tables_.remote_egress_tables.size());
+    tables_.remote_egress_tables.emplace_back();
+    remote_users_.push_back(0);
+    remote_selection_.emplace_back();
   }
   tables_.remote_egress_tables[slot] = std::move(table);
+  remote_users_[slot] = 1;
+  remote_selection_[slot] = selection;
+  remote_by_selection_.emplace(std::move(selection), slot);
   return true;
 }
 
@@ -289,8 +316,10 @@ void PolicyCompiler::build(std::vector<Policy> policies, std::vector<NumberedIde
   identities_by_namespace_.clear();
   identities_by_namespace_name_.clear();
   groups_.clear();
+  policy_generation_.clear();
   for (Policy& p : policies) {
     PolicyKey key = policy_key(p.cluster, p.namespace_name, p.name);
+    policy_generation_[key] = ++generation_;
     policies_by_namespace_[{p.cluster, p.namespace_name}].insert(key);
     policies_.insert_or_assign(std::move(key), std::move(p));
   }
@@ -301,6 +330,9 @@ void PolicyCompiler::build(std::vector<Policy> policies, std::vector<NumberedIde
   tables_ = PolicyTables{};
   tables_.remote_egress_of.assign(kIdentityNumbers, PolicyTables::kNoTable);
   free_remote_tables_.clear();
+  remote_users_.clear();
+  remote_selection_.clear();
+  remote_by_selection_.clear();
   port_set_ids_.clear();
   unions_.clear();
   intern(PortSet{false, {}});
@@ -317,12 +349,15 @@ ChangeCost PolicyCompiler::set_locals(std::vector<LocalIdentity> locals) {
   for (std::size_t i = 0; i < locals_.size(); ++i) rebuild_local(i);
   cost.tables_rebuilt += 2 * locals_.size();
   // The remote-egress tables' peers are the local identities: all of them change.
-  for (std::size_t n = 0; n < kIdentityNumbers; ++n) {
-    const auto number = static_cast<std::uint16_t>(n);
-    if (number == kPeerUnlabelled || identities_.count(number) ||
-        tables_.remote_egress_of[n] != PolicyTables::kNoTable)
-      cost.tables_rebuilt += rebuild_remote_egress(number) ? 1 : 0;
-  }
+  tables_.remote_egress_of.assign(kIdentityNumbers, PolicyTables::kNoTable);
+  tables_.remote_egress_tables.clear();
+  free_remote_tables_.clear();
+  remote_users_.clear();
+  remote_selection_.clear();
+  remote_by_selection_.clear();
+  rebuild_remote_egress(kPeerUnlabelled);
+  for (const auto& [number, id] : identities_) rebuild_remote_egress(number);
+  cost.tables_rebuilt += tables_.remote_egress_tables.size();
   return cost;
 }
 
@@ -356,6 +391,7 @@ ChangeCost PolicyCompiler::apply_policy(Policy policy) {
   std::optional<Policy> before;
   if (const auto it = policies_.find(key); it != policies_.end()) before = it->second;
   policies_by_namespace_[{policy.cluster, policy.namespace_name}].insert(key);
+  policy_generation_[key] = ++generation_;
   const Policy& after = policies_.insert_or_assign(std::move(key), std::move(policy)).first->second;
   return policy_changed(before, after);
 }
@@ -367,6 +403,7 @@ ChangeCost PolicyCompiler::delete_policy(const std::string& cluster, const std::
   if (it == policies_.end()) return {};
   std::optional<Policy> before = std::move(it->second);
   policies_.erase(it);
+  policy_generation_.erase(key);
   auto& keys = policies_by_namespace_[{cluster, namespace_name}];
   keys.erase(key);
   if (keys.empty()) policies_by_namespace_.erase({cluster, namespace_name});
@@ -415,7 +452,7 @@ ChangeCost PolicyCompiler::remove_identity(std::uint16_t number) {
       for (const PeerEntry& e : peers) table.some_selector = unite(table.some_selector, e.ports);
     }
   }
-  rebuild_remote_egress(number);  // releases it
+  release_remote_egress(number);
   ++cost.tables_rebuilt;
   return cost;
 }

@@ -86,8 +86,9 @@ class PolicyCompiler {
   DirectionTable build_table(const DirectionRules& rules, bool peers_are_locals);
   PortSetId selector_ports_for(const DirectionRules& rules, const Identity& peer);
   void rebuild_local(std::size_t index);
-  // The remote-egress table of `number` (built, replaced or dropped); true when it has one.
+  // The remote-egress table of `number` (built or shared, replaced or dropped); true when it has one.
   bool rebuild_remote_egress(std::uint16_t number);
+  void release_remote_egress(std::uint16_t number);
   void index_identity(NumberedIdentity identity);
   void unindex_identity(std::uint16_t number);
   ChangeCost policy_changed(const std::optional<Policy>& before, const std::optional<Policy>& after);
@@ -103,7 +104,14 @@ class PolicyCompiler {
   std::map<GroupKey, NamespaceGroup> groups_;
   std::vector<LocalIdentity> locals_;
   std::vector<CompiledRules> local_rules_;  // by LocalIndex: what local_ingress/egress were built from
+  // Remote-egress tables are shared by the identities with one selection (the Egress policies
+  // that select them, each with its generation): by slot, its users and its selection.
   std::vector<std::uint32_t> free_remote_tables_;
+  std::vector<std::uint32_t> remote_users_;
+  std::vector<std::string> remote_selection_;
+  std::unordered_map<std::string, std::uint32_t> remote_by_selection_;
+  std::map<PolicyKey, std::uint64_t> policy_generation_;
+  std::uint64_t generation_ = 0;
 
   PolicyTables tables_;
   std::unordered_map<std::string, PortSetId> port_set_ids_;

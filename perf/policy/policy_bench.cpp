@@ -178,7 +178,8 @@ int main(int argc, char** argv) {
   for (std::uint32_t slot : tables.remote_egress_of) remote_tables += slot != PolicyTables::kNoTable;
   result["tables"] = {{"bytes", tables.bytes()},
                       {"local_tables", tables.local_ingress.size() + tables.local_egress.size()},
-                      {"remote_egress_tables", remote_tables},
+                      {"identities_with_remote_egress", remote_tables},
+                      {"remote_egress_tables", tables.remote_egress_tables.size()},
                       {"peer_entries", peer_entries},
                       {"address_spans", address_spans},
                       {"port_sets", tables.port_sets.size()}};
