@@ -83,8 +83,9 @@ struct PolicyTables {
   // are every identity of the federation.
   std::vector<DirectionTable> local_ingress;
   std::vector<DirectionTable> local_egress;
-  // By identity number (65,536 entries, kNoTable where the identity is not egress-isolated
-  // toward anything here): index into remote_egress_tables. The egress rules of a source
+  // By identity number (65,536 entries, kNoTable where the identity is not egress-isolated):
+  // index into remote_egress_tables, one table shared by every identity that the same Egress
+  // policies select (they have the same egress rules). The egress rules of a source
   // identity of any node, with peers only the local identities, so the destination can check
   // what the source node could not (the selector rules), from the identity in the GBP header.
   static constexpr std::uint32_t kNoTable = 0xffffffff;
