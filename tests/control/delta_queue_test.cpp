@@ -1,6 +1,6 @@
 // DeltaQueue: changes split into bounded Deltas that, applied one after another, mean what the
 // whole change meant; endpoint upserts marked (they go alone); a refused endpoint's queued
-// removals dropped, but not past a later attach of it.
+// removals dropped, but not past a later attach of it; services after their network and routes.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -80,6 +80,39 @@ TEST(DeltaQueue, SplitsAChangeIntoBoundedDeltasInApplyOrder) {
   EXPECT_EQ(pieces, whole);
   // Only the first piece carries the endpoint upsert.
   EXPECT_EQ(endpoint_marks, (std::vector<bool>{true, false, false, false}));
+}
+
+TEST(DeltaQueue, ServicesComeAfterTheirNetworkAndRoutesAndCountAsEntries) {
+  DeltaQueue q(3);
+  const auto now = DeltaQueue::TimePoint::clock::now();
+  TablesDelta d;
+  d.networks.emplace_back().set_vni(7);
+  d.routes.push_back(route(7, 1));
+  for (const char* id : {"default/a", "default/b"}) {
+    auto& s = d.services.emplace_back();
+    s.set_id(id);
+    s.set_vni(7);
+  }
+  d.removed_routes.push_back(route(7, 2).key());
+  d.removed_services.push_back("default/old");
+  q.push(d, now);
+  ASSERT_EQ(q.size(), 2u);  // 6 entries, 3 a piece
+  const auto first = q.pop_front(), second = q.pop_front();
+  EXPECT_EQ(first.entries, 3u);
+  ASSERT_EQ(first.delta.upsert().networks_size(), 1);
+  EXPECT_EQ(first.delta.upsert().routes_size(), 1);
+  ASSERT_EQ(first.delta.upsert().services_size(), 1);  // the network comes in the same or an earlier piece
+  EXPECT_EQ(first.delta.upsert().services(0).id(), "default/a");
+  EXPECT_EQ(second.entries, 3u);
+  ASSERT_EQ(second.delta.upsert().services_size(), 1);
+  EXPECT_EQ(second.delta.upsert().services(0).id(), "default/b");
+  EXPECT_EQ(second.delta.remove_routes_size(), 1);
+  ASSERT_EQ(second.delta.remove_services_size(), 1);
+  EXPECT_EQ(second.delta.remove_services(0), "default/old");
+  // to_wire of the whole change says the same.
+  const auto whole = vxfed::control::to_wire(d);
+  EXPECT_EQ(whole.upsert().services_size(), 2);
+  EXPECT_EQ(whole.remove_services_size(), 1);
 }
 
 TEST(DeltaQueue, EachChangeIsQueuedOnItsOwnNeverMerged) {
