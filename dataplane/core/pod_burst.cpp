@@ -479,6 +479,19 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   // pipeline sees the backend's address; networks without services pay this one byte's test.
   const std::uint16_t received = n;
   if (tables.network_has_services(pod->network)) [[unlikely]] {
+    // Several workers: the pod's flows live with its owner (docs/conntrack.md), which resumes
+    // the burst there and counts it.
+    if (flows && flows->hand_over && !flows->mine(rx_port)) {
+      for (std::uint16_t i = 0; i < n; ++i) {
+        pkts[i]->port = rx_port;
+        if (!flows->hand_over(flows->hand_over_context, flows->owner(rx_port), HandoverStage::PodBurst, pkts[i])) {
+          counters.ports[rx_port].rx_packets.add(1);
+          counters.ports[rx_port].rx_bytes.add(rte_pktmbuf_pkt_len(pkts[i]));
+          drop(pkts[i], DropReason::ServiceHandoverFull, rx_port, counters);
+        }
+      }
+      return received;
+    }
     ServiceFlows none;
     n = translate_pod_burst(tables, flows ? *flows : none, *pod, pkts, n, rx_port, tx, counters);
     if (n == 0) return received;

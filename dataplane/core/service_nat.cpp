@@ -222,13 +222,24 @@ bool icmp_error_back(ServiceFlows& flows, PacketView& v, WorkerCounters& c) {
 // False (nothing done): not such a packet, or one the pipeline must see (over the MTU, not to
 // a local endpoint, or not from the pod's own address: the pipeline drops it).
 bool local_reply(const ForwardingTables& tables, ServiceFlows& flows, const PodPortEntry& pod, rte_mbuf* m,
-                 PacketView& v, TxStage& tx, WorkerCounters& c) {
+                 PacketView& v, std::uint16_t rx_port, TxStage& tx, WorkerCounters& c) {
   if (v.tuple.src_ip_be != pod.ip_be) return false;
   const NetworkEntry& net = tables.network(pod.network);
   const std::uint32_t total = static_cast<std::uint32_t>(v.ip[2]) << 8 | v.ip[3];
   if (total > net.mtu && !gso_segments_fit(m, net.mtu)) return false;
   const auto ep = tables.endpoint(pod.network, v.tuple.dst_ip_be);
   if (!ep) return false;
+  if (!flows.mine(ep->port) && flows.hand_over) {
+    // The destination pod's flows live with its owner: delivered there, translated there.
+    set_macs(m, ep->mac, net.gateway_mac);
+    local_offload(m);
+    VniCounters& vc = c.vnis[net.counter_slot];
+    vc.local_packets.add(1);
+    vc.local_bytes.add(rte_pktmbuf_pkt_len(m));
+    hand_over_delivery(flows, ep->port, m, rx_port, c);
+    return true;
+  }
+  if (!flows.table || flows.table->size() == 0) return false;
   const bool translated = v.protocol == kIpProtoIcmp ? icmp_error_back(flows, v, c) : reply_from_vip(flows, m, v, c);
   if (!translated) return false;
   set_macs(m, ep->mac, net.gateway_mac);
@@ -261,12 +272,15 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
         if (!l4 && (v.fragment || !v.l4)) {
           why = DropReason::ServiceUnparsable;
         } else if (port && flows.table) {
-          why = flows.workers > 1 ? DropReason::ServiceNeedsOneWorker : to_backend(flows, *s, *port, m, v, c);
+          // (With several workers this burst is on its pod's owner: process_pod_burst hands it over.)
+          why = flows.workers > 1 && !flows.hand_over ? DropReason::ServiceNeedsOneWorker
+                                                      : to_backend(flows, *s, *port, m, v, c);
         }
-      } else if (flows.table && flows.table->size() != 0 && v.l4 && !v.fragment &&
+      } else if (flows.table && (flows.table->size() != 0 || (flows.workers > 1 && flows.hand_over)) && v.l4 &&
+                 !v.fragment &&
                  (v.protocol == kIpProtoTcp || v.protocol == kIpProtoUdp || v.protocol == kIpProtoIcmp)) {
         // A local backend's reply to a local client, or an ICMP error to that client.
-        if (local_reply(tables, flows, pod, m, v, tx, c)) {
+        if (local_reply(tables, flows, pod, m, v, rx_port, tx, c)) {
           c.ports[rx_port].rx_packets.add(1);
           c.ports[rx_port].rx_bytes.add(rte_pktmbuf_pkt_len(m));
           continue;
@@ -282,6 +296,33 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     pkts[kept++] = m;
   }
   return kept;
+}
+
+bool hand_over_delivery(ServiceFlows& flows, std::uint16_t port, rte_mbuf* m, std::uint16_t rx_port,
+                        WorkerCounters& c) {
+  if (flows.mine(port) || !flows.hand_over) return false;
+  m->port = port;
+  if (!flows.hand_over(flows.hand_over_context, flows.owner(port), HandoverStage::Deliver, m))
+    drop(m, DropReason::ServiceHandoverFull, rx_port, c);
+  return true;
+}
+
+void deliver_handed_over(const ForwardingTables& tables, ServiceFlows& flows, rte_mbuf** pkts, std::uint16_t n,
+                         TxStage& tx, WorkerCounters& c) {
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    const std::uint16_t port = m->port;
+    const PodPortEntry* pod = tables.pod_port(port);
+    std::uint32_t dst = 0;
+    if (rte_pktmbuf_data_len(m) >= kIp + sizeof(Ipv4Header)) std::memcpy(&dst, rte_pktmbuf_mtod(m, std::uint8_t*) + kIp + 16, 4);
+    // The port changed hands while the packet was in the ring (a ring outlives grace periods).
+    if (!pod || pod->ip_be != dst) [[unlikely]] {
+      drop(m, DropReason::NoEndpoint, port, c);
+      continue;
+    }
+    if (tables.network_has_services(pod->network)) translate_delivered(tables, flows, tables.network(pod->network), m, c);
+    tx.stage(port, m, c);
+  }
 }
 
 void translate_delivered(const ForwardingTables& /*tables*/, ServiceFlows& flows, const NetworkEntry& net, rte_mbuf* m,

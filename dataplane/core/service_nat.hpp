@@ -6,9 +6,11 @@
 // checksum is still pending (a pod's partial-checksum or GSO super-packet, docs/pod-ports.md)
 // has only its pseudo-header sum adjusted (the addresses, not the ports).
 //
-// One table per worker, one worker only for now: with several workers a reply could meet
-// another worker's table, so VIP packets are dropped (service_needs_one_worker) instead of being
-// translated one way only.
+// One table per worker. A flow's entry lives with the worker that owns its local client pod
+// (owner = the pod's port index % workers, docs/conntrack.md "One table per worker"): with
+// several workers, a packet that needs the table of another worker is handed to it through
+// `hand_over` (the runtime's SPSC rings), tagged with the stage it resumes at. Without
+// `hand_over` (and more than one worker) VIP packets are dropped (service_needs_one_worker).
 #pragma once
 
 #include <rte_mbuf.h>
@@ -22,12 +24,37 @@
 
 namespace vxfed::dataplane {
 
+// Where a handed-over packet resumes on its owner.
+enum class HandoverStage : std::uint8_t {
+  PodBurst,  // as received from pod port m->port: process_pod_burst
+  Deliver,   // for local pod port m->port, MACs and offload flags set: translate_delivered, stage
+};
+
 // A worker's connection tracking, handed to the burst functions (null: no translation).
 struct ServiceFlows {
   ConntrackTable* table = nullptr;
-  std::uint32_t workers = 1;   // the forwarder's; > 1: VIP packets dropped (see above)
+  std::uint32_t workers = 1;   // the forwarder's
+  std::uint32_t worker = 0;    // this worker's index
   std::uint64_t now = 0;       // the table's ticks (the TSC), set by the worker once per loop
+  // Several workers: enqueues m for worker `to` at `stage` (false: its ring is full). Null
+  // with several workers: VIP packets are dropped (service_needs_one_worker).
+  bool (*hand_over)(void* context, std::uint32_t to, HandoverStage stage, rte_mbuf* m) = nullptr;
+  void* hand_over_context = nullptr;
+
+  std::uint32_t owner(std::uint16_t pod_port) const { return pod_port % workers; }
+  bool mine(std::uint16_t pod_port) const { return workers == 1 || owner(pod_port) == worker; }
 };
+
+// A packet that must be delivered to local pod port `port` by another worker (the port's
+// owner): handed over (true), or dropped as service_handover_full (true: consumed either way);
+// false when this worker owns the port (the caller delivers it, after translate_delivered).
+bool hand_over_delivery(ServiceFlows& flows, std::uint16_t port, rte_mbuf* m, std::uint16_t rx_port, WorkerCounters& c);
+
+// The owner's side of HandoverStage::Deliver: the packets another worker handed over for pods
+// this worker owns (m->port each): translated back where they are a service flow's replies,
+// staged on their port; a port that no longer carries the packet's destination: dropped.
+void deliver_handed_over(const ForwardingTables& tables, ServiceFlows& flows, rte_mbuf** pkts, std::uint16_t n,
+                         TxStage& tx, WorkerCounters& c);
 
 // Pod side, before routing, for a network with services (ForwardingTables::network_has_services):
 // translates in place the packets of pkts[0..n) from `pod` that go to a VIP:port (destination),

@@ -104,10 +104,13 @@ namespace {
   if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
   set_macs(m, ep->mac, net->gateway_mac);
   decap_offload(m);  // a pending inner checksum stays pending
-  if (flows && t.network_has_services(ni)) [[unlikely]] translate_delivered(t, *flows, *net, m, c);
   VniCounters& vc = c.vnis[net->counter_slot];
   vc.decap_packets.add(1);
   vc.decap_bytes.add(f.inner_len);
+  if (flows && t.network_has_services(ni)) [[unlikely]] {
+    if (hand_over_delivery(*flows, ep->port, m, port, c)) return;  // the pod's owner translates
+    translate_delivered(t, *flows, *net, m, c);
+  }
   tx.stage(ep->port, m, c);
 }
 
@@ -305,13 +308,16 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     std::memcpy(eth, &macs_lo, 8);
     std::memcpy(eth + 8, &macs_hi, 4);
     decap_offload(m);  // a pending inner checksum stays pending
-    if (flows && tables.network_has_services(net->index)) [[unlikely]] translate_delivered(tables, *flows, *net, m, counters);
     if (net->counter_slot != vni_slot) [[unlikely]] {
       flush_vni();
       vni_slot = net->counter_slot;
     }
     ++vni_packets;
     vni_bytes += inner_len;
+    if (flows && tables.network_has_services(net->index)) [[unlikely]] {
+      if (hand_over_delivery(*flows, ep.port, m, uplink, counters)) continue;  // the pod's owner translates
+      translate_delivered(tables, *flows, *net, m, counters);
+    }
     if (ep.port != run_port) [[unlikely]] {
       flush_run();
       run_port = ep.port;

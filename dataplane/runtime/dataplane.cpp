@@ -63,6 +63,20 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
       if (d->handoff_[w] == nullptr) return make_error("cannot create " + name);
     }
   }
+  if (d->workers_ > 1 && options.conntrack_flows != 0) {
+    // Global services: a packet that needs another worker's connection table goes to it
+    // through the ring of its (from, to) pair and stage (docs/conntrack.md, "One table per worker").
+    d->service_rings_.assign(std::size_t{d->workers_} * d->workers_ * kHandoverStages, nullptr);
+    for (unsigned from = 0; from < d->workers_; ++from)
+      for (unsigned to = 0; to < d->workers_; ++to)
+        for (unsigned stage = 0; stage < kHandoverStages; ++stage) {
+          if (from == to) continue;
+          const std::string name = "vxfed_svc" + std::to_string(from) + "_" + std::to_string(to) + "_" + std::to_string(stage);
+          rte_ring* r = rte_ring_create(name.c_str(), 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+          if (r == nullptr) return make_error("cannot create " + name);
+          d->service_rings_[(std::size_t{from} * d->workers_ + to) * kHandoverStages + stage] = r;
+        }
+  }
   if (d->ports_->control_tx_queue() < 0) {
     d->control_tx_ = rte_ring_create("vxfed_ctrl_tx", 256, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (d->control_tx_ == nullptr) return make_error("cannot create the control TX ring");
@@ -108,6 +122,13 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
       ctx->flows.table = ctx->conntrack.get();
     }
     ctx->flows.workers = d->workers_;
+    ctx->flows.worker = w;
+    if (!d->service_rings_.empty()) {
+      ctx->service_rings = d->service_rings_.data();
+      ctx->all_wakes = &d->wakes_;
+      ctx->flows.hand_over = &hand_over_to_worker;
+      ctx->flows.hand_over_context = ctx.get();
+    }
     // A real-time worker is woken in microseconds, so spinning buys it little, and its spin is
     // CPU the node's other processes cannot have (sched_yield does not yield to them): it
     // blocks after its second empty poll. Measured with two CPU hogs beside the latency suite:
@@ -182,6 +203,7 @@ Dataplane::~Dataplane() {
   for (auto* c : counters_) rte_free(c);
   for (auto* t : stages_) rte_free(t);
   for (auto* r : handoff_) rte_ring_free(r);
+  for (auto* r : service_rings_) rte_ring_free(r);
   rte_ring_free(control_tx_);
   rte_free(qs_);
 }

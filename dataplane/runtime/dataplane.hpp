@@ -103,6 +103,8 @@ class Dataplane {
   std::vector<std::unique_ptr<WakeEvent>> wakes_;   // one per worker (socket_wakeup.hpp)
   std::uint64_t state_versions_ = 0;
   std::vector<rte_ring*> handoff_;
+  // Global services with several workers: SPSC rings (from, to, HandoverStage), worker.hpp.
+  std::vector<rte_ring*> service_rings_;
   rte_ring* control_tx_ = nullptr;
   std::atomic<std::uint64_t> handoff_drops_{0};
   std::atomic<bool> stop_workers_{false};

@@ -25,6 +25,37 @@ namespace vxfed::dataplane {
 
 namespace {
 
+// Packets other workers handed over for pods this worker owns (global services): PodBurst ones
+// resume as pod bursts of their port, Deliver ones are delivered (service_nat.hpp).
+unsigned drain_service_rings(WorkerContext& w, const ForwardingState* s, rte_mbuf** pkts) {
+  unsigned work = 0;
+  for (unsigned from = 0; from < w.workers; ++from) {
+    if (from == w.id) continue;
+    for (unsigned stage = 0; stage < kHandoverStages; ++stage) {
+      rte_ring* r = w.service_rings[(std::size_t{from} * w.workers + w.id) * kHandoverStages + stage];
+      const unsigned n = rte_ring_dequeue_burst(r, reinterpret_cast<void**>(pkts), kMaxBurst, nullptr);
+      if (n == 0) continue;
+      work += n;
+      if (s == nullptr) {
+        drop_burst(pkts, static_cast<std::uint16_t>(n), kPodsPort, DropReason::NoTables, *w.counters);
+        continue;
+      }
+      if (stage == static_cast<unsigned>(HandoverStage::Deliver)) {
+        deliver_handed_over(*s->tables, w.flows, pkts, static_cast<std::uint16_t>(n), *w.tx, *w.counters);
+        continue;
+      }
+      for (unsigned i = 0; i < n;) {  // runs of one pod port, as received
+        unsigned j = i + 1;
+        while (j < n && pkts[j]->port == pkts[i]->port) ++j;
+        process_pod_burst(*s->tables, pkts[i]->port, pkts + i, static_cast<std::uint16_t>(j - i), *w.tx, *w.counters,
+                          &w.flows);
+        i = j;
+      }
+    }
+  }
+  return work;
+}
+
 // Runs one uplink burst through the pipeline (or drops it before the first snapshot).
 // `captured`: the port a capture copies now (capture_tap.hpp).
 inline void handle_uplink(WorkerContext& w, const ForwardingState* s, std::uint32_t captured, rte_mbuf** pkts,
@@ -395,6 +426,8 @@ int worker_main(void* arg) {
       work += n;
     }
 
+    if (w.service_rings) work += drain_service_rings(w, s, pkts);
+
     // Read while `s` is still ours (before the quiescent report below).
     const bool can_block = work == 0 && wait_set.update(w, s);
 
@@ -408,6 +441,11 @@ int worker_main(void* arg) {
     // Everything staged leaves before the quiescent report, so once a grace period ends no
     // mbuf is still headed for a port the old tables named.
     w.tx->flush(send, *w.counters);
+    if (w.handed_to) [[unlikely]] {  // they may be blocked on their sockets
+      for (unsigned to = 0; to < w.workers; ++to)
+        if ((w.handed_to >> to) & 1) (*w.all_wakes)[to]->signal();
+      w.handed_to = 0;
+    }
     rte_rcu_qsbr_quiescent(w.qs, w.id);
     w.loops.store(w.loops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 
@@ -433,6 +471,14 @@ int worker_main(void* arg) {
   rte_rcu_qsbr_thread_offline(w.qs, w.id);
   rte_rcu_qsbr_thread_unregister(w.qs, w.id);
   return 0;
+}
+
+bool hand_over_to_worker(void* context, std::uint32_t to, HandoverStage stage, rte_mbuf* m) {
+  auto& w = *static_cast<WorkerContext*>(context);
+  rte_ring* r = w.service_rings[(std::size_t{w.id} * w.workers + to) * kHandoverStages + static_cast<unsigned>(stage)];
+  if (rte_ring_enqueue(r, m) != 0) return false;
+  w.handed_to |= 1ull << to;
+  return true;
 }
 
 }  // namespace vxfed::dataplane

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 #include <cstdint>
 
 #include <rte_rcu_qsbr.h>
@@ -24,6 +25,8 @@
 #include "dataplane/runtime/socket_wakeup.hpp"
 
 namespace vxfed::dataplane {
+
+constexpr unsigned kHandoverStages = 2;  // HandoverStage's values
 
 struct WorkerContext {
   unsigned id = 0;                    // worker index = RX/TX queue index = RCU thread id
@@ -54,6 +57,12 @@ struct WorkerContext {
   // its clock set once per loop from the TSC, and a sweep of expired flows per loop.
   std::unique_ptr<ConntrackTable> conntrack;
   ServiceFlows flows;
+  // Several workers: the rings of every (from, to, stage), index (from * workers + to) *
+  // kHandoverStages + stage; the workers' wake events, signalled once per loop for those this
+  // worker handed packets to (bit per worker in handed_to).
+  rte_ring** service_rings = nullptr;
+  const std::vector<std::unique_ptr<WakeEvent>>* all_wakes = nullptr;
+  std::uint64_t handed_to = 0;
   // Written by the worker (relaxed load + store), read by the control thread for GetCounters.
   std::atomic<std::uint64_t> loops{0};
   std::atomic<std::uint64_t> busy_loops{0};   // iterations that moved packets ...
@@ -63,5 +72,9 @@ struct WorkerContext {
 
 // lcore entry point (rte_eal_remote_launch); arg is a WorkerContext*.
 int worker_main(void* arg);
+
+// ServiceFlows::hand_over of a worker (context: its WorkerContext): enqueues on the ring to
+// `to` for `stage` and marks `to` to be woken at the end of the loop.
+bool hand_over_to_worker(void* context, std::uint32_t to, HandoverStage stage, rte_mbuf* m);
 
 }  // namespace vxfed::dataplane
