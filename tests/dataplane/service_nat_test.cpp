@@ -305,5 +305,58 @@ TEST_F(ServiceNat, WhatCannotBeTranslatedIsDroppedWithItsReason) {
   EXPECT_EQ(dst_of(out[kUplink][1], kInnerAt + 14), ip("10.245.0.3"));
 }
 
+// Two workers: the pod's owner (port % 2) holds its flows. The other worker hands pod bursts
+// of that pod and deliveries to it over (here into vectors), and the owner resumes them.
+TEST_F(ServiceNat, WithTwoWorkersPacketsGoToThePodsOwner) {
+  build({kRemoteBackend});
+  struct Handed {
+    std::vector<std::pair<dp::HandoverStage, rte_mbuf*>> to[2];
+  } handed;
+  auto hand_over = [](void* ctx, std::uint32_t to, dp::HandoverStage stage, rte_mbuf* m) {
+    static_cast<Handed*>(ctx)->to[to].emplace_back(stage, m);
+    return true;
+  };
+  flows_.workers = 2;
+  flows_.hand_over = hand_over;
+  flows_.hand_over_context = &handed;
+  const std::uint32_t owner = kPod1 % 2;
+  flows_.worker = 1 - owner;  // not pod1's owner
+  run(kPod1, {udp_to_vip(40010)});
+  EXPECT_TRUE(take_all().empty());
+  ASSERT_EQ(handed.to[owner].size(), 1u);
+  EXPECT_EQ(handed.to[owner][0].first, dp::HandoverStage::PodBurst);
+  EXPECT_EQ(handed.to[owner][0].second->port, kPod1);
+  EXPECT_EQ(conntrack_->size(), 0u) << "not this worker's flow";
+  // The owner resumes it as a pod burst of pod1: translated, tracked in its table.
+  flows_.worker = owner;
+  rte_mbuf* m = handed.to[owner][0].second;
+  handed.to[owner].clear();
+  dp::process_pod_burst(*tables_, m->port, &m, 1, *tx_, *counters_, &flows_);
+  EXPECT_EQ(dst_of(only(kUplink), kInnerAt + 14), ip(kRemoteBackend));
+  EXPECT_EQ(conntrack_->size(), 1u);
+  // The reply arrives on the other worker: handed over for delivery, translated by the owner.
+  flows_.worker = 1 - owner;
+  Bytes reply = ethernet(gateway_mac(kVniA), neighbor_mac(2), 0x0800,
+                         ipv4(ip(kRemoteBackend), ip("10.244.1.10"), 17, udp(5353, 40010, payload(30))));
+  fill_l4_checksum(reply, 14);
+  run(kUplink, {vxlan_frame(kUplinkMac, neighbor_mac(2), ip("198.18.0.2"), ip("198.18.0.1"), 50000, kVniA, reply)});
+  EXPECT_TRUE(take_all().empty());
+  ASSERT_EQ(handed.to[owner].size(), 1u);
+  EXPECT_EQ(handed.to[owner][0].first, dp::HandoverStage::Deliver);
+  flows_.worker = owner;
+  m = handed.to[owner][0].second;
+  handed.to[owner].clear();
+  dp::deliver_handed_over(*tables_, flows_, &m, 1, *tx_, *counters_);
+  const Bytes back = only(kPod1);
+  EXPECT_EQ(src_of(back, 14), ip(kVip));
+  EXPECT_EQ(sport_of(back, 14), 53);
+  EXPECT_TRUE(l4_checksum_ok(back, 14));
+  // A network without services is never handed over (tenant B's pod3 to its route).
+  flows_.worker = 1 - (kPod3 % 2);
+  run(kPod3, {ethernet(gateway_mac(kVniB), kPod3Mac, 0x0800, ipv4(ip("10.250.1.10"), ip("10.245.0.3"), 17, udp(1, 2, payload(10))))});
+  EXPECT_EQ(take_all()[kUplink].size(), 1u);
+  EXPECT_TRUE(handed.to[0].empty() && handed.to[1].empty());
+}
+
 }  // namespace
 }  // namespace vxfed::test
