@@ -4,7 +4,11 @@
 // process_pod_burst / process_uplink_burst sit between the two rdtsc reads.
 //
 // Cases: direction {encap, decap} x frame {64, 8950 bytes (the pod-side frame)} x routes
-// {10, 130000}. Per case: several runs, alternating between the route counts; cycles per
+// {10, 130000}. Global services (docs/conntrack.md): --services N adds N services of
+// --service-backends M backends each (backends at route destinations) to the VNI, with a
+// connection table per run (ServiceFlows); --vip-traffic sends the encap frames to the
+// services' VIP:port instead (flow k to service k % N: after the warm-up, conntrack hits),
+// their headers restored after every burst outside the timed part. Per case: several runs, alternating between the route counts; cycles per
 // packet (median, min, max) and the Mpps one core would reach at that cost. Instructions per packet come from run.py under callgrind
 // (this binary with --packets and one case). JSON per case under --out.
 #include <rte_cycles.h>
@@ -14,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <arpa/inet.h>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/tables.hpp"
 #include "perf/common/bench_node.hpp"
 
@@ -71,14 +77,50 @@ struct Setup {
   dp::VniCounterSlots slots;
   std::unique_ptr<dp::ForwardingTables> tables;
   std::uint32_t vteps = 0;
+  std::unique_ptr<dp::ConntrackTable> conntrack;
+  dp::ServiceFlows flows;
 };
+
+struct ServiceOptions {
+  std::uint32_t services = 0;
+  std::uint32_t backends = 16;
+  bool vip_traffic = false;
+};
+ServiceOptions g_services;  // from the command line
+constexpr std::uint16_t kServicePort = 4791;
+std::uint32_t vip_of(std::uint32_t service) { return (10u << 24) | (96u << 16) | (service + 1); }  // 10.96.0.0/16
 
 // underlay_vlan >= 0: every encapsulated frame asks the port for that 802.1Q tag (--underlay-vlan).
 bool build_tables(Setup& s, std::uint32_t routes, std::uint32_t max_vteps, int underlay_vlan) {
   s.vteps = std::min<std::uint32_t>(routes, max_vteps);
   dp::BuildContext ctx = node_context(&s.neighbors, &s.slots);
   if (underlay_vlan >= 0) ctx.underlay_tag = dp::UnderlayTag::make(static_cast<std::uint16_t>(underlay_vlan));
-  s.tables = build_node_tables(node_tables(routes, s.vteps, 0), ctx);
+  dp::v1::Tables t = node_tables(routes, s.vteps, 0);
+  for (std::uint32_t i = 0; i < g_services.services; ++i) {
+    auto* sv = t.add_services();
+    sv->set_id("bench/svc" + std::to_string(i));
+    sv->set_vni(kVni);
+    sv->set_vip(ip_text(vip_of(i)));
+    auto* p = sv->add_ports();
+    p->set_protocol(17);
+    p->set_port(kServicePort);
+    for (std::uint32_t b = 0; b < g_services.backends; ++b) {
+      auto* x = sv->add_backends();
+      x->set_ip(ip_text(route_prefix((i * g_services.backends + b) % routes) + 5 + b / routes));
+      x->set_weight(1);
+    }
+  }
+  s.tables = build_node_tables(t, ctx);
+  if (g_services.services) {
+    dp::ConntrackConfig cc;
+    cc.capacity = 65536;
+    cc.timeouts = dp::ConntrackTimeouts::from_seconds(rte_get_tsc_hz());
+    auto table = dp::ConntrackTable::create(cc);
+    if (!table) return false;
+    s.conntrack = std::move(*table);
+    s.flows.table = s.conntrack.get();
+    s.flows.now = rte_rdtsc();
+  }
   return s.tables != nullptr;
 }
 
@@ -90,8 +132,12 @@ std::vector<rte_mbuf*> make_frames(rte_mempool* pool, const Setup& s, bool encap
     Bytes b(encap ? frame : frame + 50, 0);
     const std::uint32_t route = static_cast<std::uint32_t>((k * 2654435761ull) % routes);
     if (encap) {
-      write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, route_prefix(route) + 5,
-                      static_cast<std::uint16_t>(1024 + k), 4791);
+      if (g_services.vip_traffic)
+        write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, vip_of(k % g_services.services),
+                        static_cast<std::uint16_t>(1024 + k), kServicePort);
+      else
+        write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, route_prefix(route) + 5,
+                        static_cast<std::uint16_t>(1024 + k), 4791);
     } else {
       const std::uint32_t pod = 1 + k % kPods;
       write_udp_frame(b, 0, frame + 50, vtep_ip(route % s.vteps), (198u << 24) | (18u << 16) | 1,
@@ -132,8 +178,17 @@ struct RunResult {
 
 // One timed run over `packets` packets. Returns cycles per packet, or < 0 if any packet was
 // not forwarded (the benchmark must measure the forwarding path, not drops).
-RunResult run(const Setup& s, std::vector<rte_mbuf*>& frames, bool encap, std::uint64_t packets,
+RunResult run(Setup& s, std::vector<rte_mbuf*>& frames, bool encap, std::uint64_t packets,
               dp::TxStage& tx, dp::WorkerCounters& counters) {
+  // VIP traffic: each frame's Ethernet + IPv4 + UDP headers as made, put back after each burst.
+  constexpr std::size_t kHeaders = 42;
+  std::vector<std::array<std::uint8_t, kHeaders>> original;
+  if (encap && g_services.vip_traffic) {
+    original.resize(frames.size());
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      std::memcpy(original[i].data(), rte_pktmbuf_mtod(frames[i], const std::uint8_t*), kHeaders);
+  }
+  dp::ServiceFlows* flows = s.flows.table ? &s.flows : nullptr;
   std::uint64_t cycles = 0, done = 0;
   std::size_t pos = 0;
   std::vector<std::uint32_t> per_burst;
@@ -142,9 +197,9 @@ RunResult run(const Setup& s, std::vector<rte_mbuf*>& frames, bool encap, std::u
     rte_mbuf** burst = &frames[pos];
     const std::uint64_t t0 = rte_rdtsc();
     if (encap)
-      dp::process_pod_burst(*s.tables, 1, burst, kBurst, tx, counters);
+      dp::process_pod_burst(*s.tables, 1, burst, kBurst, tx, counters, flows);
     else
-      dp::process_uplink_burst(*s.tables, burst, kBurst, tx, counters);
+      dp::process_uplink_burst(*s.tables, burst, kBurst, tx, counters, flows);
     const std::uint64_t spent = rte_rdtsc() - t0;
     cycles += spent;
     per_burst.push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(spent, UINT32_MAX)));
@@ -160,6 +215,7 @@ RunResult run(const Setup& s, std::vector<rte_mbuf*>& frames, bool encap, std::u
     for (std::uint16_t i = 0; i < kBurst; ++i) {
       if (encap) {
         rte_pktmbuf_adj(burst[i], 50);
+        if (!original.empty()) std::memcpy(rte_pktmbuf_mtod(burst[i], std::uint8_t*), original[pos + i].data(), kHeaders);
       } else {
         // The outer headers are back; the inner TTL the pipeline decremented is restored.
         rte_pktmbuf_prepend(burst[i], 50);
@@ -201,7 +257,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 4000u));
   app.add_option("--underlay-vlan", underlay_vlan, "tag encapsulated frames with this VLAN ID (-1: untagged)")
       ->check(CLI::Range(-1, 4094));
+  app.add_option("--services", g_services.services, "global services on the VNI (0: none)");
+  app.add_option("--service-backends", g_services.backends, "backends per service")->check(CLI::Range(1u, 4096u));
+  app.add_flag("--vip-traffic", g_services.vip_traffic, "encap frames go to the services' VIP:port (needs --services)");
   CLI11_PARSE(app, argc, argv);
+  if (g_services.vip_traffic && g_services.services == 0) {
+    std::fprintf(stderr, "--vip-traffic needs --services\n");
+    return 2;
+  }
 
   if (!init_eal("vxfed-pipeline-bench", 1024)) return 1;
   // Every route count's frames of one case are in the pools at once: the runs alternate
@@ -264,6 +327,9 @@ int main(int argc, char** argv) {
             {"frame_bytes", frame},
             {"routes", routes},
             {"underlay_vlan", underlay_vlan},
+            {"services", g_services.services},
+            {"service_backends", g_services.backends},
+            {"vip_traffic", g_services.vip_traffic},
             {"burst", kBurst},
             {"flows", kFlows},
             {"vteps", setups[k].vteps},
