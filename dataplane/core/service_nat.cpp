@@ -11,6 +11,7 @@
 #include "dataplane/core/flow_hash.hpp"
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/tx_stage.hpp"
 #include "dataplane/core/wire/icmp.hpp"
 #include "dataplane/core/wire/ipv4.hpp"
 
@@ -138,9 +139,9 @@ std::uint32_t pick_backend(const ServiceEntry& s, const FlowTuple& t) {
 // A packet to VIP:port (`port` of service `s`): its flow's backend, found or picked and
 // tracked, written in. Returns the drop reason, or nothing when translated.
 std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s, const ServicePortEntry& port, rte_mbuf* m,
-                      PacketView& v, WorkerCounters& c) {
+                      PacketView& v, std::uint32_t hash, WorkerCounters& c) {
   ConntrackTable& table = *flows.table;
-  ConntrackHit hit = table.find(v.tuple, flows.now);
+  ConntrackHit hit = table.find(v.tuple, hash, flows.now);
   if (hit && hit.direction == FlowDirection::Original && hit.entry->has_nat && hit.entry->policy != s.generation) {
     // The service changed since the flow got its backend: kept while that backend is still
     // in the set (weight 0 included: draining keeps flows), else the flow is picked again.
@@ -258,13 +259,26 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
                                   WorkerCounters& c) {
   const std::uint16_t network = pod.network;
   const std::uint32_t vni = tables.network(network).vni;
+  // First pass: parse, find the VIP's service, hash the flows to a VIP and prefetch their
+  // conntrack buckets, so that the burst's lookups overlap (docs/conntrack.md: -7 to -40 %).
+  PacketView views[kMaxBurst];
+  const ServiceEntry* services[kMaxBurst];
+  std::uint32_t hashes[kMaxBurst];
+  std::uint64_t parsed = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    services[i] = nullptr;
+    if (!view_packet(pkts[i], vni, &views[i])) continue;
+    parsed |= 1ull << i;
+    services[i] = tables.service(network, views[i].tuple.dst_ip_be);
+    if (services[i] && flows.table && views[i].l4) hashes[i] = flows.table->prefetch(views[i].tuple);
+  }
   std::uint16_t kept = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
-    PacketView v;
+    PacketView& v = views[i];
     std::optional<DropReason> why;
-    if (view_packet(m, vni, &v)) {
-      if (const ServiceEntry* s = tables.service(network, v.tuple.dst_ip_be)) {
+    if ((parsed >> i) & 1) {
+      if (const ServiceEntry* s = services[i]) {
         const bool l4 = !v.fragment && v.l4 && (v.protocol == kIpProtoTcp || v.protocol == kIpProtoUdp);
         const ServicePortEntry* port = l4 ? s->port(v.protocol, v.tuple.dst_port_be) : nullptr;
         // Not a port of the service (or no connection table): left as it is; the VIP has no
@@ -274,7 +288,7 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
         } else if (port && flows.table) {
           // (With several workers this burst is on its pod's owner: process_pod_burst hands it over.)
           why = flows.workers > 1 && !flows.hand_over ? DropReason::ServiceNeedsOneWorker
-                                                      : to_backend(flows, *s, *port, m, v, c);
+                                                      : to_backend(flows, *s, *port, m, v, hashes[i], c);
         }
       } else if (flows.table && (flows.table->size() != 0 || (flows.workers > 1 && flows.hand_over)) && v.l4 &&
                  !v.fragment &&
