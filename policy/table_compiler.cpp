@@ -216,6 +216,7 @@ void PolicyCompiler::release_remote_egress(std::uint16_t number) {
   if (--remote_users_[slot] == 0) {
     remote_by_selection_.erase(remote_selection_[slot]);
     remote_selection_[slot].clear();
+    remote_rules_[slot] = DirectionRules{};
     tables_.remote_egress_tables[slot] = DirectionTable{};
     free_remote_tables_.push_back(slot);
   }
@@ -257,8 +258,10 @@ bool PolicyCompiler::rebuild_remote_egress(std::uint16_t number) {
     return true;
   }
   DirectionTable table;
+  DirectionRules rules;
   if (id) {
-    table = build_table(compile(*id, network_, selecting, resolve_).egress, true);
+    rules = std::move(compile(*id, network_, selecting, resolve_).egress);
+    table = build_table(rules, true);
   } else {
     table.isolated = true;
   }
@@ -270,8 +273,10 @@ bool PolicyCompiler::rebuild_remote_egress(std::uint16_t number) {
     tables_.remote_egress_tables.emplace_back();
     remote_users_.push_back(0);
     remote_selection_.emplace_back();
+    remote_rules_.emplace_back();
   }
   tables_.remote_egress_tables[slot] = std::move(table);
+  remote_rules_[slot] = std::move(rules);
   remote_users_[slot] = 1;
   remote_selection_[slot] = selection;
   remote_by_selection_.emplace(std::move(selection), slot);
@@ -332,6 +337,7 @@ void PolicyCompiler::build(std::vector<Policy> policies, std::vector<NumberedIde
   free_remote_tables_.clear();
   remote_users_.clear();
   remote_selection_.clear();
+  remote_rules_.clear();
   remote_by_selection_.clear();
   port_set_ids_.clear();
   unions_.clear();
@@ -354,10 +360,41 @@ ChangeCost PolicyCompiler::set_locals(std::vector<LocalIdentity> locals) {
   free_remote_tables_.clear();
   remote_users_.clear();
   remote_selection_.clear();
+  remote_rules_.clear();
   remote_by_selection_.clear();
   rebuild_remote_egress(kPeerUnlabelled);
   for (const auto& [number, id] : identities_) rebuild_remote_egress(number);
   cost.tables_rebuilt += tables_.remote_egress_tables.size();
+  return cost;
+}
+
+ChangeCost PolicyCompiler::add_local(LocalIdentity local) {
+  ChangeCost cost;
+  const bool new_number = std::none_of(locals_.begin(), locals_.end(),
+                                       [&](const LocalIdentity& l) { return l.number == local.number; });
+  locals_.push_back(std::move(local));
+  local_rules_.emplace_back();
+  tables_.local_ingress.emplace_back();
+  tables_.local_egress.emplace_back();
+  rebuild_local(locals_.size() - 1);
+  cost.tables_rebuilt += 2;
+  if (!new_number) return cost;  // already a peer of every remote-egress table
+  // One more peer for each remote-egress table, from the rules it was built from.
+  const LocalIdentity& added = locals_.back();
+  const Identity* peer = peer_identity(added.number);
+  if (!peer) peer = &added.identity;
+  for (std::size_t slot = 0; slot < remote_rules_.size(); ++slot) {
+    DirectionTable& table = tables_.remote_egress_tables[slot];
+    if (remote_users_[slot] == 0 || !table.isolated) continue;
+    const PortSetId selected = selector_ports_for(remote_rules_[slot], *peer);
+    if (selected == kNothing) continue;
+    const PortSetId ports = unite(table.any_peer, selected);
+    const auto at = std::lower_bound(table.peers.begin(), table.peers.end(), added.number,
+                                     [](const PeerEntry& e, std::uint16_t n) { return e.identity < n; });
+    table.peers.insert(at, PeerEntry{added.number, ports});
+    table.some_selector = unite(table.some_selector, ports);
+    ++cost.peer_entries_set;
+  }
   return cost;
 }
 

@@ -9,9 +9,9 @@
 //     new version selects (local ingress and egress; the remote-egress table).
 //   - an identity added or removed: it is a peer in the local tables (one entry each, from
 //     the rules those tables were built from), and it has a remote-egress table of its own.
-//   - the node's local identities changed: every table is rebuilt (the remote-egress tables
-//     have only local identities as peers). That happens when a pod of a new identity starts
-//     here, not for a pod of an identity already local.
+//   - a local identity added (a pod of an identity new to this node): its own tables, and one
+//     peer entry in each remote-egress table (their peers are the local identities). Any other
+//     change of the local set (set_locals) rebuilds every table.
 // Every change is computed with the reference semantics of policy/compile.hpp (compile(),
 // peer_matches()): the tables are a faster shape of the same answers, and a test checks that
 // decide() equals allowed() everywhere (tests/policy/tables_test.cpp).
@@ -61,7 +61,10 @@ class PolicyCompiler {
   ChangeCost delete_policy(const std::string& cluster, const std::string& namespace_name, const std::string& name);
   ChangeCost add_identity(NumberedIdentity identity);  // a number not yet known
   ChangeCost remove_identity(std::uint16_t number);
-  ChangeCost set_locals(std::vector<LocalIdentity> locals);
+  ChangeCost set_locals(std::vector<LocalIdentity> locals);  // every table rebuilt
+  // A pod of an identity new to this node: its two tables, and one peer entry in each shared
+  // remote-egress table whose rules match it. Its LocalIndex is the last.
+  ChangeCost add_local(LocalIdentity local);
 
   const PolicyTables& tables() const { return tables_; }
   const std::vector<LocalIdentity>& locals() const { return locals_; }
@@ -109,6 +112,7 @@ class PolicyCompiler {
   std::vector<std::uint32_t> free_remote_tables_;
   std::vector<std::uint32_t> remote_users_;
   std::vector<std::string> remote_selection_;
+  std::vector<DirectionRules> remote_rules_;  // what each table was built from, for add_local()
   std::unordered_map<std::string, std::uint32_t> remote_by_selection_;
   std::map<PolicyKey, std::uint64_t> policy_generation_;
   std::uint64_t generation_ = 0;
