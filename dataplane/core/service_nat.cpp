@@ -168,7 +168,8 @@ std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s,
       case InsertStatus::Invalid: return DropReason::ServiceFlowInvalid;
     }
     hit = r.hit;
-    if (!hit || !hit.entry->has_nat) return DropReason::ServiceClash;  // the tuple is a plain flow's
+    // The tuple is a plain flow's, or another flow's reply: nothing to translate it to.
+    if (!hit || !hit.entry->has_nat || hit.direction != FlowDirection::Original) return DropReason::ServiceClash;
     if (r.status == InsertStatus::Exists) table.track(hit, v.tcp_flags, flows.now);
   } else {
     table.track(hit, v.tcp_flags, flows.now);
