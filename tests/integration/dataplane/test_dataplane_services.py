@@ -9,7 +9,8 @@ With one worker (--queues 1) and with two (--queues 2: the pod sockets' and the 
 fanout spread a flow's two directions over the workers, which hand packets to the worker of
 the client pod, docs/conntrack.md "One table per worker"):
   - UDP from 40 source ports and TCP from 20 connections: all answered, both backends used;
-  - the UDP flows again after a third backend is added (Delta): each keeps its backend;
+  - the UDP flows again after a third backend is added (Delta): each keeps its backend, and
+    12 TCP connections held open across that Delta still echo;
   - pod C and that third backend removed (Delta): their flows move to pod B;
   - no service_* drop.
 """
@@ -37,10 +38,17 @@ s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", 8080))
 s.listen(64)
+def serve(c):
+    c.sendall(name.encode())
+    while True:  # then an echo, for connections held across table changes
+        data = c.recv(2048)
+        if not data:
+            break
+        c.sendall(data)
+    c.close()
 while True:
     c, _ = s.accept()
-    c.sendall(name.encode())
-    c.close()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
 """
 
 # Prints {"udp": {sport: backend or null}, "tcp": [backend or null, ...]}.
@@ -64,7 +72,7 @@ if mode == "udp":
                 pass
         out[sport] = got
         s.close()
-else:
+elif mode == "tcp":
     for i in range(count):
         try:
             c = socket.create_connection((vip, 80), timeout=2)
@@ -72,6 +80,22 @@ else:
             c.close()
         except OSError:
             out[i] = None
+else:  # "hold": `count` connections held open; after the file argv[5] appears, each echoes once
+    import os, time
+    conns = []
+    for i in range(count):
+        c = socket.create_connection((vip, 80), timeout=2)
+        conns.append((c, c.recv(64).decode()))
+    print(json.dumps({i: name for i, (c, name) in enumerate(conns)}), flush=True)
+    while not os.path.exists(sys.argv[5]):
+        time.sleep(0.05)
+    for i, (c, name) in enumerate(conns):
+        try:
+            c.sendall(b"still-%d" % i)
+            out[i] = c.recv(64).decode() == "still-%d" % i
+        except OSError:
+            out[i] = False
+    print(json.dumps(out), flush=True)
 print(json.dumps(out))
 """
 
@@ -119,10 +143,22 @@ def run_bed(queues: int) -> None:
         assert all(v in ("B", "C") for v in tcp.values()), tcp
         assert set(udp.values()) == {"B", "C"} and set(tcp.values()) == {"B", "C"}, (udp, tcp)
 
+        # TCP connections held open across the Delta below.
+        path = topo.workdir / "client.py"
+        go = topo.workdir / "go"
+        held = f.pod_a.spawn(["python3", str(path), VIP, "hold", "0", "12", str(go)], name="held-tcp")
+        t.wait_for(lambda: topo.log_of_process(held).count("\n") >= 1, 10, "held TCP connections open")
+
         # A backend added: every established flow keeps its backend.
         d.send_delta(f, {"generation": 2, "upsert": {"services": [service([d.POD_B, d.POD_C, EXTRA_BACKEND])]}})
         again = client(f, "udp", 40000, 40)
         assert again == udp, f"flows moved when a backend was added: {udp} -> {again}"
+        go.write_text("go")
+        held.wait(timeout=20)
+        lines = topo.log_of_process(held).strip().splitlines()
+        echoed = json.loads(lines[1])
+        t.log(f"held TCP connections on {json.loads(lines[0])}: echo after the Delta {echoed}")
+        assert len(echoed) == 12 and all(echoed.values()), lines
 
         # Pod C (and the extra backend) removed from the service: their flows move to pod B.
         d.send_delta(f, {"generation": 3, "upsert": {"services": [service([d.POD_B])]}})
