@@ -262,15 +262,26 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   const std::uint32_t vni = tables.network(network).vni;
   // First pass: parse, find the VIP's service, hash the flows to a VIP and prefetch their
   // conntrack buckets, so that the burst's lookups overlap (docs/conntrack.md: -7 to -40 %).
-  PacketView views[kMaxBurst];
+  PacketView views[kMaxBurst];  // valid where `parsed` has the packet's bit
   const ServiceEntry* services[kMaxBurst];
   std::uint32_t hashes[kMaxBurst];
+  // Packets to other addresses are parsed only when they may be a local backend's reply (the
+  // table holds flows, or another worker's may): most pay one probe of the services map.
+  const bool replies_possible = flows.table && (flows.table->size() != 0 || (flows.workers > 1 && flows.hand_over));
   std::uint64_t parsed = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
     services[i] = nullptr;
-    if (!view_packet(pkts[i], vni, &views[i])) continue;
+    const auto* p = rte_pktmbuf_mtod(pkts[i], const std::uint8_t*);
+    if (rte_pktmbuf_data_len(pkts[i]) < kIp + sizeof(Ipv4Header) || p[12] != 0x08 || p[13] != 0x00) continue;
+    std::uint32_t dst;
+    std::memcpy(&dst, p + kIp + 16, 4);
+    services[i] = tables.service(network, dst);
+    if (!services[i] && !replies_possible) continue;
+    if (!view_packet(pkts[i], vni, &views[i])) {
+      services[i] = nullptr;
+      continue;
+    }
     parsed |= 1ull << i;
-    services[i] = tables.service(network, views[i].tuple.dst_ip_be);
     if (services[i] && flows.table && views[i].l4) hashes[i] = flows.table->prefetch(views[i].tuple);
   }
   std::uint16_t kept = 0;
