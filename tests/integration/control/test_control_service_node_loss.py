@@ -14,7 +14,9 @@ new socket (a new flow). A's entry:
   2. B's switch port down: BFD drops the session, B's block leaves A, and A's entry falls over
      to [P_A] within 3 s of the link drop (vxfedd's log line); the client is answered by P_A
      again within 2 s of the drop (the issue's node-loss goal), the gap printed;
-  3. the port up: BFD and the route come back, the entry returns to [P_B], and so do new flows.
+  3. the port up: BFD and the route come back, the entry returns to [P_B], and so do new flows;
+  4. P_B's pod goes (cluster-b's slice marks it not ready, applied on B): the client is answered
+     by P_A within 1 s of the apply's return (the issue's pod-deletion goal), the gap printed.
 Prints `RESULTS {json}`.
 """
 from __future__ import annotations
@@ -34,6 +36,7 @@ from vxfed_harness.node import Node, check_all, connect_underlay
 PREFIX = "/vxfed"
 BUDGET = 3.0          # s from the link drop to A's entry falling over
 CLIENT_BUDGET = 2.0   # s from the link drop to the client answered again (the issue's node-loss goal)
+DELETE_BUDGET = 1.0   # s from the pod's removal (the apply's return) to the client answered again
 POD_MTU = 1500
 PORT = 7000
 
@@ -70,7 +73,7 @@ while True:
 LINE = re.compile(r"^\[(\S+ \S+)\] \[vxfedd\] \[debug\] services: default/ckpt VIP \S+ on VNI \d+: backends \[([^\]]*)\]")
 
 
-def ckpt(cluster: str, address: str, created: str) -> str:
+def ckpt(cluster: str, address: str, created: str, ready: bool = True) -> str:
     return f"""\
 apiVersion: v1
 kind: Service
@@ -96,6 +99,7 @@ ports:
 - {{name: sync, protocol: UDP, port: 7000}}
 endpoints:
 - addresses: ["{address}"]
+  conditions: {{ready: {'true' if ready else 'false'}}}
 ---
 apiVersion: multicluster.x-k8s.io/v1alpha1
 kind: ServiceExport
@@ -241,6 +245,23 @@ def main() -> None:
         results["link_back_entry_s"] = round(entries(a)[-1][0] - t0, 2)
         t.wait_until(lambda: any(w > entries(a)[-1][0] + 0.1 and who == "P_B" for w, who in answers(client_log)), 10,
                      "new flows answered by P_B again", check_all(nodes))
+
+        # 4. P_B's pod goes (cluster-b's slice marks it not ready, as the EndpointSlice
+        # controller does when a pod terminates): counted from the apply's return.
+        f = topo.workdir / "ckpt-cluster-b-gone.yaml"
+        f.write_text(ckpt("cluster-b", p_b, "2026-12-06T09:00:00Z", ready=False))
+        r = b.vxfedd.ctl("service", "apply", "-f", str(f))
+        t0 = time.time()
+        assert r.returncode == 0, r.stderr
+        t.wait_until(lambda: any(w > t0 and who == "P_A" for w, who in answers(client_log)), 10,
+                     "the client answered by P_A after P_B's pod went", check_all(nodes), interval=0.05)
+        got = answers(client_log)
+        first_a = min(w for w, who in got if who == "P_A" and w > t0)
+        last_b = max(w for w, who in got if who == "P_B")
+        results["pod_gone"] = {"client_answered_again": round(first_a - t0, 3), "client_gap": round(first_a - last_b, 3)}
+        t.log(f"P_B's pod gone: the client answered by P_A {first_a - t0:.3f} s after the apply returned "
+              f"(gap between answers {first_a - last_b:.3f} s)")
+        assert first_a - t0 <= DELETE_BUDGET, results["pod_gone"]
         client.terminate()
         t.log(f"link back: the entry [P_B] again after {results['link_back_entry_s']:.2f} s")
     print("RESULTS " + json.dumps(results))
