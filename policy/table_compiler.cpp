@@ -172,6 +172,7 @@ DirectionTable PolicyCompiler::build_table(const DirectionRules& rules, bool pee
     table.some_selector = unite(table.some_selector, ports);
     scratch_[n] = kNothing;
   }
+  index_peers(table);
 
   // Addresses: cut the space at every block's and every except's edges; within one piece
   // every block either holds all of it or none.
@@ -392,6 +393,7 @@ ChangeCost PolicyCompiler::add_local(LocalIdentity local) {
     const auto at = std::lower_bound(table.peers.begin(), table.peers.end(), added.number,
                                      [](const PeerEntry& e, std::uint16_t n) { return e.identity < n; });
     table.peers.insert(at, PeerEntry{added.number, ports});
+    peer_inserted(table, added.number);
     table.some_selector = unite(table.some_selector, ports);
     ++cost.peer_entries_set;
   }
@@ -465,6 +467,7 @@ ChangeCost PolicyCompiler::add_identity(NumberedIdentity identity) {
       const auto at = std::lower_bound(peers.begin(), peers.end(), number,
                                        [](const PeerEntry& e, std::uint16_t n) { return e.identity < n; });
       peers.insert(at, PeerEntry{number, ports});
+      peer_inserted(*table, number);
       table->some_selector = unite(table->some_selector, ports);
       ++cost.peer_entries_set;
     }
@@ -484,6 +487,7 @@ ChangeCost PolicyCompiler::remove_identity(std::uint16_t number) {
                                        [](const PeerEntry& e, std::uint16_t n) { return e.identity < n; });
       if (at == peers.end() || at->identity != number) continue;
       peers.erase(at);
+      peer_erased(table, number);
       ++cost.peer_entries_set;
       table.some_selector = kNothing;  // the union of what is left
       for (const PeerEntry& e : peers) table.some_selector = unite(table.some_selector, e.ports);

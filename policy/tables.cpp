@@ -21,9 +21,15 @@ bool port_set_allows(const PortSet& set, std::uint8_t ip_protocol, std::uint16_t
 namespace {
 
 PortSetId identity_ports(const DirectionTable& table, std::uint16_t peer) {
-  const auto it = std::lower_bound(table.peers.begin(), table.peers.end(), peer,
-                                   [](const PeerEntry& e, std::uint16_t id) { return e.identity < id; });
-  return it != table.peers.end() && it->identity == peer ? it->ports : table.any_peer;
+  auto first = table.peers.begin();
+  auto last = table.peers.end();
+  if (!table.peer_starts.empty()) {
+    const unsigned high = peer >> 8;
+    last = first + table.peer_starts[high + 1];
+    first += table.peer_starts[high];
+  }
+  const auto it = std::lower_bound(first, last, peer, [](const PeerEntry& e, std::uint16_t id) { return e.identity < id; });
+  return it != last && it->identity == peer ? it->ports : table.any_peer;
 }
 
 PortSetId address_ports(const DirectionTable& table, net::Ipv4Addr address) {
@@ -39,6 +45,27 @@ bool allows(const PolicyTables& tables, PortSetId id, std::uint8_t ip_protocol, 
 }
 
 }  // namespace
+
+void index_peers(DirectionTable& table) {
+  table.peer_starts.clear();
+  if (table.peers.size() <= kIndexedPeers) return;
+  table.peer_starts.resize(257);
+  std::size_t i = 0;
+  for (unsigned high = 0; high <= 256; ++high) {
+    while (i < table.peers.size() && (table.peers[i].identity >> 8) < high) ++i;
+    table.peer_starts[high] = static_cast<std::uint32_t>(i);
+  }
+}
+
+void peer_inserted(DirectionTable& table, std::uint16_t identity) {
+  if (table.peer_starts.empty()) return index_peers(table);  // it may just have passed the threshold
+  for (unsigned high = (identity >> 8) + 1u; high <= 256; ++high) ++table.peer_starts[high];
+}
+
+void peer_erased(DirectionTable& table, std::uint16_t identity) {
+  if (table.peer_starts.empty() || table.peers.size() <= kIndexedPeers) return index_peers(table);
+  for (unsigned high = (identity >> 8) + 1u; high <= 256; ++high) --table.peer_starts[high];
+}
 
 bool decide(const PolicyTables& tables, const DirectionTable& table, std::uint16_t peer_identity,
             std::optional<net::Ipv4Addr> peer_address, std::uint8_t ip_protocol, std::uint16_t port) {
@@ -78,7 +105,8 @@ bool decide_remote_egress(const PolicyTables& tables, std::uint16_t source_ident
 
 std::size_t PolicyTables::bytes() const {
   auto table_bytes = [](const DirectionTable& t) {
-    return sizeof t + t.peers.capacity() * sizeof(PeerEntry) + t.addresses.capacity() * sizeof(AddressSpan);
+    return sizeof t + t.peers.capacity() * sizeof(PeerEntry) + t.addresses.capacity() * sizeof(AddressSpan) +
+           t.peer_starts.capacity() * sizeof(std::uint32_t);
   };
   std::size_t n = sizeof *this + remote_egress_of.capacity() * sizeof(std::uint32_t);
   for (const auto& s : port_sets) n += sizeof s + s.spans.capacity() * sizeof(PortSpan);

@@ -46,6 +46,15 @@ struct PortSet {
 
 bool port_set_allows(const PortSet& set, std::uint8_t ip_protocol, std::uint16_t port);
 
+struct DirectionTable;
+// Keep a table's peer_starts right after its peers changed: index_peers() rebuilds it whole;
+// peer_inserted() / peer_erased() adjust it for one entry at `identity`.
+void index_peers(DirectionTable& table);
+void peer_inserted(DirectionTable& table, std::uint16_t identity);
+void peer_erased(DirectionTable& table, std::uint16_t identity);
+
+inline constexpr std::size_t kIndexedPeers = 64;
+
 struct PeerEntry {
   std::uint16_t identity = 0;
   PortSetId ports = kNothing;  // the peer's selector rules united with the rules without peers
@@ -66,6 +75,10 @@ struct DirectionTable {
   // Every peer identity some selector rule matches, sorted by identity. A peer not listed
   // gets any_peer: that is how identities 0 and 2 (no selector matches them) are decided.
   std::vector<PeerEntry> peers;
+  // With more than kIndexedPeers peers: 257 offsets, peer_starts[h] = the first entry whose
+  // identity's high byte is >= h, so a lookup searches one high byte's entries (at most 256)
+  // instead of all of them. Empty otherwise.
+  std::vector<std::uint32_t> peer_starts;
   // The union of the peers' port sets: what a selector rule might let through toward a peer
   // whose identity the deciding node does not know (the source node, for egress).
   PortSetId some_selector = kNothing;

@@ -48,7 +48,12 @@ class Generator {
     std::uint16_t next = 256;
     while (static_cast<int>(w.identities.size()) < n_identities) {
       Identity id = identity();
-      if (keys.insert(canonical_key(id)).second) w.identities.push_back({next++, std::move(id)});
+      // Numbers spread over the 16 bits (gaps as releases leave them), so that the tables'
+      // per-high-byte peer index has many buckets.
+      if (keys.insert(canonical_key(id)).second) {
+        w.identities.push_back({next, std::move(id)});
+        next = static_cast<std::uint16_t>(next + 1 + below(300));
+      }
     }
     for (int i = 0; i < n_policies; ++i) w.policies.push_back(policy(i));
     // The node is in cluster a: some of its identities, and unlabelled pods of two namespaces.
@@ -356,7 +361,7 @@ TEST(PolicyTables, EqualTheReferenceAfterIncrementalChanges) {
   PolicyCompiler compiler(kNetwork);
   compiler.build(w.policies, w.identities, w.locals);
   std::mt19937_64 rng(3);
-  std::uint16_t next = 1000;
+  std::uint16_t next = static_cast<std::uint16_t>(w.identities.back().number + 1);
   for (int round = 0; round < 6; ++round) {
     for (int i = 0; i < 8; ++i) {
       switch (rng() % 5) {
