@@ -8,7 +8,8 @@
 //     So the tables rebuilt are those of the identities of that namespace that the old or the
 //     new version selects (local ingress and egress; the remote-egress table).
 //   - an identity added or removed: it is a peer in the local tables (one entry each, from
-//     the rules those tables were built from), and it has a remote-egress table of its own.
+//     the rules those tables were built from), and it has a remote-egress table (shared by
+//     the identities the same Egress policies select).
 //   - a local identity added (a pod of an identity new to this node): its own tables, and one
 //     peer entry in each remote-egress table (their peers are the local identities). Any other
 //     change of the local set (set_locals) rebuilds every table.
@@ -59,7 +60,9 @@ class PolicyCompiler {
 
   ChangeCost apply_policy(Policy policy);  // new or replacing the one of the same cluster/namespace/name
   ChangeCost delete_policy(const std::string& cluster, const std::string& namespace_name, const std::string& name);
-  ChangeCost add_identity(NumberedIdentity identity);  // a number not yet known
+  ChangeCost add_identity(NumberedIdentity identity);  // a number not yet known (a known one is replaced)
+  // A released number. Not one of the locals' (their pods are relabelled, and set_locals()
+  // called, before their number can be released): their tables would keep it as a peer.
   ChangeCost remove_identity(std::uint16_t number);
   ChangeCost set_locals(std::vector<LocalIdentity> locals);  // every table rebuilt
   // A pod of an identity new to this node: its two tables, and one peer entry in each shared
