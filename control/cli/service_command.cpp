@@ -83,6 +83,13 @@ std::string strategy_text(const v1::ServiceInfo& s) {
   return out;
 }
 
+// Whether this node holds an entry for the service, and why not.
+std::string programmed_text(const v1::ServiceInfo& s) {
+  if (!s.in_node_view()) return "- (not in this node's listing yet)";
+  if (s.programmed()) return "yes";
+  return "no" + (s.not_programmed().empty() ? std::string() : " (" + s.not_programmed() + ")");
+}
+
 int run_get(const ServiceCommandContext& c) {
   v1::ControlRequest req;
   req.mutable_service_get();
@@ -96,21 +103,30 @@ int run_get(const ServiceCommandContext& c) {
   }
   std::cout << "federation store revision " << l.revision() << ": " << l.services_size() << " service(s), range "
             << (l.service_range().empty() ? "-" : l.service_range()) << "\n\n";
-  TablePrinter services({"SERVICE", "VIP", "STRATEGY", "PORTS", "CLUSTERS"});
+  std::cout << "this node: " << (l.node_revision() > 0 ? "listing at revision " + std::to_string(l.node_revision())
+                                                      : std::string("no listing of the store yet"))
+            << "\n\n";
+  TablePrinter services({"SERVICE", "VIP", "STRATEGY", "PORTS", "CLUSTERS", "PROGRAMMED"});
   for (const auto& s : l.services()) {
     std::string ports;
     for (const auto& p : s.ports())
       ports += (ports.empty() ? "" : ",") + (p.name().empty() ? "" : p.name() + ":") + std::to_string(p.port()) + "/" +
                p.protocol() + "->" + std::to_string(p.target_port());
     services.row({s.namespace_() + "/" + s.name(), s.vip().empty() ? "-" : s.vip(), strategy_text(s), ports,
-                  joined(s.clusters())});
+                  joined(s.clusters()), programmed_text(s)});
   }
   services.print(std::cout);
   std::cout << "\n";
-  TablePrinter backends({"SERVICE", "CLUSTER", "BACKEND", "READY"});
+  // READY is the store's flag; STATE, ALLOWED and WEIGHT are this node's view ("-": its
+  // listing does not have the backend yet).
+  TablePrinter backends({"SERVICE", "CLUSTER", "BACKEND", "READY", "STATE", "ALLOWED", "WEIGHT"});
   for (const auto& s : l.services())
-    for (const auto& b : s.backends())
-      backends.row({s.namespace_() + "/" + s.name(), b.cluster(), b.address(), b.ready() ? "true" : "false"});
+    for (const auto& b : s.backends()) {
+      const bool known = !b.state().empty();
+      backends.row({s.namespace_() + "/" + s.name(), b.cluster(), b.address(), b.ready() ? "true" : "false",
+                    known ? b.state() : "-", known ? (b.allowed() ? "yes" : "no") : "-",
+                    known && b.allowed() ? std::to_string(b.weight()) : "-"});
+    }
   backends.print(std::cout);
   std::cout << "\n";
   TablePrinter exports({"SERVICE", "EXPORTED-BY", "CONFLICT", "REASON", "MESSAGE"});

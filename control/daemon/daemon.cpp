@@ -25,6 +25,7 @@
 #include "control/services/service_api.hpp"
 #include "control/services/service_cache.hpp"
 #include "control/services/service_follower.hpp"
+#include "control/services/service_node_view.hpp"
 #include "control/services/service_programmer.hpp"
 
 namespace vxfed::control {
@@ -439,8 +440,22 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   };
   view.services = [&d](const v1::ControlRequest& request, std::function<void(v1::ControlResponse)> reply) {
     if (!ServiceApi::handles(request)) return false;
-    if (d.services) d.services->handle(request, std::move(reply));
-    else reply(ServiceApi::unconfigured(request, d.config));
+    if (!d.services) {
+      reply(ServiceApi::unconfigured(request, d.config));
+      return true;
+    }
+    if (request.op_case() == v1::ControlRequest::kServiceGet) {
+      // The store's listing comes back on the io thread, where the programmer lives: this
+      // node's view of each service is added then.
+      d.services->handle(request, [&d, reply = std::move(reply)](v1::ControlResponse response) {
+        if (response.has_service_listing() && d.service_programmer && d.service_follower)
+          add_node_view(*response.mutable_service_listing(), d.service_programmer->views(),
+                        d.service_follower->stats().revision);
+        reply(std::move(response));
+      });
+      return true;
+    }
+    d.services->handle(request, std::move(reply));
     return true;
   };
   d.handler = std::make_unique<ApiHandler>(*d.state, view);

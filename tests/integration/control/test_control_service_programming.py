@@ -15,7 +15,9 @@ every entry it changes; control_service_dataplane checks the entries in a real d
   5. node-a's route to cluster-b withdrawn (config reload without the static route: P_B's node
      is unreachable): node-a's entry has no backend; the route back: P_B again;
   6. cluster-b deletes its export: node-a's entry is removed.
-Each step is timed from the command's return to the log line.
+Each step is timed from the command's return to the log line. After steps 1, 2 and 5,
+`vxfedctl service get` (JSON and table) shows node-a's view: each backend's state (ready /
+not-ready / node-down), whether LocalFirst allows it now from node-a, and its weight.
 """
 
 from __future__ import annotations
@@ -110,6 +112,23 @@ class Entries:
         return took, vip, vni
 
 
+def node_view(d: Vxfedd, programmed: bool, backends: dict[str, tuple[str, bool]], what: str) -> None:
+    """`vxfedctl service get --json` on `d`: default/web programmed (or not) and each backend's
+    state and "allowed now" from this node as given; an allowed one has a weight, others 0."""
+    listing = d.ctl_json("service", "get")
+    assert int(listing["node_revision"]) > 0, listing  # int64: a string in JSON
+    web_info = next(s for s in listing["services"] if s["name"] == "web")
+    assert web_info["in_node_view"] and web_info["programmed"] == programmed, (what, web_info)
+    got = {b["address"]: b for b in web_info["backends"]}
+    assert set(got) == set(backends), (what, got)
+    for address, (state, allowed) in backends.items():
+        b = got[address]
+        assert (b["state"], b["allowed"]) == (state, allowed), (what, address, b)
+        assert (b["weight"] > 0) == allowed, (what, address, b)
+    t.log(f"{d.name}: service get, {what}: " +
+          ", ".join(f"{a} {b['state']} allowed={b['allowed']} weight={b['weight']}" for a, b in got.items()))
+
+
 def test_main() -> None:
     t.require_root()
     with t.Topology("svcprog") as topo:
@@ -161,11 +180,17 @@ def test_main() -> None:
             assert vip_b == vip, (vip, vip_b)
             listing = a.ctl_json("service", "get")
             assert listing["services"][0]["vip"] == vip, listing
+            node_view(a, True, {p_a: ("ready", True), p_b: ("ready", False)}, "LocalFirst from cluster-a")
 
             # 2. not ready and back.
             ea.mark()
             assert a.ctl("service", "apply", "-f", str(files["a-not-ready.yaml"])).returncode == 0
             times["not_ready"], _, _ = ea.wait([p_b], "P_A not ready: falls over to P_B")
+            node_view(a, True, {p_a: ("not-ready", False), p_b: ("ready", True)}, "P_A not ready")
+            text = a.ctl("service", "get")
+            assert text.returncode == 0, text.stderr
+            row_a = next(l for l in text.stdout.splitlines() if p_a in l and "cluster-a" in l)
+            assert row_a.split()[3:6] == ["false", "not-ready", "no"], row_a
             assert a.ctl("service", "apply", "-f", str(files["a.yaml"])).returncode == 0
             times["ready_again"], _, _ = ea.wait([p_a], "P_A ready again: back to P_A")
 
@@ -186,6 +211,10 @@ def test_main() -> None:
             a.write_config()
             a.proc.send_signal(1)  # SIGHUP
             times["route_withdrawn"], _, _ = ea.wait([], "route to cluster-b withdrawn: no backend")
+            node_view(a, True, {p_b: ("node-down", False)}, "route to cluster-b withdrawn")
+            text = a.ctl("service", "get")
+            row_b = next(l for l in text.stdout.splitlines() if p_b in l and "cluster-b" in l)
+            assert row_b.split()[3:7] == ["true", "node-down", "no", "-"], row_b
             a.config["networks"][0]["static_routes"] = routes
             a.write_config()
             a.proc.send_signal(1)

@@ -1,0 +1,25 @@
+// This node's side of `vxfedctl service get` (docs/services.md, "vxfedctl service"): the store's
+// listing says what the federation holds; the programmer's views say what this node made of
+// it — whether it programmed each service, and per backend its state here (ready / not ready /
+// node down), whether the strategy allows it now from this node, and its weight in the entry.
+// The two come from different listings (the API reads the store afresh, the programmer has the
+// follower's last one), so the node's revision is given and a backend or service the node has
+// not seen yet is left blank rather than guessed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "control/services/service_programmer.hpp"
+#include "proto/control.pb.h"
+
+namespace vxfed::control {
+
+// The token `service get` shows: "ready", "not-ready", "node-down".
+const char* backend_state_token(BackendState state);
+
+// Fills the per-node fields of `listing` from `views` (ServiceProgrammer::views()).
+void add_node_view(v1::ServiceListing& listing, const std::map<services::ServiceKey, ServiceView>& views,
+                   std::int64_t node_revision);
+
+}  // namespace vxfed::control
