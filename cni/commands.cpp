@@ -151,6 +151,7 @@ struct Network {
   net::Ipv4Addr gateway;
   std::uint32_t mtu = 0;
   std::vector<net::Ipv4Prefix> remote;
+  std::vector<net::Ipv4Prefix> services;  // the VIP range vxfedd hands over (service_cidrs)
   std::optional<net::Ipv4Prefix> block;  // this node's block of the subnet; none: the whole subnet
   std::vector<net::Ipv4Prefix> blocks;    // every block it owns (node_blocks), the first one first
 };
@@ -215,6 +216,13 @@ Expected<Network> get_network(VxfeddClient& client, const NetConf& conf) {
       continue;
     }
     n.remote.push_back(*p);
+  }
+  for (const auto& cidr : n.info.service_cidrs()) {
+    auto p = net::Ipv4Prefix::parse(cidr);
+    if (!p)
+      return cni_error(kVxfeddRefused, "vxfedd gives network \"" + conf.network + "\" an invalid service range",
+                       "service_cidrs \"" + cidr + "\": " + p.error());
+    n.services.push_back(*p);
   }
   if (!n.info.node_block().empty()) {
     auto block = net::Ipv4Prefix::parse(n.info.node_block());
@@ -339,7 +347,8 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   if (network->block)
     if (auto r = check_requested_in_blocks(*wanted, static_addresses(conf.raw), network->blocks, conf.network); !r)
       return r.error();
-  if (auto bad = service_cidrs_problem(conf.service_cidrs, network->subnet, network->remote, conf.network))
+  const auto service_cidrs = merge_service_cidrs(conf.service_cidrs, network->services);
+  if (auto bad = service_cidrs_problem(service_cidrs, network->subnet, network->remote, conf.network))
     return cni_error(kInvalidConfig, *bad);
   auto nsfd = NetnsFd::open(env.netns);
   if (!nsfd) return nsfd.error();
@@ -448,7 +457,7 @@ Expected<nlohmann::json> cmd_add(const NetConf& conf, const CniEnv& env) {
   }
   CniResult result;
   result.routes.push_back({net::Ipv4Prefix::make(kNodeHop, 32).str(), ""});
-  PodRouteSources sources{network->subnet, network->gateway, network->remote, conf.service_cidrs, {}};
+  PodRouteSources sources{network->subnet, network->gateway, network->remote, prefixes_of(service_cidrs), {}};
   for (const auto& rt : ip_result->routes) {
     auto dst = route_destination(rt.dst);
     if (!dst) continue;  // IPv6 or not an address: not ours to install

@@ -22,6 +22,8 @@
 #include "control/node/node_state.hpp"
 #include "control/metrics/tcp_counters.hpp"
 #include "control/policy/policy_api.hpp"
+#include "control/policy/policy_follower.hpp"
+#include "control/policy/policy_metrics.hpp"
 #include "control/services/service_api.hpp"
 #include "control/services/service_cache.hpp"
 #include "control/services/service_follower.hpp"
@@ -47,6 +49,7 @@ struct Daemon::Impl {
   MemoryTrim memory_trim{io};                  // before the route source that feeds it
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<PolicyApi> policy;            // null without the federation store
+  std::unique_ptr<PolicyFollower> policy_follower;  // likewise: v1/policy/ compiled for this node's pods
   std::unique_ptr<ServiceApi> services;         // null without the federation store or services.range
   // vxfedd's service compiler (docs/services.md, "Serving a VIP"): the store's services followed
   // and compiled into the dataplane's Service entries; null like `services`.
@@ -102,18 +105,29 @@ struct Daemon::Impl {
   }
 
   // The network the VIPs are served on: services.network, else the node's only network.
+  std::string service_network() const {
+    if (!config.services.network.empty()) return config.services.network;
+    const auto networks = state->list_networks();
+    return networks.size() == 1 ? networks.front().spec().name() : std::string();
+  }
+
   ServiceNode service_node() const {
     ServiceNode node;
     node.cluster = config.cluster.name;
-    std::string network = config.services.network;
-    if (network.empty()) {
-      const auto networks = state->list_networks();
-      if (networks.size() == 1) network = networks.front().spec().name();
-    }
+    const std::string network = service_network();
     if (!network.empty()) node.vni = state->vni_of(network);
     const NodeState* s = state.get();
     node.reaches = [s](std::uint32_t vni, net::Ipv4Addr address) { return s->reaches(vni, address); };
     return node;
+  }
+
+  // The range GetNetwork hands the CNI plugin: the store's once listed (it wins over the
+  // config's, docs/services.md), else the config's; on the network the VIPs are served on.
+  void hand_over_service_range() {
+    if (!services) return;
+    std::optional<net::Ipv4Prefix> range = config.services.range;
+    if (service_follower && service_follower->stats().range) range = service_follower->stats().range;
+    state->set_service_range(service_network(), range);
   }
 
   // What the compiler changed goes to the node's tables (only entries that differ are sent).
@@ -148,6 +162,7 @@ struct Daemon::Impl {
   // The store's listing. The first one replaces what the cache gave: entries it does not
   // produce (services deleted while vxfedd was away) are removed.
   void services_listed_now(const services::FederatedSet& set) {
+    hand_over_service_range();
     auto changes = service_programmer->set_federated(set);
     if (!services_listed) {
       services_listed = true;
@@ -278,7 +293,9 @@ struct Daemon::Impl {
       figures.md5_unexpected = counter("TCPMD5Unexpected");
       in.bgp = std::move(figures);
     }
-    return render_metrics(in);
+    auto text = render_metrics(in);
+    if (policy_follower) text += render_policy_metrics(*policy_follower, policy->exhausted_refusals());
+    return text;
   }
 
   void log_notes(const std::vector<std::string>& notes) {
@@ -324,6 +341,7 @@ struct Daemon::Impl {
     config.daemon.metrics_listen = keep_socket.metrics_listen;
     config.dataplane.socket = keep_dataplane.socket;
     ++reloads;
+    hand_over_service_range();
     if (service_programmer) program_services(service_programmer->recompile_all());  // services.network may differ
     log->info("config reloaded: {} networks", state->network_count());
   }
@@ -388,6 +406,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     auto policy = PolicyApi::create(d.io, d.config, d.log);
     if (!policy) return make_error(policy.error());
     d.policy = std::move(*policy);
+    auto follower = PolicyFollower::create(d.io, d.config, d.log, [&d] { return local_pods(d.state->list_endpoints()); });
+    if (!follower) return make_error(follower.error());
+    d.policy_follower = std::move(*follower);
     if (d.config.services.range) {
       auto services = ServiceApi::create(d.io, d.config, d.log);
       if (!services) return make_error(services.error());
@@ -497,8 +518,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   // Networks added, removed or renumbered (API, reload) reach the source at once.
   d.state->set_networks_observer([&d] {
     if (d.bgp) d.bgp->networks_changed();
+    d.hand_over_service_range();
     if (d.service_programmer) d.program_services(d.service_programmer->recompile_all());
   });
+  d.hand_over_service_range();
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
 
@@ -532,6 +555,7 @@ int Daemon::run() {
   }
   if (d.federation) d.federation->start();
   if (d.service_follower) d.service_follower->start();
+  if (d.policy_follower) d.policy_follower->start();
   d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,
               d.config.daemon.socket, d.config.node.name, d.config.cluster.name, d.state->network_count(),
               d.state->endpoint_count(), d.config.daemon.metrics_listen.empty() ? "off" : d.config.daemon.metrics_listen);

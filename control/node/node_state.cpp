@@ -242,6 +242,8 @@ v1::NetworkInfo NodeState::info_of(const Network& n) const {
   for (const auto& b : n.more_blocks) info.add_node_blocks(b);
   for (auto it = routes_.lower_bound(RouteKey{n.vni, {}}); it != routes_.end() && it->first.vni == n.vni; ++it)
     if (effective_route(it->first)) info.add_remote_cidrs(it->first.prefix.str());
+  if (service_range_ && !service_network_.empty() && n.config.name == service_network_)
+    info.add_service_cidrs(service_range_->str());
   auto count = endpoints_per_network_.find(n.config.name);
   info.set_endpoints(count == endpoints_per_network_.end() ? 0 : static_cast<std::uint32_t>(count->second));
   return info;

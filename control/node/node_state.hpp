@@ -136,6 +136,13 @@ class NodeState {
   // address, /32). Network changes go to the networks observer instead.
   using ReachObserver = std::function<void(std::uint32_t vni, const net::Ipv4Prefix& prefix)>;
   void set_reach_observer(ReachObserver observer) { reach_observer_ = std::move(observer); }
+  // The global services' VIP range and the network it is served on: GetNetwork of that network
+  // hands it over (NetworkInfo.service_cidrs) for the CNI plugin to route. Empty network or no
+  // range: none is handed over.
+  void set_service_range(std::string network, std::optional<net::Ipv4Prefix> range) {
+    service_network_ = std::move(network);
+    service_range_ = range;
+  }
 
   // ---- global services (dataplane Service entries, computed by the service programmer) ----
   // Upserts and removes entries by id; only those that differ from what the node holds are
@@ -248,6 +255,8 @@ class NodeState {
   std::map<std::uint32_t, std::string> network_of_vni_;   // changes set networks_changed_
   std::map<std::string, std::size_t> endpoints_per_network_;
   std::function<void()> networks_observer_;
+  std::string service_network_;
+  std::optional<net::Ipv4Prefix> service_range_;
   ReachObserver reach_observer_;
   std::map<std::string, dp::Service> services_;            // by id
   void reach_changed(std::uint32_t vni, const net::Ipv4Prefix& prefix) const {

@@ -102,6 +102,7 @@ void ServiceFollower::listed(fed::StoreResult<svc::ServiceSnapshot> snapshot) {
   retry_delay_ = kRetryMin;
   ++stats_.listings;
   stats_.revision = snapshot->revision;
+  stats_.range = snapshot->range;
   on_listing_(*set, snapshot->revision);
   if (again_) relist("changes during the last list");
 }

@@ -14,12 +14,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/logger.h>
 
+#include "common/net/ipv4.hpp"
 #include "common/result.hpp"
 #include "control/daemon/daemon_config.hpp"
 #include "control/federation/store_worker.hpp"
@@ -39,6 +41,7 @@ class ServiceFollower {
     std::uint64_t list_failures = 0;  // store away, or a record that did not read
     std::uint64_t watch_breaks = 0;
     std::int64_t revision = 0;        // of the last listing
+    std::optional<net::Ipv4Prefix> range;  // the store's service range at that listing
     bool watching = false;
   };
   using OnListing = std::function<void(const services::FederatedSet& set, std::int64_t revision)>;

@@ -8,7 +8,8 @@
 //               [--dataplane-refuses-prefix P]  (attaches of these container ids: DATAPLANE_REFUSED)
 //               [--refuse-attach-prefix P] [--refuse-detach-prefix P] [--bgp-down]
 //   networks.json: {"networks":[{"name":"fed-a","subnet":"10.244.0.0/16","gateway":"10.244.0.1",
-//                   "mtu":8950,"vni":1001,"remote_cidrs":["10.245.0.0/16"],"node_block":"10.244.3.0/24"}]}
+//                   "mtu":8950,"vni":1001,"remote_cidrs":["10.245.0.0/16"],"node_block":"10.244.3.0/24",
+//                   "service_cidrs":["10.96.0.0/24"]}]}   (service_cidrs: the VIP range vxfedd hands over)
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -220,6 +221,7 @@ int main(int argc, char** argv) {
     info.set_gateway_mac("0a:58:00:00:00:01");
     info.set_node_block(n.value("node_block", ""));
     for (const auto& r : n.value("remote_cidrs", nlohmann::json::array())) info.add_remote_cidrs(r.get<std::string>());
+    for (const auto& r : n.value("service_cidrs", nlohmann::json::array())) info.add_service_cidrs(r.get<std::string>());
     s.networks[info.spec().name()] = info;
   }
   // Endpoints survive a restart, as they do in the real vxfedd.

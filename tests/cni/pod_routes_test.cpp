@@ -46,7 +46,7 @@ TEST(PodRoutes, EachDestinationOnceTheServiceRangeBeforeIpam) {
 
 TEST(PodRoutes, AServiceRangeHoldingPodAddressesIsRefusedNamingTheField) {
   const std::vector<net::Ipv4Prefix> remote{P("10.245.0.0/16")};
-  EXPECT_FALSE(service_cidrs_problem({P("10.96.0.0/24")}, P("10.244.0.0/16"), remote, "fed-a"));
+  EXPECT_FALSE(service_cidrs_problem(merge_service_cidrs({P("10.96.0.0/24")}, {}), P("10.244.0.0/16"), remote, "fed-a"));
   EXPECT_FALSE(service_cidrs_problem({}, P("10.244.0.0/16"), remote, "fed-a"));
   struct Case {
     std::vector<net::Ipv4Prefix> services;
@@ -58,11 +58,41 @@ TEST(PodRoutes, AServiceRangeHoldingPodAddressesIsRefusedNamingTheField) {
        "serviceCidrs[1]: 10.245.128.0/17 overlaps 10.245.0.0/16, another cluster's CIDR on vxfed network \"fed-a\""},
   };
   for (const auto& c : cases) {
-    auto problem = service_cidrs_problem(c.services, P("10.244.0.0/16"), remote, "fed-a");
+    auto problem = service_cidrs_problem(merge_service_cidrs(c.services, {}), P("10.244.0.0/16"), remote, "fed-a");
     ASSERT_TRUE(problem) << c.expected;
     EXPECT_NE(problem->find(c.expected), std::string::npos) << *problem;
     EXPECT_NE(problem->find("services.range"), std::string::npos) << *problem;
   }
+}
+
+// vxfedd's range (GetNetwork service_cidrs) joins the config's: each destination once, the
+// config's first, so a config that repeats the range keeps working and one without it gets it.
+TEST(PodRoutes, VxfeddsServiceRangeMergedWithTheConfigsOnce) {
+  const auto both = merge_service_cidrs({P("10.97.0.0/16"), P("10.96.0.0/24")}, {P("10.96.0.0/24")});
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].field, "serviceCidrs[0]");
+  EXPECT_EQ(both[1].field, "serviceCidrs[1]");
+  const auto only_vxfedd = merge_service_cidrs({}, {P("10.96.0.0/24")});
+  ASSERT_EQ(only_vxfedd.size(), 1u);
+  EXPECT_EQ(only_vxfedd[0].prefix, P("10.96.0.0/24"));
+  EXPECT_NE(only_vxfedd[0].field.find("vxfedd's service range"), std::string::npos) << only_vxfedd[0].field;
+  const auto added = merge_service_cidrs({P("10.97.0.0/16")}, {P("10.96.0.0/24"), P("10.96.0.0/24")});
+  EXPECT_EQ(prefixes_of(added), (std::vector<net::Ipv4Prefix>{P("10.97.0.0/16"), P("10.96.0.0/24")}));
+
+  PodRouteSources s{P("10.244.0.0/16"), A("10.244.0.1"), {}, prefixes_of(added), {}};
+  EXPECT_EQ(text(plan_pod_routes(s)), (std::vector<std::string>{"10.244.0.0/16 via 10.244.0.1", "10.97.0.0/16 via 10.244.0.1",
+                                                                 "10.96.0.0/24 via 10.244.0.1"}));
+}
+
+// The overlap checks hold for vxfedd's range as for the config's, naming where it came from.
+TEST(PodRoutes, VxfeddsServiceRangeHoldingPodAddressesIsRefusedNamingIt) {
+  const std::vector<net::Ipv4Prefix> remote{P("10.245.0.0/16")};
+  auto problem = service_cidrs_problem(merge_service_cidrs({}, {P("10.245.7.0/24")}), P("10.244.0.0/16"), remote, "fed-a");
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->find("vxfedd's service range (GetNetwork service_cidrs[0]): 10.245.7.0/24 overlaps 10.245.0.0/16"),
+            std::string::npos)
+      << *problem;
+  EXPECT_NE(problem->find("v1/services/range"), std::string::npos) << *problem;
 }
 
 }  // namespace

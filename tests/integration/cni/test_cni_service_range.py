@@ -16,7 +16,10 @@ the fake vxfedd (tests/cni/fake_vxfedd) describing network fed-a with the remote
   same ping leaves as an IPv4 frame to the node hop's MAC (the node's kernel), and CHECK fails.
 - Refused, naming the field, with nothing left behind: a range overlapping the remote cluster's
   CIDR or this cluster's subnet (ADD, code 7, before IPAM), a prefix with host bits set (ADD and
-  `vxfed --check`), the field spelt serviceCIDRs."""
+  `vxfed --check`), the field spelt serviceCIDRs.
+- The range vxfedd hands over (GetNetwork's service_cidrs; network fed-s): routed with no
+  serviceCidrs in the config, merged with the config's (each destination once); one that
+  overlaps the remote cluster's CIDR (fed-bad) refused naming it."""
 
 import ipaddress
 import json
@@ -31,6 +34,7 @@ from vxfed_harness.cni_runtime import CniError, fnv_host_iface
 
 NODE_BLOCK = "10.244.7.0/24"
 GATEWAY = "10.244.0.1"
+S_GATEWAY = "10.246.0.1"
 NODE_HOP = "169.254.118.1"
 SERVICE_CIDRS = ["10.96.0.0/24", "10.100.8.0/22"]
 VIP = "10.96.0.10"
@@ -112,7 +116,13 @@ def main():
     with tl.Topology("cnisvc") as topo:
         bed = CniBed(topo, networks=[{"name": "fed-a", "subnet": "10.244.0.0/16", "gateway": GATEWAY,
                                       "mtu": 8950, "vni": 1001, "remote_cidrs": ["10.245.0.0/16"],
-                                      "node_block": NODE_BLOCK}])
+                                      "node_block": NODE_BLOCK},
+                                     {"name": "fed-s", "subnet": "10.246.0.0/16", "gateway": S_GATEWAY,
+                                      "mtu": 8950, "vni": 1002, "remote_cidrs": ["10.245.0.0/16"],
+                                      "node_block": "10.246.7.0/24", "service_cidrs": [SERVICE_CIDRS[0]]},
+                                     {"name": "fed-bad", "subnet": "10.247.0.0/16", "gateway": "10.247.0.1",
+                                      "mtu": 8950, "vni": 1003, "remote_cidrs": ["10.245.0.0/16"],
+                                      "node_block": "10.247.7.0/24", "service_cidrs": ["10.245.0.0/20"]}])
         bed.start_vxfedd()
         rt = bed.runtime
         host_local = {"type": "host-local", "dataDir": bed.ipam_dir}  # vxfed fills in the node's block
@@ -211,7 +221,45 @@ def main():
         r = subprocess.run([rt.find("vxfed"), "--check", "-"], input=json.dumps(bad_chain), capture_output=True, text=True)
         assert r.returncode == 2 and "plugins[0]: serviceCidrs[0]: " in r.stderr, r.stdout + r.stderr
         tl.log("bad serviceCidrs refused naming the field; nothing left")
+        vxfedd_hands_over_the_range(bed, rt)
         bed.stop_vxfedd()
+
+
+def vxfedd_hands_over_the_range(bed: CniBed, rt) -> None:
+    """Network fed-s, whose GetNetwork reply carries the service range (service_cidrs, as vxfedd
+    sends it for the network services.network names): routed via its gateway with no
+    serviceCidrs in the config; with a config that repeats it and adds one, each destination
+    once; fed-bad, whose handed-over range overlaps the remote cluster's CIDR: refused naming it."""
+    host_local = {"type": "host-local", "dataDir": bed.ipam_dir}
+    for cidrs in (None, SERVICE_CIDRS):
+        ns = bed.pod("hand" + ("c" if cidrs else "n"))
+        netns = bed.netns_path(ns)
+        cid = bed.cid("hand" + ("c" if cidrs else "n"))
+        conf = bed.conf("1.1.0", name="fed-s", ipam=host_local, **({"serviceCidrs": cidrs} if cidrs else {}))
+        result = rt.add(conf, cid, netns, "net1")
+        want = SERVICE_CIDRS if cidrs else [SERVICE_CIDRS[0]]
+        routes = pod_routes(ns, "net1")
+        for cidr in want + ["10.245.0.0/16"]:
+            assert routes.get(cidr) == S_GATEWAY, f"fed-s {cidrs}: {cidr} is not routed via {S_GATEWAY}: {routes}"
+        if not cidrs:
+            assert SERVICE_CIDRS[1] not in routes, routes
+        got = route_get(ns, VIP)
+        assert got.get("gateway") == S_GATEWAY, f"fed-s: the pod routes {VIP} as {got}"
+        listed = [r["dst"] for r in result["routes"]]
+        for cidr in want:
+            assert listed.count(cidr) == 1, f"fed-s {cidrs}: {cidr} listed {listed.count(cidr)} times: {result['routes']}"
+        rt.check(conf, cid, netns, "net1")
+        rt.delete(conf, cid, netns, "net1")
+        bed.assert_clean([(cid, "net1")], f"DEL on fed-s with serviceCidrs {cidrs}")
+        tl.log(f"fed-s, config serviceCidrs {cidrs}: vxfedd's range {SERVICE_CIDRS[0]} routed via {S_GATEWAY}, "
+               f"each destination once in the result ({listed})")
+    ns = bed.pod("handbad")
+    netns = bed.netns_path(ns)
+    cid = bed.cid("handbad")
+    expect_error(lambda: rt.add(bed.conf("1.1.0", name="fed-bad", ipam=host_local), cid, netns, "net1"), 7,
+                 "vxfedd's service range (GetNetwork service_cidrs[0]): 10.245.0.0/20 overlaps 10.245.0.0/16",
+                 "ADD on a network whose handed-over range overlaps the remote CIDR")
+    bed.assert_clean([(cid, "net1")], "refused ADD on fed-bad")
 
 
 def pod_routes_or_none(ns, ifname: str) -> dict:

@@ -32,6 +32,7 @@ from vxfed_harness.vxfedd import Vxfedd, config
 
 PREFIX = "/vxfed"
 RANGE = "10.96.0.0/24"
+RANGE_B = "10.96.0.0/23"  # node-b's config says otherwise: the store's range wins
 ENTRY = re.compile(r"services: default/web VIP (\S+) on VNI (\d+): backends \[([^\]]*)\]")
 REMOVED = "services: default/web removed from the dataplane's tables"
 
@@ -144,7 +145,8 @@ def test_main() -> None:
                        "static_routes": [{"prefix": other, "vteps": [other_vtep]}]}
             cfg = config(name, vtep, cl, [subnet], w / "dp.sock", socket=w / "run" / "vxfedd.sock",
                          state_dir=w / "state", networks=[network], federation=fed,
-                         services={"range": RANGE, "network": "red"}, log_level="debug")
+                         services={"range": RANGE if name == "node-a" else RANGE_B, "network": "red"},
+                         log_level="debug")
             daemons.append(Vxfedd(topo.host, w / "vxfedd.yaml", w / "run" / "vxfedd.sock", cfg, name=name))
         a, b = daemons
         try:
@@ -174,12 +176,20 @@ def test_main() -> None:
                 r = d.ctl("service", "apply", "-f", str(files["a.yaml" if d is a else "b.yaml"]))
                 assert r.returncode == 0, (d.name, r.stderr)
             times["programmed"], vip, vni = ea.wait([p_a], "entry with P_A only (LocalFirst, both exported)")
-            assert ipaddress.ip_address(vip) in ipaddress.ip_network(RANGE), vip
+            assert ipaddress.ip_address(vip) in ipaddress.ip_network(RANGE_B), vip
             assert vni == a.vni_of("red"), (vni, a.vni_of("red"))
             _, vip_b, _ = eb.wait([p_b], "node-b's entry with P_B only")
             assert vip_b == vip, (vip, vip_b)
             listing = a.ctl_json("service", "get")
             assert listing["services"][0]["vip"] == vip, listing
+            # GetNetwork hands the CNI plugin the store's range on `red` (NetworkInfo.service_cidrs),
+            # on node-b too, whose config names another range.
+            store_range = listing["service_range"]
+            assert store_range in (RANGE, RANGE_B), listing
+            for d in (a, b):
+                red = next(n for n in d.ctl_json("networks")["networks"] if n["spec"]["name"] == "red")
+                assert red["service_cidrs"] == [store_range], (d.name, red)
+            t.log(f"both nodes hand over the store's range {store_range} on red (configs: {RANGE}, {RANGE_B})")
             node_view(a, True, {p_a: ("ready", True), p_b: ("ready", False)}, "LocalFirst from cluster-a")
 
             # 2. not ready and back.
