@@ -201,6 +201,7 @@ def test_main() -> None:
             assert text.returncode == 0, text.stderr
             row_a = next(l for l in text.stdout.splitlines() if p_a in l and "cluster-a" in l)
             assert row_a.split()[3:6] == ["false", "not-ready", "no"], row_a
+            t.log("node-a$ vxfedctl service get   (P_A not ready)\n" + text.stdout)
             assert a.ctl("service", "apply", "-f", str(files["a.yaml"])).returncode == 0
             times["ready_again"], _, _ = ea.wait([p_a], "P_A ready again: back to P_A")
 
