@@ -22,6 +22,8 @@
 #include "control/node/node_state.hpp"
 #include "control/metrics/tcp_counters.hpp"
 #include "control/policy/policy_api.hpp"
+#include "control/policy/policy_follower.hpp"
+#include "control/policy/policy_metrics.hpp"
 #include "control/services/service_api.hpp"
 #include "control/services/service_cache.hpp"
 #include "control/services/service_follower.hpp"
@@ -47,6 +49,7 @@ struct Daemon::Impl {
   MemoryTrim memory_trim{io};                  // before the route source that feeds it
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<PolicyApi> policy;            // null without the federation store
+  std::unique_ptr<PolicyFollower> policy_follower;  // likewise: v1/policy/ compiled for this node's pods
   std::unique_ptr<ServiceApi> services;         // null without the federation store or services.range
   // vxfedd's service compiler (docs/services.md, "Serving a VIP"): the store's services followed
   // and compiled into the dataplane's Service entries; null like `services`.
@@ -290,7 +293,9 @@ struct Daemon::Impl {
       figures.md5_unexpected = counter("TCPMD5Unexpected");
       in.bgp = std::move(figures);
     }
-    return render_metrics(in);
+    auto text = render_metrics(in);
+    if (policy_follower) text += render_policy_metrics(*policy_follower, policy->exhausted_refusals());
+    return text;
   }
 
   void log_notes(const std::vector<std::string>& notes) {
@@ -401,6 +406,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     auto policy = PolicyApi::create(d.io, d.config, d.log);
     if (!policy) return make_error(policy.error());
     d.policy = std::move(*policy);
+    auto follower = PolicyFollower::create(d.io, d.config, d.log, [&d] { return local_pods(d.state->list_endpoints()); });
+    if (!follower) return make_error(follower.error());
+    d.policy_follower = std::move(*follower);
     if (d.config.services.range) {
       auto services = ServiceApi::create(d.io, d.config, d.log);
       if (!services) return make_error(services.error());
@@ -547,6 +555,7 @@ int Daemon::run() {
   }
   if (d.federation) d.federation->start();
   if (d.service_follower) d.service_follower->start();
+  if (d.policy_follower) d.policy_follower->start();
   d.log->info("vxfedd {} serving {} (node {}, cluster {}, {} networks, {} endpoints; metrics {})", kVersion,
               d.config.daemon.socket, d.config.node.name, d.config.cluster.name, d.state->network_count(),
               d.state->endpoint_count(), d.config.daemon.metrics_listen.empty() ? "off" : d.config.daemon.metrics_listen);

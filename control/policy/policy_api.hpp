@@ -45,6 +45,9 @@ class PolicyApi {
   // Answers a policy request through `reply` on the io thread. request_id is set.
   void handle(const v1::ControlRequest& request, Reply reply);
 
+  // Applies refused because the identity numbers ran out (a metric).
+  std::uint64_t exhausted_refusals() const { return store_->exhausted_refusals(); }
+
   // What a vxfedd without a `federation:` section answers to every policy request.
   static v1::ControlResponse without_store(const v1::ControlRequest& request);
 

@@ -1,0 +1,107 @@
+// vxfedd follows network policy in the federation store (docs/policy.md, "vxfedd follows the
+// store"), in the shape of the ServiceFollower (control/services/service_follower.hpp): a
+// watch on v1/policy/, and on every event (and at start, and after the watch was broken) one
+// PolicyStore::list() at one revision, handed to the io thread and fed to the PolicyFeed,
+// which gives the compilers only what changed. Events that arrive while a list is on its way
+// ask for one more list after it (a burst costs two lists). A list that fails (store away) is
+// retried after kRetryMin, doubling to kRetryMax; the compiled tables stay as they are.
+//
+// The node's attached pods are read every kLocalsInterval on the io thread (a few dozen
+// endpoints) and fed when they differ, so a pod attached or detached reaches the compilers
+// without a store call.
+//
+// The identity collector: every kMaintainInterval this node reads v1/collector, and when it is
+// the federation's collector (the one node the FederationLink elected, on its lease) it runs
+// PolicyStore::maintain() on the same worker. maintain() is guarded and any node may run it;
+// running it on one node keeps its two prefix reads off the other nodes.
+//
+// Threads: the watch delivers on its own thread, which only posts to the io thread; the list
+// and maintain() run on this object's StoreWorker; results come back by asio::post.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/logger.h>
+
+#include "common/result.hpp"
+#include "control/daemon/daemon_config.hpp"
+#include "control/federation/store_worker.hpp"
+#include "control/policy/policy_feed.hpp"
+#include "federation/etcd_client.hpp"
+#include "federation/policy_store.hpp"
+#include "proto/control.pb.h"
+
+namespace vxfed::control {
+
+// The pods among the endpoints attached here: those the CNI named (K8S_POD_NAMESPACE and
+// K8S_POD_NAME). An endpoint without them (attached by hand) is no pod a policy can select.
+std::vector<LocalPod> local_pods(const std::vector<v1::EndpointInfo>& endpoints);
+
+class PolicyFollower {
+ public:
+  static constexpr std::chrono::milliseconds kRetryMin{250};
+  static constexpr std::chrono::milliseconds kRetryMax{5000};
+  static constexpr std::chrono::milliseconds kLocalsInterval{500};
+  static constexpr std::chrono::milliseconds kMaintainInterval{30000};
+
+  struct Stats {
+    std::uint64_t listings = 0;       // lists fed to the compilers
+    std::uint64_t list_failures = 0;  // store away
+    std::uint64_t watch_breaks = 0;
+    bool watching = false;
+    std::uint64_t updates = 0;            // feeds that changed something (listings and attached pods)
+    std::uint64_t records_skipped = 0;    // records left out because they did not read
+    std::chrono::nanoseconds last_update{0}, max_update{0}, total_update{0};  // compile/apply durations
+    std::uint64_t maintain_runs = 0, maintain_failures = 0, released = 0, forgotten = 0;
+    bool collector = false;           // this node held v1/collector at the last look
+  };
+  using LocalPods = std::function<std::vector<LocalPod>()>;  // io thread
+
+  // Needs config.federation.enabled.
+  static Result<std::unique_ptr<PolicyFollower>> create(boost::asio::io_context& io, const Config& config,
+                                                        std::shared_ptr<spdlog::logger> log, LocalPods local_pods);
+  ~PolicyFollower();  // stops the watch and the worker before the client goes
+
+  void start();
+  const Stats& stats() const { return stats_; }
+  const PolicyFeed& feed() const { return feed_; }
+
+ private:
+  PolicyFollower(boost::asio::io_context& io, const Config& config, std::unique_ptr<federation::EtcdClient> client,
+                 std::shared_ptr<spdlog::logger> log, LocalPods local_pods);
+  void relist(const char* why);  // io thread
+  void listed(federation::StoreResult<federation::PolicySnapshot> snapshot);
+  void retry_later();
+  void fed(const FeedReport& report);
+  void watch_locals();
+  void maintain_later();
+
+  boost::asio::io_context& io_;
+  std::string node_;
+  std::unique_ptr<federation::EtcdClient> client_;
+  std::unique_ptr<federation::PolicyStore> store_;
+  std::shared_ptr<spdlog::logger> log_;
+  LocalPods local_pods_;
+  PolicyFeed feed_;
+  bool listed_once_ = false;
+  std::vector<LocalPod> pods_;
+  boost::asio::steady_timer retry_timer_, locals_timer_, maintain_timer_;
+  std::chrono::milliseconds retry_delay_ = kRetryMin;
+  bool listing_ = false;
+  bool again_ = false;
+  bool failing_ = false;
+  bool maintaining_ = false;
+  Stats stats_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::unique_ptr<federation::EtcdWatch> watch_;
+  std::unique_ptr<StoreWorker> worker_;  // last: stopped first
+};
+
+}  // namespace vxfed::control
