@@ -121,6 +121,7 @@ v1::Tables ForwardingTables::dump() const {
     e->set_ip(ipv4_text(kv->second.ip_be));
     e->set_mac(mac_text(kv->second.mac));
     e->set_iface(kv->second.iface);
+    e->set_identity(kv->second.identity);
   }
   std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t, std::uint32_t>> routes;  // vni, addr, len, group
   routes.reserve(route_group_.size());
@@ -144,6 +145,7 @@ v1::Tables ForwardingTables::dump() const {
     auto* v = t.add_vteps();
     v->set_ip(ipv4_text(ip));
     for (std::uint32_t vni : vnis) v->add_vnis(vni);
+    v->set_gbp(gbp_vteps_.count(ip) != 0);
   }
   for (const auto& [ip, mac] : static_neighbors_) {
     auto* n = t.add_neighbors();

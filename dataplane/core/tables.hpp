@@ -30,6 +30,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,6 +48,7 @@
 #include "dataplane/core/lpm_table.hpp"
 #include "dataplane/core/mapped_memory.hpp"
 #include "dataplane/core/neighbor_cache.hpp"
+#include "dataplane/core/wire/vxlan.hpp"
 #include "dataplane/core/path_mtu.hpp"
 #include "dataplane/core/rcu_map.hpp"
 #include "dataplane/core/reclaimer.hpp"
@@ -114,6 +116,7 @@ struct PodPortEntry {
   std::uint16_t network = 0;              // index into networks
   std::uint32_t ip_be = 0;
   wire::MacAddress mac{};
+  std::uint16_t identity_be = 0;          // the pod's policy identity (Endpoint.identity), network order; 0 unknown
 };
 
 // Outer headers toward one VTEP with everything constant filled in, in one cache line; per
@@ -128,6 +131,11 @@ struct alignas(64) VtepEntry {
   static constexpr std::uint64_t kHeadMac = (1ull << 48) - 1;  // the MAC's bytes of `head`
   std::uint64_t head = 0;                                       // outer header bytes 0..7, as in memory
   std::array<std::uint8_t, sizeof(wire::VxlanOuterHeaders) - 8> tail{};  // bytes 8..49
+  // 0xffff when the VTEP takes VXLAN-GBP (Vtep.gbp), else 0: the mask of the G bit and the
+  // Group Policy ID in the first word of the VXLAN header (vxlan_first_word()). It changes in
+  // place, one 2-byte store; a reader loads it once per header, so a packet's G bit and group
+  // come from one version. The tail's VXLAN bytes stay plain (0x08, zeros): overwritten.
+  std::uint16_t gbp = 0;                  // in the 2 bytes the alignment of ip_be leaves
   std::uint32_t ip_be = 0;
   std::uint32_t neighbor_slot = 0;
   std::uint32_t checksum_base = 0;        // one's-complement sum of the constant IPv4 words
@@ -136,6 +144,19 @@ struct alignas(64) VtepEntry {
   static std::uint64_t with_mac(std::uint64_t head, std::uint64_t cache_word) {
     static_assert(std::endian::native == std::endian::little, "head holds the header bytes in memory order");
     return (head & ~kHeadMac) | __builtin_bswap64(cache_word << 16);
+  }
+  // The VXLAN header's first four bytes as stored in memory (flags, D/A, Group Policy ID):
+  // plain 0x08 with zeros, or, toward a GBP VTEP, G|I and `gbp_word`'s group. `gbp_word` is
+  // gbp_word_of(identity): computed once per pod burst. The A bit stays clear (no egress
+  // policy is applied yet). Branch-free: the mask selects.
+  static std::uint32_t gbp_word_of(std::uint16_t identity_be) {
+    std::uint32_t group_bytes = 0;  // bytes 2..3 of the word hold the identity as it is in memory
+    std::memcpy(reinterpret_cast<std::uint8_t*>(&group_bytes) + 2, &identity_be, 2);
+    return wire::kVxlanFlagGroupPolicy | group_bytes;
+  }
+  static std::uint32_t vxlan_first_word(std::uint16_t gbp_mask, std::uint32_t gbp_word) {
+    const std::uint32_t mask = static_cast<std::uint32_t>(static_cast<std::int32_t>(static_cast<std::int16_t>(gbp_mask)));
+    return wire::kVxlanFlagsVni | (gbp_word & mask);
   }
   // `head` as a NeighborCache word says it should be: its MAC when valid, else none (zero).
   static std::uint64_t following(std::uint64_t head, std::uint64_t cache_word) {
@@ -491,6 +512,7 @@ class ForwardingTables {
     std::string iface;
     std::uint16_t port = 0;
     std::uint32_t slot = 0;        // in endpoint_slots_
+    std::uint16_t identity = 0;    // as given (host order)
   };
   std::unordered_map<std::string, EndpointState> endpoint_state_;  // by endpoint id
   std::unordered_map<std::uint64_t, std::string> endpoint_by_addr_;  // (vni << 32 | ip) -> id
@@ -530,6 +552,7 @@ class ForwardingTables {
   std::vector<VtepState> vtep_state_;          // by VTEP index
   IndexPool vtep_ids_{kMaxVteps};
   std::map<std::uint32_t, std::vector<std::uint32_t>> explicit_vteps_;  // ip -> vnis, as given
+  std::set<std::uint32_t> gbp_vteps_;          // explicit entries with gbp (their VtepEntry::gbp is 0xffff)
 
   struct ServiceState {
     std::uint32_t vni = 0;

@@ -75,6 +75,9 @@ class TablesWriter {
         vtep_vnis_before.push_back(it->second);
       }
       for (std::uint32_t vni : v.vnis) admit(v.ip_be, vni, network_of(vni), kExplicitRef);
+      // Whether the VTEP takes GBP: one store, which a packet sees before or after (either is
+      // a well-formed header: the G bit and the group come from this one word).
+      set_vtep_gbp(v.ip_be, v.gbp);
     }
 
     // A. Removals, and the old place of what moves.
@@ -125,6 +128,7 @@ class TablesWriter {
     for (std::uint32_t ip : c.removed_vteps) {
       for (std::uint32_t vni : t_.explicit_vteps_[ip]) unadmit(ip, vni, kExplicitRef);
       t_.explicit_vteps_.erase(ip);
+      set_vtep_gbp(ip, false);  // routes may still use it: plain VXLAN from now on
       unref_vtep(*t_.vtep_index_.get(ip));
     }
     for (std::uint32_t vni : c.removed_networks) remove_network(vni);
@@ -240,6 +244,14 @@ class TablesWriter {
     std::memcpy(v.tail.data(), reinterpret_cast<const std::uint8_t*>(&o) + sizeof(v.head), v.tail.size());
     v.head = VtepEntry::following(v.head, ctx_.neighbors->read(slot));
     return v;
+  }
+  void set_vtep_gbp(std::uint32_t ip, bool gbp) {
+    store_word(&t_.vteps_[*t_.vtep_index_.get(ip)].gbp, static_cast<std::uint16_t>(gbp ? 0xffff : 0));
+    if (gbp) {
+      t_.gbp_vteps_.insert(ip);
+    } else {
+      t_.gbp_vteps_.erase(ip);
+    }
   }
   // The VTEP of an address, created (entry written before the index is published) if new.
   std::uint32_t vtep_for(std::uint32_t ip) {
@@ -521,11 +533,11 @@ class TablesWriter {
     const EndpointEntry entry{e.port, e.mac};
     store_word(&t_.endpoint_slots_[slot], entry);
     t_.endpoints_.assign(ForwardingTables::endpoint_key(net, e.ip_be), entry, r_);
-    t_.endpoint_state_[e.id] = EndpointState{e.vni, e.ip_be, e.mac, e.iface, e.port, slot};
+    t_.endpoint_state_[e.id] = EndpointState{e.vni, e.ip_be, e.mac, e.iface, e.port, slot, e.identity};
     t_.endpoint_by_addr_[addr_id(e.vni, e.ip_be)] = e.id;
     t_.port_owner_[e.port] = e.id;
     prefix_user_added(Prefix{ntohl(e.ip_be), 32}, net, slot);
-    set_pod_port(e.port, new PodPortEntry{net, e.ip_be, e.mac});
+    set_pod_port(e.port, new PodPortEntry{net, e.ip_be, e.mac, wire::to_be16(e.identity)});
     ++t_.network_state_by_vni_[e.vni].endpoints;
     report_.pod_ports_changed = true;
   }
@@ -548,7 +560,7 @@ class TablesWriter {
     freed_addrs.insert(addr_id(s.vni, s.ip_be));
     report_.pod_ports_changed = true;
   }
-  // Same network, address and port: a new MAC (or interface name), each entry one store.
+  // Same network, address and port: a new MAC, identity (or interface name), each entry one store.
   void change_endpoint_in_place(EndpointState& s, const EndpointSpec& e) {
     const std::uint16_t net = network_of(e.vni);
     const std::uint32_t slot = *t_.endpoint_slot_ids_.alloc();
@@ -559,10 +571,11 @@ class TablesWriter {
     s.slot = slot;
     s.mac = e.mac;
     s.iface = e.iface;
+    s.identity = e.identity;
     const std::uint32_t id = *t_.prefix_ids_.get(prefix_key(ntohl(e.ip_be), 32));
     t_.route_group_.assign(ForwardingTables::endpoint_at_key(id, net), slot, r_);
     refresh_prefix(id);
-    set_pod_port(e.port, new PodPortEntry{net, e.ip_be, e.mac});
+    set_pod_port(e.port, new PodPortEntry{net, e.ip_be, e.mac, wire::to_be16(e.identity)});
   }
 
   // ---- services: (network, VIP) -> an immutable entry, replaced whole ----

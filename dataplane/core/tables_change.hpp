@@ -32,6 +32,7 @@ struct EndpointSpec {
   wire::MacAddress mac{};
   std::string iface;
   std::uint16_t port = 0;
+  std::uint16_t identity = 0;    // host order
 };
 
 struct HopSpec {
@@ -49,6 +50,7 @@ struct RouteSpec {
 struct VtepSpec {
   std::uint32_t ip_be = 0;
   std::vector<std::uint32_t> vnis;  // as given, minus removed networks
+  bool gbp = false;
 };
 
 struct NeighborSpec {

@@ -384,6 +384,11 @@ class TablesPlanner {
       } else {
         ok = false;
       }
+      if (ep.identity() > 0xffff) {
+        errors_.add(where + ": identity " + std::to_string(ep.identity()) +
+                    " is out of range (0..65535, the 16 bits of VXLAN-GBP's Group Policy ID)");
+        ok = false;
+      }
       if (!ok || !net) continue;
       if (*ip == gateway) {
         errors_.add(where + ": ip " + ep.ip() + " is the gateway of vni " + std::to_string(ep.vni()));
@@ -397,10 +402,11 @@ class TablesPlanner {
         errors_.add(where + ": ip " + ep.ip() + " already used by another endpoint in vni " + std::to_string(ep.vni()));
         continue;
       }
-      EndpointSpec s{ep.id(), ep.vni(), *ip, *mac, ep.iface(), *port};
+      EndpointSpec s{ep.id(), ep.vni(), *ip, *mac, ep.iface(), *port, static_cast<std::uint16_t>(ep.identity())};
       if (auto it = t_.endpoint_state_.find(s.id); it != t_.endpoint_state_.end()) {
         const auto& cur = it->second;
-        if (cur.vni == s.vni && cur.ip_be == s.ip_be && cur.mac == s.mac && cur.iface == s.iface && cur.port == s.port)
+        if (cur.vni == s.vni && cur.ip_be == s.ip_be && cur.mac == s.mac && cur.iface == s.iface && cur.port == s.port &&
+            cur.identity == s.identity)
           continue;  // unchanged
       }
       change_.endpoints.push_back(std::move(s));
@@ -516,15 +522,17 @@ class TablesPlanner {
           ok = false;
       upserted.insert(ip);
       if (!ok) continue;
-      if (auto it = t_.explicit_vteps_.find(ip); it != t_.explicit_vteps_.end() && it->second == vnis) continue;
-      change_.vteps.push_back(VtepSpec{ip, vnis});
+      if (auto it = t_.explicit_vteps_.find(ip);
+          it != t_.explicit_vteps_.end() && it->second == vnis && t_.gbp_vteps_.count(ip) == (v.gbp() ? 1u : 0u))
+        continue;
+      change_.vteps.push_back(VtepSpec{ip, vnis, v.gbp()});
     }
     for (const auto& [ip, vnis] : t_.explicit_vteps_) {
       if (gone_vteps_.count(ip)) {
         change_.removed_vteps.push_back(ip);
       } else if (!upserted.count(ip)) {
         auto kept = without_gone(vnis);
-        if (kept != vnis) change_.vteps.push_back(VtepSpec{ip, std::move(kept)});
+        if (kept != vnis) change_.vteps.push_back(VtepSpec{ip, std::move(kept), t_.gbp_vteps_.count(ip) != 0});
       }
     }
   }
