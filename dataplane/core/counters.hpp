@@ -53,6 +53,7 @@ struct ServiceCounters {
   Counter translated;            // packets whose destination became a backend's (Original)
   Counter replies_translated;    // packets whose source became the VIP:port again (Reply, ICMP errors)
   Counter repicked;              // flows whose backend left the service, given a new one
+  Counter handed_over;           // packets put on another worker's hand-over ring (its client pod's owner)
 };
 
 // One per worker, allocated by the runtime (new or rte_zmalloc; ~220 KiB), cache-line aligned

@@ -588,6 +588,12 @@ void Dataplane::fill_counters(v1::Counters& out) const {
     s->set_busy_loops(ctx.busy_loops.load(std::memory_order_relaxed));
     s->set_busy_seconds(tsc_hz > 0 ? static_cast<double>(ctx.busy_cycles.load(std::memory_order_relaxed)) / tsc_hz : 0);
     s->set_sleeps(ctx.sleeps.load(std::memory_order_relaxed));
+    const ServiceCounters& sc = ctx.counters->services;
+    s->set_service_new_flows(sc.new_flows.get());
+    s->set_service_translated(sc.translated.get());
+    s->set_service_replies_translated(sc.replies_translated.get());
+    s->set_service_repicked(sc.repicked.get());
+    s->set_service_handed_over(sc.handed_over.get());
   }
   auto* sizes = out.mutable_tables();
   if (tables_) {

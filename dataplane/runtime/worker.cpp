@@ -476,8 +476,9 @@ int worker_main(void* arg) {
 bool hand_over_to_worker(void* context, std::uint32_t to, HandoverStage stage, rte_mbuf* m) {
   auto& w = *static_cast<WorkerContext*>(context);
   rte_ring* r = w.service_rings[(std::size_t{w.id} * w.workers + to) * kHandoverStages + static_cast<unsigned>(stage)];
-  if (rte_ring_enqueue(r, m) != 0) return false;
+  if (rte_ring_enqueue(r, m) != 0) return false;  // the caller counts service_handover_full
   w.handed_to |= 1ull << to;
+  w.counters->services.handed_over.add(1);
   return true;
 }
 

@@ -12,7 +12,9 @@ the client pod, docs/conntrack.md "One table per worker"):
   - the UDP flows again after a third backend is added (Delta): each keeps its backend, and
     12 TCP connections held open across that Delta still echo;
   - pod C and that third backend removed (Delta): their flows move to pod B;
-  - no service_* drop.
+  - no service_* drop;
+  - the workers' service counters in `vxfed-dpctl counters` (WorkerStats.service_*) account
+    for those flows and packets, and for hand-overs with two workers only.
 """
 
 import json
@@ -174,6 +176,29 @@ def run_bed(queues: int) -> None:
                          for p in f.counters().get("ports", []) if p["name"] == "uplink"}
             t.log(f"uplink rx per worker: {per_queue}")
             assert set(per_queue) == set(range(queues)) and min(per_queue.values()) > 0, per_queue
+        check_service_counters(f.counters(), queues, udp_flows=len(udp), tcp_flows=len(tcp) + 12,
+                               repicked_at_least=sum(1 for v in udp.values() if v == "C"))
+
+
+def check_service_counters(counters: dict, queues: int, udp_flows: int, tcp_flows: int,
+                           repicked_at_least: int) -> None:
+    """WorkerStats' service counters, summed over the workers, against what the clients did:
+    every UDP flow sent 3 times (first run, after the added backend, after the removal), each
+    answered; every TCP connection sent at least SYN, ACK and FIN, and got at least SYN-ACK and
+    the server's name. The flows on pod C (UDP, still tracked: 30 s) were re-picked."""
+    workers = counters.get("workers", [])
+    assert len(workers) == queues, workers
+    total = {k: sum(int(w.get(f"service_{k}", 0)) for w in workers)
+             for k in ("new_flows", "translated", "replies_translated", "repicked", "handed_over")}
+    t.log(f"service counters over {queues} worker(s): {total}")
+    assert total["new_flows"] >= udp_flows + tcp_flows, total
+    assert total["translated"] >= 3 * udp_flows + 3 * tcp_flows, total
+    assert total["replies_translated"] >= 3 * udp_flows + 2 * tcp_flows, total
+    assert total["repicked"] >= max(1, repicked_at_least), total
+    if queues > 1:
+        assert total["handed_over"] > 0, total
+    else:
+        assert total["handed_over"] == 0, total
 
 
 def main() -> None:
