@@ -626,20 +626,23 @@ Expected<nlohmann::json> cmd_check(const NetConf& conf, const CniEnv& env) {
     });
     if (!present) return fail("the route " + rt.dst + (rt.gw.empty() ? "" : " via " + rt.gw) + " is missing");
   }
-  // The config's service range too, whatever prevResult says: a pod attached before the range
-  // was configured lacks it, and reaches no VIP until it is re-created.
+  // The service range too (the config's and the one vxfedd hands over), whatever prevResult
+  // says: a pod attached before the range was configured lacks it, and reaches no VIP until it
+  // is re-created.
+  auto network = get_network(*client, conf);
+  if (!network) return network.error();
+  const auto service_cidrs = merge_service_cidrs(conf.service_cidrs, network->services);
   if (auto gw = net::Ipv4Addr::parse(prev_gateway(prev, prev_index)); gw) {
-    for (std::size_t i = 0; i < conf.service_cidrs.size(); ++i) {
-      const auto& dst = conf.service_cidrs[i];
+    for (const auto& cidr : service_cidrs) {
       const bool present = std::any_of(routes->begin(), routes->end(),
-                                       [&](const RouteEntry& e) { return e.dst == dst && e.gateway == *gw; });
+                                       [&](const RouteEntry& e) { return e.dst == cidr.prefix && e.gateway == *gw; });
       if (!present)
-        return fail("the route " + dst.str() + " via " + gw->str() + " (serviceCidrs[" + std::to_string(i) +
-                    "]) is missing: it was deleted, or the pod was attached before the service range was configured "
+        return fail("the route " + cidr.prefix.str() + " via " + gw->str() + " (" + cidr.field +
+                    ") is missing: it was deleted, or the pod was attached before the service range was configured "
                     "(re-create the pod)");
     }
-  } else if (!conf.service_cidrs.empty()) {
-    return fail("prevResult has no gateway for " + env.ifname + " to check the serviceCidrs routes against");
+  } else if (!service_cidrs.empty()) {
+    return fail("prevResult has no gateway for " + env.ifname + " to check the service range's routes against");
   }
   auto host_nl = Netlink::open();
   if (!host_nl) return iface_error("cannot talk to the kernel (rtnetlink)", host_nl.error());

@@ -18,7 +18,9 @@ the fake vxfedd (tests/cni/fake_vxfedd) describing network fed-a with the remote
   CIDR or this cluster's subnet (ADD, code 7, before IPAM), a prefix with host bits set (ADD and
   `vxfed --check`), the field spelt serviceCIDRs.
 - The range vxfedd hands over (GetNetwork's service_cidrs; network fed-s): routed with no
-  serviceCidrs in the config, merged with the config's (each destination once); one that
+  serviceCidrs in the config (CHECK fails once its route is deleted, and for a pod attached
+  while vxfedd handed none over, naming vxfedd's range), merged with the config's (each
+  destination once); one that
   overlaps the remote cluster's CIDR (fed-bad) refused naming it."""
 
 import ipaddress
@@ -249,10 +251,41 @@ def vxfedd_hands_over_the_range(bed: CniBed, rt) -> None:
         for cidr in want:
             assert listed.count(cidr) == 1, f"fed-s {cidrs}: {cidr} listed {listed.count(cidr)} times: {result['routes']}"
         rt.check(conf, cid, netns, "net1")
+        if not cidrs:
+            ns.run(["ip", "route", "del", SERVICE_CIDRS[0], "dev", "net1"])
+            check_fails_naming(rt, conf, cid, netns, "net1", f"route {SERVICE_CIDRS[0]} via {S_GATEWAY}",
+                               "CHECK on fed-s without the route to vxfedd's range")
+            ns.run(["ip", "route", "add", SERVICE_CIDRS[0], "via", S_GATEWAY, "dev", "net1"])
+            rt.check(conf, cid, netns, "net1")
         rt.delete(conf, cid, netns, "net1")
         bed.assert_clean([(cid, "net1")], f"DEL on fed-s with serviceCidrs {cidrs}")
         tl.log(f"fed-s, config serviceCidrs {cidrs}: vxfedd's range {SERVICE_CIDRS[0]} routed via {S_GATEWAY}, "
                f"each destination once in the result ({listed})")
+    # A pod attached while vxfedd handed no range over (its prevResult has no such route):
+    # CHECK asks vxfedd and names the route to the range it hands over now.
+    networks_file = bed.work / "networks.json"
+    with_range = networks_file.read_text()
+    without = json.loads(with_range)
+    for n in without["networks"]:
+        n.pop("service_cidrs", None)
+    bed.stop_vxfedd()
+    networks_file.write_text(json.dumps(without))
+    bed.start_vxfedd()
+    ns = bed.pod("handold")
+    netns = bed.netns_path(ns)
+    cid = bed.cid("handold")
+    conf = bed.conf("1.1.0", name="fed-s", ipam=host_local)
+    result = rt.add(conf, cid, netns, "net1")
+    assert SERVICE_CIDRS[0] not in [r["dst"] for r in result["routes"]], result["routes"]
+    bed.stop_vxfedd()
+    networks_file.write_text(with_range)
+    bed.start_vxfedd()
+    check_fails_naming(rt, conf, cid, netns, "net1",
+                       f"route {SERVICE_CIDRS[0]} via {S_GATEWAY} (vxfedd's service range (GetNetwork service_cidrs[0])) "
+                       "is missing", "CHECK of a pod attached before vxfedd handed the range over")
+    rt.delete(conf, cid, netns, "net1")
+    bed.assert_clean([(cid, "net1")], "DEL of the pod attached before vxfedd handed the range over")
+
     ns = bed.pod("handbad")
     netns = bed.netns_path(ns)
     cid = bed.cid("handbad")
