@@ -111,7 +111,10 @@ bool build_tables(Setup& s, std::uint32_t routes, std::uint32_t max_vteps, int u
     }
   }
   s.tables = build_node_tables(t, ctx);
-  if (g_services.services) {
+  // A connection table even without services: the runtime always hands its workers' flows to
+  // the burst functions, so that the cost measured for networks without services is the
+  // runtime's (the has-services tests run, and say no).
+  {
     dp::ConntrackConfig cc;
     cc.capacity = 65536;
     cc.timeouts = dp::ConntrackTimeouts::from_seconds(rte_get_tsc_hz());
