@@ -84,7 +84,7 @@ void PolicyFollower::start() {
       });
   relist("start");
   watch_locals();
-  maintain_later();
+  maintain_later(kMaintainFirst);
 }
 
 void PolicyFollower::relist(const char* why) {
@@ -175,17 +175,15 @@ void PolicyFollower::watch_locals() {
   });
 }
 
-void PolicyFollower::maintain_later() {
-  maintain_timer_.expires_after(kMaintainInterval);
+void PolicyFollower::maintain_later(std::chrono::milliseconds after) {
+  maintain_timer_.expires_after(after);
   auto alive = alive_;
   maintain_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || !*alive) return;
-    maintain_later();
-    if (maintaining_) return;
-    maintaining_ = true;
     worker_->post([this, alive] {
       struct Done {
-        bool collector = false;
+        bool held = false;       // somebody holds v1/collector
+        bool collector = false;  // this node
         std::optional<fed::StoreResult<fed::MaintenanceReport>> report;
         std::string error;
       };
@@ -194,12 +192,15 @@ void PolicyFollower::maintain_later() {
       if (!holder) {
         done->error = holder.error();
       } else {
-        done->collector = !holder->kvs.empty() && holder->kvs.front().value == node_;
+        done->held = !holder->kvs.empty();
+        done->collector = done->held && holder->kvs.front().value == node_;
         if (done->collector) done->report = store_->maintain(system_unix_ms());
       }
       asio::post(io_, [this, alive, done] {
         if (!*alive) return;
-        maintaining_ = false;
+        // Nobody elected yet (the federation link elects one at its first reconcile), or the
+        // store away: look again soon rather than in a minute.
+        maintain_later(done->held && done->error.empty() ? kMaintainInterval : kMaintainFirst);
         stats_.collector = done->collector;
         if (!done->error.empty() || (done->report && !*done->report)) {
           ++stats_.maintain_failures;

@@ -10,10 +10,11 @@
 // endpoints) and fed when they differ, so a pod attached or detached reaches the compilers
 // without a store call.
 //
-// The identity collector: every kMaintainInterval this node reads v1/collector, and when it is
-// the federation's collector (the one node the FederationLink elected, on its lease) it runs
-// PolicyStore::maintain() on the same worker. maintain() is guarded and any node may run it;
-// running it on one node keeps its two prefix reads off the other nodes.
+// The identity collector: kMaintainFirst after start, then every kMaintainInterval, this node
+// reads v1/collector, and when it is the federation's collector (the one node the
+// FederationLink elected, on its lease) it runs PolicyStore::maintain() on the same worker.
+// maintain() is guarded and any node may run it; running it on one node keeps its two prefix
+// reads (every identity, every identity user) off the other nodes.
 //
 // Threads: the watch delivers on its own thread, which only posts to the io thread; the list
 // and maintain() run on this object's StoreWorker; results come back by asio::post.
@@ -49,7 +50,10 @@ class PolicyFollower {
   static constexpr std::chrono::milliseconds kRetryMin{250};
   static constexpr std::chrono::milliseconds kRetryMax{5000};
   static constexpr std::chrono::milliseconds kLocalsInterval{500};
-  static constexpr std::chrono::milliseconds kMaintainInterval{30000};
+  // The first look soon after start (a collector that restarted finishes what it left), then
+  // one a minute: one read of v1/collector per node per minute is the cost for the others.
+  static constexpr std::chrono::milliseconds kMaintainFirst{3000};
+  static constexpr std::chrono::milliseconds kMaintainInterval{60000};
 
   struct Stats {
     std::uint64_t listings = 0;       // lists fed to the compilers
@@ -81,7 +85,7 @@ class PolicyFollower {
   void retry_later();
   void fed(const FeedReport& report);
   void watch_locals();
-  void maintain_later();
+  void maintain_later(std::chrono::milliseconds after);
 
   boost::asio::io_context& io_;
   std::string node_;
@@ -97,7 +101,6 @@ class PolicyFollower {
   bool listing_ = false;
   bool again_ = false;
   bool failing_ = false;
-  bool maintaining_ = false;
   Stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::unique_ptr<federation::EtcdWatch> watch_;

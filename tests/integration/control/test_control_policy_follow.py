@@ -13,7 +13,9 @@ asserted is vxfedd's metrics page:
   3. `vxfedctl policy delete -f` of the same file: within 1 s the policy is gone, db-0 is
      unlabelled again and nothing is isolated (the numbers stay held down for the hold-down,
      as docs/policy.md says, and the page counts them);
-  4. a pod detached: its network's compiler is dropped (no local identity series left).
+  4. the identity collector (PolicyStore::maintain) has run on node-a, the federation's
+     collector, without failures;
+  5. a pod detached: its network's compiler is dropped (no local identity series left).
 """
 
 from __future__ import annotations
@@ -198,6 +200,13 @@ def test_main() -> None:
                   f"store listing: {len(held.get('pods', []))} pods")
             assert not held.get("policies") and not held.get("pods"), held
             assert f"policy: policy cluster-a/prod/db-from-web deleted" in a.log()
+
+            # The identity collector runs on this node, the federation's only one (v1/collector).
+            timed_wait(port, lambda p: series(p, "vxfedd_policy_collector") == {frozenset(): 1.0} and
+                       list(series(p, "vxfedd_policy_collector_runs_total").values())[0] >= 1,
+                       "the identity collector ran on node-a (the federation's collector)", a)
+            page = scrape(port)
+            assert series(page, "vxfedd_policy_collector_failures_total") == {frozenset(): 0.0}, page
 
             # 4. The pod detached: no local pod on red, its compiler dropped.
             assert a.ctl("detach", "c-db-0", "--ifname", "net1").returncode == 0
