@@ -172,6 +172,10 @@ def test_main() -> None:
             took = time.monotonic() - applied_at
             assert took < GOAL_S, f"compiled {took:.3f} s after the apply returned (goal {GOAL_S} s)"
             page = scrape(port)
+            t.log("after the apply: the last change fed in {:.3f} ms (the longest so far {:.3f} ms), {:.0f} bytes of tables".format(
+                page[("vxfedd_policy_update_last_seconds", frozenset())] * 1e3,
+                page[("vxfedd_policy_update_max_seconds", frozenset())] * 1e3,
+                list(series(page, "vxfedd_policy_tables_bytes", network="red").values())[0]))
             assert list(series(page, "vxfedd_policy_local_isolated", identity=db, direction="egress").values()) == [0.0]
             assert series(page, "vxfedd_policy_local_identities", network="red") == {frozenset({("network", "red")}): 1.0}
             assert not series(page, "vxfedd_policy_local_isolated", identity="1"), "db-0 is no longer unlabelled"
