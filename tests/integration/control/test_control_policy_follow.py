@@ -73,6 +73,17 @@ items:
     labels: {app: db}
 """
 
+FAMILIES = [
+    "vxfedd_policy_policies", "vxfedd_policy_identities", "vxfedd_policy_store_revision",
+    "vxfedd_policy_local_identities", "vxfedd_policy_tables_bytes", "vxfedd_policy_local_isolated",
+    "vxfedd_policy_local_peers", "vxfedd_policy_update_last_seconds", "vxfedd_policy_update_max_seconds",
+    "vxfedd_policy_update_busy_seconds", "vxfedd_policy_updates_total", "vxfedd_policy_listings_total",
+    "vxfedd_policy_list_failures_total", "vxfedd_policy_watch_breaks_total", "vxfedd_policy_watching",
+    "vxfedd_policy_records_skipped_total", "vxfedd_policy_identity_exhausted_total", "vxfedd_policy_collector",
+    "vxfedd_policy_collector_runs_total", "vxfedd_policy_collector_failures_total",
+    "vxfedd_policy_identities_released_total", "vxfedd_policy_identities_forgotten_total",
+]
+
 SAMPLE = re.compile(r"^([a-z_]+)(?:\{([^}]*)\})? (\S+)$")
 
 
@@ -182,6 +193,13 @@ def test_main() -> None:
             assert list(series(page, "vxfedd_policy_tables_bytes", network="red").values())[0] > 0
             assert series(page, "vxfedd_policy_identity_exhausted_total") == {frozenset(): 0.0}, page
             assert series(page, "vxfedd_policy_watching") == {frozenset(): 1.0}, page
+            # Every family docs/policy.md ("Metrics") names is on the page (the writer leaves
+            # out a sample that breaks the naming rules).
+            families = {name for name, _ in page}
+            for name in FAMILIES:
+                assert name in families, (name, sorted(families))
+            assert page[("vxfedd_policy_listings_total", frozenset())] >= 2, page  # start, then the apply
+            assert page[("vxfedd_policy_list_failures_total", frozenset())] == 0, page
             log = a.log()
             assert "policy: policy cluster-a/prod/db-from-web applied" in log, log[-3000:]
             assert f"policy: identity {db} added" in log and f"policy: identity {web} added" in log, log[-3000:]
