@@ -145,8 +145,8 @@ template <typename CopyConstant>
   return true;
 }
 
-// The VTEP's constant outer headers with `head` (neighbor_head()), then the whole VXLAN header
-// in one 8-byte store: plain (0x08) or, toward a VTEP that takes GBP, G|I with the sending
+// The VTEP's constant outer headers with `head` (neighbor_head()), then the VXLAN header's
+// first word, plain (0x08) or, toward a VTEP that takes GBP, G|I with the sending
 // pod's group (`gbp_word`, VtepEntry::gbp_word_of), and the network's VNI. Where there was one
 // 4-byte store of the VNI, the GBP choice adds a 2-byte load from the line already read and
 // a mask: no branch, the same work toward every VTEP.
@@ -154,9 +154,9 @@ template <typename CopyConstant>
                                                      std::uint32_t vni_field_be, std::uint32_t gbp_word) {
   std::memcpy(o, &head, sizeof(head));
   std::memcpy(reinterpret_cast<std::uint8_t*>(o) + sizeof(head), v.tail.data(), v.tail.size());
-  const std::uint64_t vxlan =
-      VtepEntry::vxlan_first_word(load_word(&v.gbp), gbp_word) | static_cast<std::uint64_t>(vni_field_be) << 32;
-  std::memcpy(&o->vxlan, &vxlan, sizeof(vxlan));
+  const std::uint32_t first = VtepEntry::vxlan_first_word(load_word(&v.gbp), gbp_word);
+  std::memcpy(&o->vxlan, &first, sizeof(first));
+  o->vxlan.vni_reserved_be = vni_field_be;
 }
 
 // Encapsulation of a packet the reference parser took (IPv4 with options, ICMP, fragments):
