@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """VXLAN Group Policy (VXLAN-GBP) sent by the forwarder, against Linux's vxlan driver on node B.
 Pod A's endpoint carries identity 677 (0x2a5); node B's VTEP is given `gbp` in an explicit Vtep
-entry or not. A mangle rule on node B counts what leaves vxlan0 with the packet mark's low 16
-bits equal to 677 (Linux's vxlan device with `gbp` puts the Group Policy ID there), another
-what arrives with low bits 0.
+entry or not. A mangle rule on node B counts what vxlan0 decapsulated with the packet mark's low
+16 bits equal to 677 (Linux's vxlan device with `gbp` puts the Group Policy ID there), another
+what it decapsulated with low bits 0.
 
   1. Node B's vxlan0 without `gbp`, Vtep entry without gbp: pod A and pod B ping each other
      (a device without gbp drops any VXLAN flags but 0x08: every echo answered means plain
