@@ -9,7 +9,7 @@ red, a pod prod/db-0 attached with the CNI's K8S_POD_NAMESPACE/K8S_POD_NAME.
      the apply printed for prod/db-0;
   3. the pod relabelled: the new number the apply printed (different from the old one);
   4. the dataplane restarted: the snapshot vxfedd replays carries the number.
-Each read is `vxfed-dpctl dump` (the tables the dataplane applied), compared whole: both endpoints.
+Each read is `vxfed-dpctl dump`; every delta is acknowledged and none refused.
 """
 
 from __future__ import annotations
