@@ -406,7 +406,13 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     auto policy = PolicyApi::create(d.io, d.config, d.log);
     if (!policy) return make_error(policy.error());
     d.policy = std::move(*policy);
-    auto follower = PolicyFollower::create(d.io, d.config, d.log, [&d] { return local_pods(d.state->list_endpoints()); });
+    // Each local pod's identity number goes into its dataplane endpoint (Endpoint.identity,
+    // the GBP group policy ID it sends with; docs/policy.md, "Identities on the wire").
+    auto identities = [&d](const PolicyFeed& feed) {
+      d.state->set_endpoint_identities([&feed](const v1::EndpointInfo& info) { return endpoint_identity(feed, info); });
+    };
+    auto follower = PolicyFollower::create(d.io, d.config, d.log, [&d] { return local_pods(d.state->list_endpoints()); },
+                                           identities);
     if (!follower) return make_error(follower.error());
     d.policy_follower = std::move(*follower);
     if (d.config.services.range) {

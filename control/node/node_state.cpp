@@ -697,14 +697,27 @@ Status NodeState::expire_hold_downs() { return vnis_->expire(options_.clock()); 
 
 // ---------------------------------------------------------------- endpoints
 
-dp::Endpoint NodeState::dp_endpoint(const v1::EndpointInfo& info) {
+dp::Endpoint NodeState::dp_endpoint(const Endpoint& endpoint) {
+  const v1::EndpointInfo& info = endpoint.info;
   dp::Endpoint e;
   e.set_id(endpoint_id(info.spec().container_id(), info.spec().ifname()));
   e.set_vni(info.vni());
   e.set_ip(info.spec().ip());
   e.set_mac(info.spec().mac());
   e.set_iface(info.spec().host_iface());
+  e.set_identity(endpoint.identity);
   return e;
+}
+
+void NodeState::set_endpoint_identities(const std::function<std::uint32_t(const v1::EndpointInfo&)>& identity_of) {
+  TablesDelta delta;
+  for (auto& [id, e] : endpoints_) {
+    const std::uint32_t identity = identity_of(e.info);
+    if (identity == e.identity) continue;
+    e.identity = identity;
+    delta.endpoints.push_back(dp_endpoint(e));
+  }
+  if (!delta.empty()) publish(delta);
 }
 
 v1::EndpointInfo NodeState::with_status(const Endpoint& e) const {
@@ -715,7 +728,7 @@ v1::EndpointInfo NodeState::with_status(const Endpoint& e) const {
     info.set_dataplane(v1::DP_NOT_CONNECTED);
     info.set_dataplane_error(sink_ == nullptr ? "vxfedd has no dataplane connection"
                                               : "the dataplane is not connected to vxfedd, or has not applied its tables yet");
-  } else if (sink_->carries(dp_endpoint(e.info))) {
+  } else if (sink_->carries(dp_endpoint(e))) {
     info.set_dataplane(v1::DP_CARRIED);
     info.set_in_dataplane(true);
   } else if (auto reason = sink_->refusal(endpoint_id(e.info.spec().container_id(), e.info.spec().ifname()))) {
@@ -792,7 +805,7 @@ Result<v1::EndpointInfo> NodeState::attach(const v1::EndpointSpec& requested, v1
     return make_error("endpoint " + id + " could not be saved: " + ok.error());
   }
   TablesDelta delta;
-  delta.endpoints.push_back(dp_endpoint(e.info));
+  delta.endpoints.push_back(dp_endpoint(e));
   ip_owner_[{spec.network(), spec.ip()}] = id;
   ++endpoints_per_network_[spec.network()];
   auto& stored = endpoints_[id] = std::move(e);
@@ -1063,7 +1076,7 @@ void NodeState::set_services(const std::vector<dp::Service>& upserts, const std:
 dp::Tables NodeState::tables() const {
   dp::Tables t;
   for (const auto& [name, n] : networks_) *t.add_networks() = dp_network(n);
-  for (const auto& [id, e] : endpoints_) *t.add_endpoints() = dp_endpoint(e.info);
+  for (const auto& [id, e] : endpoints_) *t.add_endpoints() = dp_endpoint(e);
   for (const auto& [key, versions] : routes_) {
     if (!network_of_vni_.count(key.vni) || versions.empty()) continue;
     to_wire(versions.best(), t.add_routes());

@@ -116,6 +116,11 @@ class NodeState {
   Result<v1::EndpointInfo> check(const std::string& container_id, const std::string& ifname,
                                  v1::ErrorCode* code) const;
   std::vector<v1::EndpointInfo> list_endpoints() const;
+  // Each endpoint's policy identity (docs/policy.md, "Identities on the wire"), as `identity_of`
+  // answers for it (0: unknown). The endpoints whose identity changed go to the dataplane as
+  // endpoint upserts in one delta; nothing is sent when none changed. Not persisted: the
+  // caller (the policy follower) derives it again after a restart.
+  void set_endpoint_identities(const std::function<std::uint32_t(const v1::EndpointInfo&)>& identity_of);
   Result<std::vector<v1::EndpointSpec>> garbage_collect(const v1::GarbageCollect& request,
                                                         v1::ErrorCode* code);
 
@@ -183,6 +188,9 @@ class NodeState {
   };
   struct Endpoint {
     v1::EndpointInfo info;
+    // The pod's policy identity (dp::Endpoint.identity): derived from the store by the policy
+    // follower, so held in memory only, 0 (unknown) until set_endpoint_identities() says.
+    std::uint32_t identity = 0;
   };
   // What each origin says about one (VNI, prefix). A federation hands a node ~130,000 routes,
   // nearly all of them learned only: the learned version is held inline and the operator's
@@ -218,7 +226,7 @@ class NodeState {
   Status persist_network(const Network& network);
   v1::NetworkInfo info_of(const Network& network) const;
   dp::Network dp_network(const Network& network) const;
-  static dp::Endpoint dp_endpoint(const v1::EndpointInfo& info);
+  static dp::Endpoint dp_endpoint(const Endpoint& endpoint);
   const RemoteRoute* effective_route(const RouteKey& key) const;
   void collect_route_change(const RouteKey& key, const RemoteRoute* before, TablesDelta& delta) const;
   void set_static_routes(const Network& network, TablesDelta* delta);

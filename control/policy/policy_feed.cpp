@@ -119,6 +119,13 @@ FeedReport PolicyFeed::update_locals(const std::vector<LocalPod>& pods) {
 // without a record (its labels have not reached the store) or whose number this node does not
 // know yet is unlabelled, one local identity per namespace (it fails closed: docs/policy.md,
 // "Before a pod's labels arrive").
+std::uint16_t PolicyFeed::number_of(const LocalPod& pod) const {
+  auto record = own_pods_.find({pod.namespace_name, pod.name});
+  if (record == own_pods_.end()) return pol::kPeerUnlabelled;
+  auto known = identities_.find(static_cast<std::uint16_t>(record->second));
+  return known == identities_.end() ? pol::kPeerUnlabelled : known->first;
+}
+
 std::vector<pol::LocalIdentity> PolicyFeed::locals_of(const std::string& network, const std::vector<LocalPod>& pods) const {
   std::vector<pol::LocalIdentity> out;
   for (const auto& pod : pods) {

@@ -61,6 +61,11 @@ class PolicyFeed {
   // Only the attached pods changed: the same, against the last listing.
   FeedReport update_locals(const std::vector<LocalPod>& pods);
 
+  // The number this node puts on the wire for `pod` (Endpoint.identity): its record's number
+  // once this node has listed it, else the unlabelled number (docs/policy.md, "Identities on
+  // the wire"), the same as the compilers use for it (locals_of()).
+  std::uint16_t number_of(const LocalPod& pod) const;
+
   std::size_t policies() const { return policies_.size(); }       // held, every cluster's
   std::size_t identities() const { return identities_.size(); }   // allocated or held down
   std::int64_t revision() const { return revision_; }             // of the last listing

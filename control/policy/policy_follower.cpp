@@ -25,23 +25,30 @@ std::vector<LocalPod> local_pods(const std::vector<v1::EndpointInfo>& endpoints)
   return out;
 }
 
+std::uint32_t endpoint_identity(const PolicyFeed& feed, const v1::EndpointInfo& endpoint) {
+  auto pod = local_pods({endpoint});
+  return pod.empty() ? 0 : feed.number_of(pod.front());
+}
+
 Result<std::unique_ptr<PolicyFollower>> PolicyFollower::create(asio::io_context& io, const Config& config,
-                                                               std::shared_ptr<spdlog::logger> log, LocalPods local_pods) {
+                                                               std::shared_ptr<spdlog::logger> log, LocalPods local_pods,
+                                                               Identities identities) {
   if (!config.federation.enabled) return make_error("network policy needs the federation store (no federation section)");
   auto client = fed::EtcdClient::create(etcd_options(config));
   if (!client) return make_error(config.source + ": federation: " + client.error());
   return std::unique_ptr<PolicyFollower>(
-      new PolicyFollower(io, config, std::move(*client), std::move(log), std::move(local_pods)));
+      new PolicyFollower(io, config, std::move(*client), std::move(log), std::move(local_pods), std::move(identities)));
 }
 
 PolicyFollower::PolicyFollower(asio::io_context& io, const Config& config, std::unique_ptr<fed::EtcdClient> client,
-                               std::shared_ptr<spdlog::logger> log, LocalPods local_pods)
+                               std::shared_ptr<spdlog::logger> log, LocalPods local_pods, Identities identities)
     : io_(io),
       node_(config.node.name),
       client_(std::move(client)),
       store_(std::make_unique<fed::PolicyStore>(*client_, fed::PolicyStoreOptions{})),
       log_(std::move(log)),
       local_pods_(std::move(local_pods)),
+      identities_(std::move(identities)),
       feed_(config.cluster.name),
       retry_timer_(io),
       locals_timer_(io),
@@ -122,6 +129,7 @@ void PolicyFollower::listed(fed::StoreResult<fed::PolicySnapshot> snapshot) {
   std::sort(pods_.begin(), pods_.end());
   listed_once_ = true;
   fed(feed_.update(*snapshot, pods_));
+  if (identities_) identities_(feed_);
   if (again_) relist("changes during the last list");
 }
 
@@ -170,6 +178,7 @@ void PolicyFollower::watch_locals() {
         pods_ = std::move(pods);
         fed(feed_.update_locals(pods_));
       }
+      if (identities_) identities_(feed_);
     }
     watch_locals();
   });

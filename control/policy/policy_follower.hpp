@@ -45,6 +45,11 @@ namespace vxfed::control {
 // K8S_POD_NAME). An endpoint without them (attached by hand) is no pod a policy can select.
 std::vector<LocalPod> local_pods(const std::vector<v1::EndpointInfo>& endpoints);
 
+// The identity number an attached endpoint sends with (dp::Endpoint.identity, the VXLAN-GBP
+// group policy ID; docs/policy.md, "Identities on the wire"): a pod's is feed.number_of() it
+// (unlabelled, 1, until its number is listed); an endpoint that is no pod has 0 (unknown).
+std::uint32_t endpoint_identity(const PolicyFeed& feed, const v1::EndpointInfo& endpoint);
+
 class PolicyFollower {
  public:
   static constexpr std::chrono::milliseconds kRetryMin{250};
@@ -67,10 +72,15 @@ class PolicyFollower {
     bool collector = false;           // this node held v1/collector at the last look
   };
   using LocalPods = std::function<std::vector<LocalPod>()>;  // io thread
+  // Told, on the io thread, after every listing and every look at the attached pods, so that
+  // the caller brings each endpoint's Endpoint.identity to feed().number_of() (idempotent:
+  // an endpoint re-attached under the same pod name is caught at the next look, <= 500 ms).
+  using Identities = std::function<void(const PolicyFeed&)>;
 
   // Needs config.federation.enabled.
   static Result<std::unique_ptr<PolicyFollower>> create(boost::asio::io_context& io, const Config& config,
-                                                        std::shared_ptr<spdlog::logger> log, LocalPods local_pods);
+                                                        std::shared_ptr<spdlog::logger> log, LocalPods local_pods,
+                                                        Identities identities = {});
   ~PolicyFollower();  // stops the watch and the worker before the client goes
 
   void start();
@@ -79,7 +89,7 @@ class PolicyFollower {
 
  private:
   PolicyFollower(boost::asio::io_context& io, const Config& config, std::unique_ptr<federation::EtcdClient> client,
-                 std::shared_ptr<spdlog::logger> log, LocalPods local_pods);
+                 std::shared_ptr<spdlog::logger> log, LocalPods local_pods, Identities identities);
   void relist(const char* why);  // io thread
   void listed(federation::StoreResult<federation::PolicySnapshot> snapshot);
   void retry_later();
@@ -93,6 +103,7 @@ class PolicyFollower {
   std::unique_ptr<federation::PolicyStore> store_;
   std::shared_ptr<spdlog::logger> log_;
   LocalPods local_pods_;
+  Identities identities_;
   PolicyFeed feed_;
   bool listed_once_ = false;
   std::vector<LocalPod> pods_;
