@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""LocalFirst through the real forwarder (docs/services.md, "Tests"; issue 36's LocalFirst goal).
+
+The two-cluster bed of vxfed_harness.service_bed (nodes A of cluster-a and B of cluster-b, the
+real dataplanes, vxfedd, FRR's bgpd, etcd). default/infer (UDP 9000 -> target 9000) is
+LocalFirst with cluster-a's backends L1 and L2 (pods on A) and cluster-b's R1 (a pod on B),
+applied with `vxfedctl service apply -f` on each node; the client is a pod on A. Each backend is
+a UDP echo that answers with its name and logs the source port of every request it receives.
+  1. 10,000 new flows (one datagram each from source ports 20000..29999 of the client, so no
+     two share a tuple; one resend of the same flow for an unanswered one): every flow answered,
+     100 % of them by L1 or L2 (the replies' names and the backends' own logs: R1 received none
+     of them), both local backends used, and A's forwarder counted >= 10,000 new service flows.
+  2. L2's pod deleted (its echo stopped, CNI DEL = `vxfedctl detach`, cluster-a's slice
+     without it): A's forwarder entry [L1, R1 not in it].
+  3. A 100 Hz request stream (a new socket per request, so a new flow each) answered by L1 only;
+     then L1, the last local backend, deleted the same way: the stream answered by R1, the gap
+     between the last L1 answer and the first R1 answer < 1 s (and from the slice apply's
+     return < 1 s), printed.
+Prints `RESULTS {json}`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import vxfed_harness as t
+from vxfed_harness.service_bed import ServiceBed, log_path, service_yaml
+
+PORT = 9000
+FLOWS = 10_000
+FIRST_SOURCE_PORT = 20_000
+GAP_BUDGET = 1.0  # s: the issue's pod-deletion goal
+
+# A UDP echo that says who answers and logs the source port of each request.
+SERVER = r"""
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+u.bind(("0.0.0.0", int(sys.argv[2])))
+while True:
+    data, peer = u.recvfrom(2048)
+    print(peer[1], flush=True)
+    u.sendto(sys.argv[1].encode() + b" " + data, peer)
+"""
+
+# FLOWS new flows to VIP:PORT from source ports FIRST.., BATCH at a time: each socket bound to
+# its own port sends one request; the replies of a batch are collected for up to 1 s, and a
+# flow still unanswered sends once more (the same flow). Prints a JSON of who answered.
+BURST = r"""
+import json, select, socket, sys, time
+vip, port, first, flows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+BATCH = 250
+who = {}
+resent = 0
+for start in range(first, first + flows, BATCH):
+    socks = {}
+    for sport in range(start, min(start + BATCH, first + flows)):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", sport))
+        s.connect((vip, port))
+        s.setblocking(False)
+        s.send(b"q")
+        socks[s.fileno()] = (s, sport)
+    for attempt in range(2):
+        deadline = time.time() + 1.0
+        pending = {fd for fd, (_, sp) in socks.items() if sp not in who}
+        while pending and time.time() < deadline:
+            ready, _, _ = select.select(list(pending), [], [], max(0.0, deadline - time.time()))
+            for fd in ready:
+                s, sport = socks[fd]
+                try:
+                    who[sport] = s.recv(2048).split()[0].decode()
+                except OSError:
+                    pass
+                pending.discard(fd)
+        if not pending or attempt == 1:
+            break
+        for fd in pending:
+            socks[fd][0].send(b"q")
+            resent += 1
+    for s, _ in socks.values():
+        s.close()
+counts = {}
+for name in who.values():
+    counts[name] = counts.get(name, 0) + 1
+print(json.dumps({"answered": len(who), "resent": resent, "by": counts}))
+"""
+
+# 100 requests a second to VIP:PORT, each from a new socket (a new flow); "<unix time> <backend>"
+# per answer (as test_control_service_node_loss).
+STREAM = r"""
+import socket, sys, time
+vip, port = sys.argv[1], int(sys.argv[2])
+next_at = time.time()
+while True:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((vip, port))
+    s.settimeout(0.009)
+    s.send(b"q")
+    try:
+        data = s.recv(2048)
+        print(f"{time.time():.4f} {data.split()[0].decode()}", flush=True)
+    except OSError:
+        pass
+    s.close()
+    next_at += 0.01
+    time.sleep(max(0.0, next_at - time.time()))
+"""
+
+
+def infer(cluster: str, endpoints: list[str], created: str) -> str:
+    return service_yaml("infer", cluster, [(e, True) for e in endpoints], [("UDP", PORT, PORT)],
+                        {"vxfed.io/strategy": "LocalFirst"}, created)
+
+
+def answers(path: Path) -> list[tuple[float, str]]:
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        when, _, who = line.partition(" ")
+        out.append((float(when), who))
+    return out
+
+
+def received_ports(path: Path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def main() -> None:
+    results: dict = {}
+    with t.Topology("svclf") as topo:
+        bed = ServiceBed(topo)
+        a, b = bed.a, bed.b
+        pods = {}
+        for name, short, host in (("L1", "a", 5), ("L2", "a", 6), ("R1", "b", 5), ("C", "a", 9)):
+            pods[name] = bed.add_pod(short, name.lower(), host)
+        servers = {}
+        for name in ("L1", "L2", "R1"):
+            ns, _ = pods[name]
+            servers[name] = ns.spawn(["python3", "-c", SERVER, name, str(PORT)], name="echo")
+        echo_log = {name: log_path(topo, pods[name][0], "echo") for name in servers}
+        addr = {name: pods[name][1] for name in pods}
+        bed.apply("a", infer("cluster-a", [addr["L1"], addr["L2"]], "2026-12-06T10:00:00Z"), "infer-a")
+        bed.apply("b", infer("cluster-b", [addr["R1"]], "2026-12-06T09:00:00Z"), "infer-b")
+        t.wait_until(lambda: bed.dataplane_backends("a", "default/infer") == sorted([addr["L1"], addr["L2"]]), 15,
+                     "A's forwarder entry [L1, L2]", bed.check)
+        t.wait_until(lambda: bed.dataplane_backends("b", "default/infer") == [addr["R1"]], 15,
+                     "B's forwarder entry [R1]", bed.check)
+        vip = bed.vip("a")
+        t.log(f"VIP {vip}; L1 {addr['L1']}, L2 {addr['L2']} (cluster-a, on A), R1 {addr['R1']} (cluster-b, on B)")
+
+        # 1. 10,000 new flows while cluster-a has ready backends.
+        before = bed.service_counters("a")
+        t0 = time.time()
+        r = pods["C"][0].run(["python3", "-c", BURST, vip, str(PORT), str(FIRST_SOURCE_PORT), str(FLOWS)], timeout=120)
+        took = time.time() - t0
+        burst = json.loads(r.stdout.strip().splitlines()[-1])
+        after = bed.service_counters("a")
+        new_flows = after.get("service_new_flows", 0) - before.get("service_new_flows", 0)
+        got = {name: sum(1 for p in received_ports(echo_log[name])
+                         if FIRST_SOURCE_PORT <= p < FIRST_SOURCE_PORT + FLOWS) for name in servers}
+        distinct = {name: len({p for p in received_ports(echo_log[name])
+                               if FIRST_SOURCE_PORT <= p < FIRST_SOURCE_PORT + FLOWS}) for name in servers}
+        results["flows"] = {"sent": FLOWS, "seconds": round(took, 1), **burst, "received_by_backend": got,
+                            "distinct_source_ports_by_backend": distinct, "forwarder_new_flows": new_flows}
+        t.log(f"{FLOWS} new flows in {took:.1f} s: answered {burst['answered']} ({burst['resent']} resent once), "
+              f"by {burst['by']}; the backends' own logs: {got} requests, {distinct} source ports; "
+              f"A's forwarder: {new_flows} new service flows")
+        assert burst["answered"] == FLOWS, results["flows"]
+        assert set(burst["by"]) <= {"L1", "L2"}, f"a flow answered by another cluster's backend: {burst['by']}"
+        assert got["R1"] == 0, f"R1 (cluster-b) received {got['R1']} of the flows while cluster-a had ready backends"
+        assert distinct["L1"] + distinct["L2"] == FLOWS, distinct
+        assert min(burst["by"].get("L1", 0), burst["by"].get("L2", 0)) > FLOWS // 4, \
+            f"the flows not spread over both local backends: {burst['by']}"
+        assert new_flows >= FLOWS, f"A's forwarder counted {new_flows} new service flows for {FLOWS}"
+
+        # 2. L2's pod deleted: its echo stops, CNI DEL, the slice without it.
+        servers["L2"].kill()
+        bed.detach_pod("a", "l2")
+        bed.apply("a", infer("cluster-a", [addr["L1"]], "2026-12-06T10:00:00Z"), "infer-a-l1")
+        t.wait_until(lambda: bed.dataplane_backends("a", "default/infer") == [addr["L1"]], 10,
+                     "A's forwarder entry [L1]", bed.check)
+
+        # 3. The 100 Hz stream; then L1, the last local backend, deleted.
+        ns_c = pods["C"][0]
+        ns_c.spawn(["python3", "-c", STREAM, vip, str(PORT)], name="stream")
+        stream_log = log_path(topo, ns_c, "stream")
+        t.wait_until(lambda: len(answers(stream_log)) >= 100, 20, "100 answers of the 100 Hz stream", bed.check)
+        local_only = {who for _, who in answers(stream_log)}
+        assert local_only == {"L1"}, f"the stream answered by {local_only} while L1 was ready"
+        t_delete = time.time()
+        servers["L1"].kill()
+        bed.detach_pod("a", "l1")
+        t_returned = bed.apply("a", infer("cluster-a", [], "2026-12-06T10:00:00Z"), "infer-a-none")
+        t.wait_until(lambda: any(w > t_delete and who == "R1" for w, who in answers(stream_log)), 10,
+                     "the stream answered by R1", bed.check, interval=0.05)
+        time.sleep(0.5)
+        got_stream = answers(stream_log)
+        last_l = max(w for w, who in got_stream if who == "L1")
+        first_r = min(w for w, who in got_stream if who == "R1")
+        after_r = [who for w, who in got_stream if w >= first_r]
+        results["last_local_deleted"] = {
+            "gap_ms": round((first_r - last_l) * 1000), "from_delete_ms": round((first_r - t_delete) * 1000),
+            "from_apply_return_ms": round((first_r - t_returned) * 1000),
+            "delete_steps_ms": round((t_returned - t_delete) * 1000),
+            "answers_before": sum(1 for w, _ in got_stream if w < t_delete)}
+        t.log(f"L1 deleted (echo killed, detached, slice applied in {t_returned - t_delete:.3f} s): the stream "
+              f"answered by R1 {first_r - t_delete:.3f} s after the deletion began, {first_r - t_returned:.3f} s "
+              f"after the apply returned; gap between the last L1 and the first R1 answer {first_r - last_l:.3f} s")
+        assert set(after_r) == {"R1"}, f"answers after R1's first: {set(after_r)}"
+        assert first_r - last_l < GAP_BUDGET, results["last_local_deleted"]
+        assert first_r - t_returned < GAP_BUDGET, results["last_local_deleted"]
+        assert bed.dataplane_backends("a", "default/infer") == [addr["R1"]], "A's entry after the deletion"
+    print("RESULTS " + json.dumps(results))
+
+
+if __name__ == "__main__":
+    t.main_wrapper(main)
