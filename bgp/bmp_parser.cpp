@@ -1,5 +1,7 @@
 #include "bgp/bmp_parser.hpp"
 
+#include "bgp/gbp_mark.hpp"
+
 namespace vxfed::bgp::bmp {
 
 namespace {
@@ -23,6 +25,7 @@ constexpr std::uint8_t kAttrAsPath = 2;
 constexpr std::uint8_t kAttrNextHop = 3;
 constexpr std::uint8_t kAttrMpReach = 14;
 constexpr std::uint8_t kAttrMpUnreach = 15;
+constexpr std::uint8_t kAttrLargeCommunity = 32;  // RFC 8092
 constexpr std::uint8_t kAttrFlagExtendedLength = 0x10;
 
 // A whole BGP message of `type` at the start of `b`: the marker all ones, the length field
@@ -71,6 +74,17 @@ bool parse_as_path(Bytes b, std::size_t width, Update& out, Malformed& bad) {
     out.origin_as = width == 4 ? be32(last) : be16(last);
     out.as_path_length = static_cast<std::uint16_t>(out.as_path_length + (type == 2 ? count : type == 1 ? 1 : 0));
     i += count * width;
+  }
+  return true;
+}
+
+// LARGE_COMMUNITY: 12-byte values (global administrator, local data 1, local data 2); whether
+// the GBP mark is among them.
+bool parse_large_communities(Bytes b, Update& out, Malformed& bad) {
+  if (b.size() % 12 != 0) return fail(bad, "LARGE_COMMUNITY length is not a multiple of 12");
+  for (std::size_t i = 0; i < b.size(); i += 12) {
+    const LargeCommunity c{be32(b.data() + i), be32(b.data() + i + 4), be32(b.data() + i + 8)};
+    if (c == kGbpMark) out.gbp_mark = true;
   }
   return true;
 }
@@ -190,6 +204,9 @@ bool parse_update(Bytes msg, bool two_byte_as_path, Update& out, Malformed& bad)
         break;
       case kAttrMpReach:
         if (!parse_mp_reach(value, out, bad)) return false;
+        break;
+      case kAttrLargeCommunity:
+        if (!parse_large_communities(value, out, bad)) return false;
         break;
       case kAttrMpUnreach:
         saw_mp_unreach = true;

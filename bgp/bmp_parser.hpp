@@ -8,7 +8,8 @@
 //     flags (1: V 0x80 IPv6, L 0x40 post-policy, A 0x20 2-byte AS_PATH, O 0x10 Adj-RIB-Out) |
 //     distinguisher (8) | address (16, IPv4 in the last 4) | AS (4) | BGP ID (4) | time (4+4)
 //   Route Monitoring: per-peer header + one BGP UPDATE (19-byte BGP header, withdrawn routes,
-//     path attributes: ORIGIN, AS_PATH, NEXT_HOP, MP_REACH_NLRI / MP_UNREACH_NLRI, ...; NLRI)
+//     path attributes: ORIGIN, AS_PATH, NEXT_HOP, MP_REACH_NLRI / MP_UNREACH_NLRI,
+//     LARGE_COMMUNITY (for the GBP mark), ...; NLRI)
 //   Peer Up: per-peer header + local address (16) | local port (2) | remote port (2) | the
 //     OPEN sent | the OPEN received | information TLVs
 //   Peer Down: per-peer header + reason (1) + data
@@ -97,6 +98,9 @@ struct Update {
   bool other_family = false;               // MP_REACH/MP_UNREACH of another AFI/SAFI: skipped
   std::uint32_t origin_as = 0;             // the last AS of the AS_PATH (0: empty path, our own AS)
   std::uint16_t as_path_length = 0;        // ASes in AS_SEQUENCE segments (AS_SET counts one)
+  // LARGE_COMMUNITY (RFC 8092) holds the GBP mark (bgp/gbp_mark.hpp): the announcing node takes
+  // VXLAN-GBP.
+  bool gbp_mark = false;
 
   void clear() {
     announced.clear();
@@ -105,13 +109,15 @@ struct Update {
     end_of_rib = other_family = false;
     origin_as = 0;
     as_path_length = 0;
+    gbp_mark = false;
   }
 };
 
 // A BGP message (19-byte header included) that must be an UPDATE. `two_byte_as_path` is the
 // per-peer header's A flag. false (with `bad`) for anything malformed: a wrong marker, a length
 // that disagrees, a prefix longer than 32 or past its field, an attribute past its field, an
-// AS_PATH whose segments do not add up, a NEXT_HOP that is not 4 bytes, announcements without a
+// AS_PATH whose segments do not add up, a NEXT_HOP that is not 4 bytes, a LARGE_COMMUNITY whose
+// length is not a multiple of 12 (RFC 8092 calls it malformed), announcements without a
 // next hop. A malformed UPDATE changes nothing (RFC 7606's treat-as-withdraw is the speaker's
 // business; a station drops and counts).
 bool parse_update(Bytes bgp_message, bool two_byte_as_path, Update& out, Malformed& bad);

@@ -153,7 +153,7 @@ void BmpRib::update(const bmp::PeerKey& key, const bmp::Update& update) {
   }
   if (!update.announced.empty() && update.next_hop) {
     for (const auto& prefix : update.announced) {
-      auto [r, inserted] = peer.routes.try_emplace(prefix, Entry{*update.next_hop, false});
+      auto [r, inserted] = peer.routes.try_emplace(prefix, Entry{*update.next_hop, false, update.gbp_mark});
       if (inserted) {
         ++stats_.routes;
         changed(prefix);
@@ -163,8 +163,9 @@ void BmpRib::update(const bmp::PeerKey& key, const bmp::Update& update) {
         r->second.stale = false;  // re-sent after a reconnect: valid again
         --stats_.stale;
       }
-      if (r->second.next_hop != *update.next_hop) {
+      if (r->second.next_hop != *update.next_hop || r->second.gbp_mark != update.gbp_mark) {
         r->second.next_hop = *update.next_hop;
+        r->second.gbp_mark = update.gbp_mark;
         changed(prefix);
       }
     }
@@ -344,33 +345,38 @@ void BmpRib::finish_resync() {
 }
 
 void BmpRib::changed(const net::Ipv4Prefix& prefix) {
-  std::vector<std::uint32_t> next_hops;
+  Given now;
+  now.gbp_mark = true;
   for (const auto& [key, peer] : peers_) {
     auto r = peer.routes.find(prefix);
-    if (r != peer.routes.end()) next_hops.push_back(r->second.next_hop.value);
+    if (r == peer.routes.end()) continue;
+    now.next_hops.push_back(r->second.next_hop.value);
+    now.gbp_mark = now.gbp_mark && r->second.gbp_mark;
   }
-  std::sort(next_hops.begin(), next_hops.end());
-  next_hops.erase(std::unique(next_hops.begin(), next_hops.end()), next_hops.end());
+  std::sort(now.next_hops.begin(), now.next_hops.end());
+  now.next_hops.erase(std::unique(now.next_hops.begin(), now.next_hops.end()), now.next_hops.end());
+  if (now.next_hops.empty()) now.gbp_mark = false;
   auto given = given_.find(prefix);
-  if (next_hops.empty()) {
+  if (now.next_hops.empty()) {
     if (given == given_.end()) return;  // never given: nothing to remove
     given_.erase(given);
     --stats_.prefixes;
   } else if (given == given_.end()) {
-    given_.emplace(prefix, next_hops);
+    given_.emplace(prefix, now);
     ++stats_.prefixes;
-  } else if (given->second == next_hops) {
+  } else if (given->second == now) {
     return;  // another peer's change left the union as it was
   } else {
-    given->second = next_hops;
+    given->second = now;
   }
-  const auto msg = message(prefix, next_hops);
+  const auto msg = message(prefix, now);
   ++stats_.messages;
   if (msg.next_hops_truncated) ++stats_.next_hops_truncated;
   if (handlers_.on_route) handlers_.on_route(msg);
 }
 
-fpm::RouteMessage BmpRib::message(const net::Ipv4Prefix& prefix, const std::vector<std::uint32_t>& next_hops) const {
+fpm::RouteMessage BmpRib::message(const net::Ipv4Prefix& prefix, const Given& given) const {
+  const std::vector<std::uint32_t>& next_hops = given.next_hops;
   // As zebra's dplane_fpm_nl sends a BGP route: RTM_NEWROUTE (or DEL), AF_INET, RTPROT_BGP,
   // RTN_UNICAST, the main table, metric 20 (eBGP's distance), RTA_MULTIPATH for ECMP.
   fpm::RouteMessage m;
@@ -387,12 +393,13 @@ fpm::RouteMessage BmpRib::message(const net::Ipv4Prefix& prefix, const std::vect
     if (m.next_hop_count == fpm::kMaxNextHops) break;
     m.next_hops[m.next_hop_count++] = fpm::NextHop{nh, 0, 1};
   }
+  m.gbp_mark = given.gbp_mark;
   return m;
 }
 
 void BmpRib::replay() const {
   if (!handlers_.on_route) return;
-  for (const auto& [prefix, next_hops] : given_) handlers_.on_route(message(prefix, next_hops));
+  for (const auto& [prefix, given] : given_) handlers_.on_route(message(prefix, given));
 }
 
 std::size_t BmpRib::routes_of(const bmp::PeerKey& key) const {

@@ -5,7 +5,10 @@
 // have sent over FPM, so bgp::RouteTable::apply stays the one consumer-facing table: for every
 // prefix whose union of next hops across peers changed, one fpm::RouteMessage (RTPROT_BGP,
 // table main, family AF_INET, the union sorted and unique, at most fpm::kMaxNextHops: ECMP when
-// peers give different next hops; is_delete once no peer has the prefix).
+// peers give different next hops; is_delete once no peer has the prefix). The message's
+// gbp_mark is set when every peer's path of the prefix carries the GBP mark (one path without
+// it, e.g. the previous release's node announcing the same block, clears it); a change of it
+// alone is a change too.
 //
 // Semantics (docs/bgp.md, "Learning routes (BMP)"):
 //   - A prefix stays while at least one peer has it.
@@ -178,6 +181,7 @@ class BmpRib {
   struct Entry {
     net::Ipv4Addr next_hop;
     bool stale = false;
+    bool gbp_mark = false;  // the path carries the GBP mark (gbp_mark.hpp)
   };
   enum class Gr : std::uint8_t {
     none,
@@ -194,7 +198,14 @@ class BmpRib {
   };
 
   void changed(const net::Ipv4Prefix& prefix);  // recompute the union, emit when it differs
-  fpm::RouteMessage message(const net::Ipv4Prefix& prefix, const std::vector<std::uint32_t>& next_hops) const;
+  // What the consumer holds of a prefix: the union of next hops, and whether every peer's path
+  // carries the GBP mark.
+  struct Given {
+    std::vector<std::uint32_t> next_hops;
+    bool gbp_mark = false;
+    bool operator==(const Given&) const = default;
+  };
+  fpm::RouteMessage message(const net::Ipv4Prefix& prefix, const Given& given) const;
   void sweep(Peer& peer, bool by_limit);
   void finish_resync_if_done();
   void end_gr(Peer& peer);
@@ -209,7 +220,7 @@ class BmpRib {
   Handlers handlers_;
   BmpRibOptions options_;
   std::map<bmp::PeerKey, Peer> peers_;
-  std::map<net::Ipv4Prefix, std::vector<std::uint32_t>> given_;  // what the consumer holds
+  std::map<net::Ipv4Prefix, Given> given_;  // what the consumer holds
   bool session_up_ = false;
   bool resyncing_ = false;
   Clock::time_point resync_since_{};

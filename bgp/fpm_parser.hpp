@@ -88,6 +88,9 @@ struct RouteMessage {
   bool next_hops_truncated = false;  // more than kMaxNextHops in RTA_MULTIPATH
   bool multipath = false;            // RTA_MULTIPATH was present (possibly empty)
   std::uint16_t unknown_attributes = 0;
+  // Not netlink: set by the BMP RIB (bmp_rib.hpp) when every peer's path of the prefix carries
+  // the GBP mark (gbp_mark.hpp). zebra's FPM stream has no communities: false from it, always.
+  bool gbp_mark = false;
 };
 
 enum class RouteStatus : std::uint8_t {

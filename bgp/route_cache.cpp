@@ -52,6 +52,11 @@ Result<RemoteRoute> decode_route(const json& j, const std::string& where) {
     if (!a) return make_error(where + ".peer: " + a.error());
     r.peer = *a;
   }
+  // The GBP mark (absent in files of the previous release: no mark, plain VXLAN until BMP says).
+  if (auto gbp = j.find("gbp"); gbp != j.end()) {
+    if (!gbp->is_boolean()) return make_error(where + ".gbp: must be true or false");
+    r.gbp_mark = gbp->get<bool>();
+  }
   if (r.vni == 0 && network.empty()) return make_error(where + ": needs a vni or a network");
   return r;
 }
@@ -75,7 +80,7 @@ void append_route(std::string& out, const RemoteRoute& r, bool first) {
   out += std::to_string(r.vni);
   out += ",\"peer\":\"";
   if (r.peer.value != 0) out += r.peer.str();
-  out += "\"}";
+  out += r.gbp_mark ? "\",\"gbp\":true}" : "\"}";
 }
 
 std::string header() { return "{\"version\":" + std::to_string(kVersion) + ",\"routes\":["; }

@@ -66,6 +66,7 @@ RemoteRoute RouteTable::to_route(const Entry& e) const {
   r.prefix = e.prefix;
   r.vteps = e.vteps;
   r.vni = e.vni;
+  r.gbp_mark = e.gbp_mark;
   if (e.peer >= 0) r.peer = peers_[static_cast<std::size_t>(e.peer)].address;
   return r;
 }
@@ -188,6 +189,7 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   }
   Entry e;
   e.prefix = msg.prefix;
+  e.gbp_mark = msg.gbp_mark;
   for (std::uint8_t i = 0; i < msg.next_hop_count; ++i) {
     if (msg.next_hops[i].gateway != 0) e.offered.push_back(net::Ipv4Addr{msg.next_hops[i].gateway});
   }
@@ -217,11 +219,12 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   }
   Entry& old = it->second;
   old.stale = false;
-  const bool changed = old.vteps != e.vteps || old.peer != e.peer || old.vni != e.vni;
+  const bool changed = old.vteps != e.vteps || old.peer != e.peer || old.vni != e.vni || old.gbp_mark != e.gbp_mark;
   old.offered = std::move(e.offered);
   if (!changed) return;  // resent as is
   count(old.peer, -1);
   count(e.peer, +1);
+  old.gbp_mark = e.gbp_mark;
   old.vteps = std::move(e.vteps);
   old.peer = e.peer;
   old.vni = e.vni;

@@ -20,6 +20,9 @@
 // - Held deletes: while the local bgpd restarts (the adapter decides when: docs/bgp.md,
 //   "bgpd restarts"), zebra's deletes of BGP routes are held: the consumer keeps the route;
 //   one zebra sends again is no longer held; release_held() removes what is still held.
+// - The GBP mark (gbp_mark.hpp) is kept per route as the message gave it and handed on in
+//   RemoteRoute::gbp_mark; a change of it alone is a change (an upsert). The rule that makes a
+//   VTEP take GBP from it is vxfedd's, over every route (bgp/gbp_vteps.hpp).
 // Changes accumulate and are taken as one RouteUpdate (common/routes.hpp) with
 // take_pending(); every route given out carries its VNI and its peer's address.
 #pragma once
@@ -113,6 +116,7 @@ class RouteTable {
     std::uint32_t vni = 0;       // 0: unresolved
     std::uint32_t emitted_vni = 0;  // the key the consumer holds this route under; 0: none
     bool stale = false;
+    bool gbp_mark = false;  // every path carries the GBP mark (BMP only: FPM has no communities)
   };
   static std::uint64_t key(const net::Ipv4Prefix& p) { return (std::uint64_t{p.addr} << 8) | p.len; }
   static std::uint64_t pending_key(std::uint32_t vni, const net::Ipv4Prefix& p) {

@@ -35,6 +35,9 @@ struct RemoteRoute {
   std::uint32_t vni = 0;                  // never 0 in an update: sources resolve it first
   VtepList vteps;                         // ECMP next hops, sorted, unique, never empty
   net::Ipv4Addr peer;                     // BGP peer whose accept list matched; 0: static
+  // Every path of the route carries the GBP mark (bgp/gbp_mark.hpp): its VTEPs take VXLAN-GBP
+  // unless another route names them without it (vxfedd's rule, bgp/gbp_vteps.hpp).
+  bool gbp_mark = false;
   RouteKey key() const { return RouteKey{vni, prefix}; }
   bool operator==(const RemoteRoute&) const = default;
 };

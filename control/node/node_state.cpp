@@ -960,8 +960,10 @@ void NodeState::set_static_routes(const Network& network, TablesDelta* delta) {
     } else {
       routes_[key].set(RouteOrigin::static_config, w->second);
     }
+    gbp_vteps_.route_changed(before ? &*before : nullptr, effective_route(key));
     if (delta) collect_route_change(key, before ? &*before : nullptr, *delta);
   }
+  if (delta) take_gbp_vteps(*delta);
 }
 
 void NodeState::apply_routes(RouteOrigin origin, const RouteUpdate& update) {
@@ -991,8 +993,23 @@ void NodeState::apply_routes(RouteOrigin origin, const RouteUpdate& update) {
     remember(r.key());
     routes_[r.key()].set(origin, r);
   }
-  for (const auto& [key, was] : before) collect_route_change(key, was ? &*was : nullptr, delta);
-  if (!delta.routes.empty() || !delta.removed_routes.empty()) publish(delta);
+  for (const auto& [key, was] : before) {
+    gbp_vteps_.route_changed(was ? &*was : nullptr, effective_route(key));
+    collect_route_change(key, was ? &*was : nullptr, delta);
+  }
+  take_gbp_vteps(delta);
+  if (!delta.empty()) publish(delta);
+}
+
+void NodeState::take_gbp_vteps(TablesDelta& delta) {
+  const auto changes = gbp_vteps_.take_changes();
+  for (const auto& ip : changes.now_gbp) {
+    dp::Vtep v;
+    v.set_ip(ip.str());
+    v.set_gbp(true);
+    delta.vteps.push_back(std::move(v));
+  }
+  for (const auto& ip : changes.no_longer) delta.removed_vteps.push_back(ip.str());
 }
 
 std::vector<v1::RouteInfo> NodeState::list_routes() const {
@@ -1083,6 +1100,11 @@ dp::Tables NodeState::tables() const {
   }
   for (const auto& [id, entry] : services_)
     if (network_of_vni_.count(entry.vni())) *t.add_services() = entry;
+  for (const auto& ip : gbp_vteps_.gbp_vteps()) {
+    auto* v = t.add_vteps();
+    v->set_ip(ip.str());
+    v->set_gbp(true);
+  }
   return t;
 }
 

@@ -16,6 +16,7 @@
 
 #include "common/metrics/histogram.hpp"
 #include "common/result.hpp"
+#include "bgp/gbp_vteps.hpp"
 #include "common/routes.hpp"
 #include "control/daemon/daemon_config.hpp"
 #include "control/node/network_allocator.hpp"
@@ -260,6 +261,10 @@ class NodeState {
   // bgp/route_table.hpp: in the general heap they pin the pages those buffers free).
   std::pmr::unsynchronized_pool_resource routes_pool_;
   std::pmr::map<RouteKey, RouteVersions> routes_{&routes_pool_};
+  // Which VTEPs take VXLAN-GBP, from the GBP mark of the effective routes naming them (static
+  // routes carry none). Taken into each delta that changes routes; tables() lists them.
+  bgp::GbpVteps gbp_vteps_;
+  void take_gbp_vteps(TablesDelta& delta);
   std::map<std::uint32_t, std::string> network_of_vni_;   // changes set networks_changed_
   std::map<std::string, std::size_t> endpoints_per_network_;
   std::function<void()> networks_observer_;

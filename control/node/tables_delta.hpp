@@ -20,14 +20,17 @@ struct TablesDelta {
   std::vector<dp::Endpoint> endpoints;     // upserted, by id
   std::vector<RemoteRoute> routes;         // upserted, by (VNI, prefix)
   std::vector<dp::Service> services;       // upserted, by id (global services' VIPs)
+  std::vector<dp::Vtep> vteps;             // upserted, by ip (Vtep.gbp: bgp/gbp_vteps.hpp)
   std::vector<std::uint32_t> removed_networks;   // with their endpoints and routes
   std::vector<std::string> removed_endpoints;
   std::vector<RouteKey> removed_routes;
   std::vector<std::string> removed_services;
+  std::vector<std::string> removed_vteps;  // explicit Vtep entries, by ip
 
   bool empty() const {
     return networks.empty() && endpoints.empty() && routes.empty() && removed_networks.empty() &&
-           removed_endpoints.empty() && removed_routes.empty() && services.empty() && removed_services.empty();
+           removed_endpoints.empty() && removed_routes.empty() && services.empty() && removed_services.empty() &&
+           vteps.empty() && removed_vteps.empty();
   }
 };
 
