@@ -77,6 +77,7 @@ class ServiceBed:
         self.a = Node(topo, "a", "198.18.0.1", "10.244.0.0/16", asn=65001, dataplane_extra=dataplane_extra)
         self.b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002, dataplane_extra=dataplane_extra)
         self.nodes = (self.a, self.b)
+        self._attach: dict[str, tuple[str, list[str]]] = {}
         self.check = check_all(self.nodes)
         connect_underlay(topo, [self.a, self.b])
         self.etcd = EtcdCluster(topo, members=1, ns=self.a.ns, host=self.a.ip)
@@ -127,10 +128,16 @@ class ServiceBed:
         ns.run(f"ip route add {gateway}/32 dev eth0 scope link")
         ns.run(f"ip route add default via {gateway} dev eth0")
         ns.run("ethtool -K eth0 tx off tso off gso off")
-        r = node.vxfedd.ctl("attach", f"ctr-{pod}", "--ifname", "eth0", "--network", "fed", "--ip", ip,
-                            "--mac", mac, "--host-iface", host_if)
-        assert r.returncode == 0, r.stderr
+        self._attach[pod] = (short, ["attach", f"ctr-{pod}", "--ifname", "eth0", "--network", "fed", "--ip", ip,
+                                     "--mac", mac, "--host-iface", host_if])
+        self.attach_pod(pod)
         return ns, ip
+
+    def attach_pod(self, pod: str) -> None:
+        """The CNI plugin's ADD of a pod made by add_pod() (again after detach_pod())."""
+        short, args = self._attach[pod]
+        r = self.node(short).vxfedd.ctl(*args)
+        assert r.returncode == 0, r.stderr
 
     def detach_pod(self, short: str, pod: str) -> None:
         """The CNI plugin's DEL of a pod added by add_pod()."""
