@@ -11,7 +11,7 @@ a UDP echo that answers with its name and logs the source port of every request 
      100 % of them by L1 or L2 (the replies' names and the backends' own logs: R1 received none
      of them), both local backends used, and A's forwarder counted >= 10,000 new service flows.
   2. L2's pod deleted (its echo stopped, CNI DEL = `vxfedctl detach`, cluster-a's slice
-     without it): A's forwarder entry [L1, R1 not in it].
+     without it): A's forwarder entry is [L1] (R1 still not in it).
   3. A 100 Hz request stream (a new socket per request, so a new flow each) answered by L1 only;
      then L1, the last local backend, deleted the same way: the stream answered by R1, the gap
      between the last L1 answer and the first R1 answer < 1 s (and from the slice apply's
