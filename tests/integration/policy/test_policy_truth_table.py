@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import threading
 import time
@@ -171,6 +172,41 @@ def matrix_text(keys: list, all_cells: list, verdicts: list[bool]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------- what the bed holds
+def printed_identities(cluster: str, out: str) -> dict[tuple[str, str, str], int]:
+    """The NAMESPACE POD IDENTITY lines `vxfedctl policy apply` prints for the pods it wrote."""
+    got = {}
+    for line in out.splitlines():
+        m = re.match(r"^(\S+)\s+(\S+)\s+(\d+)\s*$", line)
+        if m and m.group(1) in sc.NAMESPACES:
+            got[(cluster, m.group(1), m.group(2))] = int(m.group(3))
+    return got
+
+
+def dataplane_identities(bed, pods: dict) -> dict[tuple[str, str, str], int]:
+    """Pod -> the identity its node's forwarder has for its endpoint (vxfed-dpctl dump)."""
+    out = {}
+    for k, p in pods.items():
+        for e in p.node.dataplane.dump().get("tables", {}).get("endpoints", []):
+            if e.get("id", "").startswith(p.container_id):
+                out[k] = int(e.get("identity", 0))
+    return out
+
+
+def forwarders_view(bed, pods: dict) -> str:
+    """Per node: its endpoints' identities, its VTEPs (and whether each takes GBP), the count of
+    policy tables it holds (what to look at when a matrix differs)."""
+    lines = []
+    by_cid = {p.container_id: short(k) for k, p in pods.items()}
+    for n in bed.nodes.values():
+        tables = n.dataplane.dump().get("tables", {})
+        eps = {by_cid.get(e.get("id", "").split("/")[0], e.get("id")): e.get("identity", 0)
+               for e in tables.get("endpoints", [])}
+        lines.append(f"{n.short}: endpoints {eps}")
+        lines.append(f"{n.short}: vteps {tables.get('vteps')}; policies: {len(tables.get('policies', []))}")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------- model only
 def fake_ips() -> tuple[dict, dict]:
     blocks = {"a1": "10.244.1.0/24", "a2": "10.244.2.0/24", "b1": "10.245.1.0/24", "b2": "10.245.2.0/24"}
@@ -251,11 +287,26 @@ def main() -> None:
         scenarios = sc.scenarios(blocks, ips)
         state = None
         first_state = State.of(scenarios[0])
+        numbers: dict[tuple[str, str, str], int] = {}
         for c, (objs, gone) in changes(None, first_state).items():
-            bed.apply(c, objs)
+            numbers.update(printed_identities(c, bed.apply(c, objs)))
         state = first_state
+        assert set(numbers) == set(keys) and min(numbers.values()) >= 256, f"identities printed: {numbers}"
+        # Each pod's number reaches its node's forwarder (the GBP group it sends with).
+        t.wait_until(lambda: dataplane_identities(bed, pods) == numbers, 10,
+                     "every pod's identity number in its node's forwarder", bed.check_alive)
+        t.log(f"18 pods labelled: {len(set(numbers.values()))} identities ({sorted(set(numbers.values()))}), "
+              f"each in its node's forwarder")
+        topo.on_failure("forwarders' endpoints and VTEPs", lambda: print(forwarders_view(bed, pods)))
         t.wait_until(lambda: all(observe(list(range(len(all_cells))))[0]), 30,
                      "every pod to reach every other pod with no policy", bed.check_alive)
+        # The probes can see a refusal: an address of each node's block that no pod has gets
+        # neither a SYN-ACK nor an echo (its node's forwarder has no endpoint for it).
+        nobody = [type(p)(p.cluster, p.namespace, "nobody", p.node, p.ns, blocks[n].rsplit(".", 1)[0] + ".250", "")
+                  for n, p in ((n, next(p for p in pods.values() if p.node.short == n)) for n in sorted(blocks))]
+        src = pods[keys[0]]
+        ghost = bed.probe([(src, g, proto, port) for g in nobody for proto, port in sc.PROBES], PROBE_TIMEOUT)
+        assert not any(ghost), f"probes to addresses no pod has were answered: {ghost}"
 
         only = set(filter(None, args.only.split(",")))
         failures: list[str] = []
