@@ -72,6 +72,11 @@ std::vector<std::pair<const char*, std::size_t>> ForwardingTables::memory_by_par
       {"group_by_hash", group_by_hash_.resident_bytes()},
       {"services", services_.resident_bytes()},
       {"service_entries", service_entry_bytes()},
+      {"policies", [this] {
+         std::size_t b = 0;
+         for (const auto& p : policy_summaries()) b += p.bytes;
+         return b;
+       }()},
   };
   // Control-side containers: their elements plus a rough allocator overhead per node.
   std::size_t control = group_state_.capacity() * sizeof(GroupState) + vtep_state_.capacity() * sizeof(VtepState);
@@ -84,6 +89,23 @@ std::vector<std::pair<const char*, std::size_t>> ForwardingTables::memory_by_par
   control += kMaxNetworks;  // services_in_network_
   control += kMaxNetworks * sizeof(std::atomic<const NetworkEntry*>) + network_state_by_vni_.size() * sizeof(NetworkEntry);
   out.emplace_back("control", control);
+  return out;
+}
+
+std::vector<PolicySummary> ForwardingTables::policy_summaries() const {
+  std::vector<PolicySummary> out;
+  for (const auto& [vni, st] : policy_state_) {
+    PolicySummary s;
+    s.vni = vni;
+    s.local_tables = st.tables->local_ingress.size();
+    s.remote_tables = st.tables->remote_egress_tables.size();
+    for (std::uint32_t t : st.tables->remote_egress_of) s.remote_identities += t != policy::PolicyTables::kNoTable;
+    s.endpoints_listed = st.local_of_endpoint.size();
+    for (std::uint32_t local : st.entry->local_of_port) s.endpoints_mapped += local != NetworkPolicyEntry::kNotSelected;
+    s.bytes = st.tables->bytes() + sizeof(NetworkPolicyEntry);
+    s.generation = st.entry->generation;
+    out.push_back(s);
+  }
   return out;
 }
 
@@ -170,6 +192,7 @@ v1::Tables ForwardingTables::dump() const {
     }
     sv->set_table_size(st.table_size_given);
   }
+  for (const auto& [vni, st] : policy_state_) *t.add_policies() = st.given;
   return t;
 }
 

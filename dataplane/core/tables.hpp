@@ -23,6 +23,8 @@
 //                of a route in that VNI, plus explicit Vtep entries)
 //   services     (network, VIP) -> immutable ServiceEntry (ports, backends, Maglev slots),
 //                asked only for networks whose "has services" count is not 0
+//   policies     network index -> immutable NetworkPolicyEntry (policy_entry.hpp), or null:
+//                a network without policy pays one pointer load per burst
 // A pod port is an opaque small index (< kMaxPorts) that the runtime maps to a device.
 #pragma once
 
@@ -50,6 +52,7 @@
 #include "dataplane/core/neighbor_cache.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
 #include "dataplane/core/path_mtu.hpp"
+#include "dataplane/core/policy_entry.hpp"
 #include "dataplane/core/rcu_map.hpp"
 #include "dataplane/core/reclaimer.hpp"
 #include "dataplane/core/service_entry.hpp"
@@ -295,6 +298,10 @@ class ForwardingTables {
     services_.find(endpoint_key(network, vip_be), &s);
     return s;
   }
+  // The network's policy (policy_entry.hpp), null when it has none (everything passes).
+  [[gnu::always_inline]] const NetworkPolicyEntry* network_policy(std::uint16_t network) const {
+    return policies_[network].load(std::memory_order_acquire);
+  }
   // Index of a known VTEP.
   std::optional<std::uint32_t> vtep_index(std::uint32_t ip_be) const { return vtep_index_.get(ip_be); }
   const VtepEntry& vtep(std::uint32_t index) const { return vteps_[index]; }
@@ -436,6 +443,9 @@ class ForwardingTables {
   std::size_t vtep_count() const { return vtep_index_.size(); }
   std::size_t group_count() const { return live_groups_; }
   std::size_t service_count() const { return service_state_.size(); }
+  std::size_t policy_count() const { return policy_state_.size(); }
+  // Per network with policy, by VNI: its tables in numbers (vxfed-dpctl dump).
+  std::vector<PolicySummary> policy_summaries() const;
   // Bytes held by the service entries the workers read (ports, backends, slots).
   std::size_t service_entry_bytes() const;
   // Ports that carry endpoints (what the runtime must poll besides the uplink).
@@ -493,6 +503,7 @@ class ForwardingTables {
   StableArray<std::uint32_t> group_slots_;
   RcuMap64<const ServiceEntry*> services_;                        // (network, vip) -> service
   std::unique_ptr<std::uint8_t[]> services_in_network_;          // by network index: 1 if any
+  std::unique_ptr<std::atomic<const NetworkPolicyEntry*>[]> policies_;  // by network index, null: none
 
   // ---- control thread only ----
   struct NetworkState {
@@ -566,6 +577,15 @@ class ForwardingTables {
   std::map<std::string, ServiceState> service_state_;              // by service id
   std::unordered_map<std::uint32_t, std::uint32_t> services_per_vni_;  // vni -> services
   std::uint32_t service_generation_ = 0;
+
+  struct PolicyState {
+    std::shared_ptr<const policy::PolicyTables> tables;
+    std::map<std::string, std::uint32_t> local_of_endpoint;  // Endpoint.id -> LocalIndex
+    v1::NetworkPolicy given;
+    const NetworkPolicyEntry* entry = nullptr;  // what the workers read
+  };
+  std::map<std::uint32_t, PolicyState> policy_state_;  // by VNI
+  std::uint32_t policy_generation_ = 0;
 
   std::map<std::uint32_t, wire::MacAddress> static_neighbors_;  // the tables' own, by ip
   std::map<std::uint32_t, wire::MacAddress> default_neighbors_;  // the node's (context)

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 
 #include "dataplane/core/tables_change.hpp"
@@ -52,6 +53,14 @@ class TablesWriter {
 
   TablesChangeReport apply(const TablesChange& c) {
     report_.entries = c.entries();
+    // Networks whose endpoints change: their policy's port map is rebuilt (policy_entry.hpp).
+    std::set<std::uint32_t> endpoint_vnis;
+    for (const auto& id : c.removed_endpoints)
+      if (auto it = t_.endpoint_state_.find(id); it != t_.endpoint_state_.end()) endpoint_vnis.insert(it->second.vni);
+    for (const auto& e : c.endpoints) {
+      endpoint_vnis.insert(e.vni);
+      if (auto it = t_.endpoint_state_.find(e.id); it != t_.endpoint_state_.end()) endpoint_vnis.insert(it->second.vni);
+    }
     if (c.needs_reclaim_first) reclaim_now();
     // 0. Things nothing refers to yet.
     for (const auto& n : c.networks)
@@ -119,8 +128,14 @@ class TablesWriter {
       }
     }
     for (const auto& sv : c.services) set_service(sv);
+    for (const auto& p : c.policies) set_policy(p);
+    for (std::uint32_t vni : endpoint_vnis)
+      if (t_.policy_state_.count(vni) && !std::any_of(c.policies.begin(), c.policies.end(),
+                                                      [&](const PolicySpec& p) { return p.vni == vni; }))
+        publish_policy(vni);
 
     // C. What nothing refers to any more.
+    for (std::uint32_t vni : c.removed_policies) remove_policy(vni);
     for (const auto& [g, net] : old_groups) release_route_group(g, net);
     for (std::size_t i = 0; i < c.vteps.size(); ++i)
       for (std::uint32_t vni : vtep_vnis_before[i]) unadmit(c.vteps[i].ip_be, vni, kExplicitRef);
@@ -634,6 +649,38 @@ class TablesWriter {
     t_.service_state_.erase(it);
   }
 
+  // ---- network policies: network index -> an immutable entry, replaced whole ----
+  void set_policy(const PolicySpec& p) {
+    auto& st = t_.policy_state_[p.vni];
+    st.tables = p.tables;
+    st.local_of_endpoint = p.local_of_endpoint;
+    st.given = p.given;
+    publish_policy(p.vni);
+  }
+  // A new entry from the state: the tables shared, the port map from the endpoints in force, a
+  // new generation (flows admitted under the old entry are decided again).
+  void publish_policy(std::uint32_t vni) {
+    auto& st = t_.policy_state_.at(vni);
+    auto* e = new NetworkPolicyEntry();
+    e->shared = st.tables;
+    e->tables = st.tables.get();
+    if (++t_.policy_generation_ == 0) ++t_.policy_generation_;
+    e->generation = t_.policy_generation_;
+    for (const auto& [id, local] : st.local_of_endpoint)
+      if (auto it = t_.endpoint_state_.find(id); it != t_.endpoint_state_.end() && it->second.vni == vni)
+        e->local_of_port[it->second.port] = local;
+    const std::uint16_t net = network_of(vni);
+    t_.policies_[net].store(e, std::memory_order_release);
+    if (const NetworkPolicyEntry* old = st.entry) later([old] { delete old; });
+    st.entry = e;
+  }
+  void remove_policy(std::uint32_t vni) {
+    auto it = t_.policy_state_.find(vni);
+    t_.policies_[network_of(vni)].store(nullptr, std::memory_order_release);
+    if (const NetworkPolicyEntry* old = it->second.entry) later([old] { delete old; });
+    t_.policy_state_.erase(it);
+  }
+
   // ---- after a grace period ----
   void later(std::function<void()> f) { after_grace_.push_back(std::move(f)); }
   void retire_all() {
@@ -683,16 +730,21 @@ ForwardingTables::ForwardingTables()
       groups_(kMaxGroups),
       group_slots_(kMaxGroupSlots),
       services_in_network_(new std::uint8_t[kMaxNetworks]()),
+      policies_(new std::atomic<const NetworkPolicyEntry*>[kMaxNetworks]),
       prefix_addr_(kMaxPrefixes),
       prefix_len_(kMaxPrefixes),
       prefix_network_(kMaxPrefixes) {
-  for (std::uint32_t i = 0; i < kMaxNetworks; ++i) networks_[i].store(nullptr, std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < kMaxNetworks; ++i) {
+    networks_[i].store(nullptr, std::memory_order_relaxed);
+    policies_[i].store(nullptr, std::memory_order_relaxed);
+  }
 }
 
 ForwardingTables::~ForwardingTables() {
   for (std::uint32_t i = 0; i < kMaxNetworks; ++i) delete networks_[i].load(std::memory_order_relaxed);
   for (auto& p : pod_ports_) delete p.load(std::memory_order_relaxed);
   for (auto& [id, st] : service_state_) delete st.entry;
+  for (auto& [vni, st] : policy_state_) delete st.entry;
 }
 
 Result<std::unique_ptr<ForwardingTables>> ForwardingTables::create(const v1::Tables& tables, const BuildContext& context,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "dataplane/core/policy_entry.hpp"
 #include "dataplane/core/tables_text.hpp"
 #include "dataplane/core/tables.hpp"
 
@@ -82,6 +83,8 @@ struct TablesChange {
   std::vector<std::uint32_t> removed_neighbors;
   std::vector<ServiceSpec> services;            // added or changed
   std::vector<std::string> removed_services;    // ids (with those of removed networks)
+  std::vector<PolicySpec> policies;             // network policies added or replaced (whole)
+  std::vector<std::uint32_t> removed_policies;  // VNIs (with those of removed networks)
   // Some capacity is free only once the memory released by earlier changes is reclaimed:
   // wait for a grace period before applying.
   bool needs_reclaim_first = false;
@@ -89,7 +92,8 @@ struct TablesChange {
   std::size_t entries() const {
     return networks.size() + removed_networks.size() + endpoints.size() + removed_endpoints.size() +
            routes.size() + removed_routes.size() + vteps.size() + removed_vteps.size() + neighbors.size() +
-           removed_neighbors.size() + services.size() + removed_services.size();
+           removed_neighbors.size() + services.size() + removed_services.size() + policies.size() +
+           removed_policies.size();
   }
 };
 

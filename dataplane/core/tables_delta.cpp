@@ -73,6 +73,8 @@ Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta
   if (up.neighbors_size()) upsert_all(t.mutable_neighbors(), up.neighbors(), neighbor_key);
   auto service_key = [](const v1::Service& x) { return x.id(); };
   if (up.services_size()) upsert_all(t.mutable_services(), up.services(), service_key);
+  auto policy_key = [](const v1::NetworkPolicy& x) { return x.vni(); };
+  if (up.policies_size()) upsert_all(t.mutable_policies(), up.policies(), policy_key);
 
   auto index_text = [](const char* list, int i) { return std::string(list) + "[" + std::to_string(i) + "]"; };
   if (delta.remove_networks_size()) {
@@ -85,6 +87,7 @@ Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta
     filter(t.mutable_endpoints(), [&](const v1::Endpoint& x) { return !gone.count(x.vni()); });
     filter(t.mutable_routes(), [&](const v1::Route& x) { return !gone.count(x.vni()); });
     filter(t.mutable_services(), [&](const v1::Service& x) { return !gone.count(x.vni()); });
+    filter(t.mutable_policies(), [&](const v1::NetworkPolicy& x) { return !gone.count(x.vni()); });
     for (auto& v : *t.mutable_vteps()) filter(v.mutable_vnis(), [&](std::uint32_t x) { return !gone.count(x); });
   }
   if (delta.remove_endpoints_size()) {
@@ -117,6 +120,12 @@ Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta
     auto st = remove_all(t.mutable_services(), delta.remove_services(), service_key,
         describe([](const std::string& id) { return id; },
                  [&](int i, const std::string& id) { return index_text("remove_services", i) + " (id \"" + id + "\")"; }));
+    if (!st) return make_error(st.error());
+  }
+  if (delta.remove_policies_size()) {
+    auto st = remove_all(t.mutable_policies(), delta.remove_policies(), policy_key,
+        describe([](std::uint32_t vni) { return vni; },
+                 [&](int i, std::uint32_t vni) { return index_text("remove_policies", i) + " (vni " + std::to_string(vni) + ")"; }));
     if (!st) return make_error(st.error());
   }
   return t;

@@ -79,6 +79,7 @@ class TablesPlanner {
     vteps(up);
     neighbors(up);
     services(up);
+    policies(up);
     gateways_against_endpoints(up);
     if (!errors_.any()) capacity();
     if (errors_.any()) return errors_.error();
@@ -121,6 +122,7 @@ class TablesPlanner {
     for (int i = 0; i < up.neighbors_size(); ++i)
       if (auto ip = parse_ipv4(up.neighbors(i).ip())) last_neighbor_[*ip] = i;
     for (int i = 0; i < up.services_size(); ++i) last_service_[up.services(i).id()] = i;
+    for (int i = 0; i < up.policies_size(); ++i) last_policy_[up.policies(i).vni()] = i;
     up_ = &up;
   }
   // False for an upsert that a later one of the same key replaces.
@@ -228,6 +230,16 @@ class TablesPlanner {
       if (!service_vni(id) || cascaded_services_.count(id))
         return make_error("remove_services[" + std::to_string(i) + "] (id \"" + id + "\"): not present");
       gone_services_.insert(id);
+    }
+    // Network policies likewise: with their network, then the named ones.
+    for (std::uint32_t vni : gone_networks_)
+      if (t_.policy_state_.count(vni) || last_policy_.count(vni)) cascaded_policies_.insert(vni);
+    gone_policies_ = cascaded_policies_;
+    for (int i = 0; i < d.remove_policies_size(); ++i) {
+      const std::uint32_t vni = d.remove_policies(i);
+      if ((!t_.policy_state_.count(vni) && !last_policy_.count(vni)) || cascaded_policies_.count(vni))
+        return make_error("remove_policies[" + std::to_string(i) + "] (vni " + std::to_string(vni) + "): not present");
+      gone_policies_.insert(vni);
     }
     return {};
   }
@@ -757,6 +769,32 @@ class TablesPlanner {
     }
   }
 
+  // ---- network policies (policy_entry.hpp): checked and converted whole per network ----
+  void policies(const v1::Tables& up) {
+    std::unordered_map<std::uint32_t, int> first;  // a Snapshot's duplicates
+    for (int i = 0; i < up.policies_size(); ++i) {
+      const auto& p = up.policies(i);
+      if (!counts(last_policy_, p.vni(), i) || gone_policies_.count(p.vni())) continue;
+      const std::string where = at("policies", i) + " (vni " + std::to_string(p.vni()) + ")";
+      if (snapshot_) {
+        auto [it, fresh] = first.emplace(p.vni(), i);
+        if (!fresh) {
+          errors_.add(where + ": vni already used by " + at("policies", it->second));
+          continue;
+        }
+      }
+      if (!check_network_ref(p.vni(), where)) continue;
+      auto spec = convert_network_policy(p, where);
+      if (!spec) {
+        errors_.add(spec.error());
+        continue;
+      }
+      change_.policies.push_back(std::move(*spec));
+    }
+    for (std::uint32_t vni : gone_policies_)
+      if (t_.policy_state_.count(vni)) change_.removed_policies.push_back(vni);
+  }
+
   // Everything the change takes from a table of fixed size must be there before anything is
   // changed: the writer cannot fail half-way.
   void capacity() {
@@ -836,6 +874,8 @@ class TablesPlanner {
   std::unordered_map<std::uint32_t, int> last_vtep_, last_neighbor_;
   std::unordered_map<std::string, int> last_service_;
   std::set<std::string> gone_services_, cascaded_services_;
+  std::unordered_map<std::uint32_t, int> last_policy_;
+  std::set<std::uint32_t> gone_policies_, cascaded_policies_;
   std::set<std::uint32_t> gone_networks_;
   std::set<std::string> gone_endpoints_, cascaded_endpoints_;
   std::set<std::uint64_t> gone_routes_, cascaded_routes_;
