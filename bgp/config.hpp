@@ -169,6 +169,10 @@ struct BgpConfig {
   // This node's own cluster (vxfedd: cluster.name; not a key of the bgp: section): the cluster
   // its reflector peers report in their status and metrics. Empty: unknown.
   std::string local_cluster;
+  // Not a key of the YAML either: vxfedd sets it from node.gbp, what this node's registration in
+  // the federation store says (NodeRecord.gbp). Our blocks then carry the GBP mark
+  // (gbp_mark.hpp): the other nodes send this node VXLAN-GBP.
+  bool gbp_mark = false;
   FrrSettings frr;
   // parse_config's default: kBmp for a node, kFpm (unused: it installs nothing) for a reflector.
   Feed feed = Feed::kFpm;

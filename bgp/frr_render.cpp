@@ -1,5 +1,7 @@
 #include "bgp/frr_render.hpp"
 
+#include "bgp/gbp_mark.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -65,8 +67,10 @@ std::string render_frr_config(const RenderInput& in) {
   o << "!\n"
     << "route-map " << out << " permit 10\n"
     << " match ip address prefix-list " << out << "\n"
-    << " set ip next-hop " << in.vtep.str() << "\n"
-    << "exit\n"
+    << " set ip next-hop " << in.vtep.str() << "\n";
+  // The GBP mark: this node's registration says it takes VXLAN-GBP (docs/bgp.md, "The GBP mark").
+  if (c.gbp_mark) o << " set large-community " << gbp_mark_text() << "\n";
+  o << "exit\n"
     << "!\n";
   for (const auto& peer : c.peers) {
     o << "route-map " << inbound_route_map_name(peer) << " permit 10\n"

@@ -5,7 +5,8 @@
 // - zebra: `fpm address <listen> port <port>` and `no fpm use-next-hop-groups` so that
 //   dplane_fpm_nl streams every selected route, next hops inline, to our FPM server.
 // - `ip prefix-list vxfed-out`: exactly the CIDRs we advertise (exact length match), and
-//   `route-map vxfed-out`: permits them and sets our VTEP as next hop (`set ip next-hop`).
+//   `route-map vxfed-out`: permits them and sets our VTEP as next hop (`set ip next-hop`) and,
+//   when config.gbp_mark, the GBP mark (`set large-community`, gbp_mark.hpp).
 // - per peer `ip prefix-list vxfed-in-<addr>` from its accept list (exact unless ge/le) and
 //   `route-map vxfed-in-<addr>`: permits only those. Everything else hits the route-map's
 //   implicit deny. Policies in both directions satisfy Debian's `bgp ebgp-requires-policy`.

@@ -281,7 +281,7 @@ StoreStatus FederationStore::register_node(std::uint64_t now_ms) {
   if (auto p = pools(); !p) return p.store_error();
   auto lease = kv_.lease_grant(options_.node_ttl_s);
   if (!lease) return lease.store_error();
-  NodeRecord record{options_.vtep, options_.cluster, now_ms, 0};
+  NodeRecord record{options_.vtep, options_.cluster, now_ms, 0, options_.gbp};
   const std::string alive = nlohmann::json{{"vtep", options_.vtep}, {"cluster", options_.cluster}}.dump();
   auto put = kv_.txn({}, {Op::put(keys::alive(options_.node), alive, *lease), Op::put(keys::node(options_.node), encode(record))}, {});
   if (!put) return put.store_error();

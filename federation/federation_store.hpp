@@ -25,6 +25,7 @@ struct FederationOptions {
   std::string node;               // this node's name (a key element: no '/')
   std::string vtep;
   std::string cluster;
+  bool gbp = false;               // the node's forwarder takes VXLAN-GBP (NodeRecord.gbp)
   PoolsRecord pools;              // seeds the store when it has none; the store's are used after
   std::int64_t node_ttl_s = 15;   // the node's registration lives this long without keep-alive
   std::uint64_t block_release_after_ms = 24ull * 3600 * 1000;  // a gone node keeps its blocks this long

@@ -134,7 +134,8 @@ std::string encode(const NodeRecord& r) {
   return json{{"vtep", r.vtep},
               {"cluster", r.cluster},
               {"registered_unix_ms", r.registered_unix_ms},
-              {"gone_since_unix_ms", r.gone_since_unix_ms}}
+              {"gone_since_unix_ms", r.gone_since_unix_ms},
+              {"gbp", r.gbp}}
       .dump();
 }
 
@@ -146,6 +147,10 @@ StoreResult<NodeRecord> decode_node(const KeyValue& kv) {
       !read_number(*j, "registered_unix_ms", r.registered_unix_ms) ||
       !read_number(*j, "gone_since_unix_ms", r.gone_since_unix_ms))
     return damaged(kv, "a field has the wrong type");
+  if (auto gbp = j->find("gbp"); gbp != j->end()) {  // absent in the previous release's records
+    if (!gbp->is_boolean()) return damaged(kv, "gbp is not true or false");
+    r.gbp = gbp->get<bool>();
+  }
   return r;
 }
 

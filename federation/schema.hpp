@@ -103,6 +103,10 @@ struct NodeRecord {
   std::string cluster;
   std::uint64_t registered_unix_ms = 0;
   std::uint64_t gone_since_unix_ms = 0;  // 0: alive (or not yet noticed gone)
+  // The node's forwarder takes VXLAN-GBP (its config's node.gbp). Absent in the previous
+  // release's records: false. The decision's source; other nodes learn it from the GBP mark
+  // on the node's routes, not by watching registrations (docs/federation.md, "Nodes").
+  bool gbp = false;
 };
 
 std::string encode(const PoolsRecord& record);

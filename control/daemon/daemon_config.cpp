@@ -77,12 +77,13 @@ void parse_into(Config& c, const YAML::Node& root) {
 
   const Field node = top["node"];
   if (!node.present()) node.fail("is required");
-  node.allow({"name", "vtep_ip", "uplink", "underlay_mtu"});
+  node.allow({"name", "vtep_ip", "uplink", "underlay_mtu", "gbp"});
   c.node.name = node.required_str("name");
   c.node.vtep_ip = node.required_str("vtep_ip");
   if (auto vtep = net::Ipv4Addr::parse(c.node.vtep_ip); !vtep) node["vtep_ip"].fail(vtep.error());
   c.node.uplink = node.str("uplink", "");
   c.node.underlay_mtu = static_cast<std::uint32_t>(node.integer("underlay_mtu", 9000, 1280, 9216));
+  c.node.gbp = node.boolean("gbp", true);
 
   const Field cluster = top["cluster"];
   if (!cluster.present()) cluster.fail("is required");
@@ -258,6 +259,7 @@ void parse_into(Config& c, const YAML::Node& root) {
     else c.bgp = std::move(*bgp);
     if (c.bgp.enabled) check_bgp_against_cluster(c);
   }
+  c.bgp.gbp_mark = c.node.gbp;  // the registration's word (NodeRecord.gbp), carried on our blocks
 }
 
 }  // namespace

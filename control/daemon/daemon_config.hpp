@@ -50,6 +50,11 @@ struct Config {
     std::string vtep_ip;
     std::string uplink;            // informational: the dataplane owns the port
     std::uint32_t underlay_mtu = 9000;
+    // The node's forwarder takes VXLAN-GBP (node.gbp, default true): its registration in the
+    // federation store says so (NodeRecord.gbp) and its blocks carry the GBP mark, so the other
+    // nodes send it GBP (docs/policy.md, "VXLAN-GBP on the wire"). false in a mixed fleet whose
+    // receivers of this node's VTEP cannot take GBP (e.g. a kernel vxlan device without gbp).
+    bool gbp = true;
   } node;
 
   struct Cluster {

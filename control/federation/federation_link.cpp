@@ -52,6 +52,7 @@ FederationLink::FederationLink(asio::io_context& io, const Config& config, std::
   options.node = config.node.name;
   options.vtep = config.node.vtep_ip;
   options.cluster = config.cluster.name;
+  options.gbp = config.node.gbp;
   options.pools.pools = config.pools;   // seeds an empty store; the store's pools win after
   options.pools.hold_down_ms = config.hold_down_ms;
   options.node_ttl_s = settings_.node_ttl_seconds;

@@ -258,4 +258,27 @@ peers: [{address: 198.18.0.2, remote_asn: 65002, cluster: b, network: fed, passw
             std::string::npos);
 }
 
+// The GBP mark (docs/bgp.md, "The GBP mark") is set on what we advertise exactly when the node's
+// registration says it takes GBP (BgpConfig::gbp_mark, from node.gbp); nothing else changes.
+TEST(FrrRender, GbpMarkOnTheOutboundRouteMapOnlyWhenTheNodeTakesGbp) {
+  auto c = parse_config(YAML::Load(R"(
+asn: 65001
+router_id: 198.18.0.1
+clusters: {cluster-b: [10.245.0.0/16]}
+peers:
+  - {address: 198.18.0.2, remote_asn: 65002, cluster: cluster-b, network: fed}
+)"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  RenderInput in{&*c, *Ipv4Addr::parse("198.18.0.11"), {*Ipv4Prefix::parse("10.244.0.0/24")}};
+  const std::string plain = render_frr_config(in);
+  EXPECT_EQ(plain.find("large-community"), std::string::npos);
+  c->gbp_mark = true;
+  const std::string marked = render_frr_config(in);
+  const std::string line = " set ip next-hop 198.18.0.11\n set large-community 4200000000:34:1\nexit\n";
+  EXPECT_NE(marked.find("route-map vxfed-out permit 10\n match ip address prefix-list vxfed-out\n" + line),
+            std::string::npos)
+      << marked;
+  EXPECT_EQ(marked.size(), plain.size() + std::string(" set large-community 4200000000:34:1\n").size());
+}
+
 }  // namespace

@@ -74,6 +74,22 @@ TEST(Config, DefaultPoolIsTheFederationRange) {
   EXPECT_EQ(c->hold_down_ms, 300000u);
 }
 
+// node.gbp (docs/federation.md, "Nodes"): true unless turned off; the bgp section's GBP mark
+// follows it; anything but a boolean is refused naming the field.
+TEST(Config, NodeGbpDefaultsOnAndTheBgpMarkFollowsIt) {
+  auto on = parse_config("node: {name: n, vtep_ip: 198.18.0.1}\ncluster: {name: c}\n", "on.yaml");
+  ASSERT_TRUE(on.ok()) << on.error();
+  EXPECT_TRUE(on->node.gbp);
+  EXPECT_TRUE(on->bgp.gbp_mark);
+  auto off = parse_config("node: {name: n, vtep_ip: 198.18.0.1, gbp: false}\ncluster: {name: c}\n", "off.yaml");
+  ASSERT_TRUE(off.ok()) << off.error();
+  EXPECT_FALSE(off->node.gbp);
+  EXPECT_FALSE(off->bgp.gbp_mark);
+  auto bad = parse_config("node: {name: n, vtep_ip: 198.18.0.1, gbp: maybe}\ncluster: {name: c}\n", "bad.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("node.gbp"), std::string::npos) << bad.error();
+}
+
 struct Bad {
   const char* what;
   std::string yaml;

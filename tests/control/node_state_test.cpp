@@ -580,4 +580,59 @@ TEST(ApiHandlerWait, AnAttachAnswersOnceTheDataplaneCarriesRefusesOrTimesOut) {
   s->set_sink(nullptr);
 }
 
+// The GBP capability of VTEPs (docs/policy.md, "VXLAN-GBP on the wire"): Vtep{ip, gbp: true}
+// for a VTEP when every route naming it carries the GBP mark, in the snapshot and in deltas;
+// removed when a route naming it without the mark arrives. A static route carries no mark.
+TEST(NodeState, VtepTakesGbpWhenEveryRouteNamingItCarriesTheMark) {
+  TempDir dir;
+  auto s = open(test_config(dir.path));  // red: a static route via 198.18.0.2
+  RecordingSink sink;
+  s->set_sink(&sink);
+  const auto red = *s->vni_of("red");
+  auto marked = [&](const char* prefix, const char* vtep, bool mark) {
+    auto r = route(red, prefix, {vtep}, "10.0.0.2");
+    r.gbp_mark = mark;
+    return r;
+  };
+  auto gbp_vteps = [](const dp::Tables& t) {
+    std::vector<std::string> out;
+    for (const auto& v : t.vteps()) out.push_back(v.ip() + (v.gbp() ? " gbp" : " plain"));
+    return out;
+  };
+  RouteUpdate full;
+  full.full = true;
+  full.upserts.push_back(marked("10.245.2.0/24", "198.18.0.3", true));
+  full.upserts.push_back(marked("10.245.3.0/24", "198.18.0.3", true));
+  full.upserts.push_back(marked("10.245.5.0/24", "198.18.0.2", true));   // 198.18.0.2: also static
+  full.upserts.push_back(marked("10.245.6.0/24", "198.18.0.4", false));  // the previous release
+  s->apply_routes(RouteOrigin::bgp, full);
+  EXPECT_EQ(gbp_vteps(s->tables()), std::vector<std::string>{"198.18.0.3 gbp"});
+  ASSERT_EQ(sink.deltas.size(), 1u);
+  ASSERT_EQ(sink.deltas[0].upsert().vteps_size(), 1);
+  EXPECT_EQ(sink.deltas[0].upsert().vteps(0).ip(), "198.18.0.3");
+  EXPECT_TRUE(sink.deltas[0].upsert().vteps(0).gbp());
+  // One of 198.18.0.3's routes loses the mark (same VTEPs): the entry goes.
+  RouteUpdate delta;
+  delta.upserts.push_back(marked("10.245.3.0/24", "198.18.0.3", false));
+  s->apply_routes(RouteOrigin::bgp, delta);
+  ASSERT_EQ(sink.deltas.size(), 2u);
+  EXPECT_EQ(sink.deltas[1].upsert().routes_size(), 0) << "the route's next hops did not change";
+  ASSERT_EQ(sink.deltas[1].remove_vteps_size(), 1);
+  EXPECT_EQ(sink.deltas[1].remove_vteps(0), "198.18.0.3");
+  EXPECT_TRUE(gbp_vteps(s->tables()).empty());
+  // 198.18.0.4's node is upgraded: its route now carries the mark.
+  RouteUpdate upgraded;
+  upgraded.upserts.push_back(marked("10.245.6.0/24", "198.18.0.4", true));
+  s->apply_routes(RouteOrigin::bgp, upgraded);
+  EXPECT_EQ(gbp_vteps(s->tables()), std::vector<std::string>{"198.18.0.4 gbp"});
+  // Its route withdrawn: cleared, nothing names it.
+  RouteUpdate gone;
+  gone.removals.push_back({red, *vxfed::net::Ipv4Prefix::parse("10.245.6.0/24")});
+  s->apply_routes(RouteOrigin::bgp, gone);
+  ASSERT_EQ(sink.deltas.back().remove_vteps_size(), 1);
+  EXPECT_EQ(sink.deltas.back().remove_vteps(0), "198.18.0.4");
+  EXPECT_TRUE(gbp_vteps(s->tables()).empty());
+  s->set_sink(nullptr);
+}
+
 }  // namespace

@@ -515,4 +515,40 @@ TEST(FederationStore, AGoneNodeLosesEveryBlockAndReconcileKeepsTheCopysBlocks) {
 }
 
 }  // namespace
+// The registration says whether the node takes VXLAN-GBP (docs/federation.md, "Nodes"); the
+// previous release's records have no such field and read as false; a wrong type is refused.
+TEST(FederationStore, RegistrationRecordsWhetherTheNodeTakesGbp) {
+  FakeKv kv;
+  auto with_gbp = node_options("node-a1");
+  with_gbp.gbp = true;
+  FederationStore a(kv, with_gbp), b(kv, node_options("node-a2"));
+  ASSERT_TRUE(a.register_node(5));
+  ASSERT_TRUE(b.register_node(5));
+  const auto dump = kv.dump();
+  auto a_record = decode_node(KeyValue{keys::node("node-a1"), dump.at(keys::node("node-a1"))});
+  ASSERT_TRUE(a_record) << a_record.error();
+  EXPECT_TRUE(a_record->gbp);
+  EXPECT_NE(dump.at(keys::node("node-a1")).find("\"gbp\":true"), std::string::npos);
+  auto b_record = decode_node(KeyValue{keys::node("node-a2"), dump.at(keys::node("node-a2"))});
+  ASSERT_TRUE(b_record) << b_record.error();
+  EXPECT_FALSE(b_record->gbp);
+  // A gone node's record keeps the field when the collector rewrites it.
+  kv.expire_lease(a.lease());
+  ASSERT_TRUE(b.collect_gone_nodes(10));
+  auto gone = decode_node(KeyValue{keys::node("node-a1"), kv.dump().at(keys::node("node-a1"))});
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->gone_since_unix_ms, 10u);
+  EXPECT_TRUE(gone->gbp);
+  // The previous release's record: no field, no GBP.
+  auto old = decode_node(KeyValue{"v1/nodes/old",
+                                  R"({"vtep":"198.18.0.9","cluster":"c","registered_unix_ms":1,"gone_since_unix_ms":0})"});
+  ASSERT_TRUE(old) << old.error();
+  EXPECT_FALSE(old->gbp);
+  auto bad = decode_node(KeyValue{"v1/nodes/bad",
+                                  R"({"vtep":"198.18.0.9","cluster":"c","registered_unix_ms":1,"gone_since_unix_ms":0,"gbp":"yes"})"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("gbp"), std::string::npos) << bad.error();
+  EXPECT_NE(bad.error().find("v1/nodes/bad"), std::string::npos) << bad.error();
+}
+
 }  // namespace vxfed::federation
