@@ -363,6 +363,8 @@ def main() -> None:
                                       f"{' (late)' if i in late else ''}" for i in ix)
                     lines.append(f"  {short(sk)} ({ips[sk]} on {pods[sk].node.short}) -> {short(dk)} ({ips[dk]} on "
                                  f"{pods[dk].node.short}): {cellv}")
+                if not failures:   # the forwarders as the first differing matrix found them
+                    lines.append(forwarders_view(bed, pods))
                 print("\n".join(lines), flush=True)
                 failures.append(f"{s.name}: {len(wrong)} wrong, {len(late)} late")
             bed.check_alive()
