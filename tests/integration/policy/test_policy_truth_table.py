@@ -158,8 +158,9 @@ def matrix_text(keys: list, all_cells: list, verdicts: list[bool]) -> str:
     (1 allowed, . refused; the diagonal --)."""
     got = {(s, d, proto, port): v for (s, d, proto, port), v in zip(all_cells, verdicts)}
     probes = " ".join(f"{p}{n}" for p, n in sc.PROBES)
-    lines = [f"  rows: source, columns: destination; per cell {probes}: 1 allowed, . refused"]
-    lines.append(" " * 12 + " ".join(f"{short(k):>6}"[-6:] for k in keys))
+    lines = [f"  rows: source, columns: destination (cluster, namespace's initial, pod); per cell {probes}: "
+             f"1 allowed, . refused"]
+    lines.append(" " * 12 + " ".join(f"{k[0][-1] + k[1][0].upper() + k[2]:>6}" for k in keys))
     width = len(sc.PROBES)
     for s in keys:
         row = []
