@@ -56,6 +56,14 @@ struct ServiceCounters {
   Counter handed_over;           // packets put on another worker's hand-over ring (its client pod's owner)
 };
 
+// Network policy (policy_enforce.hpp): the worker's decisions on new flows of networks with a
+// NetworkPolicy. Packets of a known flow (its connection-tracking entry) are not counted here.
+struct PolicyCounters {
+  Counter new_flows;             // flows decided (a first packet, or one whose entry's policy was replaced)
+  Counter allowed;               // of those, let through
+  Counter denied;                // of those, dropped (policy_denied_*)
+};
+
 // One per worker, allocated by the runtime (new or rte_zmalloc; ~220 KiB), cache-line aligned
 // so that workers never share a line.
 struct alignas(64) WorkerCounters {
@@ -64,6 +72,7 @@ struct alignas(64) WorkerCounters {
   alignas(64) VniCounters vnis[kMaxVniSlots];    // by VniCounterSlots slot
   alignas(64) GroupPolicyCounters group_policy;
   alignas(64) ServiceCounters services;
+  alignas(64) PolicyCounters policy;
   void drop(DropReason r, std::uint16_t port, std::uint64_t n = 1) {
     drops[static_cast<std::uint32_t>(r)].add(n);
     ports[port].drops.add(n);

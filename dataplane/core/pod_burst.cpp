@@ -8,6 +8,7 @@
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/policy_enforce.hpp"
 #include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/wire/icmp.hpp"
 #include "dataplane/core/wire/ipv4.hpp"
@@ -18,6 +19,10 @@ namespace vxfed::dataplane {
 using namespace pipeline_detail;
 
 namespace {
+
+// The A bit (policy applied) in the VXLAN header's first word as stored in memory (its second
+// byte): sent only toward VTEPs that take GBP, like the rest of the word (vxlan_first_word()).
+constexpr std::uint32_t kGbpPolicyAppliedWord = std::uint32_t{kVxlanGbpPolicyApplied} << 8;
 
 // ICMP fragmentation-needed (RFC 792 / 1191) from the gateway to the pod, quoting the IP
 // header and first 8 payload bytes of m (which the caller then frees).
@@ -163,7 +168,7 @@ template <typename CopyConstant>
 // the same headers as the fast path's.
 [[gnu::always_inline]] inline void encap(const ForwardingTables& t, const PodPortEntry& pod, const NetworkEntry& net,
                                          const NextHopGroup& g, rte_mbuf* m, const PodFrame& f, std::uint16_t rx_port,
-                                         TxStage& tx, WorkerCounters& c) {
+                                         std::uint32_t gbp_word, TxStage& tx, WorkerCounters& c) {
   const std::uint32_t hash = flow_hash(f.src_ip_be, f.dst_ip_be, f.protocol, f.src_port_be, f.dst_port_be);
   const VtepEntry& v = t.vtep(t.pick(g, hash));
   if (t.path_mtus() && t.path_mtus()->any() && over_path_mtu(t, pod, v, m, rx_port, tx, c)) [[unlikely]] return;
@@ -172,7 +177,7 @@ template <typename CopyConstant>
   std::uint32_t frame_len;
   const UnderlayTag& tag = t.underlay_tag();
   if (!prepend_outer(m, v.checksum_base, hash, rx_port, c, &frame_len, tag.tx_flags, tag.tci_of_tos.data(),
-                     [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, head, net.vni_field_be, VtepEntry::gbp_word_of(pod.identity_be)); }))
+                     [&](VxlanOuterHeaders* o) { copy_vtep_headers(o, v, head, net.vni_field_be, gbp_word); }))
     return;
   VniCounters& vc = c.vnis[net.counter_slot];
   vc.encap_packets.add(1);
@@ -183,7 +188,7 @@ template <typename CopyConstant>
 // An IPv4 packet from a pod, parsed (by the fast path or the reference parser).
 [[gnu::always_inline]] inline void pod_ipv4(const ForwardingTables& t, const PodPortEntry& pod,
                                             std::uint16_t rx_port, rte_mbuf* m, const PodFrame& f,
-                                            TxStage& tx, WorkerCounters& c) {
+                                            std::uint32_t gbp_word, TxStage& tx, WorkerCounters& c) {
   const NetworkEntry& net = t.network(pod.network);
   if (f.src_ip_be != pod.ip_be) [[unlikely]] return drop(m, DropReason::PodSourceSpoofed, rx_port, c);
   if (f.dst_ip_be == net.gateway_ip_be) [[unlikely]] return drop(m, DropReason::ToGateway, rx_port, c);
@@ -202,12 +207,13 @@ template <typename CopyConstant>
     return tx.stage(ep->port, m, c);
   }
   if (!d.group) [[unlikely]] return drop(m, DropReason::NoRoute, rx_port, c);
-  encap(t, pod, net, *d.group, m, f, rx_port, tx, c);
+  encap(t, pod, net, *d.group, m, f, rx_port, gbp_word, tx, c);
 }
 
 // Everything the fast path did not take: ARP, IPv4 with options, and what gets dropped.
+// `gbp_word`: the VXLAN header's first word (PodBurstFacts::gbp_word).
 [[gnu::noinline]] void pod_slow(const ForwardingTables& t, const PodPortEntry& pod, std::uint16_t rx_port,
-                                rte_mbuf* m, TxStage& tx, WorkerCounters& c) {
+                                rte_mbuf* m, std::uint32_t gbp_word, TxStage& tx, WorkerCounters& c) {
   const NetworkEntry& net = t.network(pod.network);
   const PodFrame f = parse_pod_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m));
   if (f.kind == FrameKind::Arp) {
@@ -218,7 +224,7 @@ template <typename CopyConstant>
     return drop(m, DropReason::ArpIgnored, rx_port, c);
   }
   if (f.kind != FrameKind::Ipv4) return drop(m, f.drop, rx_port, c);
-  pod_ipv4(t, pod, rx_port, m, f, tx, c);
+  pod_ipv4(t, pod, rx_port, m, f, gbp_word, tx, c);
 }
 
 // What a pod burst needs from the tables, read once per burst into locals: every store into
@@ -230,7 +236,7 @@ struct PodBurstFacts {
   std::uint32_t gateway_ip_be;
   std::uint32_t mtu;
   std::uint32_t vni_field_be;
-  std::uint32_t gbp_word;            // VtepEntry::gbp_word_of(the pod's identity)
+  std::uint32_t gbp_word;            // VtepEntry::gbp_word_of(the pod's identity), A where policy was applied
   std::uint16_t uplink;
   const VtepEntry* vteps;
   const std::uint32_t* group_slots;
@@ -447,7 +453,7 @@ struct PodBurstTotals {
     rte_mbuf* m = pkts[i];
     if (!((fast >> i) & 1)) [[unlikely]] {
       batch.stage(tx, k.uplink, counters);  // keep the uplink's order
-      pod_slow(tables, pod, rx_port, m, tx, counters);
+      pod_slow(tables, pod, rx_port, m, k.gbp_word, tx, counters);
       continue;
     }
     if (vtep[i]) [[likely]] {
@@ -468,44 +474,14 @@ struct PodBurstTotals {
   totals.local_bytes += local_bytes;
 }
 
-}  // namespace
-
-// Pod bursts: the common one (one destination with a route) in one pass, from its first packet
-// on; whatever is left in the general three passes. See pipeline.hpp for what happens to which
-// packet.
-std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx_port,
-                                rte_mbuf** pkts, std::uint16_t n, TxStage& tx,
-                                WorkerCounters& counters, ServiceFlows* flows) {
-  if (n == 0) return 0;
-  const PodPortEntry* pod = tables.pod_port(rx_port);
-  if (!pod) [[unlikely]] {
-    drop_burst(pkts, n, rx_port, DropReason::UnknownPodPort, counters);
-    return n;
-  }
-  // Global services (service_nat.hpp): translated before routing, so that the rest of the
-  // pipeline sees the backend's address; networks without services pay this one byte's test.
-  const std::uint16_t received = n;
-  if (tables.network_has_services(pod->network)) [[unlikely]] {
-    // Several workers: the pod's flows live with its owner (docs/conntrack.md), which resumes
-    // the burst there and counts it.
-    if (flows && flows->hand_over && !flows->mine(rx_port)) {
-      for (std::uint16_t i = 0; i < n; ++i) {
-        pkts[i]->port = rx_port;
-        if (!flows->hand_over(flows->hand_over_context, flows->owner(rx_port), HandoverStage::PodBurst, pkts[i])) {
-          counters.ports[rx_port].rx_packets.add(1);
-          counters.ports[rx_port].rx_bytes.add(rte_pktmbuf_pkt_len(pkts[i]));
-          drop(pkts[i], DropReason::ServiceHandoverFull, rx_port, counters);
-        }
-      }
-      return received;
-    }
-    ServiceFlows none;
-    n = translate_pod_burst(tables, flows ? *flows : none, *pod, pkts, n, rx_port, tx, counters);
-    if (n == 0) return received;
-  }
-  const NetworkEntry& net = tables.network(pod->network);
-  const PodBurstFacts k{pod->network, pod->ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
-                        VtepEntry::gbp_word_of(pod->identity_be), tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
+// The packets of a pod burst after services and policy: routed and encapsulated with the
+// VXLAN header's first word from `gbp_word` (VtepEntry::gbp_word_of the pod's identity, with
+// the A bit where egress policy was applied), or delivered locally; rx counted here.
+void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
+                     std::uint16_t n, std::uint32_t gbp_word, TxStage& tx, WorkerCounters& counters) {
+  const NetworkEntry& net = tables.network(pod.network);
+  const PodBurstFacts k{pod.network, pod.ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
+                        gbp_word, tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
                         tables.neighbors().words(),
                         tables.path_mtus() && tables.path_mtus()->any() ? tables.path_mtus() : nullptr,
                         net.gateway_mac, tables.underlay_tag().tx_flags,
@@ -535,7 +511,7 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     }
   }
   if (done < n)
-    pod_burst_general(tables, k, *pod, rx_port, pkts + done, static_cast<std::uint16_t>(n - done), batch, totals,
+    pod_burst_general(tables, k, pod, rx_port, pkts + done, static_cast<std::uint16_t>(n - done), batch, totals,
                       tx, counters);
   batch.stage(tx, k.uplink, counters);
   counters.ports[rx_port].rx_packets.add(n);
@@ -549,6 +525,57 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
     vc.local_packets.add(totals.local_packets);
     vc.local_bytes.add(totals.local_bytes);
   }
+}
+
+}  // namespace
+
+// Pod bursts: the common one (one destination with a route) in one pass, from its first packet
+// on; whatever is left in the general three passes. See pipeline.hpp for what happens to which
+// packet.
+std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx_port,
+                                rte_mbuf** pkts, std::uint16_t n, TxStage& tx,
+                                WorkerCounters& counters, ServiceFlows* flows) {
+  if (n == 0) return 0;
+  const PodPortEntry* pod = tables.pod_port(rx_port);
+  if (!pod) [[unlikely]] {
+    drop_burst(pkts, n, rx_port, DropReason::UnknownPodPort, counters);
+    return n;
+  }
+  const std::uint16_t received = n;
+  // Network policy (policy_enforce.hpp): networks without one pay this pointer's test.
+  const NetworkPolicyEntry* policy = tables.network_policy(pod->network);
+  const bool services = tables.network_has_services(pod->network);
+  // Global services and policy keep a pod's flows with its owner worker (docs/conntrack.md),
+  // which resumes the burst there and counts it.
+  if ((services || policy) && flows && flows->hand_over && !flows->mine(rx_port)) [[unlikely]] {
+    for (std::uint16_t i = 0; i < n; ++i) {
+      pkts[i]->port = rx_port;
+      if (!flows->hand_over(flows->hand_over_context, flows->owner(rx_port), HandoverStage::PodBurst, pkts[i])) {
+        counters.ports[rx_port].rx_packets.add(1);
+        counters.ports[rx_port].rx_bytes.add(rte_pktmbuf_pkt_len(pkts[i]));
+        drop(pkts[i], DropReason::ServiceHandoverFull, rx_port, counters);
+      }
+    }
+    return received;
+  }
+  // Global services (service_nat.hpp): translated before routing, so that the rest of the
+  // pipeline sees the backend's address; networks without services pay this one byte's test.
+  if (services) [[unlikely]] {
+    ServiceFlows none;
+    n = translate_pod_burst(tables, flows ? *flows : none, *pod, pkts, n, rx_port, tx, counters);
+    if (n == 0) return received;
+  }
+  const std::uint32_t gbp_word = VtepEntry::gbp_word_of(pod->identity_be);
+  if (policy) [[unlikely]] {
+    // Decided flows first; those whose source asked the destination go last, with A clear.
+    std::uint16_t ask = 0;
+    n = enforce_pod_burst(tables, *policy, flows, *pod, rx_port, pkts, n, counters, &ask);
+    const std::uint16_t applied = static_cast<std::uint16_t>(n - ask);
+    if (applied) route_pod_burst(tables, *pod, rx_port, pkts, applied, gbp_word | kGbpPolicyAppliedWord, tx, counters);
+    if (ask) route_pod_burst(tables, *pod, rx_port, pkts + applied, ask, gbp_word, tx, counters);
+    return received;
+  }
+  route_pod_burst(tables, *pod, rx_port, pkts, n, gbp_word, tx, counters);
   return received;
 }
 

@@ -7,6 +7,7 @@
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/pipeline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
+#include "dataplane/core/policy_enforce.hpp"
 #include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/wire/vxlan.hpp"
 
@@ -104,6 +105,12 @@ namespace {
   if (excess) [[unlikely]] rte_pktmbuf_trim(m, static_cast<std::uint16_t>(excess));  // fails only if split: harmless
   set_macs(m, ep->mac, net->gateway_mac);
   decap_offload(m);  // a pending inner checksum stays pending
+  // Network policy (policy_enforce.hpp): the sender's group, 0 without a GBP header.
+  if (const NetworkPolicyEntry* policy = t.network_policy(ni)) [[unlikely]] {
+    if (!admit_delivery(t, *policy, flows, m, ep->port, f.group_policy ? f.group_policy_id : 0,
+                        f.group_policy && f.group_policy_applied, port, c))
+      return;  // dropped, or handed to the pod's owner
+  }
   VniCounters& vc = c.vnis[net->counter_slot];
   vc.decap_packets.add(1);
   vc.decap_bytes.add(f.inner_len);
@@ -165,8 +172,8 @@ namespace {
   const UplinkFrame f = parse_uplink_frame_full(first_segment(m), rte_pktmbuf_pkt_len(m), opt);
   if (f.kind == FrameKind::Arp) return uplink_arp(t, m, f.arp, tx, c);
   if (f.kind != FrameKind::Vxlan) return drop(m, f.drop, port, c);
-  // VXLAN-GBP packets come this way (the fast path takes flags 0x08 only); the group is read
-  // but not yet enforced (docs/dataplane.md "VXLAN Group Policy"): decapsulated as plain VXLAN.
+  // VXLAN-GBP packets come this way (the fast path takes flags 0x08 only); the group is the
+  // source identity network policy decides with (uplink_vxlan, policy_enforce.hpp).
   if (f.group_policy) {
     c.group_policy.rx_packets.add(1);
     c.group_policy.rx_policy_applied.add(f.group_policy_applied ? 1 : 0);
@@ -308,6 +315,11 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     std::memcpy(eth, &macs_lo, 8);
     std::memcpy(eth + 8, &macs_hi, 4);
     decap_offload(m);  // a pending inner checksum stays pending
+    // Network policy (policy_enforce.hpp): plain VXLAN here (GBP takes the slow path), so the
+    // unknown identity 0 with A clear.
+    if (const NetworkPolicyEntry* policy = tables.network_policy(net->index)) [[unlikely]] {
+      if (!admit_delivery(tables, *policy, flows, m, ep.port, 0, false, uplink, counters)) continue;
+    }
     if (net->counter_slot != vni_slot) [[unlikely]] {
       flush_vni();
       vni_slot = net->counter_slot;

@@ -594,6 +594,10 @@ void Dataplane::fill_counters(v1::Counters& out) const {
     s->set_service_replies_translated(sc.replies_translated.get());
     s->set_service_repicked(sc.repicked.get());
     s->set_service_handed_over(sc.handed_over.get());
+    const PolicyCounters& pc = ctx.counters->policy;
+    s->set_policy_new_flows(pc.new_flows.get());
+    s->set_policy_allowed(pc.allowed.get());
+    s->set_policy_denied(pc.denied.get());
   }
   auto* sizes = out.mutable_tables();
   if (tables_) {

@@ -25,8 +25,9 @@ namespace vxfed::dataplane {
 
 namespace {
 
-// Packets other workers handed over for pods this worker owns (global services): PodBurst ones
-// resume as pod bursts of their port, Deliver ones are delivered (service_nat.hpp).
+// Packets other workers handed over for pods this worker owns (global services, network
+// policy): PodBurst ones resume as pod bursts of their port, Deliver ones are decided by
+// policy and delivered (service_nat.hpp, policy_enforce.hpp).
 unsigned drain_service_rings(WorkerContext& w, const ForwardingState* s, rte_mbuf** pkts) {
   unsigned work = 0;
   for (unsigned from = 0; from < w.workers; ++from) {
@@ -41,7 +42,9 @@ unsigned drain_service_rings(WorkerContext& w, const ForwardingState* s, rte_mbu
         continue;
       }
       if (stage == static_cast<unsigned>(HandoverStage::Deliver)) {
-        deliver_handed_over(*s->tables, w.flows, pkts, static_cast<std::uint16_t>(n), *w.tx, *w.counters);
+        // Network policy first (policy_enforce.hpp): the owner of the destination pod decides.
+        const std::uint16_t left = admit_handed_over(*s->tables, w.flows, pkts, static_cast<std::uint16_t>(n), *w.counters);
+        deliver_handed_over(*s->tables, w.flows, pkts, left, *w.tx, *w.counters);
         continue;
       }
       for (unsigned i = 0; i < n;) {  // runs of one pod port, as received

@@ -14,6 +14,7 @@
 #include <rte_ring.h>
 
 #include "dataplane/core/counters.hpp"
+#include "dataplane/core/policy_enforce.hpp"
 #include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/tx_stage.hpp"
 #include "dataplane/runtime/capture_tap.hpp"

@@ -1,0 +1,239 @@
+// Network policy in the workers: see policy_enforce.hpp for what is checked where.
+#include "dataplane/core/policy_enforce.hpp"
+
+#include <cstring>
+
+#include "dataplane/core/mbuf_offload.hpp"
+#include "dataplane/core/pipeline_common.hpp"
+
+namespace vxfed::dataplane {
+
+using namespace pipeline_detail;
+
+namespace {
+
+// What a decision needs from a packet (Ethernet + IPv4 in the first segment).
+struct PolicyPacket {
+  FlowTuple tuple;             // in the policy zone; ICMP echo: the identifier in both ports
+  std::uint8_t tcp_flags = 0;
+  std::uint16_t port = 0;      // TCP/UDP destination port, host order; 0 for other protocols
+};
+
+std::uint16_t read_be16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] << 8 | p[1]); }
+
+// False for what is no IPv4 packet (ARP, IPv6, a truncated header): policy does not apply, the
+// pipeline decides. Non-first fragments have ports 0 (no reassembly: docs/conntrack.md).
+bool read_packet(const rte_mbuf* m, std::uint32_t vni, PolicyPacket* out) {
+  const std::uint32_t len = rte_pktmbuf_data_len(m);
+  const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+  constexpr std::uint32_t kIp = sizeof(EthernetHeader);
+  if (len < kIp + 20 || p[12] != 0x08 || p[13] != 0x00 || (p[kIp] >> 4) != 4) return false;
+  const std::uint32_t ihl = (p[kIp] & 0x0fu) * 4u;
+  if (ihl < 20 || kIp + ihl > len) return false;
+  const std::uint8_t* ip = p + kIp;
+  FlowTuple& t = out->tuple;
+  std::memcpy(&t.src_ip_be, ip + 12, 4);
+  std::memcpy(&t.dst_ip_be, ip + 16, 4);
+  t.protocol = ip[9];
+  t.vni = vni | kPolicyZone;
+  t.src_port_be = t.dst_port_be = 0;
+  out->tcp_flags = 0;
+  out->port = 0;
+  if ((read_be16(ip + 6) & 0x1fff) != 0) return true;  // a non-first fragment
+  const std::uint32_t l4 = kIp + ihl;
+  if ((t.protocol == kIpProtoTcp || t.protocol == kIpProtoUdp) && l4 + 4 <= len) {
+    std::memcpy(&t.src_port_be, p + l4, 2);
+    std::memcpy(&t.dst_port_be, p + l4 + 2, 2);
+    out->port = read_be16(p + l4 + 2);
+    if (t.protocol == kIpProtoTcp && l4 + 14 <= len) out->tcp_flags = p[l4 + 13];
+  } else if (t.protocol == kIpProtoIcmp && l4 + 8 <= len && (p[l4] == 8 || p[l4] == 0)) {
+    std::memcpy(&t.src_port_be, p + l4 + 4, 2);  // echo request/reply: the identifier
+    t.dst_port_be = t.src_port_be;
+  }
+  return true;
+}
+
+// The conntrack policy word: the entry's generation (31 bits) above the A choice (bit 0: the
+// source asked the destination, A clear).
+std::uint32_t policy_word(const NetworkPolicyEntry& policy, bool ask) { return policy.generation << 1 | (ask ? 1u : 0u); }
+bool current(const NetworkPolicyEntry& policy, std::uint32_t word) { return (word >> 1) == (policy.generation & 0x7fffffffu); }
+
+void count_rx_one(rte_mbuf* m, std::uint16_t port, WorkerCounters& c) {
+  c.ports[port].rx_packets.add(1);
+  c.ports[port].rx_bytes.add(rte_pktmbuf_pkt_len(m));
+}
+
+net::Ipv4Addr host(std::uint32_t ip_be) { return net::Ipv4Addr::from_network(ip_be); }
+
+// A flow's entry, if it has one decided under this policy (tracked); one of another
+// generation is erased (the flow is decided again).
+ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy, const PolicyPacket& pk,
+                        std::uint64_t now) {
+  if (!table) return {};
+  const ConntrackHit hit = table->find(pk.tuple, now);
+  if (!hit) return hit;
+  if (!current(policy, hit.entry->policy)) {
+    table->erase(hit.entry);
+    return {};
+  }
+  table->track(hit, pk.tcp_flags, now);
+  return hit;
+}
+
+// Starts tracking an allowed flow; false when the table has no room (the caller drops).
+bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word, std::uint64_t now) {
+  if (!table) return true;  // no table (--conntrack-flows 0): every packet is decided alone
+  const InsertStatus s = table->insert(pk.tuple, nullptr, word, pk.tcp_flags, now).status;
+  return s != InsertStatus::TableFull && s != InsertStatus::ProbeFull;
+}
+
+// The destination pod's owner decides a delivery (admit_delivery, admit_handed_over).
+bool decide_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
+                     rte_mbuf* m, std::uint16_t port, std::uint16_t source_identity, bool policy_applied,
+                     std::uint16_t rx_port, WorkerCounters& c) {
+  const PodPortEntry* pod = tables.pod_port(port);
+  if (!pod) return true;  // the pipeline's own checks drop it
+  PolicyPacket pk;
+  if (!read_packet(m, tables.network(pod->network).vni, &pk)) return true;
+  ConntrackTable* table = flows ? flows->table : nullptr;
+  const std::uint64_t now = flows ? flows->now : 0;
+  if (known_flow(table, policy, pk, now)) return true;
+  c.policy.new_flows.add(1);
+  const policy::PolicyTables& pt = *policy.tables;
+  const std::uint16_t identity = wire::from_be16(pod->identity_be);
+  DropReason why = DropReason::PolicyDeniedIngress;
+  bool ok = true;
+  if (!policy_applied && !pt.remote_egress_of.empty() &&
+      pt.remote_egress_of[source_identity] != policy::PolicyTables::kNoTable) {
+    ok = policy::decide_remote_egress(pt, source_identity, identity, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port);
+    why = DropReason::PolicyDeniedRemoteEgress;
+  }
+  const std::uint32_t local = policy.local_of_port[port];
+  if (ok && local != NetworkPolicyEntry::kNotSelected) {
+    ok = policy::decide_ingress(pt, local, source_identity, host(pk.tuple.src_ip_be), pk.tuple.protocol, pk.port);
+    why = DropReason::PolicyDeniedIngress;
+  }
+  if (!ok) {
+    c.policy.denied.add(1);
+    drop(m, why, rx_port, c);
+    return false;
+  }
+  c.policy.allowed.add(1);
+  if (!track_new(table, pk, policy_word(policy, false), now)) {
+    drop(m, DropReason::PolicyConntrackFull, rx_port, c);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
+                                const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts, std::uint16_t n,
+                                WorkerCounters& c, std::uint16_t* ask_destination) {
+  const policy::PolicyTables& pt = *policy.tables;
+  ConntrackTable* table = flows ? flows->table : nullptr;
+  const std::uint64_t now = flows ? flows->now : 0;
+  const std::uint32_t local_src = policy.local_of_port[rx_port];
+  const std::uint16_t identity = wire::from_be16(pod.identity_be);
+  const NetworkEntry& net = tables.network(pod.network);
+  rte_mbuf* ask[kMaxBurst];
+  std::uint16_t n_ask = 0, kept = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    PolicyPacket pk;
+    // Not IPv4, or not from the pod's address: the pipeline answers or drops it.
+    if (!read_packet(m, net.vni, &pk) || pk.tuple.src_ip_be != pod.ip_be || pk.tuple.dst_ip_be == net.gateway_ip_be) {
+      pkts[kept++] = m;
+      continue;
+    }
+    const EndpointEntry* ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
+    bool asks = false;
+    if (const ConntrackHit hit = known_flow(table, policy, pk, now)) {
+      asks = hit.direction == FlowDirection::Original && (hit.entry->policy & 1u);  // replies: A set
+    } else {
+      c.policy.new_flows.add(1);
+      bool ok = true;
+      DropReason why = DropReason::PolicyDeniedEgress;
+      if (ep) {  // both pods here: the whole egress, then the destination's ingress
+        const PodPortEntry* dst_pod = tables.pod_port(ep->port);
+        const std::uint16_t dst_identity = dst_pod ? wire::from_be16(dst_pod->identity_be) : 0;
+        if (local_src != NetworkPolicyEntry::kNotSelected)
+          ok = policy::decide_local_egress(pt, local_src, dst_identity, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port);
+        const std::uint32_t local_dst = policy.local_of_port[ep->port];
+        if (ok && local_dst != NetworkPolicyEntry::kNotSelected) {
+          ok = policy::decide_ingress(pt, local_dst, identity, host(pk.tuple.src_ip_be), pk.tuple.protocol, pk.port);
+          why = DropReason::PolicyDeniedIngress;
+        }
+      } else if (local_src != NetworkPolicyEntry::kNotSelected) {
+        const auto v = policy::decide_egress_at_source(pt, local_src, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port);
+        ok = v != policy::EgressAtSource::Deny;
+        asks = v == policy::EgressAtSource::AskDestination;
+      }
+      if (!ok) {
+        c.policy.denied.add(1);
+        count_rx_one(m, rx_port, c);
+        drop(m, why, rx_port, c);
+        continue;
+      }
+      c.policy.allowed.add(1);
+      if (!track_new(table, pk, policy_word(policy, asks), now)) {
+        count_rx_one(m, rx_port, c);
+        drop(m, DropReason::PolicyConntrackFull, rx_port, c);
+        continue;
+      }
+    }
+    // A local pod of another owner: its owner delivers it and keeps the flow on its side too.
+    if (ep && flows && flows->hand_over && !flows->mine(ep->port)) {
+      count_rx_one(m, rx_port, c);
+      set_macs(m, ep->mac, net.gateway_mac);
+      local_offload(m);
+      VniCounters& vc = c.vnis[net.counter_slot];
+      vc.local_packets.add(1);
+      vc.local_bytes.add(rte_pktmbuf_pkt_len(m));
+      m->hash.usr = handover_word(identity, true);
+      hand_over_delivery(*flows, ep->port, m, rx_port, c);
+      continue;
+    }
+    if (asks) {
+      ask[n_ask++] = m;
+    } else {
+      pkts[kept++] = m;
+    }
+  }
+  for (std::uint16_t j = 0; j < n_ask; ++j) pkts[kept++] = ask[j];
+  *ask_destination = n_ask;
+  return kept;
+}
+
+bool admit_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
+                    rte_mbuf* m, std::uint16_t port, std::uint16_t source_identity, bool policy_applied,
+                    std::uint16_t rx_port, WorkerCounters& c) {
+  if (flows && flows->hand_over && !flows->mine(port)) {
+    m->hash.usr = handover_word(source_identity, policy_applied);
+    hand_over_delivery(*flows, port, m, rx_port, c);
+    return false;
+  }
+  return decide_delivery(tables, policy, flows, m, port, source_identity, policy_applied, rx_port, c);
+}
+
+std::uint16_t admit_handed_over(const ForwardingTables& tables, ServiceFlows& flows, rte_mbuf** pkts, std::uint16_t n,
+                                WorkerCounters& c) {
+  std::uint16_t kept = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    const PodPortEntry* pod = tables.pod_port(m->port);
+    const NetworkPolicyEntry* policy = pod ? tables.network_policy(pod->network) : nullptr;
+    if (policy) {
+      const std::uint32_t word = m->hash.usr;
+      const bool marked = (word & 0xff000000u) == kHandoverMark;  // else: handed over before the policy came
+      const auto identity = static_cast<std::uint16_t>(marked ? word & 0xffffu : 0u);
+      const bool applied = marked && ((word >> 16) & 1u);
+      if (!decide_delivery(tables, *policy, &flows, m, m->port, identity, applied, m->port, c)) continue;
+    }
+    pkts[kept++] = m;
+  }
+  return kept;
+}
+
+}  // namespace vxfed::dataplane
