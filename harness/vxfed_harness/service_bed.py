@@ -7,6 +7,14 @@ eBGP session between them (as test_control_service_node_loss, without BFD): A of
 veth on their node, attached in vxfedd as the CNI plugin would; services are written as
 Kubernetes users write them (Service, one EndpointSlice per cluster, ServiceExport) and applied
 with `vxfedctl service apply -f` on the node of the slice's cluster.
+
+With `second_a=True` a third node A2 of cluster-a joins (a node to lose while the client's node
+A lives): the three nodes on a switch namespace `sw` (ports pa, pa2, pb: `sw.run("ip link set
+pa2 down")` cuts A2 off), A and A2 in one iBGP session (same AS, no `cluster`: each accepts the
+other's block), each of them in eBGP with B, every session with BFD (FRR's bfdd, 300 ms x 3) so
+that a lost node's block is withdrawn in about a second.
+
+The UDP programs below (ECHO, BURST, STREAM) are what the service tests run in the pods.
 """
 from __future__ import annotations
 
@@ -69,26 +77,40 @@ class ServiceBed:
     """Nodes a (cluster-a) and b (cluster-b) up, BGP established, each node's block learned by
     the other. Use inside `with Topology(...)`."""
 
-    def __init__(self, topo: Topology, dataplane_extra: tuple[str, ...] = ()):
+    def __init__(self, topo: Topology, dataplane_extra: tuple[str, ...] = (), second_a: bool = False):
         require_frr()
+        if second_a and not Path("/usr/lib/frr/bfdd").exists():
+            raise RuntimeError("/usr/lib/frr/bfdd missing (apt-get install frr): the second_a bed needs BFD")
         for b in ("dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl", "control/vxfedd", "control/vxfedctl"):
             require_binary(b)
         self.topo = topo
-        self.a = Node(topo, "a", "198.18.0.1", "10.244.0.0/16", asn=65001, dataplane_extra=dataplane_extra)
-        self.b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002, dataplane_extra=dataplane_extra)
-        self.nodes = (self.a, self.b)
+        bfd = second_a
+        self.a = Node(topo, "a", "198.18.0.1", "10.244.0.0/16", asn=65001, dataplane_extra=dataplane_extra, bfdd=bfd)
+        self.b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002, dataplane_extra=dataplane_extra, bfdd=bfd)
+        self.a2: Optional[Node] = None
+        if second_a:
+            self.a2 = Node(topo, "a2", "198.18.0.3", "10.244.0.0/16", asn=65001, cluster="cluster-a",
+                           dataplane_extra=dataplane_extra, bfdd=True)
+        self.nodes = tuple(n for n in (self.a, self.b, self.a2) if n is not None)
         self._attach: dict[str, tuple[str, list[str]]] = {}
         self.check = check_all(self.nodes)
-        connect_underlay(topo, [self.a, self.b])
+        self.switch = connect_underlay(topo, list(self.nodes))   # a switch for three nodes, else None
         self.etcd = EtcdCluster(topo, members=1, ns=self.a.ns, host=self.a.ip)
         self.etcd.start()
-        for n, peer in ((self.a, self.b), (self.b, self.a)):
-            bgp = n.bgp_config(
-                peers=[{"address": peer.ip, "remote_asn": peer.asn, "cluster": peer.cluster, "network": "fed",
-                        "keepalive": 3, "hold": 9, "connect_retry": 1,
-                        "accept": [f"{peer.pod_cidr} le 24"]}],  # the peer's node blocks
-                clusters={peer.cluster: [peer.pod_cidr]}, graceful_restart=False,
-                fpm={"resync_settle_ms": 1000, "resync_min_ms": 2000})
+        for n in self.nodes:
+            peers, clusters = [], {}
+            for peer in self.nodes:
+                if peer is n:
+                    continue
+                session = {"address": peer.ip, "remote_asn": peer.asn, "network": "fed",
+                           "keepalive": 3, "hold": 9, "connect_retry": 1, **({"bfd": True} if bfd else {})}
+                if peer.cluster != n.cluster:
+                    # eBGP: the peer's node blocks.
+                    session.update(cluster=peer.cluster, accept=[f"{peer.pod_cidr} le 24"])
+                clusters[peer.cluster] = [peer.pod_cidr]   # an iBGP peer accepts the declared clusters' blocks
+                peers.append(session)
+            bgp = n.bgp_config(peers=peers, clusters=clusters, graceful_restart=False,
+                               fpm={"resync_settle_ms": 1000, "resync_min_ms": 2000})
             n.vxfedd.config = n.vxfedd_config(
                 networks=[{"name": "fed", "subnet": n.pod_cidr}], bgp=bgp, log_level="debug",
                 federation={"endpoints": [self.etcd.endpoint(0)], "key_prefix": PREFIX},
@@ -101,14 +123,19 @@ class ServiceBed:
                        self.check)
             n.start_frr()
         self.blocks: dict[str, str] = {}
+        self.gateways: dict[str, str] = {}   # the network's gateway (its subnet's, not the node block's)
         for n in self.nodes:
             net = next(x for x in n.vxfedctl("networks")["networks"] if x["spec"]["name"] == "fed")
             self.blocks[n.short] = net["node_block"]
-        wait_until(lambda: self.a.bgp_route(self.blocks["b"]) is not None, 60, "A to learn B's block", self.check)
-        wait_until(lambda: self.b.bgp_route(self.blocks["a"]) is not None, 60, "B to learn A's block", self.check)
+            self.gateways[n.short] = net["spec"]["gateway"]
+        for n in self.nodes:
+            for other in self.nodes:
+                if other is not n:
+                    wait_until(lambda: n.bgp_route(self.blocks[other.short]) is not None, 60,
+                               f"{n.short} to learn {other.short}'s block", self.check)
 
     def node(self, short: str) -> Node:
-        return self.a if short == "a" else self.b
+        return {"a": self.a, "b": self.b, "a2": self.a2}[short]
 
     def address(self, short: str, host: int) -> str:
         """Host number `host` of node `short`'s block."""
@@ -121,8 +148,8 @@ class ServiceBed:
         ns = self.topo.netns(f"p{pod}")
         host_if = f"h{pod}{self.topo.suffix}"[:15]
         self.topo.veth(node.ns, host_if, ns, "eth0", mtu=POD_MTU)
-        gateway = str(ipaddress.ip_network(self.blocks[short]).network_address + 1)
-        mac = f"02:00:00:00:{0x0a if short == 'a' else 0x0b:02x}:{host:02x}"
+        gateway = self.gateways[short]
+        mac = f"02:00:00:00:{ {'a': 0x0a, 'b': 0x0b, 'a2': 0x0c}[short]:02x}:{host:02x}"
         ns.run(f"ip link set eth0 address {mac}")
         ns.run(f"ip addr add {ip}/32 dev eth0")
         ns.run(f"ip route add {gateway}/32 dev eth0 scope link")
@@ -174,9 +201,115 @@ class ServiceBed:
         return self.node(short).vxfedctl("service", "get")["services"][0]["vip"]
 
 
+    def service_entry(self, short: str, service: str) -> Optional[dict]:
+        """The forwarder's whole entry for service on node `short` (backends with weights,
+        table_size), from its dump; None without one."""
+        for s in self.node(short).dataplane.dump().get("tables", {}).get("services", []):
+            if s.get("id") == service:
+                return s
+        return None
+
+
 def log_path(topo: Topology, ns: Namespace, name: str) -> Path:
     """Where Namespace.spawn(..., name=name) writes its output."""
     return topo.workdir / (f"{ns.name}:{name}".replace("/", "_").replace(":", "_") + ".log")
 
 
-__all__ = ["ServiceBed", "service_yaml", "log_path", "log", "PREFIX"]
+# A UDP echo (argv: name, port) that answers with its name and logs the source port of every
+# request it receives: the backends count the flows themselves.
+ECHO = r"""
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+u.bind(("0.0.0.0", int(sys.argv[2])))
+while True:
+    data, peer = u.recvfrom(2048)
+    print(peer[1], flush=True)
+    u.sendto(sys.argv[1].encode() + b" " + data, peer)
+"""
+
+# argv: vip, port, first, flows. `flows` new flows to VIP:port from source ports first.., 100 at
+# a time: each socket bound to its own port sends one request; the replies of a batch are
+# collected for up to 0.5 s, and a flow still unanswered sends again (the same flow, so the same
+# backend: a datagram lost on a loaded machine is not a flow elsewhere), up to 5 times. Prints a
+# JSON of who answered.
+BURST = r"""
+import json, select, socket, sys, time
+vip, port, first, flows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+BATCH = 100
+who = {}
+resent = 0
+for start in range(first, first + flows, BATCH):
+    socks = {}
+    for sport in range(start, min(start + BATCH, first + flows)):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", sport))
+        s.connect((vip, port))
+        s.setblocking(False)
+        s.send(b"q")
+        socks[s.fileno()] = (s, sport)
+    for attempt in range(5):
+        deadline = time.time() + 0.5
+        pending = {fd for fd, (_, sp) in socks.items() if sp not in who}
+        while pending and time.time() < deadline:
+            ready, _, _ = select.select(list(pending), [], [], max(0.0, deadline - time.time()))
+            for fd in ready:
+                s, sport = socks[fd]
+                try:
+                    who[sport] = s.recv(2048).split()[0].decode()
+                except OSError:
+                    pass
+                pending.discard(fd)
+        if not pending or attempt == 4:
+            break
+        for fd in pending:
+            socks[fd][0].send(b"q")
+            resent += 1
+    for s, _ in socks.values():
+        s.close()
+counts = {}
+for name in who.values():
+    counts[name] = counts.get(name, 0) + 1
+print(json.dumps({"answered": len(who), "resent": resent, "by": counts}))
+"""
+
+# argv: vip, port. 100 requests a second to VIP:port, each from a new socket (a new flow);
+# "<unix time> <backend>" per answer.
+STREAM = r"""
+import socket, sys, time
+vip, port = sys.argv[1], int(sys.argv[2])
+next_at = time.time()
+while True:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((vip, port))
+    s.settimeout(0.009)
+    s.send(b"q")
+    try:
+        data = s.recv(2048)
+        print(f"{time.time():.4f} {data.split()[0].decode()}", flush=True)
+    except OSError:
+        pass
+    s.close()
+    next_at += 0.01
+    time.sleep(max(0.0, next_at - time.time()))
+"""
+
+
+def answers(path: Path) -> list[tuple[float, str]]:
+    """A STREAM's log: (unix time, backend) per answer."""
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        when, _, who = line.partition(" ")
+        if who:
+            out.append((float(when), who))
+    return out
+
+
+def received_ports(path: Path, first: int, count: int) -> list[int]:
+    """The source ports in first..first+count-1 an ECHO's log received requests from."""
+    ports = [int(x) for x in path.read_text().split()] if path.exists() else []
+    return [p for p in ports if first <= p < first + count]
+
+
+__all__ = ["ServiceBed", "service_yaml", "log_path", "log", "PREFIX", "ECHO", "BURST", "STREAM", "answers",
+           "received_ports"]
