@@ -121,6 +121,22 @@ struct Daemon::Impl {
     return node;
   }
 
+  // The GBP mark on this node's blocks (docs/bgp.md, "The GBP mark") follows node.gbp and
+  // whether the forwarder now connected takes GBP; told after every dataplane progress (a
+  // rolling upgrade may put the previous forwarder under this vxfedd, or the next one).
+  bool dataplane_gbp = false;
+  void follow_dataplane_gbp() {
+    const bool takes = dataplane_takes_gbp(dataplane->status().version());
+    if (!bgp || takes == dataplane_gbp) return;
+    dataplane_gbp = takes;
+    if (auto ok = reconfigure_bgp_route_source(*bgp, config, *state, takes); !ok)
+      log->error("bgp: GBP mark: {}", ok.error());
+    else
+      log->info("bgp: the forwarder (version {}) {} VXLAN-GBP; node.gbp {}: this node's blocks {} the GBP mark",
+                dataplane->status().version(), takes ? "takes" : "does not take", config.node.gbp,
+                config.node.gbp && takes ? "carry" : "do not carry");
+  }
+
   // The range GetNetwork hands the CNI plugin: the store's once listed (it wins over the
   // config's, docs/services.md), else the config's; on the network the VIPs are served on.
   void hand_over_service_range() {
@@ -328,7 +344,8 @@ struct Daemon::Impl {
     log_notes(notes);
     // (NodeState told the BGP source about its networks already, through the observer.)
     if (bgp)
-      if (auto ok = reconfigure_bgp_route_source(*bgp, next, *state); !ok) log->error("bgp: reload: {}", ok.error());
+      if (auto ok = reconfigure_bgp_route_source(*bgp, next, *state, dataplane_gbp); !ok)
+        log->error("bgp: reload: {}", ok.error());
     spdlog::level::level_enum level = spdlog::level::from_str(next.daemon.log_level);
     log->set_level(level);
     const auto keep_socket = config.daemon;
@@ -486,7 +503,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     return true;
   };
   d.handler = std::make_unique<ApiHandler>(*d.state, view);
-  d.dataplane->set_listener([&d] { d.handler->progress(); });
+  d.dataplane->set_listener([&d] {
+    d.handler->progress();
+    d.follow_dataplane_gbp();
+  });
 
   ApiServer::Options api_options;
   api_options.path = d.config.daemon.socket;

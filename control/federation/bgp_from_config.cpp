@@ -1,5 +1,7 @@
 #include "control/federation/bgp_from_config.hpp"
 
+#include <sstream>
+
 #include <algorithm>
 
 namespace vxfed::control {
@@ -66,6 +68,7 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
   if (!vtep) return make_error(config.source + ": node.vtep_ip: " + vtep.error());
   bgp::RouteSourceOptions options;
   options.config = config.bgp;
+  options.config.gbp_mark = false;  // until the forwarder says it takes GBP (dataplane_takes_gbp)
   options.vtep = *vtep;
   options.advertise = advertised_prefixes(config, state);
   // The blocks change with the networks (a new network gets a block): the source asks again.
@@ -78,9 +81,21 @@ Result<std::unique_ptr<bgp::RouteSource>> make_bgp_route_source(boost::asio::io_
   return bgp::RouteSource::create(io, std::move(options), std::move(log));
 }
 
-Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config, const NodeState& state) {
+Status reconfigure_bgp_route_source(bgp::RouteSource& source, const Config& config, const NodeState& state,
+                                    bool dataplane_gbp) {
   if (auto own = check_own_prefixes(config, state, config.bgp); !own) return own;
-  return source.reconfigure(config.bgp, advertised_prefixes(config, state));
+  bgp::BgpConfig bgp = config.bgp;
+  bgp.gbp_mark = config.node.gbp && dataplane_gbp;
+  return source.reconfigure(std::move(bgp), advertised_prefixes(config, state));
+}
+
+bool dataplane_takes_gbp(const std::string& version) {
+  // "MAJOR.MINOR.PATCH", perhaps with a suffix ("0.2.0-rc1"): the first two numbers decide.
+  unsigned major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream in(version);
+  if (!(in >> major >> dot >> minor) || dot != '.') return false;
+  return major > 0 || minor >= 2;
 }
 
 v1::PeerInfo peer_info(const bgp::PeerStatus& p) {

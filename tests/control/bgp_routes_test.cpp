@@ -211,4 +211,17 @@ TEST(AdvertisedPrefixes, OnlyBlocksWhenEveryNetworkHasOne) {
   EXPECT_TRUE(advertised_prefixes(lone, **u).empty()) << "federated: only blocks from the store";
 }
 
+// Whether the forwarder takes VXLAN-GBP, from its version (docs/bgp.md, "The GBP mark"): the
+// previous release (0.1.0) does not; this one (0.2.0) and later do; unknown means no.
+TEST(DataplaneGbp, FromTheForwardersVersion) {
+  EXPECT_FALSE(dataplane_takes_gbp("0.1.0"));
+  EXPECT_FALSE(dataplane_takes_gbp(""));
+  EXPECT_FALSE(dataplane_takes_gbp("dev"));
+  EXPECT_FALSE(dataplane_takes_gbp("0"));
+  EXPECT_TRUE(dataplane_takes_gbp("0.2.0"));
+  EXPECT_TRUE(dataplane_takes_gbp("0.2.0-rc1"));
+  EXPECT_TRUE(dataplane_takes_gbp("0.10.1"));
+  EXPECT_TRUE(dataplane_takes_gbp("1.0.0"));
+}
+
 }  // namespace
