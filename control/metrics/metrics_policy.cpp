@@ -58,6 +58,38 @@ std::string render_policy_metrics(const PolicyFollower& follower, std::optional<
                   {{"network", network}, {"namespace", ns}, {"identity", id}, {"direction", "egress"}});
     }
   }
+  // What went to the forwarder (docs/policy.md, "Publishing to the forwarder").
+  const auto& pub = follower.publisher();
+  const auto& ps = pub.stats();
+  w.counter("vxfedd_policy_publications_total", "NetworkPolicy entries sent to the forwarder (changed ones only).",
+            ps.upserts);
+  w.counter("vxfedd_policy_publication_removals_total", "NetworkPolicy entries removed from the forwarder.", ps.removals);
+  w.counter("vxfedd_policy_publication_unchanged_total",
+            "NetworkPolicy entries rebuilt after a change and not sent: equal to what the forwarder has.", ps.unchanged);
+  w.gauge("vxfedd_policy_publication_last_bytes", "Serialized bytes of the last NetworkPolicy entry sent.",
+          static_cast<double>(ps.last_bytes));
+  w.gauge("vxfedd_policy_publication_latency_last_seconds",
+          "A store change seen by the watch -> its NetworkPolicy entries handed to the dataplane client (the last).",
+          seconds(ps.last_latency));
+  w.gauge("vxfedd_policy_publication_latency_max_seconds", "The same, the longest since start.", seconds(ps.max_latency));
+  w.gauge("vxfedd_policy_publication_build_last_seconds",
+          "Building and comparing the NetworkPolicy entries after the last change (on the io thread).",
+          seconds(ps.last_build));
+  w.gauge("vxfedd_policy_publication_build_max_seconds", "The same, the longest since start.", seconds(ps.max_build));
+  w.family("vxfedd_policy_published_bytes", Type::gauge, "Serialized bytes of the network's entry in force, per network.");
+  for (const auto& [network, p] : pub.published())
+    w.sample(static_cast<std::uint64_t>(p.bytes), {{"network", network}, {"vni", std::to_string(p.vni)}});
+  w.family("vxfedd_policy_published_endpoints", Type::gauge, "Pods mapped to a local table in the network's entry.");
+  for (const auto& [network, p] : pub.published())
+    w.sample(static_cast<std::uint64_t>(p.endpoints), {{"network", network}, {"vni", std::to_string(p.vni)}});
+  w.family("vxfedd_policy_published_local_tables", Type::gauge,
+           "Local identities (an ingress and an egress table each) in the network's entry.");
+  for (const auto& [network, p] : pub.published())
+    w.sample(static_cast<std::uint64_t>(p.local_tables), {{"network", network}, {"vni", std::to_string(p.vni)}});
+  w.family("vxfedd_policy_published_generation", Type::counter,
+           "Entries of the network sent since start (its generation as vxfedd counts it).");
+  for (const auto& [network, p] : pub.published())
+    w.sample(p.generation, {{"network", network}, {"vni", std::to_string(p.vni)}});
   w.gauge("vxfedd_policy_watching", "1 while the watch of the store's v1/policy/ is established.", s.watching ? 1 : 0);
   w.counter("vxfedd_policy_listings_total", "Listings of v1/policy/ fed to the compilers (one per change burst).",
             s.listings);

@@ -31,7 +31,8 @@ std::size_t entries_of(const dp::Delta& d) {
   const auto& u = d.upsert();
   return static_cast<std::size_t>(u.networks_size() + u.endpoints_size() + u.routes_size() + u.vteps_size() +
                                   u.neighbors_size() + u.services_size() + d.remove_networks_size() +
-                                  d.remove_endpoints_size() + d.remove_routes_size() + d.remove_services_size() + d.remove_vteps_size());
+                                  d.remove_endpoints_size() + d.remove_routes_size() + d.remove_services_size() + d.remove_vteps_size() +
+                                  u.policies_size() + d.remove_policies_size());
 }
 
 // The delta without the upsert of one endpoint (the rest was not at fault).

@@ -47,11 +47,14 @@ void DeltaQueue::push(const TablesDelta& d, TimePoint now) {
   for (const auto& r : d.routes) to_wire(r, pieces.next().mutable_upsert()->add_routes());
   for (const auto& sv : d.services) *pieces.next().mutable_upsert()->add_services() = sv;
   for (const auto& v : d.vteps) *pieces.next().mutable_upsert()->add_vteps() = v;
+  // A network's policy entry after the endpoints it names (the forwarder maps them by id).
+  for (const auto& p : d.policies) *pieces.next().mutable_upsert()->add_policies() = p;
   for (auto vni : d.removed_networks) pieces.next().add_remove_networks(vni);
   for (const auto& id : d.removed_endpoints) pieces.next().add_remove_endpoints(id);
   for (const auto& k : d.removed_routes) to_wire(k, pieces.next().add_remove_routes());
   for (const auto& id : d.removed_services) pieces.next().add_remove_services(id);
   for (const auto& ip : d.removed_vteps) pieces.next().add_remove_vteps(ip);
+  for (auto vni : d.removed_policies) pieces.next().add_remove_policies(vni);
 }
 
 DeltaQueue::Item DeltaQueue::pop_front() {

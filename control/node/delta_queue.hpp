@@ -6,8 +6,8 @@
 // Bounded per message: a TablesDelta becomes one or more wire Deltas of at most
 // `max_entries` entries each (a federation's 130,000-route burst is ~32 messages of 4,096, not
 // one 3 MB message that holds the dataplane's control thread for the whole burst). The pieces
-// keep the order one Delta applies its parts in — networks, endpoints, routes, services upserted,
-// then networks, endpoints, routes, services removed — so applying them one after another means
+// keep the order one Delta applies its parts in — networks, endpoints, routes, services, VTEPs,
+// network policies upserted, then removed in that order — so applying them one after another means
 // what the whole TablesDelta meant. A packet may see the tables between two pieces: each
 // piece is itself a Delta the dataplane would accept alone (a route's network comes in an
 // earlier or the same piece), so such a state is one vxfedd could have sent as it is.

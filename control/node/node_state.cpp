@@ -1044,12 +1044,15 @@ void NodeState::publish(const TablesDelta& delta) {
   // A network that (re)appears brings the Service entries held for its VNI: they stayed out of
   // the dataplane while it had no such network (set_services, tables()), and an entry the
   // compiler gives again unchanged is not published again.
-  if (sink_ && !delta.networks.empty() && !services_.empty()) {
+  // Network policy entries likewise.
+  if (sink_ && !delta.networks.empty() && (!services_.empty() || !policies_.empty())) {
     TablesDelta with = delta;
     std::set<std::uint32_t> vnis;
     for (const auto& n : delta.networks) vnis.insert(n.vni());
     for (const auto& [id, entry] : services_)
       if (vnis.count(entry.vni())) with.services.push_back(entry);
+    for (const auto& [vni, entry] : policies_)
+      if (vnis.count(vni)) with.policies.push_back(entry);
     sink_->publish(with);
   } else if (sink_) {
     sink_->publish(delta);
@@ -1090,6 +1093,19 @@ void NodeState::set_services(const std::vector<dp::Service>& upserts, const std:
   if (!delta.empty()) publish(delta);
 }
 
+void NodeState::set_policies(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals) {
+  TablesDelta delta;
+  for (const auto& entry : upserts) {
+    policies_[entry.vni()] = entry;
+    if (network_of_vni_.count(entry.vni())) delta.policies.push_back(entry);
+  }
+  for (auto vni : removals) {
+    if (!policies_.erase(vni)) continue;
+    if (network_of_vni_.count(vni)) delta.removed_policies.push_back(vni);
+  }
+  if (!delta.empty()) publish(delta);
+}
+
 dp::Tables NodeState::tables() const {
   dp::Tables t;
   for (const auto& [name, n] : networks_) *t.add_networks() = dp_network(n);
@@ -1100,6 +1116,8 @@ dp::Tables NodeState::tables() const {
   }
   for (const auto& [id, entry] : services_)
     if (network_of_vni_.count(entry.vni())) *t.add_services() = entry;
+  for (const auto& [vni, entry] : policies_)
+    if (network_of_vni_.count(vni)) *t.add_policies() = entry;
   for (const auto& ip : gbp_vteps_.gbp_vteps()) {
     auto* v = t.add_vteps();
     v->set_ip(ip.str());

@@ -156,6 +156,12 @@ class NodeState {
   void set_services(const std::vector<dp::Service>& upserts, const std::vector<std::string>& removals);
   const std::map<std::string, dp::Service>& services() const { return services_; }
 
+  // ---- network policy (dataplane NetworkPolicy entries, control/policy/policy_publisher.hpp) ----
+  // Upserts and removes entries by VNI, as one Delta; the caller gives only changed entries.
+  // Held for tables(); entries of a VNI without a network are held but not sent (the
+  // dataplane removed them with their network) until the network comes back.
+  void set_policies(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals);
+
   // ---- dataplane ----
   dp::Tables tables() const;                       // complete snapshot contents
 
@@ -272,6 +278,7 @@ class NodeState {
   std::optional<net::Ipv4Prefix> service_range_;
   ReachObserver reach_observer_;
   std::map<std::string, dp::Service> services_;            // by id
+  std::map<std::uint32_t, dp::NetworkPolicy> policies_;    // by VNI
   void reach_changed(std::uint32_t vni, const net::Ipv4Prefix& prefix) const {
     if (reach_observer_) reach_observer_(vni, prefix);
   }

@@ -21,11 +21,13 @@ dp::Delta to_wire(const TablesDelta& delta) {
   for (const auto& r : delta.routes) to_wire(r, upsert->add_routes());
   for (const auto& sv : delta.services) *upsert->add_services() = sv;
   for (const auto& v : delta.vteps) *upsert->add_vteps() = v;
+  for (const auto& p : delta.policies) *upsert->add_policies() = p;
   for (auto vni : delta.removed_networks) out.add_remove_networks(vni);
   for (const auto& id : delta.removed_endpoints) out.add_remove_endpoints(id);
   for (const auto& k : delta.removed_routes) to_wire(k, out.add_remove_routes());
   for (const auto& id : delta.removed_services) out.add_remove_services(id);
   for (const auto& ip : delta.removed_vteps) out.add_remove_vteps(ip);
+  for (auto vni : delta.removed_policies) out.add_remove_policies(vni);
   return out;
 }
 

@@ -21,16 +21,18 @@ struct TablesDelta {
   std::vector<RemoteRoute> routes;         // upserted, by (VNI, prefix)
   std::vector<dp::Service> services;       // upserted, by id (global services' VIPs)
   std::vector<dp::Vtep> vteps;             // upserted, by ip (Vtep.gbp: bgp/gbp_vteps.hpp)
+  std::vector<dp::NetworkPolicy> policies;  // upserted, by VNI (control/policy/policy_publisher.hpp)
   std::vector<std::uint32_t> removed_networks;   // with their endpoints and routes
   std::vector<std::string> removed_endpoints;
   std::vector<RouteKey> removed_routes;
   std::vector<std::string> removed_services;
   std::vector<std::string> removed_vteps;  // explicit Vtep entries, by ip
+  std::vector<std::uint32_t> removed_policies;  // by VNI
 
   bool empty() const {
     return networks.empty() && endpoints.empty() && routes.empty() && removed_networks.empty() &&
            removed_endpoints.empty() && removed_routes.empty() && services.empty() && removed_services.empty() &&
-           vteps.empty() && removed_vteps.empty();
+           vteps.empty() && removed_vteps.empty() && policies.empty() && removed_policies.empty();
   }
 };
 

@@ -126,6 +126,12 @@ std::uint16_t PolicyFeed::number_of(const LocalPod& pod) const {
   return known == identities_.end() ? pol::kPeerUnlabelled : known->first;
 }
 
+bool PolicyFeed::has_policy_for(const std::string& network) const {
+  return std::any_of(policies_.begin(), policies_.end(), [&](const auto& held) {
+    return pol::is_for_network(held.second.policy, network, pol::nad_name_is_network);
+  });
+}
+
 std::vector<pol::LocalIdentity> PolicyFeed::locals_of(const std::string& network, const std::vector<LocalPod>& pods) const {
   std::vector<pol::LocalIdentity> out;
   for (const auto& pod : pods) {

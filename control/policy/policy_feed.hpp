@@ -23,11 +23,14 @@
 namespace vxfed::control {
 
 // A pod attached on this node (an endpoint of NodeState, with the CNI's K8S_POD_NAMESPACE and
-// K8S_POD_NAME).
+// K8S_POD_NAME). The compilers read the first three; the endpoint's id and VNI say where its
+// network's policy entry goes (control/policy/policy_publisher.hpp).
 struct LocalPod {
   std::string network;
   std::string namespace_name;
   std::string name;
+  std::string endpoint_id;  // dp::Endpoint.id
+  std::uint32_t vni = 0;
   bool operator==(const LocalPod&) const = default;
   auto operator<=>(const LocalPod&) const = default;
 };
@@ -67,6 +70,9 @@ class PolicyFeed {
   std::uint16_t number_of(const LocalPod& pod) const;
 
   std::size_t policies() const { return policies_.size(); }       // held, every cluster's
+  // Some policy held is for `network` (policy-for, as the compilers resolve it): the network
+  // has policy, even if none selects a pod here (its remote-egress tables still decide).
+  bool has_policy_for(const std::string& network) const;
   std::size_t identities() const { return identities_.size(); }   // allocated or held down
   std::int64_t revision() const { return revision_; }             // of the last listing
   const std::map<std::string, std::unique_ptr<policy::PolicyCompiler>>& compilers() const { return compilers_; }

@@ -20,7 +20,8 @@ std::vector<LocalPod> local_pods(const std::vector<v1::EndpointInfo>& endpoints)
     auto ns = e.pod().find("K8S_POD_NAMESPACE");
     auto name = e.pod().find("K8S_POD_NAME");
     if (ns == e.pod().end() || name == e.pod().end() || ns->second.empty() || name->second.empty()) continue;
-    out.push_back(LocalPod{e.network(), ns->second, name->second});
+    out.push_back(LocalPod{e.network(), ns->second, name->second, NodeState::endpoint_id(e.container_id(), e.ifname()),
+                           info.vni()});
   }
   return out;
 }
@@ -32,16 +33,18 @@ std::uint32_t endpoint_identity(const PolicyFeed& feed, const v1::EndpointInfo& 
 
 Result<std::unique_ptr<PolicyFollower>> PolicyFollower::create(asio::io_context& io, const Config& config,
                                                                std::shared_ptr<spdlog::logger> log, LocalPods local_pods,
-                                                               Identities identities) {
+                                                               Identities identities, PolicyPublisher::Sink publish) {
   if (!config.federation.enabled) return make_error("network policy needs the federation store (no federation section)");
   auto client = fed::EtcdClient::create(etcd_options(config));
   if (!client) return make_error(config.source + ": federation: " + client.error());
   return std::unique_ptr<PolicyFollower>(
-      new PolicyFollower(io, config, std::move(*client), std::move(log), std::move(local_pods), std::move(identities)));
+      new PolicyFollower(io, config, std::move(*client), std::move(log), std::move(local_pods), std::move(identities),
+                         std::move(publish)));
 }
 
 PolicyFollower::PolicyFollower(asio::io_context& io, const Config& config, std::unique_ptr<fed::EtcdClient> client,
-                               std::shared_ptr<spdlog::logger> log, LocalPods local_pods, Identities identities)
+                               std::shared_ptr<spdlog::logger> log, LocalPods local_pods, Identities identities,
+                               PolicyPublisher::Sink publish)
     : io_(io),
       node_(config.node.name),
       client_(std::move(client)),
@@ -50,6 +53,7 @@ PolicyFollower::PolicyFollower(asio::io_context& io, const Config& config, std::
       local_pods_(std::move(local_pods)),
       identities_(std::move(identities)),
       feed_(config.cluster.name),
+      publisher_(std::move(publish)),
       retry_timer_(io),
       locals_timer_(io),
       maintain_timer_(io),
@@ -70,8 +74,11 @@ void PolicyFollower::start() {
   watch_ = client_->watch_prefix(
       fed::keys::policy_root(), 0,
       [this, alive](const std::vector<fed::WatchEvent>&, std::int64_t) {
-        asio::post(io_, [this, alive] {
-          if (*alive) relist("a change under v1/policy/");
+        const auto seen = PolicyPublisher::Clock::now();
+        asio::post(io_, [this, alive, seen] {
+          if (!*alive) return;
+          if (!change_seen_) change_seen_ = seen;
+          relist("a change under v1/policy/");
         });
       },
       [this, alive](bool connected, const std::string& detail) {
@@ -101,6 +108,8 @@ void PolicyFollower::relist(const char* why) {
   }
   listing_ = true;
   again_ = false;
+  listing_change_ = change_seen_;
+  change_seen_.reset();
   log_->debug("policy: listing the store ({})", why);
   auto alive = alive_;
   worker_->post([this, alive] {
@@ -118,6 +127,7 @@ void PolicyFollower::listed(fed::StoreResult<fed::PolicySnapshot> snapshot) {
     if (!failing_)
       log_->warn("policy: cannot list the store ({}); the compiled tables stay as they are, retrying", snapshot.error());
     failing_ = true;
+    if (listing_change_) change_seen_ = listing_change_;  // older than any seen since: the retry's start
     retry_later();
     return;
   }
@@ -128,7 +138,10 @@ void PolicyFollower::listed(fed::StoreResult<fed::PolicySnapshot> snapshot) {
   pods_ = local_pods_();
   std::sort(pods_.begin(), pods_.end());
   listed_once_ = true;
-  fed(feed_.update(*snapshot, pods_));
+  const auto report = feed_.update(*snapshot, pods_);
+  fed(report);
+  if (report.changed() || stats_.listings == 1) publisher_.update(feed_, pods_, listing_change_);
+  listing_change_.reset();
   if (identities_) identities_(feed_);
   if (again_) relist("changes during the last list");
 }
@@ -177,6 +190,7 @@ void PolicyFollower::watch_locals() {
       if (pods != pods_) {
         pods_ = std::move(pods);
         fed(feed_.update_locals(pods_));
+        publisher_.update(feed_, pods_, std::nullopt);  // an endpoint's mapping may have changed alone
       }
       if (identities_) identities_(feed_);
     }

@@ -35,6 +35,7 @@
 #include "control/daemon/daemon_config.hpp"
 #include "control/federation/store_worker.hpp"
 #include "control/policy/policy_feed.hpp"
+#include "control/policy/policy_publisher.hpp"
 #include "federation/etcd_client.hpp"
 #include "federation/policy_store.hpp"
 #include "proto/control.pb.h"
@@ -77,19 +78,22 @@ class PolicyFollower {
   // an endpoint re-attached under the same pod name is caught at the next look, <= 500 ms).
   using Identities = std::function<void(const PolicyFeed&)>;
 
-  // Needs config.federation.enabled.
+  // Needs config.federation.enabled. `publish`: where each network's changed NetworkPolicy
+  // entries go (PolicyPublisher), after every feed change; none: compiled, not published.
   static Result<std::unique_ptr<PolicyFollower>> create(boost::asio::io_context& io, const Config& config,
                                                         std::shared_ptr<spdlog::logger> log, LocalPods local_pods,
-                                                        Identities identities = {});
+                                                        Identities identities = {}, PolicyPublisher::Sink publish = {});
   ~PolicyFollower();  // stops the watch and the worker before the client goes
 
   void start();
   const Stats& stats() const { return stats_; }
   const PolicyFeed& feed() const { return feed_; }
+  const PolicyPublisher& publisher() const { return publisher_; }
 
  private:
   PolicyFollower(boost::asio::io_context& io, const Config& config, std::unique_ptr<federation::EtcdClient> client,
-                 std::shared_ptr<spdlog::logger> log, LocalPods local_pods, Identities identities);
+                 std::shared_ptr<spdlog::logger> log, LocalPods local_pods, Identities identities,
+                 PolicyPublisher::Sink publish);
   void relist(const char* why);  // io thread
   void listed(federation::StoreResult<federation::PolicySnapshot> snapshot);
   void retry_later();
@@ -105,6 +109,10 @@ class PolicyFollower {
   LocalPods local_pods_;
   Identities identities_;
   PolicyFeed feed_;
+  PolicyPublisher publisher_;
+  // The first store change not listed yet, and the one behind the listing on its way: the
+  // start of the publication latency (PolicyPublisher::Stats).
+  std::optional<PolicyPublisher::Clock::time_point> change_seen_, listing_change_;
   bool listed_once_ = false;
   std::vector<LocalPod> pods_;
   boost::asio::steady_timer retry_timer_, locals_timer_, maintain_timer_;
