@@ -8,7 +8,13 @@
 // --service-backends M backends each (backends at route destinations) to the VNI, with a
 // connection table per run (ServiceFlows); --vip-traffic sends the encap frames to the
 // services' VIP:port instead (flow k to service k % N: after the warm-up, conntrack hits),
-// their headers restored after every burst outside the timed part. Per case: several runs, alternating between the route counts; cycles per
+// their headers restored after every burst outside the timed part; --flow-run R makes R encap
+// frames in a row one flow (a stream's burst), with or without services. Network policy
+// (docs/policy.md, "Enforcement in the forwarder"): --policy-rules N gives the VNI a
+// NetworkPolicy whose one local table (every pod's) is isolated both ways with N identity
+// peers and N ipBlock spans (the traffic's sources and destinations in the first, the rest
+// elsewhere), UDP 4791 allowed: each flow's first packet is decided, the rest are conntrack
+// hits (4,096 flows; under callgrind's 128,000 packets 3.2 % are first packets). Per case: several runs, alternating between the route counts; cycles per
 // packet (median, min, max) and the Mpps one core would reach at that cost. Instructions per packet come from run.py under callgrind
 // (this binary with --packets and one case). JSON per case under --out.
 #include <rte_cycles.h>
@@ -85,8 +91,51 @@ struct ServiceOptions {
   std::uint32_t services = 0;
   std::uint32_t backends = 16;
   bool vip_traffic = false;
+  std::uint32_t flow_run = 1;  // consecutive encap frames of one flow (a stream's burst)
 };
 ServiceOptions g_services;  // from the command line
+std::uint32_t g_policy_rules = 0;  // --policy-rules
+
+// A compiled table of `rules` identity peers and `rules` address spans, TCP/UDP 4791 through:
+// the benchmark's addresses (11.0.0.0 - 12.255.255.255 and 10.244.0.0/16) in the first two
+// spans, the others in 172.16.0.0/12.
+dp::v1::PolicyDirection* bench_direction(dp::v1::PolicyDirection* d, std::uint32_t rules) {
+  d->set_isolated(true);
+  d->set_some_selector(2);
+  for (std::uint32_t i = 0; i < rules; ++i) {
+    auto* p = d->add_peers();
+    p->set_identity(3 + i);
+    p->set_ports(2);
+  }
+  auto span = [&](std::uint32_t first, std::uint32_t last) {
+    auto* a = d->add_addresses();
+    a->set_first(first);
+    a->set_last(last);
+    a->set_ports(2);
+  };
+  span((10u << 24) | (244u << 16), (10u << 24) | (244u << 16) | 0xffff);
+  if (rules > 1) span(11u << 24, (13u << 24) - 1);
+  for (std::uint32_t i = 2; i < rules; ++i) span((172u << 24) | (16u << 16) | (i << 4), (172u << 24) | (16u << 16) | (i << 4) | 7);
+  return d;
+}
+
+void add_bench_policy(dp::v1::Tables& t, std::uint32_t rules) {
+  auto* p = t.add_policies();
+  p->set_vni(kVni);
+  p->add_port_sets();
+  p->add_port_sets()->set_every_protocol(true);
+  auto* s = p->add_port_sets()->add_spans();
+  s->set_protocol(17);
+  s->set_first(4791);
+  s->set_last(4791);
+  bench_direction(p->add_local_ingress(), rules);
+  bench_direction(p->add_local_egress(), rules);
+  for (std::uint32_t pod = 1; pod <= kPods; ++pod) {
+    auto* e = p->add_endpoints();
+    e->set_endpoint_id("pod" + std::to_string(pod));
+    e->set_local(0);
+  }
+}
 constexpr std::uint16_t kServicePort = 4791;
 std::uint32_t vip_of(std::uint32_t service) { return (10u << 24) | (96u << 16) | (service + 1); }  // 10.96.0.0/16
 
@@ -110,6 +159,7 @@ bool build_tables(Setup& s, std::uint32_t routes, std::uint32_t max_vteps, int u
       x->set_weight(1);
     }
   }
+  if (g_policy_rules) add_bench_policy(t, g_policy_rules);
   s.tables = build_node_tables(t, ctx);
   // A connection table even without services: the runtime always hands its workers' flows to
   // the burst functions, so that the cost measured for networks without services is the
@@ -135,12 +185,14 @@ std::vector<rte_mbuf*> make_frames(rte_mempool* pool, const Setup& s, bool encap
     Bytes b(encap ? frame : frame + 50, 0);
     const std::uint32_t route = static_cast<std::uint32_t>((k * 2654435761ull) % routes);
     if (encap) {
+      const std::uint32_t flow = k / g_services.flow_run;  // --flow-run frames in a row share it
+      const std::uint32_t flow_route = static_cast<std::uint32_t>((flow * 2654435761ull) % routes);
       if (g_services.vip_traffic)
-        write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, vip_of(k % g_services.services),
-                        static_cast<std::uint16_t>(1024 + k), kServicePort);
+        write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, vip_of(flow % g_services.services),
+                        static_cast<std::uint16_t>(1024 + flow), kServicePort);
       else
-        write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, route_prefix(route) + 5,
-                        static_cast<std::uint16_t>(1024 + k), 4791);
+        write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, route_prefix(flow_route) + 5,
+                        static_cast<std::uint16_t>(1024 + flow), 4791);
     } else {
       const std::uint32_t pod = 1 + k % kPods;
       write_udp_frame(b, 0, frame + 50, vtep_ip(route % s.vteps), (198u << 24) | (18u << 16) | 1,
@@ -262,7 +314,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(-1, 4094));
   app.add_option("--services", g_services.services, "global services on the VNI (0: none)");
   app.add_option("--service-backends", g_services.backends, "backends per service")->check(CLI::Range(1u, 4096u));
+  app.add_option("--policy-rules", g_policy_rules,
+                 "network policy on the VNI: a compiled table of N peers and N address spans, both directions (0: none)");
   app.add_flag("--vip-traffic", g_services.vip_traffic, "encap frames go to the services' VIP:port (needs --services)");
+  app.add_option("--flow-run", g_services.flow_run,
+                 "encap frames in a row of one flow (1: every frame its own flow; 32: a stream's whole burst)")
+      ->check(CLI::Range(1u, 4096u));
   CLI11_PARSE(app, argc, argv);
   if (g_services.vip_traffic && g_services.services == 0) {
     std::fprintf(stderr, "--vip-traffic needs --services\n");
@@ -331,8 +388,10 @@ int main(int argc, char** argv) {
             {"routes", routes},
             {"underlay_vlan", underlay_vlan},
             {"services", g_services.services},
+            {"policy_rules", g_policy_rules},
             {"service_backends", g_services.backends},
             {"vip_traffic", g_services.vip_traffic},
+            {"flow_run", g_services.flow_run},
             {"burst", kBurst},
             {"flows", kFlows},
             {"vteps", setups[k].vteps},

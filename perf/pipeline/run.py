@@ -3,6 +3,7 @@
 packet (callgrind) for encap and decap, 64 and 8950-byte frames, 10 and 130,000 routes.
 
   perf/pipeline/run.py [--build-dir build] [--runs 5] [--packets 4000000] [--underlay-vlan VID]
+                       [--policy-rules N]
 
 Needs the targets perf/pipeline/vxfed-pipeline-bench and vxfed-pipeline-bench-callgrind built
 (`ninja -C build perf/pipeline/vxfed-pipeline-bench perf/pipeline/vxfed-pipeline-bench-callgrind`).
@@ -51,6 +52,8 @@ def main():
     ap.add_argument("--skip-callgrind", action="store_true")
     ap.add_argument("--underlay-vlan", type=int, default=-1,
                     help="tag encapsulated frames with this VLAN ID (the --underlay-vlan cost); -1: untagged")
+    ap.add_argument("--policy-rules", type=int, default=0,
+                    help="a NetworkPolicy of N rules on the VNI, flows tracked (the enforcement's cost); 0: none")
     args = ap.parse_args()
     build = Path(args.build_dir)
     bench = build / "perf/pipeline/vxfed-pipeline-bench"
@@ -60,7 +63,7 @@ def main():
             sys.exit(f"{b} is not built")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    extra = ["--underlay-vlan", str(args.underlay_vlan)]
+    extra = ["--underlay-vlan", str(args.underlay_vlan), "--policy-rules", str(args.policy_rules)]
     subprocess.run([str(bench), "--out", str(out), "--runs", str(args.runs), "--packets", str(args.packets), *extra],
                    check=True)
     cases = []
