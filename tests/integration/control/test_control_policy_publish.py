@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Each network's compiled policy reaches the real vxfed-dataplane as its NetworkPolicy entry
+(docs/policy.md, "Publishing to the forwarder"): one node (its own namespace, etcd in it, the
+real dataplane on a veth uplink), network red, pods prod/db-0 and prod/web-1 attached with the
+CNI's K8S_POD_NAMESPACE/K8S_POD_NAME, and an endpoint attached by hand.
+  1. the pods' labels applied, no policy: the dump has no policy entry (everything passes);
+  2. `vxfedctl policy apply` of a MultiNetworkPolicy for red (db ingress from web, TCP 5432):
+     the dump has red's entry with two local tables, both pods mapped (the hand endpoint not),
+     db's ingress isolated with web's identity (as the apply printed it) its one peer, web's
+     not; the time from the apply returning to the entry in the dump is printed;
+  3. a third pod attached (unlabelled, a namespace of its own): it is mapped in the entry
+     within the follower's next look of the attached pods (0.5 s);
+  4. the dataplane restarted: the snapshot vxfedd replays carries the same entry;
+  5. the policy deleted: the entry is gone from the dump.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import vxfed_harness as t
+from vxfed_harness import protowire as pw
+from vxfed_harness.cni_bed import control_call
+from vxfed_harness.etcd_cluster import EtcdCluster
+from vxfed_harness.node import Node
+
+PREFIX = "/vxfed"
+
+OBJECTS = """\
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Namespace, metadata: {name: prod, labels: {team: blue}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: db-0, namespace: prod, labels: {app: db}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: web-1, namespace: prod, labels: {app: web}}}
+"""
+
+POLICY = """\
+apiVersion: k8s.cni.cncf.io/v1beta1
+kind: MultiNetworkPolicy
+metadata: {name: db-from-web, namespace: prod, annotations: {k8s.v1.cni.cncf.io/policy-for: red}}
+spec:
+  podSelector: {matchLabels: {app: db}}
+  policyTypes: [Ingress]
+  ingress:
+  - from: [{podSelector: {matchLabels: {app: web}}}]
+    ports: [{protocol: TCP, port: 5432}]
+"""
+
+
+def attach(sock: str, container: str, ip: str, mac: str, iface: str, pod: tuple[str, str] | None) -> None:
+    """AttachEndpoint as the CNI plugin sends it, with the pod's names when `pod` is given."""
+    def entry(k: str, v: str) -> bytes:
+        return pw.field_bytes(8, pw.field_bytes(1, k.encode()) + pw.field_bytes(2, v.encode()))
+    spec = (pw.field_bytes(1, container.encode()) + pw.field_bytes(2, b"net1") + pw.field_bytes(3, b"red") +
+            pw.field_bytes(4, ip.encode()) + pw.field_bytes(5, mac.encode()) + pw.field_bytes(6, iface.encode()))
+    if pod:
+        spec += entry("K8S_POD_NAMESPACE", pod[0]) + entry("K8S_POD_NAME", pod[1])
+    code = control_call(sock, 10, pw.field_bytes(1, spec))
+    assert code == 0, f"attach {container}: code {code}"
+
+
+def main() -> None:
+    t.require_root()
+    for b in ("control/vxfedd", "control/vxfedctl", "dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl"):
+        t.require_binary(b)
+    with t.Topology("polpub") as topo:
+        n = Node(topo, "node", "198.18.0.1", "10.244.0.0/16", node_name="node-a", cluster="cluster-a")
+        peer = topo.netns("ulpeer")
+        topo.wire(n.ns, ["198.18.0.1/24"], peer, ["198.18.0.2/24"], ifname="ul0", b_ifname="ul1")
+        etcd = EtcdCluster(topo, members=1, ns=n.ns)
+        etcd.start()
+        for iface in ("vpa0", "vpb0", "vpc0", "vpd0"):
+            n.ns.run(["ip", "link", "add", iface, "type", "veth", "peer", "name", iface + "p"])
+            n.ns.run(["ip", "link", "set", iface, "up"])
+            n.ns.run(["ip", "link", "set", iface + "p", "up"])
+        n.start_dataplane(timeout=60)
+        cfg = n.vxfedd_config(networks=[{"name": "red", "subnet": "10.244.0.0/16"}],
+                              federation={"endpoints": [etcd.endpoint(0)], "key_prefix": PREFIX})
+        n.start_vxfedd(cfg)
+        d = n.vxfedd
+        d.wait_ready(timeout=60)
+        sock = str(d.socket)
+        attach(sock, "c-db-0", "10.244.0.5", "02:00:00:00:0a:05", "vpa0", ("prod", "db-0"))
+        attach(sock, "c-web-1", "10.244.0.6", "02:00:00:00:0a:06", "vpb0", ("prod", "web-1"))
+        attach(sock, "c-hand", "10.244.0.7", "02:00:00:00:0a:07", "vpc0", None)
+
+        def tables() -> dict:
+            return n.dataplane.dump().get("tables", {})
+
+        def policies() -> list[dict]:
+            return tables().get("policies", [])
+
+        def apply(text: str, name: str) -> str:
+            path = topo.workdir / name
+            path.write_text(text)
+            r = d.ctl("policy", "apply", "-f", str(path))
+            assert r.returncode == 0, r.stderr
+            return r.stdout
+
+        def mapping(entry: dict) -> dict[str, int]:
+            """Endpoint id -> LocalIndex (proto JSON leaves a 0 out)."""
+            return {e["endpoint_id"]: int(e.get("local", 0)) for e in entry.get("endpoints", [])}
+
+        t.wait_until(lambda: len(tables().get("endpoints", [])) == 3, 10, "the three endpoints in the dataplane",
+                     d.check_alive)
+        vni = int(tables()["networks"][0]["vni"])
+
+        # 1. labels, no policy: no entry.
+        out = apply(OBJECTS, "objects.yaml")
+        numbers = {m.group(1): int(m.group(2)) for m in re.finditer(r"^prod\s+(\S+)\s+(\d+)\s*$", out, re.M)}
+        assert set(numbers) == {"db-0", "web-1"}, out
+        time.sleep(1.0)  # two looks of the attached pods: anything that would be published is
+        assert policies() == [], f"an entry without any policy: {policies()}"
+
+        # 2. the policy: red's entry, measured from the apply returning.
+        apply(POLICY, "policy.yaml")
+        # Polled without a pause (each dump is one vxfed-dpctl run): the figure's resolution.
+        took = t.wait_until(lambda: len(policies()) == 1, 10, "red's policy entry in the dataplane", d.check_alive,
+                            interval=0)
+        entry = policies()[0]
+        assert int(entry["vni"]) == vni, entry
+        m = mapping(entry)
+        assert set(m) == {"c-db-0/net1", "c-web-1/net1"}, m
+        ingress = entry["local_ingress"]
+        assert len(ingress) == 2 and len(entry["local_egress"]) == 2, entry
+        db, web = ingress[m["c-db-0/net1"]], ingress[m["c-web-1/net1"]]
+        assert db.get("isolated") is True, db
+        assert [int(p["identity"]) for p in db.get("peers", [])] == [numbers["web-1"]], db
+        assert not web.get("isolated", False), web
+        t.log(f"policy applied: red's entry (vni {vni}, {len(ingress)} local tables, {len(m)} endpoints) in the "
+              f"dataplane {took * 1000:.0f} ms after the apply returned")
+
+        # 3. another pod attached, before any labels: mapped within the next look.
+        attach(sock, "c-new", "10.244.0.8", "02:00:00:00:0a:08", "vpd0", ("stage", "new-0"))
+        took = t.wait_until(lambda: "c-new/net1" in mapping((policies() or [{}])[0]), 5, "the new pod mapped",
+                            d.check_alive, interval=0.02)
+        entry = policies()[0]
+        assert len(entry["local_ingress"]) == 3, entry
+        assert took < 1.5, f"the new pod mapped only {took:.2f} s after its attach"
+        t.log(f"a pod attached: mapped in the entry {took * 1000:.0f} ms after the attach returned")
+
+        # 4. the dataplane restarted: the replayed snapshot carries the same entry.
+        n.dataplane.kill()
+        n.start_dataplane(timeout=60)
+        d.wait_ready(timeout=60)
+        t.wait_until(lambda: policies() == [entry], 15, "the replayed snapshot with red's entry", d.check_alive)
+        t.log("after the dataplane's restart: the same entry")
+
+        # 5. the policy deleted: the entry goes.
+        path = topo.workdir / "policy.yaml"
+        r = d.ctl("policy", "delete", "-f", str(path))
+        assert r.returncode == 0, r.stderr
+        took = t.wait_until(lambda: policies() == [], 10, "red's entry removed", d.check_alive, interval=0)
+        t.log(f"policy deleted: the entry gone {took * 1000:.0f} ms after the delete returned")
+        assert len(tables().get("endpoints", [])) == 4
+        n.dataplane.check_alive()
+        d.check_alive()
+
+
+if __name__ == "__main__":
+    t.main_wrapper(main)
