@@ -9,6 +9,8 @@ rolling update with maxSurge does it (docs/deploy.md, "Upgrade").
 
 from __future__ import annotations
 
+import json
+
 import dataclasses
 import signal
 import subprocess
@@ -119,8 +121,12 @@ def hand_over(node: Node, nxt: NextPair, first: str, between: Optional[Callable[
 def table_keys(dump: dict) -> dict[str, list[str]]:
     """Which entries vxfedd gave a dataplane (networks, endpoints, routes, VTEPs), by their keys
     only: two releases may print an entry's details differently. Neighbours are left out: each
-    dataplane resolves its own."""
-    return {kind: sorted(entries) for kind, entries in canonical_tables(dump).items() if kind != "neighbors"}
+    dataplane resolves its own. So are VTEP entries without VNIs: they only say the VTEP takes
+    VXLAN-GBP, which this release's vxfedd sends and the previous one's does not (docs/bgp.md,
+    "The GBP mark")."""
+    tables = canonical_tables(dump)
+    tables["vteps"] = {ip: e for ip, e in tables.get("vteps", {}).items() if json.loads(e).get("vnis")}
+    return {kind: sorted(entries) for kind, entries in tables.items() if kind != "neighbors"}
 
 
 def _keys_or_none(dp: Dataplane) -> Optional[dict]:
