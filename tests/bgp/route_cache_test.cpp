@@ -81,6 +81,26 @@ TEST(RouteCache, MalformedIsRefusedNamingTheField) {
   EXPECT_EQ(ok->at(0).peer.str(), "198.18.0.2");
 }
 
+// The GBP mark (docs/bgp.md, "The GBP mark") is kept across a restart; the previous release's
+// files have none (plain VXLAN until BMP says); a wrong type is refused naming the field.
+TEST(RouteCache, GbpMarkRoundTripsAndOlderFilesHaveNone) {
+  auto routes = sample();
+  routes[1].gbp_mark = true;
+  const std::string text = encode_route_cache(routes);
+  EXPECT_NE(text.find("\"gbp\":true"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"gbp\":false"), std::string::npos) << "an unmarked route writes nothing";
+  auto back = decode_route_cache(text);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, routes);
+  auto old = decode_route_cache(R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":1}]})");
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_FALSE(old->at(0).gbp_mark);
+  auto bad = decode_route_cache(
+      R"({"version":1,"routes":[{"prefix":"10.245.0.0/16","vteps":["198.18.0.2"],"vni":1,"gbp":"yes"}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("routes[0].gbp"), std::string::npos) << bad.error();
+}
+
 TEST(RouteCache, SaveAndLoad) {
   TempDir dir;
   const std::string file = (dir.path / "bgp-routes.json").string();
