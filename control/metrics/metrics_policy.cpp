@@ -86,7 +86,7 @@ std::string render_policy_metrics(const PolicyFollower& follower, std::optional<
            "Local identities (an ingress and an egress table each) in the network's entry.");
   for (const auto& [network, p] : pub.published())
     w.sample(static_cast<std::uint64_t>(p.local_tables), {{"network", network}, {"vni", std::to_string(p.vni)}});
-  w.family("vxfedd_policy_published_generation", Type::counter,
+  w.family("vxfedd_policy_published_generation", Type::gauge,
            "Entries of the network sent since start (its generation as vxfedd counts it).");
   for (const auto& [network, p] : pub.published())
     w.sample(p.generation, {{"network", network}, {"vni", std::to_string(p.vni)}});

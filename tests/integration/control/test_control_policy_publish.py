@@ -7,7 +7,8 @@ CNI's K8S_POD_NAMESPACE/K8S_POD_NAME, and an endpoint attached by hand.
   2. `vxfedctl policy apply` of a MultiNetworkPolicy for red (db ingress from web, TCP 5432):
      the dump has red's entry with two local tables, both pods mapped (the hand endpoint not),
      db's ingress isolated with web's identity (as the apply printed it) its one peer, web's
-     not; the time from the apply returning to the entry in the dump is printed;
+     not; the time from the apply returning to the entry in the dump is printed, and vxfedd's
+     metrics page counts the publication, its pods and the store change -> sent latency;
   3. a third pod attached (unlabelled, a namespace of its own): it is mapped in the entry
      within the follower's next look of the attached pods (0.5 s);
   4. the dataplane restarted: the snapshot vxfedd replays carries the same entry;
@@ -17,6 +18,7 @@ CNI's K8S_POD_NAMESPACE/K8S_POD_NAME, and an endpoint attached by hand.
 from __future__ import annotations
 
 import re
+import sys
 import time
 
 import vxfed_harness as t
@@ -26,6 +28,8 @@ from vxfed_harness.etcd_cluster import EtcdCluster
 from vxfed_harness.node import Node
 
 PREFIX = "/vxfed"
+METRICS = "127.0.0.1:9464"  # in the node's own network namespace
+SAMPLE = re.compile(r'^(vxfedd_policy_publi\w+)(?:\{([^}]*)\})? (\S+)$')
 
 OBJECTS = """\
 apiVersion: v1
@@ -77,7 +81,8 @@ def main() -> None:
             n.ns.run(["ip", "link", "set", iface + "p", "up"])
         n.start_dataplane(timeout=60)
         cfg = n.vxfedd_config(networks=[{"name": "red", "subnet": "10.244.0.0/16"}],
-                              federation={"endpoints": [etcd.endpoint(0)], "key_prefix": PREFIX})
+                              federation={"endpoints": [etcd.endpoint(0)], "key_prefix": PREFIX},
+                              metrics_listen=METRICS)
         n.start_vxfedd(cfg)
         d = n.vxfedd
         d.wait_ready(timeout=60)
@@ -98,6 +103,13 @@ def main() -> None:
             r = d.ctl("policy", "apply", "-f", str(path))
             assert r.returncode == 0, r.stderr
             return r.stdout
+
+        def metrics() -> dict[str, float]:
+            """vxfedd_policy_publi* samples by name and labels, from vxfedd's page."""
+            page = n.ns.run([sys.executable, "-c", "import urllib.request; print(urllib.request.urlopen("
+                             f"'http://{METRICS}/metrics', timeout=2).read().decode())"]).stdout
+            return {m.group(1) + "{" + (m.group(2) or "") + "}": float(m.group(3))
+                    for m in map(SAMPLE.match, page.splitlines()) if m}
 
         def mapping(entry: dict) -> dict[str, int]:
             """Endpoint id -> LocalIndex (proto JSON leaves a 0 out)."""
@@ -131,6 +143,13 @@ def main() -> None:
         assert not web.get("isolated", False), web
         t.log(f"policy applied: red's entry (vni {vni}, {len(ingress)} local tables, {len(m)} endpoints) in the "
               f"dataplane {took * 1000:.0f} ms after the apply returned")
+        page = metrics()
+        assert page["vxfedd_policy_publications_total{}"] == 1, page
+        assert page[f'vxfedd_policy_published_endpoints{{network="red",vni="{vni}"}}'] == 2, page
+        assert page["vxfedd_policy_publication_latency_last_seconds{}"] > 0, page
+        t.log(f"vxfedd: store change -> entry sent {page['vxfedd_policy_publication_latency_last_seconds{}'] * 1000:.2f} ms, "
+              f"entry built {page['vxfedd_policy_publication_build_last_seconds{}'] * 1000:.2f} ms, "
+              f"{page['vxfedd_policy_publication_last_bytes{}']:.0f} bytes")
 
         # 3. another pod attached, before any labels: mapped within the next look.
         attach(sock, "c-new", "10.244.0.8", "02:00:00:00:0a:08", "vpd0", ("stage", "new-0"))
@@ -140,6 +159,9 @@ def main() -> None:
         assert len(entry["local_ingress"]) == 3, entry
         assert took < 1.5, f"the new pod mapped only {took:.2f} s after its attach"
         t.log(f"a pod attached: mapped in the entry {took * 1000:.0f} ms after the attach returned")
+        page = metrics()
+        assert page["vxfedd_policy_publications_total{}"] == 2, page
+        assert page[f'vxfedd_policy_published_endpoints{{network="red",vni="{vni}"}}'] == 3, page
 
         # 4. the dataplane restarted: the replayed snapshot carries the same entry.
         n.dataplane.kill()
