@@ -53,10 +53,15 @@ bool read_packet(const rte_mbuf* m, std::uint32_t vni, PolicyPacket* out) {
   return true;
 }
 
-// The conntrack policy word: the entry's generation (31 bits) above the A choice (bit 0: the
-// source asked the destination, A clear).
-std::uint32_t policy_word(const NetworkPolicyEntry& policy, bool ask) { return policy.generation << 1 | (ask ? 1u : 0u); }
-bool current(const NetworkPolicyEntry& policy, std::uint32_t word) { return (word >> 1) == (policy.generation & 0x7fffffffu); }
+// The conntrack policy word: the entry's generation (30 bits) above two facts of the flow:
+// bit 1, both ends are local pods (a packet of it may have to be handed to the other pod's
+// owner, so its destination is looked up; otherwise a known flow's packet needs no lookup but
+// the table's); bit 0, the source asked the destination (A clear).
+constexpr std::uint32_t kAskBit = 1, kLocalBit = 2;
+std::uint32_t policy_word(const NetworkPolicyEntry& policy, bool ask, bool local) {
+  return policy.generation << 2 | (local ? kLocalBit : 0u) | (ask ? kAskBit : 0u);
+}
+bool current(const NetworkPolicyEntry& policy, std::uint32_t word) { return (word >> 2) == (policy.generation & 0x3fffffffu); }
 
 void count_rx_one(rte_mbuf* m, std::uint16_t port, WorkerCounters& c) {
   c.ports[port].rx_packets.add(1);
@@ -119,7 +124,8 @@ bool decide_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& p
     return false;
   }
   c.policy.allowed.add(1);
-  if (!track_new(table, pk, policy_word(policy, false), now)) {
+  const bool local_source = policy_applied && tables.resolve(pod->network, pk.tuple.src_ip_be).endpoint;
+  if (!track_new(table, pk, policy_word(policy, false, local_source), now)) {
     drop(m, DropReason::PolicyConntrackFull, rx_port, c);
     return false;
   }
@@ -147,11 +153,14 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
       pkts[kept++] = m;
       continue;
     }
-    const EndpointEntry* ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
+    const EndpointEntry* ep = nullptr;
     bool asks = false;
     if (const ConntrackHit hit = known_flow(table, policy, pk, now)) {
-      asks = hit.direction == FlowDirection::Original && (hit.entry->policy & 1u);  // replies: A set
+      asks = hit.direction == FlowDirection::Original && (hit.entry->policy & kAskBit);  // replies: A set
+      if ((hit.entry->policy & kLocalBit) && flows && flows->hand_over)
+        ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
     } else {
+      ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
       c.policy.new_flows.add(1);
       bool ok = true;
       DropReason why = DropReason::PolicyDeniedEgress;
@@ -177,7 +186,7 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
         continue;
       }
       c.policy.allowed.add(1);
-      if (!track_new(table, pk, policy_word(policy, asks), now)) {
+      if (!track_new(table, pk, policy_word(policy, asks, ep != nullptr), now)) {
         count_rx_one(m, rx_port, c);
         drop(m, DropReason::PolicyConntrackFull, rx_port, c);
         continue;

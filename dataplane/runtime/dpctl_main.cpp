@@ -18,6 +18,7 @@
 #include "proto/dataplane.pb.h"
 #include "common/delimited.hpp"
 #include "dataplane/runtime/capture_client.hpp"
+#include "dataplane/runtime/policy_summary.hpp"
 #include "dataplane/runtime/tables_json.hpp"
 
 using namespace vxfed;
@@ -128,7 +129,10 @@ int main(int argc, char** argv) {
     std::cerr << "vxfed-dpctl: " << repeat << " snapshots applied, the last " << (repeat - 1)
               << " in " << ms << " ms\n";
   }
-  std::cout << dataplane::to_json(response);
+  if (dump->parsed() && response.has_tables())
+    std::cout << dataplane::with_policy_summary(dataplane::to_json(response), response.tables().tables());
+  else
+    std::cout << dataplane::to_json(response);
   if (!response.ok()) {
     std::cerr << "vxfed-dpctl: refused: " << response.error() << "\n";
     return 1;

@@ -19,7 +19,8 @@ which hand them to the owner of the local pod):
   4. a connection pod A -> pod B:8080 held open echoes; the policy replaced by one whose egress
      no longer allows it (Delta): its next echo gets no answer, a new connection is refused;
      the policy removed (Delta): everything passes again;
-  5. the workers' policy counters (WorkerStats.policy_*) account for the decisions.
+  5. the workers' policy counters (WorkerStats.policy_*) account for the decisions;
+and `vxfed-dpctl dump` summarises the policy (local and remote tables, endpoints mapped, bytes).
 """
 
 import ipaddress
@@ -164,8 +165,13 @@ def run_bed(queues: int) -> None:
         (topo.workdir / "client.py").write_text(CLIENT)
         for pod, name in ((f.pod_a, "A"), (f.pod_b, "B"), (pod_c, "C")):
             pod.spawn(["python3", str(topo.workdir / "server.py")], name=f"server-{name}")
-        dump = f.call("dump")["tables"]["tables"]
-        assert [p["vni"] for p in dump["policies"]] == [d.VNI], dump.get("policies")
+        dumped = f.call("dump")
+        assert [p["vni"] for p in dumped["tables"]["tables"]["policies"]] == [d.VNI], dumped["tables"]
+        summary = dumped["policySummary"]
+        t.log(f"vxfed-dpctl dump's policy summary: {summary}")
+        assert len(summary) == 1 and summary[0]["vni"] == d.VNI, summary
+        assert (summary[0]["localTables"], summary[0]["remoteTables"], summary[0]["endpointsMapped"]) == (2, 1, 2), summary
+        assert summary[0]["bytes"] > 65536 * 4, summary  # the identity -> remote table map
         # The first connection also waits for pod B's side to answer ARP and the like.
         t.wait_for(lambda: connects(f, f.pod_a, d.POD_B, 8080), 20, "pod A -> pod B:8080 through the policy")
 
