@@ -12,7 +12,10 @@ except b2, configured with `gbp: false` (as a node of a mixed fleet would be). A
   3. every node's dataplane (vxfed-dpctl dump) holds Vtep{gbp: true} for exactly the other
      nodes that take GBP, never for b2;
   4. pod-to-pod pings flow between every pair of the four pods; afterwards the GBP-taking nodes
-     have received GBP packets (gbp_rx_packets > 0) and b2 none: the others sent it plain VXLAN.
+     have received GBP packets (gbp_rx_packets > 0) and b2 none: the others sent it plain VXLAN;
+  5. b1's vxfedd restarted with `gbp: false`: its registration says false, every other
+     dataplane drops its Vtep gbp entry (the mark went from its routes), pings still flow and b1
+     receives no GBP packet from then on.
 
 Prints `RESULTS {json}`: the Vtep entries per node and the GBP packet counts.
 """
@@ -89,6 +92,27 @@ def main() -> None:
                 assert received[s] > 0, f"{s} takes GBP but received none: {received}"
             else:
                 assert received[s] == 0, f"{s} does not take GBP but received {received[s]} GBP packets"
+
+        # 5. b1 turned off: the mark goes, and with it every Vtep gbp entry for b1.
+        b1 = bed.nodes["b1"]
+        takes["b1"] = False
+        cfg = bed.vxfedd_config(b1, bed.clusters[1])
+        cfg["node"]["gbp"] = False
+        b1.stop_vxfedd()
+        started = time.time()
+        b1.start_vxfedd(cfg, wait=True, timeout=60)
+        rec = json.loads(bed.etcd.get_prefix(f"{KEY_PREFIX}/v1/nodes/")[f"{KEY_PREFIX}/v1/nodes/{b1.node_name}"])
+        assert rec.get("gbp") is False, f"b1's registration after the restart: {rec}"
+        want = {s: sorted(o.ip for o_s, o in bed.nodes.items() if o_s != s and takes[o_s]) for s in bed.nodes}
+        t.wait_until(lambda: all(gbp_vteps(n) == want[s] for s, n in bed.nodes.items()), 60,
+                     "every dataplane to drop b1's Vtep gbp entry", bed.check_alive)
+        results["b1_off_s"] = round(time.time() - started, 1)
+        results["gbp_vteps_b1_off"] = {s: gbp_vteps(n) for s, n in bed.nodes.items()}
+        before_b1 = int(b1.dataplane.counters().get("gbp_rx_packets", 0))
+        failures = ping_matrix(bed, bed.pods)
+        assert not failures, f"pings failed after b1 turned GBP off: {failures}"
+        got = int(b1.dataplane.counters().get("gbp_rx_packets", 0)) - before_b1
+        assert got == 0, f"b1 turned GBP off but received {got} GBP packets"
     print("RESULTS " + json.dumps(results, sort_keys=True))
     t.log("PASS")
 
