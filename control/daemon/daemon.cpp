@@ -429,9 +429,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
       d.state->set_endpoint_identities([&feed](const v1::EndpointInfo& info) { return endpoint_identity(feed, info); });
     };
     // Each network's compiled tables go to the forwarder (docs/policy.md, "Publishing to the forwarder").
-    auto publish = [&d](const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals) {
-      d.state->set_policies(upserts, removals);
-    };
+    auto publish = [&d](const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals,
+                        bool complete) { d.state->set_policies(upserts, removals, complete); };
     auto follower = PolicyFollower::create(d.io, d.config, d.log, [&d] { return local_pods(d.state->list_endpoints()); },
                                            identities, publish);
     if (!follower) return make_error(follower.error());

@@ -8,6 +8,7 @@
 #include "common/net/ipv4.hpp"
 #include "common/net/mac.hpp"
 #include "common/net/vxlan.hpp"
+#include "control/node/policy_cache.hpp"
 
 namespace vxfed::control {
 
@@ -106,6 +107,11 @@ Result<std::unique_ptr<NodeState>> NodeState::open(const Config& config, Options
   if (!more_blocks) return make_error(more_blocks.error());
   state->more_block_store_ = std::move(*more_blocks);
   if (auto ok = state->restore(config, notes); !ok) return make_error(ok.error());
+  if (auto cached = load_policy_cache(dir + "/policies.cache"); !cached) {
+    if (notes) notes->push_back(cached.error() + " (left out: the policy follower's first listing replaces it)");
+  } else {
+    for (auto& entry : *cached) state->policies_[entry.vni()] = std::move(entry);
+  }
   state->networks_changed_ = false;  // the observer learns the restored networks at its start
   return state;
 }
@@ -1093,8 +1099,14 @@ void NodeState::set_services(const std::vector<dp::Service>& upserts, const std:
   if (!delta.empty()) publish(delta);
 }
 
-void NodeState::set_policies(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals) {
+void NodeState::set_policies(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& given,
+                             bool complete) {
   TablesDelta delta;
+  std::vector<std::uint32_t> removals = given;
+  if (complete)
+    for (const auto& [vni, entry] : policies_)
+      if (std::none_of(upserts.begin(), upserts.end(), [vni](const auto& u) { return u.vni() == vni; }))
+        removals.push_back(vni);
   for (const auto& entry : upserts) {
     policies_[entry.vni()] = entry;
     if (network_of_vni_.count(entry.vni())) delta.policies.push_back(entry);
@@ -1103,6 +1115,8 @@ void NodeState::set_policies(const std::vector<dp::NetworkPolicy>& upserts, cons
     if (!policies_.erase(vni)) continue;
     if (network_of_vni_.count(vni)) delta.removed_policies.push_back(vni);
   }
+  if (!options_.state_dir.empty() && (!upserts.empty() || !removals.empty()))
+    (void)save_policy_cache(options_.state_dir + "/policies.cache", policies_);  // a cache: the next listing corrects it
   if (!delta.empty()) publish(delta);
 }
 

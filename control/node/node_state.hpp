@@ -159,8 +159,11 @@ class NodeState {
   // ---- network policy (dataplane NetworkPolicy entries, control/policy/policy_publisher.hpp) ----
   // Upserts and removes entries by VNI, as one Delta; the caller gives only changed entries.
   // Held for tables(); entries of a VNI without a network are held but not sent (the
-  // dataplane removed them with their network) until the network comes back.
-  void set_policies(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals);
+  // dataplane removed them with their network) until the network comes back. `complete`: the
+  // upserts are every entry (the follower's first publication): any other held is removed.
+  // Kept in the state dir's policies.cache (control/node/policy_cache.hpp), loaded by open().
+  void set_policies(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals,
+                    bool complete = false);
 
   // ---- dataplane ----
   dp::Tables tables() const;                       // complete snapshot contents

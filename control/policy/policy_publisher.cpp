@@ -73,10 +73,13 @@ void PolicyPublisher::update(const PolicyFeed& feed, const std::vector<LocalPod>
   const auto built = Clock::now() - start;
   stats_.last_build = built;
   stats_.max_build = std::max(stats_.max_build, built);
-  if (upserts.empty() && removals.empty()) return;
+  const bool complete = first_;
+  first_ = false;
+  if (upserts.empty() && removals.empty() && !complete) return;
   stats_.upserts += upserts.size();
   stats_.removals += removals.size();
-  if (sink_) sink_(upserts, removals);
+  if (sink_) sink_(upserts, removals, complete);
+  if (upserts.empty() && removals.empty()) return;
   if (change_seen) {
     const auto latency = Clock::now() - *change_seen;
     stats_.last_latency = latency;

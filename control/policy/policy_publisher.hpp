@@ -29,7 +29,10 @@ class PolicyPublisher {
  public:
   using Clock = std::chrono::steady_clock;
   // Where the changed entries go (vxfedd: NodeState::set_policies, one Delta).
-  using Sink = std::function<void(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals)>;
+  // `complete`: the first call after start, whose upserts are every entry there is (what the
+  // sink held from before the start, its cache, and is not among them goes).
+  using Sink = std::function<void(const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals,
+                                  bool complete)>;
 
   // What is in force per network, as last sent.
   struct Published {
@@ -65,6 +68,7 @@ class PolicyPublisher {
 
  private:
   Sink sink_;
+  bool first_ = true;
   std::map<std::string, Published> published_;
   Stats stats_;
 };

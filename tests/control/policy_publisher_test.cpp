@@ -88,7 +88,9 @@ struct Bed {
     state = std::move(*opened);
     state->set_sink(&sink);
     publisher = std::make_unique<PolicyPublisher>(
-        [this](const std::vector<dp::NetworkPolicy>& u, const std::vector<std::uint32_t>& r) { state->set_policies(u, r); });
+        [this](const std::vector<dp::NetworkPolicy>& u, const std::vector<std::uint32_t>& r, bool complete) {
+          state->set_policies(u, r, complete);
+        });
   }
   // The follower's step: the attached pods read, the feed and then the publisher told.
   void list(const fed::PolicySnapshot& s) {
@@ -218,6 +220,59 @@ TEST(PolicyPublisher, EntriesOfAVniWithoutANetworkAreHeldNotSent) {
   ASSERT_EQ(sink.deltas.size(), 1u);
   EXPECT_EQ(sink.deltas[0].upsert().policies_size(), 1);
   EXPECT_EQ(state.tables().policies_size(), 1);
+}
+
+// A restarted vxfedd's first snapshot carries the entries it had (policies.cache), until the
+// follower's first publication, which is complete: an entry it does not give is removed.
+TEST(PolicyPublisher, EntriesOutliveARestartUntilTheFirstPublication) {
+  TempDir dir;
+  auto open = [&] {
+    NodeState::Options o;
+    o.state_dir = dir.path;
+    auto opened = NodeState::open(test_config(dir.path), o, nullptr);
+    EXPECT_TRUE(opened.ok()) << opened.error();
+    return std::move(*opened);
+  };
+  auto state = open();
+  const auto red = *state->vni_of("red"), blue = *state->vni_of("blue");
+  dp::NetworkPolicy a, b;
+  a.set_vni(red);
+  a.add_local_ingress()->set_isolated(true);
+  b.set_vni(blue);
+  state->set_policies({a, b}, {});
+  state.reset();
+
+  state = open();
+  ASSERT_EQ(state->tables().policies_size(), 2);
+  EXPECT_EQ(state->tables().policies(0).SerializeAsString(), a.SerializeAsString());
+  RecordingSink sink;
+  state->set_sink(&sink);
+  // The first publication names red only: blue's entry goes, red's is sent again.
+  PolicyPublisher publisher([&](const std::vector<dp::NetworkPolicy>& u, const std::vector<std::uint32_t>& r,
+                                bool complete) { state->set_policies(u, r, complete); });
+  PolicyFeed feed("cluster-a");
+  std::vector<LocalPod> pods = {{"red", "prod", "db-0", "c-db/net1", red}};
+  feed.update(listing(1, true), pods);
+  publisher.update(feed, pods, std::nullopt);
+  ASSERT_EQ(sink.deltas.size(), 1u);
+  EXPECT_EQ(sink.deltas[0].upsert().policies_size(), 1);
+  EXPECT_EQ(std::vector<std::uint32_t>(sink.deltas[0].remove_policies().begin(), sink.deltas[0].remove_policies().end()),
+            (std::vector<std::uint32_t>{blue}));
+  ASSERT_EQ(state->tables().policies_size(), 1);
+  EXPECT_EQ(state->tables().policies(0).vni(), red);
+  // Later publications are not complete: nothing changed, nothing sent.
+  sink.deltas.clear();
+  publisher.update(feed, pods, std::nullopt);
+  EXPECT_TRUE(sink.deltas.empty());
+  state.reset();
+  state = open();
+  EXPECT_EQ(state->tables().policies_size(), 1);
+
+  // A first publication with nothing: every cached entry goes.
+  PolicyPublisher empty([&](const std::vector<dp::NetworkPolicy>& u, const std::vector<std::uint32_t>& r,
+                            bool complete) { state->set_policies(u, r, complete); });
+  empty.update(PolicyFeed("cluster-a"), {}, std::nullopt);
+  EXPECT_EQ(state->tables().policies_size(), 0);
 }
 
 }  // namespace
