@@ -118,16 +118,21 @@ int run_get(const ServiceCommandContext& c) {
   services.print(std::cout);
   std::cout << "\n";
   // READY is the store's flag; STATE, ALLOWED and WEIGHT are this node's view ("-": its
-  // listing does not have the backend yet).
+  // listing does not have the backend yet). ALLOWED "kept": no new flows, but in the entry at
+  // weight 0 for the flows it has open (docs/services.md, "Flows stay").
   TablePrinter backends({"SERVICE", "CLUSTER", "BACKEND", "READY", "STATE", "ALLOWED", "WEIGHT"});
   for (const auto& s : l.services())
     for (const auto& b : s.backends()) {
       const bool known = !b.state().empty();
       backends.row({s.namespace_() + "/" + s.name(), b.cluster(), b.address(), b.ready() ? "true" : "false",
-                    known ? b.state() : "-", known ? (b.allowed() ? "yes" : "no") : "-",
+                    known ? b.state() : "-", known ? (b.allowed() ? "yes" : b.kept() ? "kept" : "no") : "-",
                     known && b.allowed() ? std::to_string(b.weight()) : "-"});
     }
   backends.print(std::cout);
+  bool any_kept = false;
+  for (const auto& s : l.services())
+    for (const auto& b : s.backends()) any_kept = any_kept || b.kept();
+  if (any_kept) std::cout << "kept: given no new flow, kept for open flows (in the entry at weight 0)\n";
   std::cout << "\n";
   TablePrinter exports({"SERVICE", "EXPORTED-BY", "CONFLICT", "REASON", "MESSAGE"});
   for (const auto& e : l.conditions())

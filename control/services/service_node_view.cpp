@@ -35,6 +35,7 @@ void add_node_view(v1::ServiceListing& listing, const std::map<services::Service
       backend.set_state(backend_state_token(b->second->state));
       backend.set_allowed(b->second->allowed);
       backend.set_weight(b->second->allowed ? b->second->weight : 0);
+      backend.set_kept(b->second->kept);
     }
   }
 }

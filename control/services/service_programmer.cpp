@@ -95,6 +95,30 @@ ServiceView compile_service(const svc::FederatedService& service, const ServiceN
                           std::to_string(dataplane::kMaxServiceBackends);
     return view;
   }
+  // Backends ready and reached that the strategy does not give new flows now (the other
+  // cluster's after LocalFirst's local side returned, FailoverOnly's standby after the primary
+  // did) stay in the entry at weight 0: the forwarder keeps a tracked flow while its backend is
+  // in the entry and re-picks it otherwise, so leaving them out would move every open flow
+  // (a TCP connection to the new backend is answered with a reset). They leave only when they
+  // are gone: not ready, pod deleted, node not reached. Within the forwarder's limit: the
+  // allowed ones first, the kept ones after while they fit.
+  std::vector<bool> in_entry(n, false);
+  for (const auto& a : allowed) in_entry[a.backend] = true;
+  std::size_t entry_size = allowed.size(), dropped_kept = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (in_entry[i] || !service.backends[i].ready || !alive[i]) continue;
+    if (entry_size == dataplane::kMaxServiceBackends) {
+      ++dropped_kept;
+      continue;
+    }
+    in_entry[i] = true;
+    view.backends[i].kept = true;
+    ++entry_size;
+  }
+  if (dropped_kept)
+    view.kept_left_out = std::to_string(dropped_kept) + " backends not allowed now left out of the entry (the "
+                         "forwarder's limit of " + std::to_string(dataplane::kMaxServiceBackends) +
+                         "): their open flows are moved";
   const auto weights = entry_weights(allowed);
 
   dp::Service entry;
@@ -109,17 +133,21 @@ ServiceView compile_service(const svc::FederatedService& service, const ServiceN
   }
   for (std::size_t i = 0; i < allowed.size(); ++i) {
     const auto& a = allowed[i];
-    auto* backend = entry.add_backends();
-    backend->set_ip(service.backends[a.backend].address.str());
-    backend->set_weight(weights[i]);
     view.backends[a.backend].allowed = true;
     view.backends[a.backend].weight = weights[i];
+  }
+  // In the service's order (cluster, address): the forwarder sorts them by address anyway.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!in_entry[i]) continue;
+    auto* backend = entry.add_backends();
+    backend->set_ip(service.backends[i].address.str());
+    backend->set_weight(view.backends[i].allowed ? view.backends[i].weight : 0);
   }
   // The forwarder's size for the service's backends of every cluster and state, pinned, not
   // left to its default for the backends allowed now: a failover (3 local -> 30 remote) or
   // backends turning not ready would otherwise cross its size tiers and re-deal every new flow
   // of backends that stayed. Changes only when backends are added or removed across a tier.
-  entry.set_table_size(dataplane::default_service_table_size(std::max<std::size_t>(service.backends.size(), allowed.size())));
+  entry.set_table_size(dataplane::default_service_table_size(std::max<std::size_t>(service.backends.size(), entry_size)));
   view.entry = std::move(entry);
   return view;
 }

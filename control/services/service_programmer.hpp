@@ -2,9 +2,11 @@
 // for every federated service, the backends its strategy allows now for this node's cluster,
 // where a backend counts when it is ready and this node can reach it (a local endpoint has its
 // address, or a route in effect covers it: its node's block withdrawn by BGP/BFD, or its pod
-// detached, takes it out). Pure: no I/O, no clock; vxfedd feeds it the store's listings, route
-// and endpoint changes and network changes, and hands the entries it returns to NodeState
-// (which publishes only those that differ from what the dataplane holds).
+// detached, takes it out), weighted; and at weight 0 the other backends that are ready and
+// reached, so that flows they have stay on them after a failback ("Flows stay"). Pure: no
+// I/O, no clock; vxfedd feeds it the store's listings, route and endpoint changes and network
+// changes, and hands the entries it returns to NodeState (which publishes only those that
+// differ from what the dataplane holds).
 //
 // Which network a service lives on: every service on the one vxfed network named by the
 // config's services.network (the node's only network when it has one and the key is left
@@ -38,6 +40,9 @@ struct BackendView {
   BackendState state = BackendState::ready;
   bool allowed = false;      // the strategy gives it new flows from this node now
   std::uint32_t weight = 0;  // its share when allowed
+  // In the entry at weight 0: ready and reached but not allowed now (the strategy prefers
+  // another side), kept so that the flows it has stay on it.
+  bool kept = false;
 };
 
 struct ServiceView {
@@ -46,6 +51,7 @@ struct ServiceView {
   std::optional<net::Ipv4Addr> vip;
   std::optional<dp::Service> entry;  // what the dataplane gets; absent: not programmed (why)
   std::string not_programmed;
+  std::string kept_left_out;  // when backends that should be kept did not fit the forwarder's limit
   std::vector<BackendView> backends;  // as FederatedService::backends
 };
 

@@ -99,6 +99,28 @@ TEST(ServiceNodeView, EachBackendsStateAllowedAndWeightFromTheNodesView) {
   EXPECT_EQ(fresh.backends(0).state(), "");
 }
 
+TEST(ServiceNodeView, KeptForOpenFlowsIsShown) {
+  // A local backend ready (LocalFirst takes new flows to it), cluster-b's ready and reached:
+  // kept at weight 0 for the flows they have; a not-ready one neither allowed nor kept.
+  std::map<svc::ServiceKey, ServiceView> views;
+  const auto s = service("web", {{"cluster-a", ip("10.244.1.5"), true},
+                                 {"cluster-b", ip("10.245.1.5"), true},
+                                 {"cluster-b", ip("10.245.1.6"), false}});
+  views[s.key] = compile_service(s, node({prefix("10.244.1.0/24"), prefix("10.245.1.0/24")}));
+  v1::ServiceListing listing;
+  add_info(listing, "web", {{"cluster-a", "10.244.1.5"}, {"cluster-b", "10.245.1.5"}, {"cluster-b", "10.245.1.6"}});
+  add_node_view(listing, views, 3);
+  const auto& web = listing.services(0);
+  EXPECT_TRUE(web.backends(0).allowed());
+  EXPECT_FALSE(web.backends(0).kept());
+  EXPECT_EQ(web.backends(1).state(), "ready");
+  EXPECT_FALSE(web.backends(1).allowed());
+  EXPECT_TRUE(web.backends(1).kept());
+  EXPECT_EQ(web.backends(1).weight(), 0u);
+  EXPECT_EQ(web.backends(2).state(), "not-ready");
+  EXPECT_FALSE(web.backends(2).kept());
+}
+
 TEST(ServiceNodeView, NotProgrammedSaysWhy) {
   std::map<svc::ServiceKey, ServiceView> views;
   const auto s = service("novip", {{"cluster-a", ip("10.244.1.5"), true}}, false);
@@ -112,6 +134,7 @@ TEST(ServiceNodeView, NotProgrammedSaysWhy) {
   EXPECT_EQ(info.not_programmed(), "no VIP allocated");
   EXPECT_EQ(info.backends(0).state(), "ready");
   EXPECT_FALSE(info.backends(0).allowed());  // nothing is programmed, so nothing gets flows
+  EXPECT_FALSE(info.backends(0).kept());
 }
 
 }  // namespace

@@ -54,9 +54,19 @@ struct Reach {
   }
 };
 
+// The entry's backends that take new flows (weight above 0).
 std::vector<std::string> backend_ips(const dp::Service& entry) {
   std::vector<std::string> out;
-  for (const auto& b : entry.backends()) out.push_back(b.ip());
+  for (const auto& b : entry.backends())
+    if (b.weight() > 0) out.push_back(b.ip());
+  return out;
+}
+
+// The entry's backends kept for the flows they have (weight 0).
+std::vector<std::string> kept_ips(const dp::Service& entry) {
+  std::vector<std::string> out;
+  for (const auto& b : entry.backends())
+    if (b.weight() == 0) out.push_back(b.ip());
   return out;
 }
 
@@ -77,7 +87,7 @@ TEST(ServiceCompile, LocalFirstGivesTheLocalClusterWithPortsVipAndTable) {
   EXPECT_EQ(e.ports(1).protocol(), 17u);
   EXPECT_EQ(e.ports(1).target_port(), 53u);  // targetPort defaulted: the port itself, never 0 from us
   EXPECT_EQ(backend_ips(e), (std::vector<std::string>{"10.244.1.5", "10.244.2.5"}));
-  for (const auto& b : e.backends()) EXPECT_GT(b.weight(), 0u);
+  EXPECT_EQ(kept_ips(e), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));  // ready remote: weight 0
   ASSERT_EQ(view.backends.size(), 4u);
   EXPECT_TRUE(view.backends[0].allowed);
   EXPECT_FALSE(view.backends[2].allowed);  // cluster-b's: ready, but not allowed from cluster-a
@@ -185,6 +195,113 @@ TEST(ServiceCompile, NotProgrammedWithoutVipOrNetwork) {
   EXPECT_FALSE(view.entry);
   EXPECT_NE(view.not_programmed.find("network"), std::string::npos);
   EXPECT_EQ(view.backends[0].state, BackendState::ready);  // not "node down": the node cannot tell
+}
+
+// Issue 36 item 3, "flows that moved stay where they are": a backend alive and ready that the
+// strategy no longer gives new flows stays in the entry at weight 0 (the forwarder keeps a
+// tracked flow while its backend is in the entry); one that is gone leaves it.
+TEST(ServiceCompile, LocalFirstFailbackKeepsTheOtherClusterAtWeightZero) {
+  Reach reach;
+  auto backends = two_clusters();
+  backends[0].ready = false;
+  backends[1].ready = false;
+  // No local backend ready: cluster-b's take new flows, nothing kept.
+  auto view = compile_service(service("web", svc::Strategy::LocalFirst, backends), reach.node());
+  ASSERT_TRUE(view.entry);
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));
+  EXPECT_TRUE(kept_ips(*view.entry).empty());
+  // A local backend ready again: new flows to it, cluster-b's kept at weight 0.
+  backends[1].ready = true;
+  view = compile_service(service("web", svc::Strategy::LocalFirst, backends), reach.node());
+  ASSERT_TRUE(view.entry);
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.244.2.5"}));
+  EXPECT_EQ(kept_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));
+  EXPECT_EQ(view.entry->backends_size(), 3);  // the not-ready local one is not in it at all
+  EXPECT_FALSE(view.backends[2].allowed);
+  EXPECT_TRUE(view.backends[2].kept);
+  EXPECT_EQ(view.backends[2].weight, 0u);
+  EXPECT_TRUE(view.backends[1].allowed);
+  EXPECT_FALSE(view.backends[1].kept);
+  EXPECT_FALSE(view.backends[0].kept);  // not ready: neither allowed nor kept
+  EXPECT_TRUE(view.kept_left_out.empty());
+  // The table size stays the service's (4 backends), kept ones or not.
+  EXPECT_EQ(view.entry->table_size(), vxfed::dataplane::default_service_table_size(4));
+
+  // A kept backend that goes away leaves: marked not ready,
+  auto gone = backends;
+  gone[2].ready = false;
+  view = compile_service(service("web", svc::Strategy::LocalFirst, gone), reach.node());
+  EXPECT_EQ(kept_ips(*view.entry), (std::vector<std::string>{"10.245.1.6"}));
+  EXPECT_EQ(view.backends[2].state, BackendState::not_ready);
+  EXPECT_FALSE(view.backends[2].kept);
+  // its pod deleted (gone from the slice),
+  gone = backends;
+  gone.erase(gone.begin() + 2);
+  view = compile_service(service("web", svc::Strategy::LocalFirst, gone), reach.node());
+  EXPECT_EQ(kept_ips(*view.entry), (std::vector<std::string>{"10.245.1.6"}));
+  // its node down (the block withdrawn): every cluster-b backend leaves.
+  Reach down;
+  down.blocks.erase(prefix("10.245.1.0/24"));
+  view = compile_service(service("web", svc::Strategy::LocalFirst, backends), down.node());
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.244.2.5"}));
+  EXPECT_TRUE(kept_ips(*view.entry).empty());
+  EXPECT_EQ(view.backends[2].state, BackendState::node_down);
+  EXPECT_FALSE(view.backends[2].kept);
+}
+
+TEST(ServiceCompile, FailoverOnlyPrimaryBackKeepsTheStandbyAtWeightZero) {
+  Reach reach;
+  auto s = service("ckpt", svc::Strategy::FailoverOnly, two_clusters());
+  s.strategy.failover_order = {"cluster-a", "cluster-b"};
+  s.backends[0].ready = false;
+  s.backends[1].ready = false;
+  auto view = compile_service(s, reach.node("cluster-b"));
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));  // the standby
+  EXPECT_TRUE(kept_ips(*view.entry).empty());
+  s.backends[0].ready = true;  // the primary returns
+  view = compile_service(s, reach.node("cluster-b"));
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.244.1.5"}));
+  EXPECT_EQ(kept_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));
+  // A cluster outside the order is never allowed, but a ready one is kept like the standby (a
+  // flow it could have: the order changed under it).
+  s.backends.push_back({"cluster-c", ip("10.246.1.5"), true});
+  reach.blocks.insert(prefix("10.246.1.0/24"));
+  view = compile_service(s, reach.node("cluster-b"));
+  EXPECT_EQ(kept_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6", "10.246.1.5"}));
+}
+
+TEST(ServiceCompile, WeightsChangeNobodyLeaves) {
+  Reach reach;
+  auto s = service("batch", svc::Strategy::WeightedRoundRobin, two_clusters());
+  s.strategy.weights = {{"cluster-a", 3}, {"cluster-b", 1}};
+  auto view = compile_service(s, reach.node());
+  EXPECT_EQ(view.entry->backends_size(), 4);
+  EXPECT_TRUE(kept_ips(*view.entry).empty());
+  s.strategy.weights = {{"cluster-a", 1}, {"cluster-b", 5}};
+  view = compile_service(s, reach.node());
+  ASSERT_EQ(view.entry->backends_size(), 4);
+  EXPECT_EQ(view.entry->backends(0).weight() * 5, view.entry->backends(2).weight());
+  // cluster-b weighted out (left out of the weights): its backends kept at weight 0.
+  s.strategy.weights = {{"cluster-a", 1}};
+  view = compile_service(s, reach.node());
+  EXPECT_EQ(backend_ips(*view.entry), (std::vector<std::string>{"10.244.1.5", "10.244.2.5"}));
+  EXPECT_EQ(kept_ips(*view.entry), (std::vector<std::string>{"10.245.1.5", "10.245.1.6"}));
+}
+
+TEST(ServiceCompile, KeptBackendsGiveWayToTheForwardersLimit) {
+  // 4096 allowed local backends fill the forwarder's limit: the one ready remote backend is not
+  // kept (said in the view), and the entry is still programmed.
+  std::vector<svc::Backend> backends;
+  for (std::uint32_t i = 0; i < vxfed::dataplane::kMaxServiceBackends; ++i)
+    backends.push_back({"cluster-a", net::Ipv4Addr{ip("10.244.0.0").value + 1 + i}, true});
+  backends.push_back({"cluster-b", ip("10.245.1.5"), true});
+  Reach reach;
+  reach.blocks = {prefix("10.244.0.0/16"), prefix("10.245.1.0/24")};
+  const auto view = compile_service(service("huge", svc::Strategy::LocalFirst, backends), reach.node());
+  ASSERT_TRUE(view.entry) << view.not_programmed;
+  EXPECT_EQ(view.entry->backends_size(), static_cast<int>(vxfed::dataplane::kMaxServiceBackends));
+  EXPECT_FALSE(view.backends.back().kept);
+  EXPECT_NE(view.kept_left_out.find("1 backends not allowed now left out"), std::string::npos) << view.kept_left_out;
 }
 
 svc::FederatedSet set_of(std::vector<svc::FederatedService> list) {
