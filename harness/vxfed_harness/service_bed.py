@@ -180,12 +180,14 @@ class ServiceBed:
         assert r.returncode == 0, (short, tag, r.stderr)
         return done
 
-    def dataplane_backends(self, short: str, service: str) -> Optional[list[str]]:
+    def dataplane_backends(self, short: str, service: str, kept: bool = False) -> Optional[list[str]]:
         """The backend addresses of the forwarder's entry for service ("default/web") on node
-        `short`, from the forwarder's own dump; None without an entry."""
+        `short` that take new flows (weight above 0), from the forwarder's own dump; with
+        kept=True those kept for their open flows only (weight 0: ready, but not allowed by the
+        strategy now). None without an entry."""
         for s in self.node(short).dataplane.dump().get("tables", {}).get("services", []):
             if s.get("id") == service:
-                return sorted(b["ip"] for b in s.get("backends", []))
+                return sorted(b["ip"] for b in s.get("backends", []) if (int(b.get("weight", 0)) == 0) == kept)
         return None
 
     def service_counters(self, short: str) -> dict[str, int]:
@@ -274,13 +276,19 @@ print(json.dumps({"answered": len(who), "resent": resent, "by": counts}))
 """
 
 # argv: vip, port. 100 requests a second to VIP:port, each from a new socket (a new flow);
-# "<unix time> <backend>" per answer.
+# "<unix time> <backend>" per answer. Each from the next source port of 61000..65535 (outside
+# the kernel's ephemeral range and BURST's ports): a port the kernel picked at random could be
+# one used within the forwarder's 30 s UDP timeout, the same flow, which stays on its backend
+# even after a failback (a backend the strategy no longer prefers is kept for its open flows).
 STREAM = r"""
 import socket, sys, time
 vip, port = sys.argv[1], int(sys.argv[2])
 next_at = time.time()
+sport = 61000
 while True:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", sport))
+    sport = 61000 if sport == 65535 else sport + 1
     s.connect((vip, port))
     s.settimeout(0.009)
     s.send(b"q")

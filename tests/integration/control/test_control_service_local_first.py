@@ -94,13 +94,17 @@ print(json.dumps({"answered": len(who), "resent": resent, "by": counts}))
 """
 
 # 100 requests a second to VIP:PORT, each from a new socket (a new flow); "<unix time> <backend>"
-# per answer (as test_control_service_node_loss).
+# per answer (as test_control_service_node_loss). Source ports 61000.. in turn, never a random
+# one that may repeat a flow still tracked (which would stay on R1 after L1's return).
 STREAM = r"""
 import socket, sys, time
 vip, port = sys.argv[1], int(sys.argv[2])
 next_at = time.time()
+sport = 61000
 while True:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", sport))
+    sport = 61000 if sport == 65535 else sport + 1
     s.connect((vip, port))
     s.settimeout(0.009)
     s.send(b"q")

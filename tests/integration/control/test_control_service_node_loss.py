@@ -142,7 +142,8 @@ def entries(n: Node) -> list[tuple[float, list[str]]]:
         m = LINE.match(line)
         if m:
             when = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
-            out.append((when, [b.split("/")[0] for b in m.group(2).split()]))
+            # Backends at weight 0 take no new flow (kept for their open ones): not counted.
+            out.append((when, [b.split("/")[0] for b in m.group(2).split() if not b.endswith("/0")]))
     return out
 
 

@@ -101,7 +101,8 @@ class Entries:
                     found["line"] = ("", 0)
                 m = ENTRY.search(line)
                 if m and backends is not None:
-                    ips = [b.split("/")[0] for b in m.group(3).split()]
+                    # Backends at weight 0 take no new flow (kept for their open ones): left out.
+                    ips = [b.split("/")[0] for b in m.group(3).split() if not b.endswith("/0")]
                     found["line"] = (m.group(1), int(m.group(2))) if ips == backends else None
             return bool(found.get("line"))
 
