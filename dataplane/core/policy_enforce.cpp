@@ -70,14 +70,17 @@ void count_rx_one(rte_mbuf* m, std::uint16_t port, WorkerCounters& c) {
 
 net::Ipv4Addr host(std::uint32_t ip_be) { return net::Ipv4Addr::from_network(ip_be); }
 
-// A flow's entry, if it has one decided under this policy (tracked); one of another
-// generation is erased (the flow is decided again).
+// A flow's entry, if it has one (tracked). One decided under another generation of the policy
+// is decided again by its original direction, which carries what the decision needs (the
+// source's identity where it is remote): such a packet gets a miss (the entry erased); a reply
+// passes on the old verdict until then (a TCP stream's ACKs come soon; a flow whose original
+// direction stays silent keeps it until it times out).
 ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy, const PolicyPacket& pk,
                         std::uint64_t now) {
   if (!table) return {};
   const ConntrackHit hit = table->find(pk.tuple, now);
   if (!hit) return hit;
-  if (!current(policy, hit.entry->policy)) {
+  if (!current(policy, hit.entry->policy) && hit.direction == FlowDirection::Original) {
     table->erase(hit.entry);
     return {};
   }
@@ -145,6 +148,9 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
   const NetworkEntry& net = tables.network(pod.network);
   rte_mbuf* ask[kMaxBurst];
   std::uint16_t n_ask = 0, kept = 0;
+  PolicyPacket memo;  // the last packet let through, and its outcome
+  bool memo_valid = false, memo_asks = false;
+  const EndpointEntry* memo_ep = nullptr;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     PolicyPacket pk;
@@ -155,7 +161,12 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
     }
     const EndpointEntry* ep = nullptr;
     bool asks = false;
-    if (const ConntrackHit hit = known_flow(table, policy, pk, now)) {
+    if (memo_valid && pk.tuple == memo.tuple && pk.tcp_flags == memo.tcp_flags) {
+      // The packet before was this flow's, with the same flags (a stream's burst): its
+      // outcome, without the table (its entry's state and time would not change).
+      asks = memo_asks;
+      ep = memo_ep;
+    } else if (const ConntrackHit hit = known_flow(table, policy, pk, now)) {
       asks = hit.direction == FlowDirection::Original && (hit.entry->policy & kAskBit);  // replies: A set
       if ((hit.entry->policy & kLocalBit) && flows && flows->hand_over)
         ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
@@ -192,6 +203,10 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
         continue;
       }
     }
+    memo = pk;
+    memo_asks = asks;
+    memo_ep = ep;
+    memo_valid = table != nullptr;
     // A local pod of another owner: its owner delivers it and keeps the flow on its side too.
     if (ep && flows && flows->hand_over && !flows->mine(ep->port)) {
       count_rx_one(m, rx_port, c);

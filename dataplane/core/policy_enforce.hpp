@@ -18,8 +18,9 @@
 //     decide_ingress with the inner source address. A packet of a flow the pod opened is a
 //     reply: it passes.
 // A flow's entry carries the generation of the NetworkPolicyEntry it was decided under: a
-// packet that finds an entry of another generation (the policy or the network's endpoints
-// changed) erases it and is decided again as a new flow.
+// packet of the flow's original direction that finds an entry of another generation (the
+// policy or the network's endpoints changed) erases it and is decided again as a new flow;
+// replies pass on the old verdict until then.
 #pragma once
 
 #include <rte_mbuf.h>

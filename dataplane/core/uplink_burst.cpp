@@ -218,6 +218,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
   std::uint64_t last_key = ~0ull;
   std::uint32_t last_dst = 0;
   const NetworkEntry* net = nullptr;
+  const NetworkPolicyEntry* policy = nullptr;  // the network's, read with `net` (null: no policy)
   EndpointEntry ep{};
   std::uint64_t macs_lo = 0;  // the new Ethernet dst + src (12 bytes), built once per memo miss
   // The reverse-path check's last success: the (VTEP, VNI) and inner source it passed.
@@ -269,6 +270,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
         continue;
       }
       net = &tables.network(static_cast<std::uint16_t>(allowed));
+      policy = tables.network_policy(net->index);
       const auto found = tables.endpoint(static_cast<std::uint16_t>(allowed), inner_dst);
       if (!found) [[unlikely]] {
         drop(m, DropReason::NoEndpoint, uplink, counters);
@@ -317,7 +319,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     decap_offload(m);  // a pending inner checksum stays pending
     // Network policy (policy_enforce.hpp): plain VXLAN here (GBP takes the slow path), so the
     // unknown identity 0 with A clear.
-    if (const NetworkPolicyEntry* policy = tables.network_policy(net->index)) [[unlikely]] {
+    if (policy) [[unlikely]] {
       if (!admit_delivery(tables, *policy, flows, m, ep.port, 0, false, uplink, counters)) continue;
     }
     if (net->counter_slot != vni_slot) [[unlikely]] {
