@@ -8,7 +8,8 @@
 // --service-backends M backends each (backends at route destinations) to the VNI, with a
 // connection table per run (ServiceFlows); --vip-traffic sends the encap frames to the
 // services' VIP:port instead (flow k to service k % N: after the warm-up, conntrack hits),
-// their headers restored after every burst outside the timed part; --flow-run R makes R encap
+// their headers checked (destination, IPv4 and UDP checksums) and restored after every burst
+// outside the timed part; --flow-run R makes R encap
 // frames in a row one flow (a stream's burst), with or without services. Network policy
 // (docs/policy.md, "Enforcement in the forwarder"): --policy-rules N gives the VNI a
 // NetworkPolicy whose one local table (every pod's) is isolated both ways with N identity
@@ -58,6 +59,32 @@ void ip_checksum(Bytes& b, std::size_t at) {
   while (s >> 16) s = (s & 0xffff) + (s >> 16);
   put16(b, at + 10, static_cast<std::uint16_t>(~s));
 }
+// The one's complement sum of n bytes (big-endian words), folded.
+std::uint32_t sum_words(const std::uint8_t* p, std::size_t n, std::uint32_t s = 0) {
+  for (std::size_t i = 0; i + 1 < n; i += 2) s += (p[i] << 8) | p[i + 1];
+  if (n & 1) s += p[n - 1] << 8;
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  return s;
+}
+// The UDP checksum an IPv4 packet (20-byte header at ip) should carry, its own field taken as 0.
+std::uint16_t udp_checksum(const std::uint8_t* ip) {
+  const std::size_t udp_len = (ip[24] << 8) | ip[25];
+  std::uint32_t s = sum_words(ip + 12, 8) + 17 + udp_len;
+  s += sum_words(ip + 20, 6) + sum_words(ip + 28, udp_len - 8);
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  return static_cast<std::uint16_t>(~s);
+}
+// A translated VIP packet (encapsulated: its inner frame 50 bytes in) is right: destination
+// not the VIP, both checksums valid.
+bool verify_translated(const std::uint8_t* frame) {
+  const std::uint8_t* ip = frame + 50 + 14;
+  if (ip[16] == 10 && ip[17] == 96) return false;  // still the VIP (10.96.0.0/16)
+  if (sum_words(ip, 20) != 0xffff) return false;
+  const std::uint16_t carried = (ip[26] << 8) | ip[27];
+  const std::uint16_t want = udp_checksum(ip);
+  return carried == (want == 0 ? 0xffff : want);
+}
+
 // Ethernet + IPv4 + UDP frame of `len` bytes at offset `at` of b.
 void write_udp_frame(Bytes& b, std::size_t at, std::size_t len, std::uint32_t src, std::uint32_t dst,
                      std::uint16_t sport, std::uint16_t dport) {
@@ -187,10 +214,13 @@ std::vector<rte_mbuf*> make_frames(rte_mempool* pool, const Setup& s, bool encap
     if (encap) {
       const std::uint32_t flow = k / g_services.flow_run;  // --flow-run frames in a row share it
       const std::uint32_t flow_route = static_cast<std::uint32_t>((flow * 2654435761ull) % routes);
-      if (g_services.vip_traffic)
+      if (g_services.vip_traffic) {
         write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, vip_of(flow % g_services.services),
                         static_cast<std::uint16_t>(1024 + flow), kServicePort);
-      else
+        // With a UDP checksum, so that the translation updates it (and verify_translated checks it).
+        const std::uint16_t sum = udp_checksum(&b[14]);
+        put16(b, 40, sum == 0 ? 0xffff : sum);
+      } else
         write_udp_frame(b, 0, frame, (10u << 24) | (244u << 16) | (1u << 8) | 1, route_prefix(flow_route) + 5,
                         static_cast<std::uint16_t>(1024 + flow), 4791);
     } else {
@@ -270,7 +300,13 @@ RunResult run(Setup& s, std::vector<rte_mbuf*>& frames, bool encap, std::uint64_
     for (std::uint16_t i = 0; i < kBurst; ++i) {
       if (encap) {
         rte_pktmbuf_adj(burst[i], 50);
-        if (!original.empty()) std::memcpy(rte_pktmbuf_mtod(burst[i], std::uint8_t*), original[pos + i].data(), kHeaders);
+        if (!original.empty()) {
+          if (!verify_translated(rte_pktmbuf_mtod(burst[i], const std::uint8_t*) - 50)) {
+            std::fprintf(stderr, "a translated packet is wrong (destination or checksums)\n");
+            return RunResult{-1, -1, done};
+          }
+          std::memcpy(rte_pktmbuf_mtod(burst[i], std::uint8_t*), original[pos + i].data(), kHeaders);
+        }
       } else {
         // The outer headers are back; the inner TTL the pipeline decremented is restored.
         rte_pktmbuf_prepend(burst[i], 50);
