@@ -126,7 +126,7 @@ int run_get(const ServiceCommandContext& c) {
       const bool known = !b.state().empty();
       backends.row({s.namespace_() + "/" + s.name(), b.cluster(), b.address(), b.ready() ? "true" : "false",
                     known ? b.state() : "-", known ? (b.allowed() ? "yes" : b.kept() ? "kept" : "no") : "-",
-                    known && b.allowed() ? std::to_string(b.weight()) : "-"});
+                    known && (b.allowed() || b.kept()) ? std::to_string(b.weight()) : "-"});
     }
   backends.print(std::cout);
   bool any_kept = false;
