@@ -1,0 +1,172 @@
+// Network policy through the real pod burst (dataplane/core/policy_enforce.hpp): egress at the
+// source decides a flow's first packet — Allow sends it with the GBP A bit, AskDestination with
+// A clear (toward a VTEP that takes GBP), Deny drops it and counts policy_denied_egress; a
+// flow's later packets are conntrack hits (no new decision); a burst's packets leave with A
+// first; two local pods: the destination's ingress by the source pod's identity.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <memory>
+#include <vector>
+
+#include "dataplane/core/pipeline.hpp"
+#include "dataplane/core/policy_enforce.hpp"
+#include "tests/dataplane/eal_env.hpp"
+#include "tests/dataplane/frames.hpp"
+#include "tests/dataplane/mbufs.hpp"
+#include "tests/dataplane/sample_tables.hpp"
+
+namespace vxfed::test {
+namespace {
+
+constexpr std::size_t kVxlanAt = 14 + 20 + 8;  // outer Ethernet, IPv4, UDP
+constexpr std::uint32_t kPod1Identity = 0x1234, kPod2Identity = 0x22;
+const std::uint32_t kRemote = ip("10.245.1.1");  // routed to 198.18.0.2, which takes GBP
+
+// Port sets: [2] UDP 5000, [3] UDP 6000. Pod1 (LocalIndex 0): egress isolated, UDP 5000 to
+// 10.245.0.0/16 (an ipBlock: Allow at the source), UDP 6000 to identity 77 only (a selector:
+// AskDestination), everything to pod2's address. Pod2 (LocalIndex 1): ingress isolated, UDP 5000 from pod1's identity.
+dataplane::v1::Tables policy_tables() {
+  auto t = sample_tables();
+  for (auto& e : *t.mutable_endpoints()) {
+    if (e.id() == "pod1/net1") e.set_identity(kPod1Identity);
+    if (e.id() == "pod2/net1") e.set_identity(kPod2Identity);
+  }
+  auto* v = t.add_vteps();
+  v->set_ip("198.18.0.2");
+  v->set_gbp(true);
+  auto* p = t.add_policies();
+  p->set_vni(kVniA);
+  p->add_port_sets();
+  p->add_port_sets()->set_every_protocol(true);
+  for (std::uint32_t port : {5000u, 6000u}) {
+    auto* s = p->add_port_sets()->add_spans();
+    s->set_protocol(17);
+    s->set_first(port);
+    s->set_last(port);
+  }
+  p->add_local_ingress();
+  auto* out = p->add_local_egress();
+  out->set_isolated(true);
+  auto* selector = out->add_peers();
+  selector->set_identity(77);
+  selector->set_ports(3);
+  out->set_some_selector(3);
+  auto* to_pod2 = out->add_addresses();  // everything to pod2: its ingress decides
+  to_pod2->set_first(ip("10.244.1.11"));
+  to_pod2->set_last(ip("10.244.1.11"));
+  to_pod2->set_ports(1);
+  auto* block = out->add_addresses();
+  block->set_first(ip("10.245.0.0"));
+  block->set_last(ip("10.245.255.255"));
+  block->set_ports(2);
+  auto* in = p->add_local_ingress();
+  in->set_isolated(true);
+  auto* from_pod1 = in->add_peers();
+  from_pod1->set_identity(kPod1Identity);
+  from_pod1->set_ports(2);
+  p->add_local_egress();
+  for (auto [id, local] : {std::pair{"pod1/net1", 0u}, std::pair{"pod2/net1", 1u}}) {
+    auto* e = p->add_endpoints();
+    e->set_endpoint_id(id);
+    e->set_local(local);
+  }
+  return t;
+}
+
+Bytes pod1_frame(std::uint32_t dst, std::uint16_t sport, std::uint16_t dport) {
+  return ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800, ipv4(ip("10.244.1.10"), dst, 17, udp(sport, dport, payload(40))));
+}
+
+class PolicyEnforce : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    VXFED_REQUIRE_EAL();
+    auto t = node_.build(policy_tables());
+    ASSERT_TRUE(t.ok()) << t.error();
+    tables_ = std::move(*t);
+    auto table = dp::ConntrackTable::create(dp::ConntrackConfig{});
+    ASSERT_TRUE(table.ok());
+    conntrack_ = std::move(*table);
+    flows_.table = conntrack_.get();
+    flows_.now = 1;
+    counters_ = std::make_unique<dp::WorkerCounters>();
+  }
+  // The frames as one pod burst from pod1; what each port got, in order.
+  std::vector<std::pair<std::uint16_t, Bytes>> burst(const std::vector<Bytes>& frames) {
+    std::vector<rte_mbuf*> pkts;
+    for (const auto& f : frames) pkts.push_back(make_mbuf(f, small_pool()));
+    auto tx = std::make_unique<dp::TxStage>();
+    dp::process_pod_burst(*tables_, kPod1, pkts.data(), static_cast<std::uint16_t>(pkts.size()), *tx, *counters_, &flows_);
+    std::vector<std::pair<std::uint16_t, Bytes>> out;
+    tx->flush([&](std::uint16_t p, rte_mbuf** m, std::uint16_t n) {
+      for (std::uint16_t i = 0; i < n; ++i) out.emplace_back(p, read_mbuf(m[i]));
+      rte_pktmbuf_free_bulk(m, n);
+      return n;
+    }, *counters_);
+    return out;
+  }
+  std::uint64_t drops(dp::DropReason r) const { return counters_->drops[static_cast<std::uint32_t>(r)].get(); }
+
+  Node node_;
+  std::unique_ptr<dp::ForwardingTables> tables_;
+  std::unique_ptr<dp::ConntrackTable> conntrack_;
+  dp::ServiceFlows flows_;
+  std::unique_ptr<dp::WorkerCounters> counters_;
+};
+
+TEST_F(PolicyEnforce, EgressAtTheSourceSetsTheABitOrAsksOrDrops) {
+  const auto out = burst({pod1_frame(kRemote, 1000, 6000), pod1_frame(kRemote, 1001, 5000),
+                          pod1_frame(kRemote, 1002, 7000), pod1_frame(kRemote, 1003, 5000)});
+  ASSERT_EQ(out.size(), 3u) << "UDP 7000 is allowed by no rule";
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 1u);
+  EXPECT_EQ(counters_->policy.new_flows.get(), 4u);
+  EXPECT_EQ(counters_->policy.allowed.get(), 3u);
+  EXPECT_EQ(counters_->policy.denied.get(), 1u);
+  // The flows decided at the source first, with A; the one that asks the destination last.
+  const std::uint16_t sports[] = {1001, 1003, 1000};
+  const std::uint8_t a_byte[] = {0x08, 0x08, 0x00};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const Bytes& b = out[i].second;
+    EXPECT_EQ(out[i].first, kUplink);
+    ASSERT_GT(b.size(), kVxlanAt + 8 + 14 + 20 + 2);
+    EXPECT_EQ(b[kVxlanAt], 0x88) << "G|I toward the GBP VTEP";
+    EXPECT_EQ(b[kVxlanAt + 1], a_byte[i]) << "packet " << i;
+    EXPECT_EQ((b[kVxlanAt + 2] << 8) | b[kVxlanAt + 3], static_cast<int>(kPod1Identity));
+    const std::size_t inner_udp = kVxlanAt + 8 + 14 + 20;
+    EXPECT_EQ((b[inner_udp] << 8) | b[inner_udp + 1], sports[i]);
+  }
+  // Known flows: no new decision, the same A choice; the refused flow is decided again.
+  const auto again = burst({pod1_frame(kRemote, 1000, 6000), pod1_frame(kRemote, 1001, 5000),
+                            pod1_frame(kRemote, 1002, 7000)});
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].second[kVxlanAt + 1], 0x08);
+  EXPECT_EQ(again[1].second[kVxlanAt + 1], 0x00);
+  EXPECT_EQ(counters_->policy.new_flows.get(), 5u);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 2u);
+  EXPECT_EQ(conntrack_->size(), 3u);
+}
+
+TEST_F(PolicyEnforce, TwoLocalPodsCheckTheDestinationsIngress) {
+  const auto out = burst({pod1_frame(ip("10.244.1.11"), 1000, 5000), pod1_frame(ip("10.244.1.11"), 1001, 6000)});
+  ASSERT_EQ(out.size(), 1u) << "pod2 takes UDP 5000 from pod1's identity only";
+  EXPECT_EQ(out[0].first, kPod2);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedIngress), 1u);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 0u) << "pod1's egress lets everything to pod2 through";
+  EXPECT_EQ(conntrack_->size(), 1u);
+}
+
+TEST_F(PolicyEnforce, ANetworkWithoutPolicyIsNotTracked) {
+  dataplane::v1::Delta rm;
+  rm.add_remove_policies(kVniA);
+  dp::ImmediateReclaimer reclaimer;
+  ASSERT_TRUE(tables_->apply(rm, node_.context(), reclaimer).ok());
+  const auto out = burst({pod1_frame(kRemote, 1000, 7000)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].second[kVxlanAt + 1], 0x00) << "no policy applied: A clear";
+  EXPECT_EQ(conntrack_->size(), 0u);
+  EXPECT_EQ(counters_->policy.new_flows.get(), 0u);
+}
+
+}  // namespace
+}  // namespace vxfed::test
