@@ -85,9 +85,10 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1u, 16u))
       ->capture_default_str();
   app.add_option("--conntrack-flows", o.conntrack_flows,
-                 "connection-tracking entries per worker for global services' translation "
-                 "(docs/conntrack.md: 64 B each plus its key buckets; a full table drops new "
-                 "service flows, service_conntrack_full); 0: VIPs are not translated")
+                 "connection-tracking entries per worker for global services' translation and "
+                 "network policy's verdicts (docs/conntrack.md: 64 B each plus its key buckets; a "
+                 "full table drops new flows, service_conntrack_full / policy_conntrack_full); 0: "
+                 "VIPs are not translated and policy decides every packet alone (replies need rules)")
       ->check(CLI::Range(0u, 1u << 26))
       ->capture_default_str();
   app.add_option("--mtu", o.mtu, "underlay MTU; the pods' MTU is this minus 50 (VXLAN overhead)")

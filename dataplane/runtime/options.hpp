@@ -30,7 +30,7 @@ struct Options {
   bool uplink_gso = true;             // --uplink-iface: a pod's super-packet leaves as UDP super-packets (GSO_UDP_L4)
   std::string vtep_ip;                // our VTEP IPv4 on the uplink
   unsigned queues = 1;                // RX queues on the uplink = worker lcores
-  std::uint32_t conntrack_flows = 65536;  // per worker, for global services (0: no translation)
+  std::uint32_t conntrack_flows = 65536;  // per worker, for global services and network policy (0: none)
   unsigned mtu = 9000;                // underlay MTU; pod MTU = mtu - 50
   std::string api_socket;             // unix socket of the table API (empty: none)
   std::string tables_file;            // Snapshot/Tables JSON applied at start-up (empty: none)
