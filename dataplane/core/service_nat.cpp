@@ -4,7 +4,6 @@
 #include "dataplane/core/service_nat.hpp"
 
 #include <algorithm>
-#include <cstddef>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -96,64 +95,34 @@ void checksum_replace32(std::uint8_t* field, std::uint32_t from, std::uint32_t t
   const std::uint16_t hc = load16(field);
   store16(field, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~hc) + not_words_of(from) + words_of(to))));
 }
-// One translation of an address and a port, with what it changes in the checksums: the
-// address's change is summed once and applied to both the IPv4 header's and the L4 checksum
-// (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')), one fold each. The same for every packet of a
-// flow, so a run of one flow's packets computes it once.
-struct Rewrite {
-  std::uint32_t ip_be;
-  std::uint16_t port_be;
-  std::uint32_t address_change;  // ~old words + new words
-  std::uint32_t port_change;     // ~old port + new port
-};
-[[gnu::always_inline]] inline Rewrite make_rewrite(std::uint32_t old_ip, std::uint16_t old_port, std::uint32_t ip_be,
-                                                   std::uint16_t port_be) {
-  return Rewrite{ip_be, port_be, not_words_of(old_ip) + words_of(ip_be),
-                 static_cast<std::uint16_t>(~old_port) + std::uint32_t{port_be}};
-}
-// Writes r at ip + addr_offset and l4 + port_offset, with the checksums.
-[[gnu::always_inline]] inline void apply(rte_mbuf* m, PacketView& v, unsigned addr_offset, unsigned port_offset,
-                                         const Rewrite& r) {
-  std::memcpy(v.ip + addr_offset, &r.ip_be, 4);
-  store16(v.l4 + port_offset, r.port_be);
-  store16(v.ip + 10, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~load16(v.ip + 10)) + r.address_change)));
+// Rewrites one address (at ip + addr_offset) and the port at l4 + port_offset, with the
+// checksums: the address's change is summed once and applied to both the IPv4 header's and
+// the L4 checksum (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')), with one fold each.
+[[gnu::always_inline]] inline void rewrite(rte_mbuf* m, PacketView& v, unsigned addr_offset, unsigned port_offset,
+                                           std::uint32_t ip_be, std::uint16_t port_be) {
+  std::uint32_t old_ip;
+  std::memcpy(&old_ip, v.ip + addr_offset, 4);
+  const std::uint16_t old_port = load16(v.l4 + port_offset);
+  std::memcpy(v.ip + addr_offset, &ip_be, 4);
+  store16(v.l4 + port_offset, port_be);
+  const std::uint32_t address_change = not_words_of(old_ip) + words_of(ip_be);
+  store16(v.ip + 10, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~load16(v.ip + 10)) + address_change)));
   std::uint8_t* l4sum = v.l4 + (v.protocol == kIpProtoTcp ? kTcpChecksum : kUdpChecksum);
   const std::uint16_t l4c = load16(l4sum);
   // Pending: as received (RX_L4_CKSUM_NONE), or already handed on as a TX checksum request
   // (after decap_offload/local_offload); either way the field holds the pseudo-header's sum.
   if (offload_detail::rx_pending(m->ol_flags) || (m->ol_flags & RTE_MBUF_F_TX_L4_MASK) != 0) {
-    store16(l4sum, fold(l4c + r.address_change));  // the ports are summed later, with the payload
+    store16(l4sum, fold(l4c + address_change));  // the ports are summed later, with the payload
   } else if (v.protocol == kIpProtoTcp || l4c != 0) {  // UDP checksum 0: none
-    std::uint16_t sum =
-        static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~l4c) + r.address_change + r.port_change));
+    const std::uint32_t port_change = static_cast<std::uint16_t>(~old_port) + std::uint32_t{port_be};
+    std::uint16_t sum = static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~l4c) + address_change + port_change));
     if (v.protocol == kIpProtoUdp && sum == 0) sum = 0xffff;
     store16(l4sum, sum);
   }
 }
-// The destination becomes `to`.
-[[gnu::always_inline]] inline Rewrite set_destination(rte_mbuf* m, PacketView& v, NatTarget to) {
-  std::uint32_t old_ip;
-  std::memcpy(&old_ip, v.ip + 16, 4);
-  const Rewrite r = make_rewrite(old_ip, load16(v.l4 + 2), to.ip_be, to.port_be);
-  apply(m, v, 16, 2, r);
-  return r;
-}
+void set_destination(rte_mbuf* m, PacketView& v, NatTarget to) { rewrite(m, v, 16, 2, to.ip_be, to.port_be); }
 void set_source(rte_mbuf* m, PacketView& v, std::uint32_t ip_be, std::uint16_t port_be) {
-  std::uint32_t old_ip;
-  std::memcpy(&old_ip, v.ip + 12, 4);
-  apply(m, v, 12, 0, make_rewrite(old_ip, load16(v.l4), ip_be, port_be));
-}
-
-// Whether two tuples are one flow's (FlowTuple's == compares field by field, with a branch each).
-[[gnu::always_inline]] inline bool same_flow(const FlowTuple& a, const FlowTuple& b) {
-  std::uint64_t a_addresses, b_addresses;
-  std::uint32_t a_ports, b_ports;
-  std::memcpy(&a_addresses, &a.src_ip_be, 8);
-  std::memcpy(&b_addresses, &b.src_ip_be, 8);
-  std::memcpy(&a_ports, &a.src_port_be, 4);
-  std::memcpy(&b_ports, &b.src_port_be, 4);
-  static_assert(offsetof(FlowTuple, dst_ip_be) == 4 && offsetof(FlowTuple, dst_port_be) == 10);
-  return ((a_addresses ^ b_addresses) | (a_ports ^ b_ports) | (a.vni ^ b.vni) | (a.protocol ^ b.protocol)) == 0;
+  rewrite(m, v, 12, 0, ip_be, port_be);
 }
 
 // A new flow's backend: Maglev's pick for the flow hash, but never the client itself (hairpin
@@ -174,9 +143,8 @@ std::uint32_t pick_backend(const ServiceEntry& s, const FlowTuple& t) {
 
 // A packet to VIP:port (`port` of service `s`): its flow's backend, found or picked and
 // tracked, written in. Returns the drop reason, or nothing when translated.
-// When translated, `flow` is set to the flow's entry.
 std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s, const ServicePortEntry& port, rte_mbuf* m,
-                                     PacketView& v, std::uint32_t hash, WorkerCounters& c, ConntrackEntry** flow) {
+                      PacketView& v, std::uint32_t hash, WorkerCounters& c) {
   ConntrackTable& table = *flows.table;
   ConntrackHit hit = table.find(v.tuple, hash, flows.now);
   if (hit && hit.direction == FlowDirection::Original && hit.entry->has_nat && hit.entry->policy != s.generation) {
@@ -212,7 +180,6 @@ std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s,
     table.track(hit, v.tcp_flags, flows.now);
   }
   set_destination(m, v, hit.entry->nat());
-  *flow = hit.entry;
   return std::nullopt;  // counted by the caller, once per burst
 }
 
@@ -332,40 +299,17 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   ViewSlot views[kMaxBurst];  // valid where `parsed` has the packet's bit
   std::uint32_t hashes[kMaxBurst];
   std::uint64_t parsed = 0;
-  std::uint64_t hashed = 0;  // bit i: hashes[i] is set
-  // A stream's packets come in runs of one flow (a pod's socket writes a burst): lead[i] is the
-  // first packet of packet i's run, hashed and looked up for the whole run.
-  std::uint8_t lead[kMaxBurst];
-  int before = -1;  // the last VIP packet hashed
   for (std::uint64_t bits = candidates; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
     PacketView& v = views[i].v;
     if (!view_packet(pkts[i], vni, &v)) [[unlikely]]
       continue;  // not IPv4 after all (options cut short): the pipeline decides
     parsed |= 1ull << i;
-    if (((vip >> i) & 1) && flows.table && v.l4) {
-      // (The destination first: packets to different VIPs, the other common burst, stop there.)
-      if (before >= 0 && views[before].v.tuple.dst_ip_be == v.tuple.dst_ip_be &&
-          same_flow(views[before].v.tuple, v.tuple)) {
-        lead[i] = static_cast<std::uint8_t>(before);
-        continue;
-      }
-      hashes[i] = flows.table->prefetch(v.tuple);
-      hashed |= 1ull << i;
-      lead[i] = static_cast<std::uint8_t>(i);
-      before = static_cast<int>(i);
-    }
+    if (((vip >> i) & 1) && flows.table && v.l4) hashes[i] = flows.table->prefetch(v.tuple);
   }
   // Third pass, in arrival order: translate; drop or deliver here what must not go on.
   std::uint64_t gone = 0;  // bit i: packet i was dropped, or delivered here
   std::uint64_t translated = 0;
-  // The run translated last (its lead's index; kMaxBurst: none): its later packets take its
-  // entry and rewrite without a lookup. The entry cannot go away meanwhile: only this worker
-  // changes its table, and the entry was just tracked (an insert reclaims expired flows only).
-  unsigned run = kMaxBurst;
-  ConntrackEntry* run_flow = nullptr;
-  Rewrite run_rewrite{};  // made from the run's second packet on
-  bool run_rewrite_made = false;
   for (std::uint64_t bits = parsed; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
     rte_mbuf* m = pkts[i];
@@ -383,24 +327,8 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
         // (With several workers this burst is on its pod's owner: process_pod_burst hands it over.)
         if (flows.workers > 1 && !flows.hand_over) {
           why = DropReason::ServiceNeedsOneWorker;
-        } else if (lead[i] == run) {
-          // Tracked already at this `now`; a UDP packet of the original direction after the
-          // first changes nothing more (Replied became Stream with the first), TCP's flags may.
-          if (v.protocol == kIpProtoTcp)
-            flows.table->track(ConntrackHit{run_flow, FlowDirection::Original}, v.tcp_flags, flows.now);
-          if (!run_rewrite_made) {
-            run_rewrite = make_rewrite(v.tuple.dst_ip_be, v.tuple.dst_port_be, run_flow->nat().ip_be, run_flow->nat().port_be);
-            run_rewrite_made = true;
-          }
-          apply(m, v, 16, 2, run_rewrite);
-          ++translated;
         } else {
-          const std::uint32_t hash = (hashed >> i) & 1 ? hashes[i] : symmetric_flow_hash(v.tuple);
-          ConntrackEntry* flow = nullptr;
-          why = to_backend(flows, s, *port, m, v, hash, c, &flow);
-          run = why ? kMaxBurst : lead[i];
-          run_flow = flow;
-          run_rewrite_made = false;
+          why = to_backend(flows, s, *port, m, v, hashes[i], c);
           translated += !why;
         }
       }
