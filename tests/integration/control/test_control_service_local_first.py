@@ -27,113 +27,18 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import vxfed_harness as t
-from vxfed_harness.service_bed import ServiceBed, log_path, service_yaml
+from vxfed_harness.service_bed import BURST, ECHO as SERVER, STREAM, ServiceBed, answers, log_path, received_ports, service_yaml
 
 PORT = 9000
 FLOWS = 10_000
 FIRST_SOURCE_PORT = 20_000
 GAP_BUDGET = 1.0  # s: the issue's pod-deletion goal
 
-# A UDP echo that says who answers and logs the source port of each request.
-SERVER = r"""
-import socket, sys
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-u.bind(("0.0.0.0", int(sys.argv[2])))
-while True:
-    data, peer = u.recvfrom(2048)
-    print(peer[1], flush=True)
-    u.sendto(sys.argv[1].encode() + b" " + data, peer)
-"""
-
-# FLOWS new flows to VIP:PORT from source ports FIRST.., BATCH at a time: each socket bound to
-# its own port sends one request; the replies of a batch are collected for up to 0.5 s, and a
-# flow still unanswered sends again (the same flow, so the same backend: a datagram lost on a
-# loaded machine is not a flow elsewhere), up to 5 times. Prints a JSON of who answered.
-BURST = r"""
-import json, select, socket, sys, time
-vip, port, first, flows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-BATCH = 100
-who = {}
-resent = 0
-for start in range(first, first + flows, BATCH):
-    socks = {}
-    for sport in range(start, min(start + BATCH, first + flows)):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("0.0.0.0", sport))
-        s.connect((vip, port))
-        s.setblocking(False)
-        s.send(b"q")
-        socks[s.fileno()] = (s, sport)
-    for attempt in range(5):
-        deadline = time.time() + 0.5
-        pending = {fd for fd, (_, sp) in socks.items() if sp not in who}
-        while pending and time.time() < deadline:
-            ready, _, _ = select.select(list(pending), [], [], max(0.0, deadline - time.time()))
-            for fd in ready:
-                s, sport = socks[fd]
-                try:
-                    who[sport] = s.recv(2048).split()[0].decode()
-                except OSError:
-                    pass
-                pending.discard(fd)
-        if not pending or attempt == 4:
-            break
-        for fd in pending:
-            socks[fd][0].send(b"q")
-            resent += 1
-    for s, _ in socks.values():
-        s.close()
-counts = {}
-for name in who.values():
-    counts[name] = counts.get(name, 0) + 1
-print(json.dumps({"answered": len(who), "resent": resent, "by": counts}))
-"""
-
-# 100 requests a second to VIP:PORT, each from a new socket (a new flow); "<unix time> <backend>"
-# per answer (as test_control_service_node_loss). Source ports 61000.. in turn, never a random
-# one that may repeat a flow still tracked (which would stay on R1 after L1's return).
-STREAM = r"""
-import socket, sys, time
-vip, port = sys.argv[1], int(sys.argv[2])
-next_at = time.time()
-sport = 61000
-while True:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", sport))
-    sport = 61000 if sport == 65535 else sport + 1
-    s.connect((vip, port))
-    s.settimeout(0.009)
-    s.send(b"q")
-    try:
-        data = s.recv(2048)
-        print(f"{time.time():.4f} {data.split()[0].decode()}", flush=True)
-    except OSError:
-        pass
-    s.close()
-    next_at += 0.01
-    time.sleep(max(0.0, next_at - time.time()))
-"""
-
-
 def infer(cluster: str, endpoints: list[str], created: str) -> str:
     return service_yaml("infer", cluster, [(e, True) for e in endpoints], [("UDP", PORT, PORT)],
                         {"vxfed.io/strategy": "LocalFirst"}, created)
-
-
-def answers(path: Path) -> list[tuple[float, str]]:
-    out = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        when, _, who = line.partition(" ")
-        out.append((float(when), who))
-    return out
-
-
-def received_ports(path: Path) -> list[int]:
-    return [int(x) for x in path.read_text().split()] if path.exists() else []
 
 
 def main() -> None:
@@ -167,10 +72,8 @@ def main() -> None:
         burst = json.loads(r.stdout.strip().splitlines()[-1])
         after = bed.service_counters("a")
         new_flows = after.get("service_new_flows", 0) - before.get("service_new_flows", 0)
-        got = {name: sum(1 for p in received_ports(echo_log[name])
-                         if FIRST_SOURCE_PORT <= p < FIRST_SOURCE_PORT + FLOWS) for name in servers}
-        distinct = {name: len({p for p in received_ports(echo_log[name])
-                               if FIRST_SOURCE_PORT <= p < FIRST_SOURCE_PORT + FLOWS}) for name in servers}
+        got = {name: len(received_ports(echo_log[name], FIRST_SOURCE_PORT, FLOWS)) for name in servers}
+        distinct = {name: len(set(received_ports(echo_log[name], FIRST_SOURCE_PORT, FLOWS))) for name in servers}
         results["flows"] = {"sent": FLOWS, "seconds": round(took, 1), **burst, "received_by_backend": got,
                             "distinct_source_ports_by_backend": distinct, "forwarder_new_flows": new_flows}
         t.log(f"{FLOWS} new flows in {took:.1f} s: answered {burst['answered']} ({burst['resent']} datagrams resent), "
