@@ -2,8 +2,6 @@
 // machine, the expiry sweep, and the parser of an ICMP error's quoted packet.
 #include "dataplane/core/conntrack.hpp"
 
-#include <emmintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -17,19 +15,6 @@ namespace vxfed::dataplane {
 
 namespace {
 
-constexpr std::uint32_t kNone = 0xffffffffu;
-
-// Bit i set when hashes[i] == h, i < 7 (a bucket's slots): the 7 hashes compared at once with
-// two overlapping 4-lane SSE2 compares (slots 0-3 and 3-6) instead of a branch per slot.
-[[gnu::always_inline]] inline std::uint32_t match_mask(const std::uint32_t* hashes, std::uint32_t h) {
-  const __m128i want = _mm_set1_epi32(static_cast<int>(h));
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hashes));
-  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hashes + 3));
-  const auto lo_bits = static_cast<std::uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))));
-  const auto hi_bits = static_cast<std::uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, want))));
-  return lo_bits | hi_bits << 3;
-}
-static_assert(ConntrackTable::kSlotsPerBucket == 7, "match_mask compares exactly 7 slots");
 
 std::uint32_t next_pow2(std::uint32_t v) {
   std::uint32_t p = 1;
@@ -81,15 +66,6 @@ const char* insert_status_name(InsertStatus s) {
   return "unknown";
 }
 
-// One cache line: the slots' hashes, their entry indices (kNone: empty), and how many keys
-// homed in an earlier bucket live past this one (the lookup goes on only while it is not 0).
-struct alignas(64) ConntrackTable::Bucket {
-  std::uint32_t hash[kSlotsPerBucket];
-  std::uint32_t index[kSlotsPerBucket];
-  std::uint32_t overflow;
-  std::uint32_t unused;
-};
-
 Result<std::unique_ptr<ConntrackTable>> ConntrackTable::create(const ConntrackConfig& config) {
   if (config.capacity == 0 || config.capacity > kMaxCapacity)
     return make_error("conntrack capacity: must be 1.." + std::to_string(kMaxCapacity) + " flows (got " +
@@ -112,9 +88,10 @@ ConntrackTable::ConntrackTable(std::uint32_t capacity, std::uint32_t buckets, co
       entries_(new ConntrackEntry[capacity]),
       free_(new std::uint32_t[capacity]) {
   static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
+  static_assert(kTcp == wire::kIpProtoTcp && kUdp == wire::kIpProtoUdp && kIcmp == wire::kIpProtoIcmp);
   for (std::uint32_t b = 0; b < buckets; ++b) {
     std::fill(std::begin(buckets_[b].hash), std::end(buckets_[b].hash), 0u);
-    std::fill(std::begin(buckets_[b].index), std::end(buckets_[b].index), kNone);
+    std::fill(std::begin(buckets_[b].index), std::end(buckets_[b].index), kNoIndex);
     buckets_[b].overflow = 0;
     buckets_[b].unused = 0;
   }
@@ -124,52 +101,6 @@ ConntrackTable::ConntrackTable(std::uint32_t capacity, std::uint32_t buckets, co
 }
 
 ConntrackTable::~ConntrackTable() = default;
-
-std::uint64_t ConntrackTable::timeout(const ConntrackEntry& e) const {
-  switch (e.state) {
-    case ConnState::TcpSynSent: return timeouts_.tcp_syn_sent;
-    case ConnState::TcpSynRecv: return timeouts_.tcp_syn_recv;
-    case ConnState::TcpEstablished: return timeouts_.tcp_established;
-    case ConnState::TcpFinWait: return timeouts_.tcp_fin_wait;
-    case ConnState::TcpTimeWait: return timeouts_.tcp_time_wait;
-    case ConnState::TcpClose: return timeouts_.tcp_close;
-    case ConnState::Unreplied:
-    case ConnState::Replied:
-      if (e.original.protocol == wire::kIpProtoUdp) return timeouts_.udp_unreplied;
-      return e.original.protocol == wire::kIpProtoIcmp ? timeouts_.icmp : timeouts_.other;
-    case ConnState::Stream: return timeouts_.udp_stream;
-  }
-  return timeouts_.other;
-}
-
-std::uint32_t ConntrackTable::find_index(const FlowTuple& t, std::uint32_t h, FlowDirection* dir) const {
-  const std::uint32_t home = h & bucket_mask_;
-  for (std::uint32_t p = 0; p < kMaxProbeBuckets; ++p) {
-    const Bucket& b = buckets_[(home + p) & bucket_mask_];
-    for (std::uint32_t m = match_mask(b.hash, h); m != 0; m &= m - 1) {
-      const std::uint32_t i = static_cast<std::uint32_t>(__builtin_ctz(m));
-      if (b.index[i] == kNone) continue;  // a freed slot keeps its old hash
-      const ConntrackEntry& e = entries_[b.index[i]];
-      if (e.original == t) {
-        *dir = FlowDirection::Original;
-        return b.index[i];
-      }
-      if (e.reply == t) {
-        *dir = FlowDirection::Reply;
-        return b.index[i];
-      }
-    }
-    if (b.overflow == 0) break;  // no key homed at or before here went further
-  }
-  return kNone;
-}
-
-ConntrackHit ConntrackTable::find(const FlowTuple& packet, std::uint32_t hash, std::uint64_t now) const {
-  FlowDirection dir;
-  const std::uint32_t index = find_index(packet, hash, &dir);
-  if (index == kNone || expired(entries_[index], now)) return {};
-  return {&entries_[index], dir};
-}
 
 bool ConntrackTable::add_key(std::uint32_t h, std::uint32_t index, std::uint64_t now) {
   const std::uint32_t home = h & bucket_mask_;
@@ -182,7 +113,7 @@ bool ConntrackTable::add_key(std::uint32_t h, std::uint32_t index, std::uint64_t
   for (std::uint32_t p = 0; p < kMaxProbeBuckets; ++p) {
     const Bucket& b = buckets_[(home + p) & bucket_mask_];
     for (std::uint32_t i = 0; i < kSlotsPerBucket; ++i)
-      if (b.index[i] == kNone) {
+      if (b.index[i] == kNoIndex) {
         place(p, i);
         return true;
       }
@@ -207,7 +138,7 @@ void ConntrackTable::remove_key(std::uint32_t h, std::uint32_t index) {
     Bucket& b = buckets_[(home + p) & bucket_mask_];
     for (std::uint32_t i = 0; i < kSlotsPerBucket; ++i) {
       if (b.index[i] != index || b.hash[i] != h) continue;
-      b.index[i] = kNone;
+      b.index[i] = kNoIndex;
       for (std::uint32_t q = 0; q < p; ++q) --buckets_[(home + q) & bucket_mask_].overflow;
       return;
     }
@@ -240,12 +171,12 @@ InsertResult ConntrackTable::insert(const FlowTuple& original, const NatTarget* 
   // a live one is returned or refused, an expired one goes.
   FlowDirection dir;
   std::uint32_t found = find_index(original, h0, &dir);
-  if (found != kNone) {
+  if (found != kNoIndex) {
     if (!expired(entries_[found], now)) return {InsertStatus::Exists, {&entries_[found], dir}};
     erase(&entries_[found]);
   }
   found = find_index(reply, h1, &dir);
-  if (found != kNone) {
+  if (found != kNoIndex) {
     if (!expired(entries_[found], now)) return {InsertStatus::Clash, {}};
     erase(&entries_[found]);
   }
@@ -256,7 +187,7 @@ InsertResult ConntrackTable::insert(const FlowTuple& original, const NatTarget* 
     for (std::uint32_t p = 0; p < kMaxProbeBuckets && free_top_ == 0; ++p) {
       const Bucket& b = buckets_[(home + p) & bucket_mask_];
       for (std::uint32_t i = 0; i < kSlotsPerBucket; ++i)
-        if (b.index[i] != kNone && expired(entries_[b.index[i]], now)) {
+        if (b.index[i] != kNoIndex && expired(entries_[b.index[i]], now)) {
           erase(&entries_[b.index[i]]);
           break;
         }
@@ -295,7 +226,7 @@ InsertResult ConntrackTable::insert(const FlowTuple& original, const NatTarget* 
   return {InsertStatus::Inserted, {&e, FlowDirection::Original}};
 }
 
-void ConntrackTable::track(const ConntrackHit& hit, std::uint8_t flags, std::uint64_t now) {
+void ConntrackTable::track_slow(const ConntrackHit& hit, std::uint8_t flags, std::uint64_t now) {
   ConntrackEntry& e = *hit.entry;
   e.last_seen = now;
   const bool reply = hit.direction == FlowDirection::Reply;

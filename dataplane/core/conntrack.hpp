@@ -10,7 +10,11 @@
 // allocates, nothing reads a clock (the caller passes `now` in its own ticks), nothing logs.
 #pragma once
 
+#include <emmintrin.h>
+
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 
@@ -32,10 +36,23 @@ struct FlowTuple {
   std::uint32_t vni = 0;
   std::uint8_t protocol = 0;
 
-  bool operator==(const FlowTuple&) const = default;
+  // Every field at once, without a branch per field (a conntrack hit compares one or two):
+  // addresses as one 64-bit word, ports and VNI as another, then the protocol (the padding
+  // after it is never read).
+  bool operator==(const FlowTuple& o) const {
+    std::uint64_t a[2], b[2];
+    std::memcpy(a, this, 16);
+    std::memcpy(b, &o, 16);
+    return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | std::uint64_t(protocol ^ o.protocol)) == 0;
+  }
 };
 
 // The same flow seen from the other end: endpoints swapped.
+static_assert(offsetof(FlowTuple, src_ip_be) == 0 && offsetof(FlowTuple, dst_ip_be) == 4 &&
+                  offsetof(FlowTuple, src_port_be) == 8 && offsetof(FlowTuple, dst_port_be) == 10 &&
+                  offsetof(FlowTuple, vni) == 12 && offsetof(FlowTuple, protocol) == 16,
+              "FlowTuple::operator== reads the first 16 bytes as the addresses, ports and VNI");
+
 constexpr FlowTuple reversed(const FlowTuple& t) {
   return FlowTuple{t.dst_ip_be, t.src_ip_be, t.dst_port_be, t.src_port_be, t.vni, t.protocol};
 }
@@ -191,7 +208,13 @@ class ConntrackTable {
     __builtin_prefetch(reinterpret_cast<const char*>(buckets_.get()) + std::size_t{h & bucket_mask_} * 64);
     return h;
   }
-  ConntrackHit find(const FlowTuple& packet, std::uint32_t hash, std::uint64_t now) const;
+  // Inline: the packet path's policy and service lookups call it per packet.
+  ConntrackHit find(const FlowTuple& packet, std::uint32_t hash, std::uint64_t now) const {
+    FlowDirection dir;
+    const std::uint32_t index = find_index(packet, hash, &dir);
+    if (index == kNoIndex || expired(entries_[index], now)) return {};
+    return {&entries_[index], dir};
+  }
 
   // Starts tracking `original` (the packet that opens the flow: its TCP flags, ignored for
   // other protocols), with a destination NAT when `nat` is given. While probing for a slot
@@ -201,7 +224,17 @@ class ConntrackTable {
 
   // A packet of a known flow: its state from the TCP flags (ignored for other protocols) and
   // direction, its last-seen time.
-  void track(const ConntrackHit& hit, std::uint8_t tcp_flags, std::uint64_t now);
+  // Inline for what a stream's packets mostly are (a UDP/ICMP/other flow whose state this
+  // packet does not change: its time only); TCP and state changes go out of line.
+  void track(const ConntrackHit& hit, std::uint8_t tcp_flags, std::uint64_t now) {
+    ConntrackEntry& e = *hit.entry;
+    if (e.original.protocol != kTcp &&
+        (hit.direction == FlowDirection::Original ? e.state != ConnState::Replied : e.state != ConnState::Unreplied)) {
+      e.last_seen = now;
+      return;
+    }
+    track_slow(hit, tcp_flags, now);
+  }
 
   // The flow an ICMP error (destination unreachable, time exceeded, parameter problem) is
   // about, from the tuple of the packet it quotes. The quoted packet went the opposite way to
@@ -220,7 +253,22 @@ class ConntrackTable {
   SweepResult sweep(std::uint64_t now, std::uint32_t max_entries);
 
   bool expired(const ConntrackEntry& e, std::uint64_t now) const { return now - e.last_seen >= timeout(e); }
-  std::uint64_t timeout(const ConntrackEntry& e) const;
+  std::uint64_t timeout(const ConntrackEntry& e) const {
+    switch (e.state) {
+      case ConnState::TcpSynSent: return timeouts_.tcp_syn_sent;
+      case ConnState::TcpSynRecv: return timeouts_.tcp_syn_recv;
+      case ConnState::TcpEstablished: return timeouts_.tcp_established;
+      case ConnState::TcpFinWait: return timeouts_.tcp_fin_wait;
+      case ConnState::TcpTimeWait: return timeouts_.tcp_time_wait;
+      case ConnState::TcpClose: return timeouts_.tcp_close;
+      case ConnState::Unreplied:
+      case ConnState::Replied:
+        if (e.original.protocol == kUdp) return timeouts_.udp_unreplied;
+        return e.original.protocol == kIcmp ? timeouts_.icmp : timeouts_.other;
+      case ConnState::Stream: return timeouts_.udp_stream;
+    }
+    return timeouts_.other;
+  }
 
   std::uint32_t size() const { return size_; }
   std::uint32_t capacity() const { return capacity_; }
@@ -229,11 +277,56 @@ class ConntrackTable {
   const ConntrackEntry& entry_at(std::uint32_t index) const { return entries_[index]; }
 
  private:
-  struct Bucket;
+  static constexpr std::uint8_t kTcp = 6, kUdp = 17, kIcmp = 1;  // IP protocol numbers
+  static constexpr std::uint32_t kNoIndex = 0xffffffffu;
+
+  // One cache line: the slots' hashes, their entry indices (kNoIndex: empty), and how many
+  // keys homed in an earlier bucket live past this one (the lookup goes on only while it is
+  // not 0).
+  struct alignas(64) Bucket {
+    std::uint32_t hash[kSlotsPerBucket];
+    std::uint32_t index[kSlotsPerBucket];
+    std::uint32_t overflow;
+    std::uint32_t unused;
+  };
   ConntrackTable(std::uint32_t capacity, std::uint32_t buckets, const ConntrackTimeouts& t);
 
-  // The entry index for a tuple with hash `h`, or kNone.
-  std::uint32_t find_index(const FlowTuple& t, std::uint32_t h, FlowDirection* dir) const;
+  // Bit i set when hashes[i] == h, i < 7 (a bucket's slots): the 7 hashes compared at once
+  // with two overlapping 4-lane SSE2 compares (slots 0-3 and 3-6), not a branch per slot.
+  static std::uint32_t match_mask(const std::uint32_t* hashes, std::uint32_t h) {
+    const __m128i want = _mm_set1_epi32(static_cast<int>(h));
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hashes));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hashes + 3));
+    const auto lo_bits = static_cast<std::uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))));
+    const auto hi_bits = static_cast<std::uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, want))));
+    return lo_bits | hi_bits << 3;
+  }
+  static_assert(kSlotsPerBucket == 7, "match_mask compares exactly 7 slots");
+
+  // The entry index for a tuple with hash `h`, or kNoIndex. Inline (find() is per packet).
+  std::uint32_t find_index(const FlowTuple& t, std::uint32_t h, FlowDirection* dir) const {
+    const std::uint32_t home = h & bucket_mask_;
+    for (std::uint32_t p = 0; p < kMaxProbeBuckets; ++p) {
+      const Bucket& b = buckets_[(home + p) & bucket_mask_];
+      for (std::uint32_t m = match_mask(b.hash, h); m != 0; m &= m - 1) {
+        const std::uint32_t i = static_cast<std::uint32_t>(__builtin_ctz(m));
+        if (b.index[i] == kNoIndex) continue;  // a freed slot keeps its old hash
+        const ConntrackEntry& e = entries_[b.index[i]];
+        if (e.original == t) {
+          *dir = FlowDirection::Original;
+          return b.index[i];
+        }
+        if (e.reply == t) {
+          *dir = FlowDirection::Reply;
+          return b.index[i];
+        }
+      }
+      if (b.overflow == 0) break;  // no key homed at or before here went further
+    }
+    return kNoIndex;
+  }
+  // track() for TCP and for a state change.
+  void track_slow(const ConntrackHit& hit, std::uint8_t tcp_flags, std::uint64_t now);
   bool add_key(std::uint32_t h, std::uint32_t index, std::uint64_t now);
   void remove_key(std::uint32_t h, std::uint32_t index);
 

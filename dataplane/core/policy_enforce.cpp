@@ -1,6 +1,7 @@
 // Network policy in the workers: see policy_enforce.hpp for what is checked where.
 #include "dataplane/core/policy_enforce.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "dataplane/core/mbuf_offload.hpp"
@@ -23,17 +24,21 @@ std::uint16_t read_be16(const std::uint8_t* p) { return static_cast<std::uint16_
 
 // False for what is no IPv4 packet (ARP, IPv6, a truncated header): policy does not apply, the
 // pipeline decides. Non-first fragments have ports 0 (no reassembly: docs/conntrack.md).
-bool read_packet(const rte_mbuf* m, std::uint32_t vni, PolicyPacket* out) {
+[[gnu::always_inline]] inline bool read_packet(const rte_mbuf* m, std::uint32_t vni, PolicyPacket* out) {
   const std::uint32_t len = rte_pktmbuf_data_len(m);
   const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
   constexpr std::uint32_t kIp = sizeof(EthernetHeader);
-  if (len < kIp + 20 || p[12] != 0x08 || p[13] != 0x00 || (p[kIp] >> 4) != 4) return false;
-  const std::uint32_t ihl = (p[kIp] & 0x0fu) * 4u;
-  if (ihl < 20 || kIp + ihl > len) return false;
+  if (len < kIp + 20) return false;
+  std::uint16_t ether_type_be;
+  std::memcpy(&ether_type_be, p + 12, 2);
+  const std::uint8_t version_ihl = p[kIp];
+  const std::uint32_t ihl = (version_ihl & 0x0fu) * 4u;
+  // IPv4 (EtherType and version), a header of 20 bytes or more that fits: one branch.
+  if ((ether_type_be != wire::to_be16(0x0800)) | ((version_ihl >> 4) != 4) | (ihl < 20) | (kIp + ihl > len))
+    return false;
   const std::uint8_t* ip = p + kIp;
   FlowTuple& t = out->tuple;
-  std::memcpy(&t.src_ip_be, ip + 12, 4);
-  std::memcpy(&t.dst_ip_be, ip + 16, 4);
+  std::memcpy(reinterpret_cast<char*>(&t) + offsetof(FlowTuple, src_ip_be), ip + 12, 8);  // both addresses (adjacent in both)
   t.protocol = ip[9];
   t.vni = vni | kPolicyZone;
   t.src_port_be = t.dst_port_be = 0;
@@ -42,9 +47,8 @@ bool read_packet(const rte_mbuf* m, std::uint32_t vni, PolicyPacket* out) {
   if ((read_be16(ip + 6) & 0x1fff) != 0) return true;  // a non-first fragment
   const std::uint32_t l4 = kIp + ihl;
   if ((t.protocol == kIpProtoTcp || t.protocol == kIpProtoUdp) && l4 + 4 <= len) {
-    std::memcpy(&t.src_port_be, p + l4, 2);
-    std::memcpy(&t.dst_port_be, p + l4 + 2, 2);
-    out->port = read_be16(p + l4 + 2);
+    std::memcpy(reinterpret_cast<char*>(&t) + offsetof(FlowTuple, src_port_be), p + l4, 4);  // both ports
+    out->port = wire::from_be16(t.dst_port_be);
     if (t.protocol == kIpProtoTcp && l4 + 14 <= len) out->tcp_flags = p[l4 + 13];
   } else if (t.protocol == kIpProtoIcmp && l4 + 8 <= len && (p[l4] == 8 || p[l4] == 0)) {
     std::memcpy(&t.src_port_be, p + l4 + 4, 2);  // echo request/reply: the identifier
@@ -148,12 +152,16 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
   const NetworkEntry& net = tables.network(pod.network);
   rte_mbuf* ask[kMaxBurst];
   std::uint16_t n_ask = 0, kept = 0;
-  PolicyPacket memo;  // the last packet let through, and its outcome
+  // The last packet let through (slot[memo_slot]) and its outcome; each packet is read into
+  // the other slot, so keeping it as the memo costs no copy.
+  PolicyPacket slot[2];
+  std::uint32_t memo_slot = 0;
   bool memo_valid = false, memo_asks = false;
   const EndpointEntry* memo_ep = nullptr;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
-    PolicyPacket pk;
+    PolicyPacket& pk = slot[memo_slot ^ 1];
+    const PolicyPacket& memo = slot[memo_slot];
     // Not IPv4, or not from the pod's address: the pipeline answers or drops it.
     if (!read_packet(m, net.vni, &pk) || pk.tuple.src_ip_be != pod.ip_be || pk.tuple.dst_ip_be == net.gateway_ip_be) {
       pkts[kept++] = m;
@@ -203,7 +211,7 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
         continue;
       }
     }
-    memo = pk;
+    memo_slot ^= 1;  // pk is the memo now
     memo_asks = asks;
     memo_ep = ep;
     memo_valid = table != nullptr;
