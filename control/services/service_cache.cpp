@@ -1,10 +1,6 @@
 #include "control/services/service_cache.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include "control/node/tables_file.hpp"
 
 namespace vxfed::control {
 
@@ -12,32 +8,14 @@ namespace dp = ::vxfed::dataplane::v1;
 
 Status save_service_cache(const std::string& path, const std::map<std::string, dp::Service>& entries) {
   dp::Tables tables;
-  for (const auto& [id, entry] : entries) *tables.add_services() = entry;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !tables.SerializeToOstream(&out) || !out.flush())
-      return make_error("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return make_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-  return {};
+  for (const auto& [key, entry] : entries) *tables.add_services() = entry;
+  return write_tables_file(path, tables);
 }
 
 Result<std::vector<dp::Service>> load_service_cache(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return std::vector<dp::Service>{};
-    return make_error("cannot read " + path + ": " + std::strerror(errno));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  dp::Tables tables;
-  if (!tables.ParseFromString(text.str()))
-    return make_error(path + ": not a service cache (does not parse as dataplane.proto Tables)");
-  if (tables.networks_size() || tables.endpoints_size() || tables.routes_size())
-    return make_error(path + ": not a service cache (it holds other tables than services)");
-  return std::vector<dp::Service>(tables.services().begin(), tables.services().end());
+  auto tables = read_tables_file(path, "service cache", [](dp::Tables& t) { t.clear_services(); });
+  if (!tables) return make_error(tables.error());
+  return std::vector<dp::Service>(tables->services().begin(), tables->services().end());
 }
 
 }  // namespace vxfed::control
