@@ -16,8 +16,10 @@ which hand them to the owner of the local pod):
      connection tracking); the unsolicited connection the other way (pod B as 200) is refused;
      pod C -> pod A (local, identity 30) refused by pod A's ingress;
   3. pod A -> pod B:9090 and pod A -> pod C:8080: refused at the source (policy_denied_egress);
-  4. a connection pod A -> pod B:8080 held open echoes; the policy replaced by one whose egress
-     no longer allows it (Delta): its next echo gets no answer, a new connection is refused;
+  4. a connection pod A -> pod B:8080 held open echoes; the policy replaced by one that still
+     allows it (one more ingress peer, Delta: a new generation, so the flow is decided again):
+     its next echo comes back; replaced by one whose egress no longer allows it (Delta): its
+     next echo gets no answer, a new connection is refused;
      the policy removed (Delta): everything passes again;
   5. the workers' policy counters (WorkerStats.policy_*) account for the decisions;
 and `vxfed-dpctl dump` summarises the policy (local and remote tables, endpoints mapped, bytes).
@@ -80,7 +82,7 @@ else:
     c = socket.create_connection((host, port), timeout=1.5)
     print(json.dumps(echo(c, b"first")), flush=True)
     n = 0
-    while n < 2:
+    while n < 3:
         if os.path.exists(sys.argv[4] + "." + str(n)):
             print(json.dumps(echo(c, b"again%d" % n)), flush=True)
             n += 1
@@ -92,8 +94,9 @@ def ip_number(text: str) -> int:
     return int(ipaddress.IPv4Address(text))
 
 
-def policy(egress_to_b: bool = True) -> dict:
-    """Port sets: [0] nothing, [1] everything, [2] TCP 8080."""
+def policy(egress_to_b: bool = True, one_more_peer: bool = False) -> dict:
+    """Port sets: [0] nothing, [1] everything, [2] TCP 8080. one_more_peer: pod A's ingress also
+    takes identity 400 (a change that allows everything it allowed before)."""
     egress_a = {"isolated": True}
     if egress_to_b:
         egress_a["addresses"] = [{"first": ip_number(d.POD_B), "last": ip_number(d.POD_B), "ports": 2}]
@@ -101,7 +104,8 @@ def policy(egress_to_b: bool = True) -> dict:
         "vni": d.VNI,
         "port_sets": [{}, {"every_protocol": True}, {"spans": [{"protocol": 6, "first": 8080, "last": 8080}]}],
         "local_ingress": [{"isolated": True, "peers": [{"identity": ALLOWED, "ports": 2},
-                                                       {"identity": EGRESS_ISOLATED, "ports": 2}],
+                                                       {"identity": EGRESS_ISOLATED, "ports": 2}]
+                           + ([{"identity": 400, "ports": 2}] if one_more_peer else []),
                            "some_selector": 2}, {}],
         "local_egress": [egress_a, {}],
         "remote_egress": [{"identities": [EGRESS_ISOLATED], "table": {"isolated": True}}],
@@ -222,17 +226,21 @@ def run_bed(queues: int) -> None:
         held = f.pod_a.spawn(["python3", str(topo.workdir / "client.py"), "hold", d.POD_B, "8080", str(go)],
                              name="held")
         t.wait_for(lambda: topo.log_of_process(held).count("\n") >= 1, 10, "held connection echoed")
-        d.send_delta(f, {"generation": 2, "upsert": {"policies": [policy(egress_to_b=False)]}})
+        d.send_delta(f, {"generation": 2, "upsert": {"policies": [policy(one_more_peer=True)]}})
         (topo.workdir / "go.0").write_text("go")
         t.wait_for(lambda: topo.log_of_process(held).count("\n") >= 2, 10, "held connection tried again")
+        d.send_delta(f, {"generation": 3, "upsert": {"policies": [policy(egress_to_b=False)]}})
+        (topo.workdir / "go.1").write_text("go")
+        t.wait_for(lambda: topo.log_of_process(held).count("\n") >= 3, 10, "held connection tried a third time")
         lines = topo.log_of_process(held).strip().splitlines()
-        t.log(f"held connection: echo before the replacement {lines[0]}, after {lines[1]}")
-        assert lines[0] == "true" and lines[1] == "false", lines
+        t.log(f"held connection: echo before the replacements {lines[0]}, after one that still allows it "
+              f"{lines[1]}, after one that does not {lines[2]}")
+        assert lines[:3] == ["true", "true", "false"], lines
         assert not connects(f, f.pod_a, d.POD_B, 8080), "a new connection under the replaced policy"
-        d.send_delta(f, {"generation": 3, "remove_policies": [d.VNI]})
+        d.send_delta(f, {"generation": 4, "remove_policies": [d.VNI]})
         assert connects(f, f.pod_b, d.POD_A, 9090), "no policy: everything passes"
         assert connects(f, f.pod_a, d.POD_C, 8080), "no policy: everything passes"
-        (topo.workdir / "go.1").write_text("go")
+        (topo.workdir / "go.2").write_text("go")
         held.wait(timeout=20)
 
         # 5. The workers' counters.
