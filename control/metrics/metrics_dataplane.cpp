@@ -76,6 +76,28 @@ void render_dataplane_metrics(Exposition& w, const MetricsInput& in) {
   w.family("vxfed_dataplane_worker_idle_sleeps_total", Type::counter, "Naps and blocks of idle workers.");
   for (const auto& s : c.workers()) w.sample(s.sleeps(), {{"worker", std::to_string(s.worker())}});
 
+  // Global services' and network policy's per-worker work (docs/conntrack.md, docs/policy.md
+  // "Enforcement in the forwarder"); their drops are in vxfed_dataplane_drops_total by reason.
+  struct WorkerMetric {
+    const char* name;
+    const char* help;
+    std::uint64_t (*get)(const dpv1::WorkerStats&);
+  };
+  const WorkerMetric worker_flows[] = {
+      {"vxfed_dataplane_service_new_flows_total", "Flows to a service VIP:port given a backend and tracked.", [](const auto& s) { return s.service_new_flows(); }},
+      {"vxfed_dataplane_service_translated_total", "Packets whose destination became a service backend's.", [](const auto& s) { return s.service_translated(); }},
+      {"vxfed_dataplane_service_replies_translated_total", "Packets whose source became the VIP:port again (replies, ICMP errors).", [](const auto& s) { return s.service_replies_translated(); }},
+      {"vxfed_dataplane_service_repicked_total", "Tracked service flows given a new backend because theirs left the service.", [](const auto& s) { return s.service_repicked(); }},
+      {"vxfed_dataplane_handed_over_total", "Packets handed to the worker owning their local pod's flows (services and policy).", [](const auto& s) { return s.service_handed_over(); }},
+      {"vxfed_dataplane_policy_flows_decided_total", "Flows of networks with a NetworkPolicy decided (a first packet, or one whose policy was replaced).", [](const auto& s) { return s.policy_new_flows(); }},
+      {"vxfed_dataplane_policy_flows_allowed_total", "Decided flows the policy let through (then tracked: their replies pass).", [](const auto& s) { return s.policy_allowed(); }},
+      {"vxfed_dataplane_policy_flows_denied_total", "Decided flows the policy dropped (policy_denied_* drop reasons).", [](const auto& s) { return s.policy_denied(); }},
+  };
+  for (const auto& m : worker_flows) {
+    w.family(m.name, Type::counter, m.help);
+    for (const auto& s : c.workers()) w.sample(m.get(s), {{"worker", std::to_string(s.worker())}});
+  }
+
   if (c.has_tables()) {
     const auto& t = c.tables();
     w.family("vxfed_dataplane_table_entries", Type::gauge, "Entries of the tables the workers use now.")
@@ -95,7 +117,7 @@ void render_dataplane_metrics(Exposition& w, const MetricsInput& in) {
              "Snapshot or Delta received to new tables in force (validate, build, RCU grace period).")
         .histogram(histogram_of(c.table_update_seconds()));
   }
-  // VXLAN Group Policy (docs/dataplane.md): received and decapsulated, not enforced yet.
+  // VXLAN Group Policy (docs/dataplane.md): received; enforced where the network has a NetworkPolicy.
   w.counter("vxfed_dataplane_gbp_rx_packets_total", "VXLAN-GBP packets received (G bit set), any group.",
             c.gbp_rx_packets());
   w.counter("vxfed_dataplane_gbp_rx_policy_applied_total",

@@ -117,6 +117,9 @@ TEST(Metrics, EveryPartFollowsTheRules) {
   // Per pod: 10 outcomes, 2 classes.
   EXPECT_EQ(series.at("vxfed_bpf_pod_packets_total"), kPods * 10);
   EXPECT_EQ(series.at("vxfed_bpf_pod_class_packets_total"), kPods * 2);
+  // Per worker: the services' and policy's flow counters.
+  EXPECT_EQ(series.at("vxfed_dataplane_policy_flows_denied_total"), kWorkers);
+  EXPECT_EQ(series.at("vxfed_dataplane_service_new_flows_total"), kWorkers);
   // Per peer: 9 states.
   EXPECT_EQ(series.at("vxfed_bgp_peer_state"), kPeers * 9);
   // API: ok for every op, other codes once seen.
