@@ -99,17 +99,13 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
   return s != InsertStatus::TableFull && s != InsertStatus::ProbeFull;
 }
 
-// The destination pod's owner decides a delivery (admit_delivery, admit_handed_over).
-bool decide_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
-                     rte_mbuf* m, std::uint16_t port, std::uint16_t source_identity, bool policy_applied,
-                     std::uint16_t rx_port, WorkerCounters& c) {
-  const PodPortEntry* pod = tables.pod_port(port);
-  if (!pod) return true;  // the pipeline's own checks drop it
-  PolicyPacket pk;
-  if (!read_packet(m, tables.network(pod->network).vni, &pk)) return true;
-  ConntrackTable* table = flows ? flows->table : nullptr;
-  const std::uint64_t now = flows ? flows->now : 0;
-  if (known_flow(table, policy, pk, now)) return true;
+// A delivery's new flow (or one to decide again): the destination pod's egress/ingress
+// tables, then tracking. Out of line: the known flow's path stays small.
+[[gnu::noinline]] bool decide_new_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& policy,
+                                           ConntrackTable* table, std::uint64_t now, const PodPortEntry* pod,
+                                           const PolicyPacket& pk, rte_mbuf* m, std::uint16_t port,
+                                           std::uint16_t source_identity, bool policy_applied, std::uint16_t rx_port,
+                                           WorkerCounters& c) {
   c.policy.new_flows.add(1);
   const policy::PolicyTables& pt = *policy.tables;
   const std::uint16_t identity = wire::from_be16(pod->identity_be);
@@ -137,6 +133,22 @@ bool decide_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& p
     return false;
   }
   return true;
+}
+
+// The destination pod's owner decides a delivery (admit_delivery, admit_handed_over): a known
+// flow's packet passes on its lookup here, the rest goes to decide_new_delivery.
+[[gnu::always_inline]] inline bool decide_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& policy,
+                                                   ServiceFlows* flows, rte_mbuf* m, std::uint16_t port,
+                                                   std::uint16_t source_identity, bool policy_applied,
+                                                   std::uint16_t rx_port, WorkerCounters& c) {
+  const PodPortEntry* pod = tables.pod_port(port);
+  if (!pod) return true;  // the pipeline's own checks drop it
+  PolicyPacket pk;
+  if (!read_packet(m, tables.network(pod->network).vni, &pk)) return true;
+  ConntrackTable* table = flows ? flows->table : nullptr;
+  const std::uint64_t now = flows ? flows->now : 0;
+  if (known_flow(table, policy, pk, now)) return true;
+  return decide_new_delivery(tables, policy, table, now, pod, pk, m, port, source_identity, policy_applied, rx_port, c);
 }
 
 }  // namespace
