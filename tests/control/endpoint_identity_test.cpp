@@ -8,6 +8,7 @@
 #include "control/node/node_state.hpp"
 #include "control/policy/policy_follower.hpp"
 #include "policy/parse.hpp"
+#include "tests/control/recording_sink.hpp"
 #include "tests/control/test_support.hpp"
 
 namespace vxfed::control {
@@ -16,15 +17,6 @@ namespace {
 namespace fed = ::vxfed::federation;
 namespace pol = ::vxfed::policy;
 using namespace vxfed::control::testing;
-
-class RecordingSink : public TablesSink {
- public:
-  void publish(const TablesDelta& delta) override { deltas.push_back(to_wire(delta)); }
-  bool ready() const override { return true; }
-  bool carries(const dp::Endpoint&) const override { return true; }
-  std::optional<std::string> refusal(const std::string&) const override { return std::nullopt; }
-  std::vector<dp::Delta> deltas;
-};
 
 // A listing with db-0's record numbered `number` under `labels` (the store's numbering is not
 // under test here: any number the listing holds must reach the endpoint).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "control/node/node_state.hpp"
+#include "tests/control/recording_sink.hpp"
 #include "tests/control/test_support.hpp"
 
 namespace {
@@ -20,15 +21,6 @@ namespace net = vxfed::net;
 
 net::Ipv4Addr ip(const char* text) { return *net::Ipv4Addr::parse(text); }
 net::Ipv4Prefix prefix(const char* text) { return *net::Ipv4Prefix::parse(text); }
-
-class RecordingSink : public TablesSink {
- public:
-  void publish(const TablesDelta& delta) override { deltas.push_back(to_wire(delta)); }
-  bool ready() const override { return true; }
-  bool carries(const dp::Endpoint&) const override { return true; }
-  std::optional<std::string> refusal(const std::string&) const override { return std::nullopt; }
-  std::vector<dp::Delta> deltas;
-};
 
 std::unique_ptr<NodeState> open(const Config& c) {
   NodeState::Options o;

@@ -9,6 +9,7 @@
 
 #include "control/api/api_handler.hpp"
 #include "control/node/node_state.hpp"
+#include "tests/control/recording_sink.hpp"
 #include "tests/control/test_support.hpp"
 
 namespace {
@@ -26,21 +27,6 @@ RemoteRoute route(std::uint32_t vni, const char* prefix, std::vector<const char*
   r.peer = *vxfed::net::Ipv4Addr::parse(peer);
   return r;
 }
-
-// Records deltas and applies them to a Tables the way the dataplane does, so the result can
-// be compared with NodeState::tables().
-class RecordingSink : public TablesSink {
- public:
-  void publish(const TablesDelta& delta) override {
-    deltas.push_back(to_wire(delta));
-    ++generation;
-  }
-  bool ready() const override { return true; }
-  bool carries(const dp::Endpoint&) const override { return true; }
-  std::optional<std::string> refusal(const std::string&) const override { return std::nullopt; }
-  std::vector<dp::Delta> deltas;
-  std::uint64_t generation = 0;
-};
 
 std::unique_ptr<NodeState> open(const Config& c, std::vector<std::string>* notes = nullptr) {
   NodeState::Options o;

@@ -10,6 +10,7 @@
 #include "control/policy/policy_follower.hpp"
 #include "control/policy/policy_publisher.hpp"
 #include "policy/parse.hpp"
+#include "tests/control/recording_sink.hpp"
 #include "tests/control/test_support.hpp"
 
 namespace vxfed::control {
@@ -18,15 +19,6 @@ namespace {
 namespace fed = ::vxfed::federation;
 namespace pol = ::vxfed::policy;
 using namespace vxfed::control::testing;
-
-class RecordingSink : public TablesSink {
- public:
-  void publish(const TablesDelta& delta) override { deltas.push_back(to_wire(delta)); }
-  bool ready() const override { return true; }
-  bool carries(const dp::Endpoint&) const override { return true; }
-  std::optional<std::string> refusal(const std::string&) const override { return std::nullopt; }
-  std::vector<dp::Delta> deltas;
-};
 
 constexpr const char* kPolicy = R"(
 - apiVersion: k8s.cni.cncf.io/v1beta1
