@@ -38,6 +38,20 @@ def control_call(sock_path: str, op_field: int, op_payload: bytes) -> int:
     return pw.varint_fields(frame[0]).get(2, 0)
 
 
+def attach_endpoint(sock_path: str, container_id: str, network: str, ip: str, mac: str, host_iface: str,
+                    pod: Optional[tuple[str, str]] = None, ifname: str = "net1") -> int:
+    """AttachEndpoint (proto/control.proto EndpointSpec) as the CNI plugin sends it, with the
+    pod's names (K8S_POD_NAMESPACE, K8S_POD_NAME) when `pod` is given; the response's code."""
+    def arg(k: str, v: str) -> bytes:
+        return pw.field_bytes(8, pw.field_bytes(1, k.encode()) + pw.field_bytes(2, v.encode()))
+    spec = (pw.field_bytes(1, container_id.encode()) + pw.field_bytes(2, ifname.encode()) +
+            pw.field_bytes(3, network.encode()) + pw.field_bytes(4, ip.encode()) + pw.field_bytes(5, mac.encode()) +
+            pw.field_bytes(6, host_iface.encode()))
+    if pod:
+        spec += arg("K8S_POD_NAMESPACE", pod[0]) + arg("K8S_POD_NAME", pod[1])
+    return control_call(sock_path, 10, pw.field_bytes(1, spec))
+
+
 def detach_endpoint(sock_path: str, container_id: str, ifname: str) -> int:
     return control_call(sock_path, 11, pw.field_bytes(1, container_id.encode()) + pw.field_bytes(2, ifname.encode()))
 

@@ -18,8 +18,7 @@ import re
 import time
 
 import vxfed_harness as t
-from vxfed_harness import protowire as pw
-from vxfed_harness.cni_bed import control_call
+from vxfed_harness.cni_bed import attach_endpoint
 from vxfed_harness.etcd_cluster import EtcdCluster
 from vxfed_harness.node import Node
 
@@ -35,18 +34,6 @@ items:
 - {{apiVersion: v1, kind: Namespace, metadata: {{name: prod, labels: {{team: blue}}}}}}
 - {{apiVersion: v1, kind: Pod, metadata: {{name: db-0, namespace: prod, labels: {labels}}}}}
 """
-
-
-def attach(sock: str, container: str, ip: str, mac: str, iface: str, pod: tuple[str, str] | None) -> None:
-    """AttachEndpoint as the CNI plugin sends it, with the pod's names when `pod` is given."""
-    def entry(k: str, v: str) -> bytes:
-        return pw.field_bytes(8, pw.field_bytes(1, k.encode()) + pw.field_bytes(2, v.encode()))
-    spec = (pw.field_bytes(1, container.encode()) + pw.field_bytes(2, b"net1") + pw.field_bytes(3, b"red") +
-            pw.field_bytes(4, ip.encode()) + pw.field_bytes(5, mac.encode()) + pw.field_bytes(6, iface.encode()))
-    if pod:
-        spec += entry("K8S_POD_NAMESPACE", pod[0]) + entry("K8S_POD_NAME", pod[1])
-    code = control_call(sock, 10, pw.field_bytes(1, spec))
-    assert code == 0, f"attach {container}: code {code}"
 
 
 def main() -> None:
@@ -71,8 +58,8 @@ def main() -> None:
         d = n.vxfedd
         d.wait_ready(timeout=60)
         sock = str(d.socket)
-        attach(sock, "c-db-0", "10.244.0.5", "02:00:00:00:0a:05", "vpa0", ("prod", "db-0"))
-        attach(sock, "c-hand", "10.244.0.6", "02:00:00:00:0a:06", "vpb0", None)
+        assert attach_endpoint(sock, "c-db-0", "red", "10.244.0.5", "02:00:00:00:0a:05", "vpa0", ("prod", "db-0")) == 0, "attach c-db-0"
+        assert attach_endpoint(sock, "c-hand", "red", "10.244.0.6", "02:00:00:00:0a:06", "vpb0", None) == 0, "attach c-hand"
 
         def identities() -> dict[str, int]:
             """Endpoint id -> identity, from vxfed-dpctl dump (proto JSON leaves a 0 out)."""
