@@ -1,24 +1,33 @@
 """A two-cluster bed for global services through the real forwarder (docs/services.md, "Tests").
 
-Two nodes, each its own namespace with the real vxfed-dataplane, vxfedd and FRR's bgpd, one
-eBGP session between them (as test_control_service_node_loss, without BFD): A of cluster-a
-(10.244.0.0/16), B of cluster-b (10.245.0.0/16), etcd in A's namespace on the underlay, network
-`fed` on both, `services: {range: 10.96.0.0/24, network: fed}`. Pods are namespaces behind a
-veth on their node, attached in vxfedd as the CNI plugin would; services are written as
-Kubernetes users write them (Service, one EndpointSlice per cluster, ServiceExport) and applied
-with `vxfedctl service apply -f` on the node of the slice's cluster.
+Nodes, each its own namespace with the real vxfed-dataplane, vxfedd and FRR's bgpd: cluster-a
+(10.244.0.0/16) has nodes a, a2, a3..., cluster-b (10.245.0.0/16) b, b2, b3...; `nodes=(na, nb)`
+says how many of each (default one each). Every node in BGP with every other: eBGP across the
+clusters (the peer's node blocks), iBGP inside one (same AS, no `cluster`: each accepts the
+other's block). etcd in a's namespace on the underlay, network `fed` on all, `services: {range:
+10.96.0.0/24, network: fed}`. Two nodes share a veth; more (or `bfd=True`) a switch namespace
+`sw` with a port p<node> each (`bed.switch.run("ip link set pa2 down")` cuts a2 off). With
+`bfd=True` every session has BFD (FRR's bfdd, 300 ms x 3), so that a lost node's block is
+withdrawn in about a second; the bed waits for every node's sessions up.
 
-With `second_a=True` a third node A2 of cluster-a joins (a node to lose while the client's node
-A lives): the three nodes on a switch namespace `sw` (ports pa, pa2, pb: `sw.run("ip link set
-pa2 down")` cuts A2 off), A and A2 in one iBGP session (same AS, no `cluster`: each accepts the
-other's block), each of them in eBGP with B, every session with BFD (FRR's bfdd, 300 ms x 3) so
-that a lost node's block is withdrawn in about a second.
+Pods are namespaces behind a veth on their node, attached in vxfedd as the CNI plugin would;
+services are written as Kubernetes users write them (Service, one EndpointSlice per cluster,
+ServiceExport) and applied with `vxfedctl service apply -f` on the first node of the slice's
+cluster. Where pods go: clients on a cluster's first node (a, b), backends on
+`bed.backend_node(cluster, k)`: round-robin over the cluster's other nodes (the first node itself
+when it is alone), so that on a bed of several nodes per cluster no backend shares the client's
+node and a cluster's backends are spread over its nodes.
+
+`bed_size(default)` is the size a test asks for: its default (what CI runs), or
+VXFED_SERVICE_NODES_PER_CLUSTER=n nodes in each cluster (3: the 2 x 3 bed issue 36 sets its
+goals on).
 
 The UDP programs below (ECHO, BURST, STREAM) are what the service tests run in the pods.
 """
 from __future__ import annotations
 
 import ipaddress
+import os
 import time
 from pathlib import Path
 from typing import Optional
@@ -31,6 +40,25 @@ from .topology import Namespace, Topology
 
 PREFIX = "/vxfed"
 POD_MTU = 1500
+SIZE_ENV = "VXFED_SERVICE_NODES_PER_CLUSTER"
+MAX_NODES_PER_CLUSTER = 5   # node addresses 198.18.0.1..10 and pod MAC bytes 0x0a..0x13
+CLUSTERS = {"a": ("cluster-a", "10.244.0.0/16", 65001), "b": ("cluster-b", "10.245.0.0/16", 65002)}
+
+
+def bed_size(default: tuple[int, int] = (1, 1)) -> tuple[int, int]:
+    """(cluster-a's nodes, cluster-b's nodes): `default` (the test's CI size), or n and n with
+    VXFED_SERVICE_NODES_PER_CLUSTER=n; a default larger than n in a cluster is kept there (a
+    test needs it: a node to lose)."""
+    text = os.environ.get(SIZE_ENV, "").strip()
+    if not text:
+        return default
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"{SIZE_ENV}={text!r}: not a whole number") from None
+    if not 1 <= n <= MAX_NODES_PER_CLUSTER:
+        raise ValueError(f"{SIZE_ENV}={n}: must be 1..{MAX_NODES_PER_CLUSTER}")
+    return max(n, default[0]), max(n, default[1])
 
 
 def service_yaml(name: str, cluster: str, endpoints: list[tuple[str, bool]], ports: list[tuple[str, int, int]],
@@ -74,27 +102,40 @@ metadata:
 
 
 class ServiceBed:
-    """Nodes a (cluster-a) and b (cluster-b) up, BGP established, each node's block learned by
-    the other. Use inside `with Topology(...)`."""
+    """nodes[0] nodes of cluster-a and nodes[1] of cluster-b up, BGP established, each node's
+    block learned by every other (BFD up too with bfd=True). Use inside `with Topology(...)`."""
 
-    def __init__(self, topo: Topology, dataplane_extra: tuple[str, ...] = (), second_a: bool = False):
+    def __init__(self, topo: Topology, dataplane_extra: tuple[str, ...] = (), nodes: tuple[int, int] = (1, 1),
+                 bfd: bool = False):
+        for count in nodes:
+            if not 1 <= count <= MAX_NODES_PER_CLUSTER:
+                raise ValueError(f"nodes {nodes}: each cluster 1..{MAX_NODES_PER_CLUSTER} nodes")
         require_frr()
-        if second_a and not Path("/usr/lib/frr/bfdd").exists():
-            raise RuntimeError("/usr/lib/frr/bfdd missing (apt-get install frr): the second_a bed needs BFD")
+        if bfd and not Path("/usr/lib/frr/bfdd").exists():
+            raise RuntimeError("/usr/lib/frr/bfdd missing (apt-get install frr): a bed with bfd needs it")
         for b in ("dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl", "control/vxfedd", "control/vxfedctl"):
             require_binary(b)
         self.topo = topo
-        bfd = second_a
-        self.a = Node(topo, "a", "198.18.0.1", "10.244.0.0/16", asn=65001, dataplane_extra=dataplane_extra, bfdd=bfd)
-        self.b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002, dataplane_extra=dataplane_extra, bfdd=bfd)
-        self.a2: Optional[Node] = None
-        if second_a:
-            self.a2 = Node(topo, "a2", "198.18.0.3", "10.244.0.0/16", asn=65001, cluster="cluster-a",
-                           dataplane_extra=dataplane_extra, bfdd=True)
-        self.nodes = tuple(n for n in (self.a, self.b, self.a2) if n is not None)
+        self.size = nodes
+        # a, b, a2, b2, a3, b3...: the order the addresses and pod MAC bytes are handed out in,
+        # so that the one-node-per-cluster bed keeps a = .1, b = .2 (and a2 = .3).
+        order = [(letter, i) for i in range(1, max(nodes) + 1) for k, letter in enumerate("ab") if i <= nodes[k]]
+        self._by_short: dict[str, Node] = {}
+        self._mac_byte: dict[str, int] = {}
+        for pos, (letter, i) in enumerate(order):
+            short = letter if i == 1 else f"{letter}{i}"
+            cluster, cidr, asn = CLUSTERS[letter]
+            self._by_short[short] = Node(topo, short, f"198.18.0.{pos + 1}", cidr, asn=asn, cluster=cluster,
+                                         node_name=f"node-{short}", dataplane_extra=dataplane_extra, bfdd=bfd)
+            self._mac_byte[short] = 0x0a + pos
+        self.a = self._by_short["a"]
+        self.b = self._by_short["b"]
+        self.a2: Optional[Node] = self._by_short.get("a2")
+        self.nodes = tuple(self._by_short.values())
         self._attach: dict[str, tuple[str, list[str]]] = {}
         self.check = check_all(self.nodes)
-        self.switch = connect_underlay(topo, list(self.nodes))   # a switch for three nodes, else None
+        # A switch for three nodes or more, or to cut one node's port with BFD; else a veth.
+        self.switch = connect_underlay(topo, list(self.nodes), switch=bfd)
         self.etcd = EtcdCluster(topo, members=1, ns=self.a.ns, host=self.a.ip)
         self.etcd.start()
         for n in self.nodes:
@@ -133,9 +174,29 @@ class ServiceBed:
                 if other is not n:
                     wait_until(lambda: n.bgp_route(self.blocks[other.short]) is not None, 60,
                                f"{n.short} to learn {other.short}'s block", self.check)
+        if bfd:
+            peers = len(self.nodes) - 1
+            for n in self.nodes:
+                wait_until(lambda: (n.vtysh("show bfd peers json") or "").count('"status":"up"') >= peers, 30,
+                           f"{n.short}'s {peers} BFD sessions up", self.check)
 
     def node(self, short: str) -> Node:
-        return {"a": self.a, "b": self.b, "a2": self.a2}[short]
+        return self._by_short[short]
+
+    def cluster_nodes(self, letter: str) -> list[Node]:
+        """The nodes of cluster-<letter>, its first node (the clients') first."""
+        return [n for n in self.nodes if n.cluster == CLUSTERS[letter][0]]
+
+    def backend_node(self, letter: str, k: int) -> str:
+        """Where the k-th backend (from 0) of cluster-<letter> goes: round-robin over the
+        cluster's nodes but its first (the clients'), or the first when it is alone."""
+        shorts = [n.short for n in self.cluster_nodes(letter)]
+        others = shorts[1:] or shorts
+        return others[k % len(others)]
+
+    def pod_node(self, pod: str) -> str:
+        """The node (short name) pod was added on."""
+        return self._attach[pod][0]
 
     def address(self, short: str, host: int) -> str:
         """Host number `host` of node `short`'s block."""
@@ -149,7 +210,7 @@ class ServiceBed:
         host_if = f"h{pod}{self.topo.suffix}"[:15]
         self.topo.veth(node.ns, host_if, ns, "eth0", mtu=POD_MTU)
         gateway = self.gateways[short]
-        mac = f"02:00:00:00:{ {'a': 0x0a, 'b': 0x0b, 'a2': 0x0c}[short]:02x}:{host:02x}"
+        mac = f"02:00:00:00:{self._mac_byte[short]:02x}:{host:02x}"
         ns.run(f"ip link set eth0 address {mac}")
         ns.run(f"ip addr add {ip}/32 dev eth0")
         ns.run(f"ip route add {gateway}/32 dev eth0 scope link")
@@ -166,13 +227,14 @@ class ServiceBed:
         r = self.node(short).vxfedd.ctl(*args)
         assert r.returncode == 0, r.stderr
 
-    def detach_pod(self, short: str, pod: str) -> None:
-        """The CNI plugin's DEL of a pod added by add_pod()."""
-        r = self.node(short).vxfedd.ctl("detach", f"ctr-{pod}", "--ifname", "eth0")
+    def detach_pod(self, pod: str) -> None:
+        """The CNI plugin's DEL of a pod added by add_pod(), on its node."""
+        r = self.node(self.pod_node(pod)).vxfedd.ctl("detach", f"ctr-{pod}", "--ifname", "eth0")
         assert r.returncode == 0, r.stderr
 
     def apply(self, short: str, text: str, tag: str) -> float:
-        """`vxfedctl service apply -f` of text on node `short`; returns the time it returned."""
+        """`vxfedctl service apply -f` of text on node `short` (a slice is its node's cluster's);
+        returns the time it returned."""
         f = self.topo.workdir / f"{tag}.yaml"
         f.write_text(text)
         r = self.node(short).vxfedd.ctl("service", "apply", "-f", str(f))
@@ -319,5 +381,5 @@ def received_ports(path: Path, first: int, count: int) -> list[int]:
     return [p for p in ports if first <= p < first + count]
 
 
-__all__ = ["ServiceBed", "service_yaml", "log_path", "log", "PREFIX", "ECHO", "BURST", "STREAM", "answers",
+__all__ = ["ServiceBed", "bed_size", "service_yaml", "log_path", "log", "PREFIX", "ECHO", "BURST", "STREAM", "answers",
            "received_ports"]

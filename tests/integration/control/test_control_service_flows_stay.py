@@ -3,8 +3,9 @@
 (docs/services.md, "Flows stay"; issue 36 item 3: "... and back when the local / primary side
 returns (flows that moved stay where they are)").
 
-The two-cluster bed of vxfed_harness.service_bed (nodes A of cluster-a and B of cluster-b, the
-real dataplanes, vxfedd, FRR's bgpd, etcd). default/keep is LocalFirst with two ports: TCP 80 ->
+The two-cluster bed of vxfed_harness.service_bed (the real dataplanes, vxfedd, FRR's bgpd, etcd):
+nodes A of cluster-a and B of cluster-b in CI; VXFED_SERVICE_NODES_PER_CLUSTER=3 runs it on 2 x 3
+with L on A2, R on B2 and the client alone on A. default/keep is LocalFirst with two ports: TCP 80 ->
 5201 (iperf3) and TCP 81 -> 7000 (a server that answers a connection with its name and closes).
 Backends: L (a pod on A, cluster-a: the client's own cluster) and R (a pod on B, cluster-b); both
 run `iperf3 -s` (R's one-off, -1 -J, to count what it received) and the name server. The client
@@ -31,7 +32,7 @@ import shutil
 import time
 
 import vxfed_harness as t
-from vxfed_harness.service_bed import ServiceBed, log_path, service_yaml
+from vxfed_harness.service_bed import ServiceBed, bed_size, log_path, service_yaml
 
 IPERF_PORT, IPERF_TARGET = 80, 5201
 NAME_PORT, NAME_TARGET = 81, 7000
@@ -89,9 +90,12 @@ def main() -> None:
         t.skip("iperf3 missing (apt-get install iperf3)")
     results: dict = {}
     with t.Topology("svcstay") as topo:
-        bed = ServiceBed(topo)
+        bed = ServiceBed(topo, nodes=bed_size((1, 1)))
         pods = {name: bed.add_pod(short, name.lower(), host) for name, short, host in
-                (("L", "a", 5), ("R", "b", 5), ("C", "a", 9))}
+                (("L", bed.backend_node("a", 0), 5), ("R", bed.backend_node("b", 0), 5), ("C", "a", 9))}
+        results["bed"] = {"nodes_per_cluster": list(bed.size),
+                          "pods_on": {name: bed.pod_node(name.lower()) for name in pods}}
+        t.log(f"pods on nodes: {results['bed']['pods_on']}")
         addr = {name: ip for name, (_, ip) in pods.items()}
         ns = {name: n for name, (n, _) in pods.items()}
         server = ns["R"].spawn(["iperf3", "-s", "-1", "-J", "-p", str(IPERF_TARGET)], name="iperf3-server")

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """LocalFirst through the real forwarder (docs/services.md, "Tests"; issue 36's LocalFirst goal).
 
-The two-cluster bed of vxfed_harness.service_bed (nodes A of cluster-a and B of cluster-b, the
-real dataplanes, vxfedd, FRR's bgpd, etcd). default/infer (UDP 9000 -> target 9000) is
-LocalFirst with cluster-a's backends L1 and L2 (pods on A) and cluster-b's R1 (a pod on B),
-applied with `vxfedctl service apply -f` on each node; the client is a pod on A. Each backend is
+The two-cluster bed of vxfed_harness.service_bed (the real dataplanes, vxfedd, FRR's bgpd, etcd):
+nodes A of cluster-a and B of cluster-b in CI; VXFED_SERVICE_NODES_PER_CLUSTER=3 runs it on
+2 x 3 (A, A2, A3; B, B2, B3). default/infer (UDP 9000 -> target 9000) is LocalFirst with
+cluster-a's backends L1 and L2 and cluster-b's R1 (pods on A and B in CI; on 2 x 3 L1 on A2, L2
+on A3, R1 on B2), applied with `vxfedctl service apply -f` on each cluster's first node; the
+client is a pod on A (on 2 x 3 no backend's node: its flows to L1 and L2 cross the underlay). Each backend is
 a UDP echo that answers with its name and logs the source port of every request it receives.
   1. 10,000 new flows (one datagram each from source ports 20000..29999 of the client, so no
      two share a tuple; up to 4 resends of the same flow for an unanswered one): every flow answered,
@@ -29,7 +31,8 @@ import json
 import time
 
 import vxfed_harness as t
-from vxfed_harness.service_bed import BURST, ECHO as SERVER, STREAM, ServiceBed, answers, log_path, received_ports, service_yaml
+from vxfed_harness.service_bed import (BURST, ECHO as SERVER, STREAM, ServiceBed, answers, bed_size, log_path,
+                                       received_ports, service_yaml)
 
 PORT = 9000
 FLOWS = 10_000
@@ -44,10 +47,10 @@ def infer(cluster: str, endpoints: list[str], created: str) -> str:
 def main() -> None:
     results: dict = {}
     with t.Topology("svclf") as topo:
-        bed = ServiceBed(topo)
-        a, b = bed.a, bed.b
+        bed = ServiceBed(topo, nodes=bed_size((1, 1)))
         pods = {}
-        for name, short, host in (("L1", "a", 5), ("L2", "a", 6), ("R1", "b", 5), ("C", "a", 9)):
+        for name, short, host in (("L1", bed.backend_node("a", 0), 5), ("L2", bed.backend_node("a", 1), 6),
+                                  ("R1", bed.backend_node("b", 0), 5), ("C", "a", 9)):
             pods[name] = bed.add_pod(short, name.lower(), host)
         servers = {}
         for name in ("L1", "L2", "R1"):
@@ -62,7 +65,10 @@ def main() -> None:
         t.wait_until(lambda: bed.dataplane_backends("b", "default/infer") == [addr["R1"]], 15,
                      "B's forwarder entry [R1]", bed.check)
         vip = bed.vip("a")
-        t.log(f"VIP {vip}; L1 {addr['L1']}, L2 {addr['L2']} (cluster-a, on A), R1 {addr['R1']} (cluster-b, on B)")
+        on = {name: bed.pod_node(name.lower()) for name in pods}
+        results["bed"] = {"nodes_per_cluster": list(bed.size), "pods_on": on}
+        t.log(f"VIP {vip}; L1 {addr['L1']} on {on['L1']}, L2 {addr['L2']} on {on['L2']} (cluster-a), "
+              f"R1 {addr['R1']} on {on['R1']} (cluster-b); the client on {on['C']}")
 
         # 1. 10,000 new flows while cluster-a has ready backends.
         before = bed.service_counters("a")
@@ -89,7 +95,7 @@ def main() -> None:
 
         # 2. L2's pod deleted: its echo stops, CNI DEL, the slice without it.
         servers["L2"].kill()
-        bed.detach_pod("a", "l2")
+        bed.detach_pod("l2")
         bed.apply("a", infer("cluster-a", [addr["L1"]], "2026-12-06T10:00:00Z"), "infer-a-l1")
         t.wait_until(lambda: bed.dataplane_backends("a", "default/infer") == [addr["L1"]], 10,
                      "A's forwarder entry [L1]", bed.check)
@@ -103,7 +109,7 @@ def main() -> None:
         assert local_only == {"L1"}, f"the stream answered by {local_only} while L1 was ready"
         t_delete = time.time()
         servers["L1"].kill()
-        bed.detach_pod("a", "l1")
+        bed.detach_pod("l1")
         t_returned = bed.apply("a", infer("cluster-a", [], "2026-12-06T10:00:00Z"), "infer-a-none")
         t.wait_until(lambda: any(w > t_delete and who == "R1" for w, who in answers(stream_log)), 10,
                      "the stream answered by R1", bed.check, interval=0.05)
@@ -149,7 +155,7 @@ def main() -> None:
         t.wait_until(lambda: any(w > t_before and who == "R1" for w, who in answers(stream_log)), 10,
                      "the stream answered by R1 after L1's endpoint removed", bed.check, interval=0.05)
         servers["L1"].kill()
-        bed.detach_pod("a", "l1")
+        bed.detach_pod("l1")
         time.sleep(0.5)
         got_stream = answers(stream_log)
         first_r = min(w for w, who in got_stream if who == "R1" and w > t_before)

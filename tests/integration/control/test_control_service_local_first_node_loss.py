@@ -2,12 +2,13 @@
 """LocalFirst when the local backend's NODE is lost, through the real forwarder (docs/services.md,
 "Tests"; issue 36's LocalFirst goal: "within 2 s when the local backend's node is killed").
 
-The bed of vxfed_harness.service_bed with `second_a=True`: nodes A and A2 of cluster-a and B of
-cluster-b on a switch, each with the real vxfed-dataplane, vxfedd and FRR (bgpd + bfdd); A-A2
-iBGP, A-B and A2-B eBGP, every session with BFD (300 ms x 3); etcd; services applied with
-`vxfedctl service apply -f`. default/infer (UDP 9000) is LocalFirst with cluster-a's backend L
-(a pod on A2) and cluster-b's R (a pod on B), each a UDP echo that names itself; the client C is
-a pod on A, whose node stays alive. Phases:
+The bed of vxfed_harness.service_bed with `bfd=True`: in CI nodes A and A2 of cluster-a and B of
+cluster-b (VXFED_SERVICE_NODES_PER_CLUSTER=3: A, A2, A3 and B, B2, B3) on a switch, each with the
+real vxfed-dataplane, vxfedd and FRR (bgpd + bfdd); iBGP inside a cluster, eBGP across, every
+session with BFD (300 ms x 3); etcd; services applied with `vxfedctl service apply -f`.
+default/infer (UDP 9000) is LocalFirst with cluster-a's backend L (a pod on A2) and cluster-b's
+R (a pod on B; on 2 x 3 on B2), each a UDP echo that names itself; the client C is a pod on A,
+whose node stays alive. Phases:
   local: A's forwarder entry [L] (the local cluster's backend on another node of the cluster);
      1,000 new flows from C all answered by L (R's own log: 0 received).
   node-lost: a 100 Hz stream of new flows from C; A2's switch port taken down (its uplink cut:
@@ -27,7 +28,8 @@ import time
 
 import vxfed_harness as t
 from vxfed_harness.node import check_all
-from vxfed_harness.service_bed import BURST, ECHO, STREAM, ServiceBed, answers, log_path, received_ports, service_yaml
+from vxfed_harness.service_bed import (BURST, ECHO, STREAM, ServiceBed, answers, bed_size, log_path, received_ports,
+                                       service_yaml)
 
 PORT = 9000
 FLOWS = 1_000
@@ -43,14 +45,15 @@ def infer(cluster: str, endpoints: list[str], created: str) -> str:
 def main() -> None:
     results: dict = {}
     with t.Topology("svclfn") as topo:
-        bed = ServiceBed(topo, second_a=True)
+        # A node of cluster-a beside the client's to lose: at least 2 + 1.
+        bed = ServiceBed(topo, nodes=bed_size((2, 1)), bfd=True)
         a = bed.a
-        for n in bed.nodes:
-            t.wait_until(lambda: (n.vtysh("show bfd peers json") or "").count('"status":"up"') >= 2, 30,
-                         f"{n.short}'s two BFD sessions up", bed.check)
+        lost = bed.backend_node("a", 0)   # L's node, not the client's
         pods = {name: bed.add_pod(short, name.lower(), host)
-                for name, short, host in (("L", "a2", 5), ("R", "b", 5), ("C", "a", 9))}
+                for name, short, host in (("L", lost, 5), ("R", bed.backend_node("b", 0), 5), ("C", "a", 9))}
         addr = {name: ip for name, (_, ip) in pods.items()}
+        on = {name: bed.pod_node(name.lower()) for name in pods}
+        results["bed"] = {"nodes_per_cluster": list(bed.size), "pods_on": on}
         echo_log = {}
         for name in ("L", "R"):
             ns = pods[name][0]
@@ -61,7 +64,8 @@ def main() -> None:
         t.wait_until(lambda: bed.dataplane_backends("a", "default/infer") == [addr["L"]], 15, "A's entry [L]",
                      bed.check)
         vip = bed.vip("a")
-        t.log(f"VIP {vip}; L {addr['L']} (cluster-a, on A2), R {addr['R']} (cluster-b, on B), client on A")
+        t.log(f"VIP {vip}; L {addr['L']} (cluster-a, on {on['L']}), R {addr['R']} (cluster-b, on {on['R']}), "
+              f"client on {on['C']}")
 
         # local: every new flow to L, though on another node.
         r = pods["C"][0].run(["python3", "-c", BURST, vip, str(PORT), str(FIRST_SOURCE_PORT), str(FLOWS)], timeout=60)
@@ -79,20 +83,21 @@ def main() -> None:
         t.wait_until(lambda: len(answers(stream_log)) >= 100, 20, "100 answers of the 100 Hz stream", bed.check)
         assert {who for _, who in answers(stream_log)} == {"L"}, "the stream answered by others than L"
         t_cut = time.time()
-        bed.switch.run(["ip", "link", "set", "pa2", "down"])
+        bed.switch.run(["ip", "link", "set", f"p{lost}", "down"])
         seen: dict[str, float] = {}
 
         def fell_over() -> bool:
             now = time.time() - t_cut
-            if "block_withdrawn_s" not in seen and a.bgp_route(bed.blocks["a2"]) is None:
+            if "block_withdrawn_s" not in seen and a.bgp_route(bed.blocks[lost]) is None:
                 seen["block_withdrawn_s"] = now
             if "entry_s" not in seen and bed.dataplane_backends("a", "default/infer") == [addr["R"]]:
                 seen["entry_s"] = now
             if "answered_s" not in seen and any(w > t_cut and who == "R" for w, who in answers(stream_log)):
                 seen["answered_s"] = now
             return len(seen) == 3
-        # The alive checks skip A2 (its daemons live on, cut off).
-        t.wait_until(fell_over, 15, "A to fall over to R", check_all([a, bed.b]), interval=0.02)
+        # The alive checks skip the lost node (its daemons live on, cut off).
+        t.wait_until(fell_over, 15, "A to fall over to R", check_all([n for n in bed.nodes if n.short != lost]),
+                     interval=0.02)
         time.sleep(1.0)
         got_stream = answers(stream_log)
         last_l = max(w for w, who in got_stream if who == "L")
@@ -109,7 +114,7 @@ def main() -> None:
 
         # node-back: the port up, back to the local cluster's backend.
         t_up = time.time()
-        bed.switch.run(["ip", "link", "set", "pa2", "up"])
+        bed.switch.run(["ip", "link", "set", f"p{lost}", "up"])
         t.wait_until(lambda: bed.dataplane_backends("a", "default/infer") == [addr["L"]], 60,
                      "A's entry back to [L]", bed.check, interval=0.1)
         entry_back = time.time() - t_up

@@ -2,16 +2,17 @@
 """A backend's node lost: its block withdrawn by BGP/BFD takes it out of the Service entry and
 the strategy falls over (docs/services.md, "Serving a VIP"), measured from the link's drop.
 
-Two nodes with FRR (bgpd + bfdd), the real vxfed-dataplane and vxfedd, one eBGP session with
-`bfd: true` (300 ms x 3) through a switch namespace, as test_bgp_bfd: A of cluster-a
-(10.244.0.0/16), B of cluster-b (10.245.0.0/16), etcd in A's namespace on the underlay, network
-`fed` on both, `services: {range: 10.96.0.0/24, network: fed}`.
+The bed of vxfed_harness.service_bed with `bfd=True` (the real vxfed-dataplane, vxfedd and FRR
+with bgpd + bfdd per node, every BGP session with BFD, 300 ms x 3, through a switch namespace;
+etcd; `services: {range: 10.96.0.0/24, network: fed}`): in CI node A of cluster-a and B of
+cluster-b; VXFED_SERVICE_NODES_PER_CLUSTER=3 runs it on 2 x 3 (A, A2, A3; B, B2, B3) with P_A on
+A2, P_B on B2 and the client alone on A.
 default/ckpt (UDP 7000) is FailoverOnly with failover-order cluster-b,cluster-a: cluster-b's
 backend is pod P_B on B (reached from A through B's BGP route), cluster-a's pod P_A on A, each a
 UDP echo naming itself; a client pod on A sends 100 requests a second to the VIP, each from a
-new socket (a new flow). A's entry:
+new socket (a new flow: service_bed's STREAM). A's entry:
   1. [P_B]: the primary cluster, though remote; the client is answered by P_B;
-  2. B's switch port down: BFD drops the session, B's block leaves A, and A's entry falls over
+  2. P_B's node's switch port down: BFD drops the session, its block leaves A, and A's entry falls over
      to [P_A] within 3 s of the link drop (vxfedd's log line); the client is answered by P_A
      again within 2 s of the drop (the issue's node-loss goal), the gap printed;
   3. the port up: BFD and the route come back, the entry returns to [P_B], and so do new flows;
@@ -22,117 +23,24 @@ Prints `RESULTS {json}`.
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import json
 import re
 import time
-from pathlib import Path
 
 import vxfed_harness as t
-from vxfed_harness.etcd_cluster import EtcdCluster
-from vxfed_harness.frr import require_frr
-from vxfed_harness.node import Node, check_all, connect_underlay
+from vxfed_harness.node import Node
+from vxfed_harness.service_bed import ECHO, STREAM, ServiceBed, answers, bed_size, log_path, service_yaml
 
-PREFIX = "/vxfed"
 BUDGET = 3.0          # s from the link drop to A's entry falling over
 CLIENT_BUDGET = 2.0   # s from the link drop to the client answered again (the issue's node-loss goal)
 DELETE_BUDGET = 1.0   # s from the pod's removal (the apply's return) to the client answered again
-POD_MTU = 1500
 PORT = 7000
-
-# A UDP echo that says who answers.
-SERVER = r"""
-import socket, sys
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.bind(("0.0.0.0", int(sys.argv[2])))
-while True:
-    data, peer = u.recvfrom(2048)
-    u.sendto(sys.argv[1].encode() + b" " + data, peer)
-"""
-
-# 100 requests a second to VIP:PORT, each from a new socket (a new flow, so each one is given a
-# backend by the entry in force); prints "<unix time of the reply> <backend>" per answer.
-CLIENT = r"""
-import socket, sys, time
-vip, port = sys.argv[1], int(sys.argv[2])
-next_at = time.time()
-while True:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.connect((vip, port))
-    s.settimeout(0.009)
-    s.send(b"q")
-    try:
-        data = s.recv(2048)
-        print(f"{time.time():.4f} {data.split()[0].decode()}", flush=True)
-    except OSError:
-        pass
-    s.close()
-    next_at += 0.01
-    time.sleep(max(0.0, next_at - time.time()))
-"""
+ORDER = {"vxfed.io/strategy": "FailoverOnly", "vxfed.io/failover-order": "cluster-b,cluster-a"}
 LINE = re.compile(r"^\[(\S+ \S+)\] \[vxfedd\] \[debug\] services: default/ckpt VIP \S+ on VNI \d+: backends \[([^\]]*)\]")
 
 
 def ckpt(cluster: str, address: str, created: str, ready: bool = True) -> str:
-    return f"""\
-apiVersion: v1
-kind: Service
-metadata:
-  name: ckpt
-  namespace: default
-  annotations:
-    vxfed.io/strategy: FailoverOnly
-    vxfed.io/failover-order: cluster-b,cluster-a
-spec:
-  ports:
-  - {{name: sync, protocol: UDP, port: 7000}}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: ckpt-{cluster}
-  namespace: default
-  labels:
-    kubernetes.io/service-name: ckpt
-addressType: IPv4
-ports:
-- {{name: sync, protocol: UDP, port: 7000}}
-endpoints:
-- addresses: ["{address}"]
-  conditions: {{ready: {'true' if ready else 'false'}}}
----
-apiVersion: multicluster.x-k8s.io/v1alpha1
-kind: ServiceExport
-metadata:
-  name: ckpt
-  namespace: default
-  creationTimestamp: "{created}"
-"""
-
-
-def add_pod(topo: t.Topology, node: Node, short: str, ip: str, mac: str) -> t.Namespace:
-    """A pod namespace behind a veth on the node, attached in vxfedd as the CNI plugin would."""
-    pod = topo.netns(f"pod{short}")
-    host_if = f"h{short}{topo.suffix}"[:15]
-    topo.veth(node.ns, host_if, pod, "eth0", mtu=POD_MTU)
-    gateway = node.pod_cidr.split("/")[0].rsplit(".", 1)[0] + ".1"
-    pod.run(f"ip link set eth0 address {mac}")
-    pod.run(f"ip addr add {ip}/32 dev eth0")
-    pod.run(f"ip route add {gateway}/32 dev eth0 scope link")
-    pod.run(f"ip route add default via {gateway} dev eth0")
-    pod.run("ethtool -K eth0 tx off tso off gso off")
-    r = node.vxfedd.ctl("attach", f"ctr-{short}", "--ifname", "eth0", "--network", "fed", "--ip", ip, "--mac", mac,
-                        "--host-iface", host_if)
-    assert r.returncode == 0, r.stderr
-    return pod
-
-
-def answers(path: Path) -> list[tuple[float, str]]:
-    out = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        when, _, who = line.partition(" ")
-        out.append((float(when), who))
-    return out
+    return service_yaml("ckpt", cluster, [(address, ready)], [("UDP", PORT, PORT)], ORDER, created)
 
 
 def entries(n: Node) -> list[tuple[float, list[str]]]:
@@ -148,84 +56,46 @@ def entries(n: Node) -> list[tuple[float, list[str]]]:
 
 
 def main() -> None:
-    require_frr()
-    if not Path("/usr/lib/frr/bfdd").exists():
-        t.skip("/usr/lib/frr/bfdd missing (apt-get install frr)")
-    for b in ("dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl", "control/vxfedd", "control/vxfedctl"):
-        t.require_binary(b)
     results: dict = {}
     with t.Topology("svcloss") as topo:
-        a = Node(topo, "a", "198.18.0.1", "10.244.0.0/16", asn=65001, bfdd=True)
-        b = Node(topo, "b", "198.18.0.2", "10.245.0.0/16", asn=65002, bfdd=True)
-        nodes = (a, b)
-        sw = connect_underlay(topo, [a, b], switch=True)
-        etcd = EtcdCluster(topo, members=1, ns=a.ns, host=a.ip)
-        etcd.start()
-        for n, peer in ((a, b), (b, a)):
-            bgp = n.bgp_config(
-                peers=[{"address": peer.ip, "remote_asn": peer.asn, "cluster": peer.cluster, "network": "fed",
-                        "keepalive": 3, "hold": 9, "connect_retry": 1, "bfd": True,
-                        "accept": [f"{peer.pod_cidr} le 24"]}],  # the peer's node blocks
-                clusters={peer.cluster: [peer.pod_cidr]}, graceful_restart=False,
-                fpm={"resync_settle_ms": 1000, "resync_min_ms": 2000})
-            n.vxfedd.config = n.vxfedd_config(
-                networks=[{"name": "fed", "subnet": n.pod_cidr}], bgp=bgp, log_level="debug",
-                federation={"endpoints": [etcd.endpoint(0)], "key_prefix": PREFIX},
-                services={"range": "10.96.0.0/24", "network": "fed"})
-        for n in nodes:
-            n.start_dataplane()
-            n.start_vxfedd()
-        for n in nodes:
-            t.wait_until(lambda: n.vxfedctl("status").get("dataplane_ready"), 30, f"{n.short}'s dataplane ready",
-                         check_all(nodes))
-            n.start_frr()
-        blocks = {}
-        for n in nodes:
-            net = next(x for x in n.vxfedctl("networks")["networks"] if x["spec"]["name"] == "fed")
-            blocks[n.short] = net["node_block"]
-        t.wait_until(lambda: a.bgp_route(blocks["b"]) is not None, 60, "A to learn B's block", check_all(nodes))
-        t.wait_until(lambda: (a.vtysh("show bfd peers json") or "").count('"status":"up"') >= 1, 30,
-                     "A's BFD session up", check_all(nodes))
-
-        p_a = str(ipaddress.ip_network(blocks["a"]).network_address + 5)
-        p_b = str(ipaddress.ip_network(blocks["b"]).network_address + 5)
-        p_client = str(ipaddress.ip_network(blocks["a"]).network_address + 9)
-        pods = {"a": add_pod(topo, a, "pa", p_a, "02:00:00:00:0a:05"),
-                "b": add_pod(topo, b, "pb", p_b, "02:00:00:00:0b:05"),
-                "client": add_pod(topo, a, "pc", p_client, "02:00:00:00:0a:09")}
-        pods["a"].spawn(["python3", "-c", SERVER, "P_A", str(PORT)], name="server-a")
-        pods["b"].spawn(["python3", "-c", SERVER, "P_B", str(PORT)], name="server-b")
-        for n, cl, addr, created in ((a, "cluster-a", p_a, "2026-12-06T10:00:00Z"),
-                                     (b, "cluster-b", p_b, "2026-12-06T09:00:00Z")):
-            f = topo.workdir / f"ckpt-{cl}.yaml"
-            f.write_text(ckpt(cl, addr, created))
-            r = n.vxfedd.ctl("service", "apply", "-f", str(f))
-            assert r.returncode == 0, (n.short, r.stderr)
+        bed = ServiceBed(topo, nodes=bed_size((1, 1)), bfd=True)
+        a = bed.a
+        lost = bed.backend_node("b", 0)   # P_B's node, the one whose link drops
+        pods = {"a": bed.add_pod(bed.backend_node("a", 0), "pa", 5), "b": bed.add_pod(lost, "pb", 5),
+                "client": bed.add_pod("a", "pc", 9)}
+        p_a, p_b = pods["a"][1], pods["b"][1]
+        results["bed"] = {"nodes_per_cluster": list(bed.size),
+                          "pods_on": {p: bed.pod_node(p) for p in ("pa", "pb", "pc")}}
+        pods["a"][0].spawn(["python3", "-c", ECHO, "P_A", str(PORT)], name="server-a")
+        pods["b"][0].spawn(["python3", "-c", ECHO, "P_B", str(PORT)], name="server-b")
+        bed.apply("a", ckpt("cluster-a", p_a, "2026-12-06T10:00:00Z"), "ckpt-cluster-a")
+        bed.apply("b", ckpt("cluster-b", p_b, "2026-12-06T09:00:00Z"), "ckpt-cluster-b")
 
         # 1. the primary cluster's backend, though remote.
-        t.wait_until(lambda: entries(a) and entries(a)[-1][1] == [p_b], 10, "A's entry [P_B]", check_all(nodes))
-        t.log(f"A's entry: [{p_b}] (cluster-b, the primary); P_A {p_a} on A")
-        vip = a.vxfedctl("service", "get")["services"][0]["vip"]
-        client = pods["client"].spawn(["python3", "-c", CLIENT, vip, str(PORT)], name="client")
-        client_log = topo.workdir / (f"{pods['client'].name}:client".replace(":", "_") + ".log")
+        t.wait_until(lambda: entries(a) and entries(a)[-1][1] == [p_b], 10, "A's entry [P_B]", bed.check)
+        t.log(f"A's entry: [{p_b}] (cluster-b, the primary, on {lost}); P_A {p_a} on {bed.pod_node('pa')}; "
+              f"the client on A")
+        vip = bed.vip("a")
+        client = pods["client"][0].spawn(["python3", "-c", STREAM, vip, str(PORT)], name="client")
+        client_log = log_path(topo, pods["client"][0], "client")
         t.wait_until(lambda: len([x for x in answers(client_log) if x[1] == "P_B"]) >= 50, 20,
-                     "the client's requests to the VIP answered by P_B", check_all(nodes))
+                     "the client's requests to the VIP answered by P_B", bed.check)
 
-        # 2. B's link drops.
+        # 2. P_B's node's link drops.
         t0 = time.time()
-        sw.run(["ip", "link", "set", "pb", "down"])
+        bed.switch.run(["ip", "link", "set", f"p{lost}", "down"])
         seen: dict[str, float] = {}
 
         def fell_over() -> bool:
-            if "route" not in seen and a.bgp_route(blocks["b"]) is None:
+            if "route" not in seen and a.bgp_route(bed.blocks[lost]) is None:
                 seen["route"] = time.time() - t0
             last = entries(a)[-1]
             if last[1] == [p_a]:
                 seen["entry"] = last[0] - t0
             return "entry" in seen and "route" in seen
-        t.wait_until(fell_over, 20, "A's entry to fall over to P_A", check_all(nodes), interval=0.05)
+        t.wait_until(fell_over, 20, "A's entry to fall over to P_A", bed.check, interval=0.05)
         t.wait_until(lambda: any(w > t0 and who == "P_A" for w, who in answers(client_log)), 10,
-                     "the client answered by P_A", check_all(nodes), interval=0.05)
+                     "the client answered by P_A", bed.check, interval=0.05)
         got = answers(client_log)
         last_b = max(w for w, who in got if who == "P_B")
         first_a = min(w for w, who in got if who == "P_A" and w > t0)
@@ -239,23 +109,19 @@ def main() -> None:
               f"after the link drop; gap between the last P_B and the first P_A answer {seen['client_gap']:.2f} s")
         assert seen["client_answered_again"] <= CLIENT_BUDGET, results["link_down"]
 
-        # 3. B's link back: back to the primary.
+        # 3. The link back: back to the primary.
         t0 = time.time()
-        sw.run(["ip", "link", "set", "pb", "up"])
-        t.wait_until(lambda: entries(a)[-1][1] == [p_b], 60, "A's entry back to P_B", check_all(nodes))
+        bed.switch.run(["ip", "link", "set", f"p{lost}", "up"])
+        t.wait_until(lambda: entries(a)[-1][1] == [p_b], 60, "A's entry back to P_B", bed.check)
         results["link_back_entry_s"] = round(entries(a)[-1][0] - t0, 2)
         t.wait_until(lambda: any(w > entries(a)[-1][0] + 0.1 and who == "P_B" for w, who in answers(client_log)), 10,
-                     "new flows answered by P_B again", check_all(nodes))
+                     "new flows answered by P_B again", bed.check)
 
         # 4. P_B's pod goes (cluster-b's slice marks it not ready, as the EndpointSlice
         # controller does when a pod terminates): counted from the apply's return.
-        f = topo.workdir / "ckpt-cluster-b-gone.yaml"
-        f.write_text(ckpt("cluster-b", p_b, "2026-12-06T09:00:00Z", ready=False))
-        r = b.vxfedd.ctl("service", "apply", "-f", str(f))
-        t0 = time.time()
-        assert r.returncode == 0, r.stderr
+        t0 = bed.apply("b", ckpt("cluster-b", p_b, "2026-12-06T09:00:00Z", ready=False), "ckpt-cluster-b-gone")
         t.wait_until(lambda: any(w > t0 and who == "P_A" for w, who in answers(client_log)), 10,
-                     "the client answered by P_A after P_B's pod went", check_all(nodes), interval=0.05)
+                     "the client answered by P_A after P_B's pod went", bed.check, interval=0.05)
         got = answers(client_log)
         first_a = min(w for w, who in got if who == "P_A" and w > t0)
         last_b = max(w for w, who in got if who == "P_B")

@@ -2,10 +2,11 @@
 """Stickiness through the real forwarder (docs/services.md, "Tests"; issue 36's Stickiness goal):
 a long TCP stream keeps its backend while the service's other backends come and go.
 
-The two-cluster bed of vxfed_harness.service_bed (nodes A of cluster-a and B of cluster-b, the
-real dataplanes, vxfedd, FRR's bgpd, etcd). default/stream (TCP 80 -> target 5201) is
-WeightedRoundRobin without weights (every ready backend alike), first with one backend, S, a pod
-on B running `iperf3 -s -1 -J` on 5201; X1 (a pod on A) and X2 (a pod on B) run `iperf3 -s` too,
+The two-cluster bed of vxfed_harness.service_bed (the real dataplanes, vxfedd, FRR's bgpd, etcd):
+nodes A of cluster-a and B of cluster-b in CI; VXFED_SERVICE_NODES_PER_CLUSTER=3 runs it on 2 x 3
+with S on B2, X1 on A2, X2 on B3 and the client alone on A. default/stream (TCP 80 -> target
+5201) is WeightedRoundRobin without weights (every ready backend alike), first with one backend,
+S, a pod on B running `iperf3 -s -1 -J` on 5201; X1 (a pod on A) and X2 (a pod on B) run `iperf3 -s` too,
 so a segment of the stream that reached them would be answered with a reset. The client, a pod
 on A, runs `iperf3 -c VIP -p 80 -P 4 -t 30 -J` (its control connection and 4 data streams: 5
 flows, all picked while S is the only backend). Meanwhile, every 3 s, cluster-a's slice gets X1
@@ -27,7 +28,7 @@ import shutil
 import time
 
 import vxfed_harness as t
-from vxfed_harness.service_bed import ServiceBed, log_path, service_yaml
+from vxfed_harness.service_bed import ServiceBed, bed_size, log_path, service_yaml
 
 PORT = 80
 TARGET = 5201
@@ -65,10 +66,13 @@ def main() -> None:
         t.skip("iperf3 missing (apt-get install iperf3)")
     results: dict = {}
     with t.Topology("svcstick") as topo:
-        bed = ServiceBed(topo)
+        bed = ServiceBed(topo, nodes=bed_size((1, 1)))
         pods = {}
-        for name, short, host in (("S", "b", 5), ("X1", "a", 6), ("X2", "b", 7), ("C", "a", 9)):
+        for name, short, host in (("S", bed.backend_node("b", 0), 5), ("X1", bed.backend_node("a", 0), 6),
+                                  ("X2", bed.backend_node("b", 1), 7), ("C", "a", 9)):
             pods[name] = bed.add_pod(short, name.lower(), host)
+        on = {name: bed.pod_node(name.lower()) for name in pods}
+        results["bed"] = {"nodes_per_cluster": list(bed.size), "pods_on": on}
         addr = {name: pods[name][1] for name in pods}
         ns = {name: pods[name][0] for name in pods}
         server = ns["S"].spawn(["iperf3", "-s", "-1", "-J", "-p", str(TARGET)], name="iperf3-server")
@@ -79,7 +83,8 @@ def main() -> None:
         t.wait_until(lambda: bed.dataplane_backends("a", "default/stream") == [addr["S"]], 15,
                      "A's forwarder entry [S]", bed.check)
         vip = bed.vip("a")
-        t.log(f"VIP {vip}:{PORT}; S {addr['S']} (cluster-b, on B), X1 {addr['X1']} (on A), X2 {addr['X2']} (on B)")
+        t.log(f"VIP {vip}:{PORT}; S {addr['S']} (cluster-b, on {on['S']}), X1 {addr['X1']} (on {on['X1']}), "
+              f"X2 {addr['X2']} (on {on['X2']}); the client on {on['C']}")
         before = {name: ns[name].nstat(*RESET_COUNTERS) for name in ("C", "S", "X1", "X2")}
         counters_before = bed.service_counters("a")
 
@@ -115,11 +120,11 @@ def main() -> None:
         empty = [(round(iv["sum"]["start"]), s["socket"]) for iv in intervals for s in iv["streams"] if s["bytes"] == 0]
         sent = report["end"]["sum_sent"]["bytes"]
         received_by_s = server_report["end"]["sum_received"]["bytes"]
-        results = {"iperf3_rc": rc, "error": report.get("error"), "intervals": len(intervals),
-                   "streams": len(report["end"].get("streams", [])), "empty_stream_intervals": len(empty),
-                   "sent_bytes": sent, "received_by_S_bytes": received_by_s,
-                   "retransmits": report["end"]["sum_sent"].get("retransmits"), "changes": len(changes),
-                   "forwarder": delta, "kernel": kernel}
+        results.update({"iperf3_rc": rc, "error": report.get("error"), "intervals": len(intervals),
+                        "streams": len(report["end"].get("streams", [])), "empty_stream_intervals": len(empty),
+                        "sent_bytes": sent, "received_by_S_bytes": received_by_s,
+                        "retransmits": report["end"]["sum_sent"].get("retransmits"), "changes": len(changes),
+                        "forwarder": delta, "kernel": kernel})
         t.log(f"iperf3: rc {rc}, {len(intervals)} intervals x {STREAMS} streams, {len(empty)} empty; sent "
               f"{sent} B, S's server received {received_by_s} B; retransmits "
               f"{results['retransmits']}; A's forwarder {delta}; kernel counters {kernel}")

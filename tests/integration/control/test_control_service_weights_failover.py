@@ -2,10 +2,12 @@
 """WeightedRoundRobin and FailoverOnly through the real forwarder (docs/services.md, "Tests";
 issue 36's WeightedRoundRobin and FailoverOnly goals).
 
-The two-cluster bed of vxfed_harness.service_bed (nodes A of cluster-a and B of cluster-b, the
-real dataplanes, vxfedd, FRR's bgpd, etcd); services applied with `vxfedctl service apply -f` on
-each cluster's node; every backend a UDP echo that names itself and logs the source port of
-every request (the backends count the flows themselves); client pods C on A and CB on B.
+The two-cluster bed of vxfed_harness.service_bed (the real dataplanes, vxfedd, FRR's bgpd, etcd):
+nodes A of cluster-a and B of cluster-b in CI, every pod on them; VXFED_SERVICE_NODES_PER_CLUSTER=3
+runs it on 2 x 3, the backends spread over A2, A3, B2, B3 (W_A1 A2, W_A2 A3, W_B1 B2, F_A1 A3,
+F_A2 A2, F_B1 B3) and the clients alone on A and B. Services applied with `vxfedctl service apply
+-f` on each cluster's first node; every backend a UDP echo that names itself and logs the source
+port of every request (the backends count the flows themselves); client pods C on A and CB on B.
 Phases:
   weights-1+1: default/split (UDP 9000) WeightedRoundRobin `cluster-a=3,cluster-b=1`, backends
      W_A1 (on A) and W_B1 (on B). 10,000 new flows from C (source ports 20000..29999, one
@@ -33,8 +35,8 @@ import json
 import time
 
 import vxfed_harness as t
-from vxfed_harness.service_bed import (BURST, ECHO, STREAM, ServiceBed, answers, log_path, received_ports,
-                                       service_yaml)
+from vxfed_harness.service_bed import (BURST, ECHO, STREAM, ServiceBed, answers, bed_size, log_path,
+                                       received_ports, service_yaml)
 
 SPLIT_PORT = 9000
 CKPT_PORT = 9100
@@ -59,13 +61,17 @@ def ckpt(cluster: str, endpoints: list[tuple[str, bool]]) -> str:
 def main() -> None:
     results: dict = {}
     with t.Topology("svcwf") as topo:
-        bed = ServiceBed(topo)
+        bed = ServiceBed(topo, nodes=bed_size((1, 1)))
         pods = {}
-        for name, short, host in (("W_A1", "a", 5), ("W_A2", "a", 6), ("W_B1", "b", 5),
-                                  ("F_A1", "a", 7), ("F_A2", "a", 8), ("F_B1", "b", 7),
+        on = bed.backend_node
+        for name, short, host in (("W_A1", on("a", 0), 5), ("W_A2", on("a", 1), 6), ("W_B1", on("b", 0), 5),
+                                  ("F_A1", on("a", 1), 7), ("F_A2", on("a", 0), 8), ("F_B1", on("b", 1), 7),
                                   ("C", "a", 9), ("CB", "b", 9)):
             pods[name] = bed.add_pod(short, name.lower().replace("_", ""), host)
         addr = {name: ip for name, (_, ip) in pods.items()}
+        results["bed"] = {"nodes_per_cluster": list(bed.size),
+                          "pods_on": {name: bed.pod_node(name.lower().replace("_", "")) for name in pods}}
+        t.log(f"pods on nodes: {results['bed']['pods_on']}")
         servers, echo_log = {}, {}
 
         def start_echo(name: str, port: int, tag: str = "echo") -> None:
@@ -165,7 +171,7 @@ def main() -> None:
         assert {who for _, who in answers(stream_log)} == {"F_A1"}, "the stream answered by others than F_A1"
         t_delete = time.time()
         servers["F_A1"].kill()
-        bed.detach_pod("a", "fa1")
+        bed.detach_pod("fa1")
         t_returned = bed.apply("a", ckpt("cluster-a", [(addr["F_A2"], False)]), "ckpt-a-none")
         t.wait_until(lambda: any(w > t_delete and who == "F_B1" for w, who in answers(stream_log)), 10,
                      "the stream answered by F_B1", bed.check, interval=0.05)
