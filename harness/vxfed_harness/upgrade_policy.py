@@ -8,8 +8,8 @@ tell where a flow was refused and which VTEPs get VXLAN-GBP (docs/policy.md, "Mi
     gbp_vteps(node)                                  # the VTEPs its forwarder sends GBP to
 
 A flow is one ICMP echo (the policies' rules have no ports, so they cover ICMP: docs/policy.md,
-"Semantics"), every flow of a check at once. A refusal is told from a loss by the
-`policy_denied_ingress` drops of the node that is to refuse it.
+"Semantics"), every flow of a check at once. A refusal is told from a loss by the drops of the
+node that is to refuse it, under the reason it is to count (`policy_denied_ingress` unless said).
 """
 
 from __future__ import annotations
@@ -33,6 +33,16 @@ def namespace_obj(name: str, labels: dict[str, str]) -> dict:
 
 def pod_obj(namespace: str, name: str, labels: dict[str, str]) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels}}
+
+
+def egress_to_pods(namespace: str, name: str, network: str, selected: dict[str, str], peers: dict[str, str]) -> dict:
+    """A MultiNetworkPolicy on `network`: pods matching `selected` send anything to pods matching
+    `peers` (podSelector alone: the policy's namespace in every cluster), nothing else."""
+    return {"apiVersion": POLICY_API, "kind": "MultiNetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace,
+                         "annotations": {"k8s.v1.cni.cncf.io/policy-for": f"{namespace}/{network}"}},
+            "spec": {"podSelector": {"matchLabels": selected}, "policyTypes": ["Egress"],
+                     "egress": [{"to": [{"podSelector": {"matchLabels": peers}}]}]}}
 
 
 def ingress_from_pods(namespace: str, name: str, network: str, selected: dict[str, str],
@@ -103,9 +113,10 @@ class Flow:
     dst: object                     # federation_bed.Pod
     allowed: bool
     refused_at: Optional[Node] = None   # the node whose forwarder must count the refusal
+    reason: str = "policy_denied_ingress"   # the drop reason it counts it under
 
     def __str__(self) -> str:
-        verdict = "allowed" if self.allowed else f"refused at {self.refused_at.short}"
+        verdict = "allowed" if self.allowed else f"refused at {self.refused_at.short} ({self.reason})"
         return f"{self.src.name} -> {self.dst.name} ({verdict})"
 
 
@@ -117,10 +128,10 @@ def _echo(src, dst_ip: str, wait_s: float) -> bool:
 def check_flows(flows: list[Flow]) -> list[str]:
     """One echo per flow, all at once; an allowed flow gets a second try (a first packet may wait
     for ARP). Returns what differs from the expectation: an allowed flow not answered, a refused
-    one answered, or refusals its node did not count (policy_denied_ingress must grow by at least
-    the refused flows' echoes there: one each, or a retry's more)."""
+    one answered, or refusals its node did not count (each flow's reason there must grow by at
+    least its refused flows' echoes: one each, or a retry's more)."""
     refusers = {f.refused_at.short: f.refused_at for f in flows if not f.allowed}
-    before = {s: drops(n).get("policy_denied_ingress", 0) for s, n in refusers.items()}
+    before = {s: drops(n) for s, n in refusers.items()}
     answered: list[Optional[bool]] = [None] * len(flows)
 
     def run(i: int, f: Flow) -> None:
@@ -135,8 +146,10 @@ def check_flows(flows: list[Flow]) -> list[str]:
         th.join()
     bad = [f"{f}: {'answered' if ok else 'not answered'}" for f, ok in zip(flows, answered) if ok != f.allowed]
     for s, n in refusers.items():
-        want = sum(1 for f in flows if not f.allowed and f.refused_at is n)
-        got = drops(n).get("policy_denied_ingress", 0) - before[s]
-        if got < want:
-            bad.append(f"{s}: policy_denied_ingress grew by {got}, expected at least {want} (its refused flows)")
+        after = drops(n)
+        for reason in sorted({f.reason for f in flows if not f.allowed and f.refused_at is n}):
+            want = sum(1 for f in flows if not f.allowed and f.refused_at is n and f.reason == reason)
+            got = after.get(reason, 0) - before[s].get(reason, 0)
+            if got < want:
+                bad.append(f"{s}: {reason} grew by {got}, expected at least {want} (its refused flows)")
     return bad

@@ -21,7 +21,10 @@ vxfedd, vxfed-dataplane, vxfedctl and CNI plugin, a2 and b2 run N's. Asserts:
      current node an app=web pod on a current node is let in, any other pod refused there
      (its policy_denied_ingress counted), an app=web pod on an N-1 node included (no identity
      on the wire) unless its address is let in; a role=db pod on an N-1 node takes anything
-     (N-1 enforces nothing); the current nodes take GBP;
+     (N-1 enforces nothing); a2-eg, whose egress a selector limits to role=db pods, reaches them
+     all and no p0 pod on a current node (refused at a2 or at the destination, counted), but
+     the p0 pods of N-1 nodes (the destination is asked, and N-1 does not check); the current
+     nodes take GBP;
   4. a1 upgraded in place, make-before-break on the same sockets and state dir: N's dataplane
      and vxfedd stand by, the old vxfedd stops first (N's vxfedd programs N-1's dataplane, the
      matrix checked then), then the old dataplane; b1 the other way round (N-1's vxfedd
@@ -50,7 +53,8 @@ from vxfed_harness.federation_bed import (KEY_PREFIX, NETWORK, FederationBed, ad
 from vxfed_harness.ping_stream import PingStream
 from vxfed_harness.upgrade import hand_over, previous_release, release_version, stand_by
 from vxfed_harness.upgrade_policy import (Flow, apply, check_flows, drops, endpoint_identity, gbp_received,
-                                          gbp_vteps, ingress_from_pods, namespace_obj, pod_obj, registered_gbp)
+                                          egress_to_pods, gbp_vteps, ingress_from_pods, namespace_obj, pod_obj,
+                                          registered_gbp)
 
 POD_MTU_PING = 8922     # 9000 underlay - 50 VXLAN - 28 IPv4+ICMP
 OUTAGE_GOAL_S = 1.0     # issue: an upgrade's forwarding outage per node <= 1 s
@@ -61,8 +65,9 @@ DB = {"role": "db"}     # the label of the pods the policy isolates
 # Every pod of the namespace has its record, as under Kubernetes: a pod without one is unlabelled,
 # which a policy with a podSelector might select, so it is isolated with no rule until its labels
 # arrive (docs/policy.md, "Before a pod's labels arrive"). The cni and mixed pods come later.
+EGRESS_LIMITED = {"egress": "db-only"}   # the label of the pod whose egress the policy limits to role=db pods
 LABELS = {"a1-p0": WEB, "a2-p0": WEB, "b1-p0": WEB, "b2-p0": {"app": "other"},
-          "a1-db": DB, "a2-db": DB, "b1-db": DB, "b2-db": DB,
+          "a1-db": DB, "a2-db": DB, "b1-db": DB, "b2-db": DB, "a2-eg": {**WEB, **EGRESS_LIMITED},
           **{f"{s}-{kind}": {"app": kind} for s in ("a1", "b1") for kind in ("cni", "mixed")}}
 # cluster-b's policy also lets in a1's pod block by address (an ipBlock peer): what an operator can
 # add to keep a previous-release node's pods in while it has no identity on the wire.
@@ -89,11 +94,14 @@ def node_state(bed: FederationBed, short: str) -> dict:
 def policy_objects(bed: FederationBed, cluster: str) -> list[dict]:
     """cluster's objects: the namespace `fed` (the bed's pods' K8S_POD_NAMESPACE), its pods'
     labels and `db-from-web` (role=db pods take anything from app=web pods of `fed` in either
-    cluster, and in cluster-b from a1's pod block, nothing else)."""
+    cluster, and in cluster-b from a1's pod block, nothing else); in cluster-a also
+    `egress-db-only` (egress=db-only pods send to role=db pods only)."""
     pods = [pod_obj(NETWORK, name, labels) for name, labels in LABELS.items()
             if bed.nodes[name.split("-")[0]].cluster == cluster]
     cidrs = (bed.block_of(bed.nodes[BY_ADDRESS[cluster]]),) if cluster in BY_ADDRESS else ()
-    return [namespace_obj(NETWORK, {}), *pods, ingress_from_pods(NETWORK, "db-from-web", NETWORK, DB, WEB, cidrs)]
+    egress = [egress_to_pods(NETWORK, "egress-db-only", NETWORK, EGRESS_LIMITED, DB)] if cluster == "cluster-a" else []
+    return [namespace_obj(NETWORK, {}), *pods, ingress_from_pods(NETWORK, "db-from-web", NETWORK, DB, WEB, cidrs),
+            *egress]
 
 
 def expected_flows(bed: FederationBed, pod: dict, current: set[str]) -> list[Flow]:
@@ -105,6 +113,11 @@ def expected_flows(bed: FederationBed, pod: dict, current: set[str]) -> list[Flo
         unknown, which no podSelector matches) unless an ipBlock peer takes its address
         (BY_ADDRESS);
       - into a role=db pod on a previous-release node: allowed (that release enforces nothing);
+      - from a2-eg (app=web, its egress limited to role=db pods by a selector): into every role=db
+        pod allowed; into a p0 pod refused at a2 (local: policy_denied_egress), at a current
+        destination (which checks the source's egress by the identity it sent and the A bit
+        clear: policy_denied_remote_egress), and let through to a previous-release node (the
+        source can only ask the destination, which does not check);
       - between the unselected p0 pods of the two releases: allowed both ways."""
     out = []
     sources = [pod[f"{s}-p0"] for s in ("a1", "a2", "b1", "b2")]
@@ -114,6 +127,16 @@ def expected_flows(bed: FederationBed, pod: dict, current: set[str]) -> list[Flo
             ok = (dst_node not in current or (LABELS[src.name] == WEB and src.node.short in current)
                   or BY_ADDRESS.get(node.cluster) == src.node.short)
             out.append(Flow(src, pod[f"{dst_node}-db"], ok, None if ok else node))
+    eg = pod["a2-eg"]
+    for dst_node in ("a1", "a2", "b1", "b2"):
+        node = bed.nodes[dst_node]
+        out.append(Flow(eg, pod[f"{dst_node}-db"], True))
+        if dst_node == "a2":
+            out.append(Flow(eg, pod["a2-p0"], False, node, "policy_denied_egress"))
+        elif dst_node in current:
+            out.append(Flow(eg, pod[f"{dst_node}-p0"], False, node, "policy_denied_remote_egress"))
+        else:
+            out.append(Flow(eg, pod[f"{dst_node}-p0"], True))
     for old in set(bed.nodes) - current:
         for new in current:
             out += [Flow(pod[f"{old}-p0"], pod[f"{new}-p0"], True), Flow(pod[f"{new}-p0"], pod[f"{old}-p0"], True)]
@@ -226,6 +249,7 @@ def main() -> None:
         # the policy leaves alone: it selects no other pod).
         for s, n in bed.nodes.items():
             pod[f"{s}-db"] = add_node_pod(bed.topo, bed.runtimes[s], n, "db")
+        pod["a2-eg"] = add_node_pod(bed.topo, bed.runtimes["a2"], bed.nodes["a2"], "eg")
         numbers = {}
         for s in CURRENT:
             numbers.update(apply(bed.nodes[s], policy_objects(bed, bed.nodes[s].cluster), bed.topo.workdir, s))
