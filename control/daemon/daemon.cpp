@@ -425,8 +425,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     d.policy = std::move(*policy);
     // Each local pod's identity number goes into its dataplane endpoint (Endpoint.identity,
     // the GBP group policy ID it sends with; docs/policy.md, "Identities on the wire").
-    auto identities = [&d](const PolicyFeed& feed) {
-      d.state->set_endpoint_identities([&feed](const v1::EndpointInfo& info) { return endpoint_identity(feed, info); });
+    auto identities = [&d](const PolicyView& view) {
+      d.state->set_endpoint_identities([&view](const v1::EndpointInfo& info) { return endpoint_identity(view, info); });
     };
     // Each network's compiled tables go to the forwarder (docs/policy.md, "Publishing to the forwarder").
     auto publish = [&d](const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals,

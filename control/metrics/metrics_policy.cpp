@@ -18,49 +18,46 @@ double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double
 std::string render_policy_metrics(const PolicyFollower& follower, std::optional<std::uint64_t> exhausted_refusals) {
   Exposition w;
   const auto& s = follower.stats();
-  const auto& feed = follower.feed();
+  const auto& view = follower.view();
   w.gauge("vxfedd_policy_policies", "MultiNetworkPolicies held from the federation store, every cluster's.",
-          static_cast<double>(feed.policies()));
+          static_cast<double>(view.policies));
   w.gauge("vxfedd_policy_identities", "Identity numbers held from the store (allocated or held down).",
-          static_cast<double>(feed.identities()));
+          static_cast<double>(view.identities));
   w.gauge("vxfedd_policy_store_revision", "The federation store's revision of the last listing of v1/policy/.",
-          static_cast<double>(feed.revision()));
+          static_cast<double>(view.revision));
   w.family("vxfedd_policy_local_identities", Type::gauge,
            "Identities of the pods attached here, per network (1 is the unlabelled identity of a namespace).");
-  for (const auto& [network, compiler] : feed.compilers())
-    w.sample(static_cast<std::uint64_t>(compiler->locals().size()), {{"network", network}});
+  for (const auto& [network, n] : view.networks)
+    w.sample(static_cast<std::uint64_t>(n.locals.size()), {{"network", network}});
   w.family("vxfedd_policy_tables_bytes", Type::gauge, "Bytes of the compiled policy tables, per network.");
-  for (const auto& [network, compiler] : feed.compilers())
-    w.sample(static_cast<std::uint64_t>(compiler->tables().bytes()), {{"network", network}});
+  for (const auto& [network, n] : view.networks)
+    w.sample(static_cast<std::uint64_t>(n.table_bytes), {{"network", network}});
   // What each local identity's tables say, so a policy's effect on this node's pods is visible
   // before the forwarder enforces it.
   w.family("vxfedd_policy_local_isolated", Type::gauge,
            "1 when some policy isolates the local identity in that direction (what is not let through is denied).");
-  for (const auto& [network, compiler] : feed.compilers()) {
-    const auto& t = compiler->tables();
-    for (std::size_t i = 0; i < compiler->locals().size() && i < t.local_ingress.size(); ++i) {
-      const auto id = std::to_string(compiler->locals()[i].number);
-      const auto& ns = compiler->locals()[i].identity.namespace_name;
-      w.sample(t.local_ingress[i].isolated, {{"network", network}, {"namespace", ns}, {"identity", id}, {"direction", "ingress"}})
-          .sample(t.local_egress[i].isolated, {{"network", network}, {"namespace", ns}, {"identity", id}, {"direction", "egress"}});
+  for (const auto& [network, n] : view.networks) {
+    for (const auto& l : n.locals) {
+      const auto id = std::to_string(l.number);
+      const auto& ns = l.namespace_name;
+      w.sample(l.ingress_isolated, {{"network", network}, {"namespace", ns}, {"identity", id}, {"direction", "ingress"}})
+          .sample(l.egress_isolated, {{"network", network}, {"namespace", ns}, {"identity", id}, {"direction", "egress"}});
     }
   }
   w.family("vxfedd_policy_local_peers", Type::gauge,
            "Peer identities listed in the local identity's table (those some selector rule lets through).");
-  for (const auto& [network, compiler] : feed.compilers()) {
-    const auto& t = compiler->tables();
-    for (std::size_t i = 0; i < compiler->locals().size() && i < t.local_ingress.size(); ++i) {
-      const auto id = std::to_string(compiler->locals()[i].number);
-      const auto& ns = compiler->locals()[i].identity.namespace_name;
-      w.sample(static_cast<std::uint64_t>(t.local_ingress[i].peers.size()),
+  for (const auto& [network, n] : view.networks) {
+    for (const auto& l : n.locals) {
+      const auto id = std::to_string(l.number);
+      const auto& ns = l.namespace_name;
+      w.sample(static_cast<std::uint64_t>(l.ingress_peers),
                {{"network", network}, {"namespace", ns}, {"identity", id}, {"direction", "ingress"}})
-          .sample(static_cast<std::uint64_t>(t.local_egress[i].peers.size()),
+          .sample(static_cast<std::uint64_t>(l.egress_peers),
                   {{"network", network}, {"namespace", ns}, {"identity", id}, {"direction", "egress"}});
     }
   }
   // What went to the forwarder (docs/policy.md, "Publishing to the forwarder").
-  const auto& pub = follower.publisher();
-  const auto& ps = pub.stats();
+  const auto& ps = view.publication;
   w.counter("vxfedd_policy_publications_total", "NetworkPolicy entries sent to the forwarder (changed ones only).",
             ps.upserts);
   w.counter("vxfedd_policy_publication_removals_total", "NetworkPolicy entries removed from the forwarder.", ps.removals);
@@ -73,22 +70,22 @@ std::string render_policy_metrics(const PolicyFollower& follower, std::optional<
           seconds(ps.last_latency));
   w.gauge("vxfedd_policy_publication_latency_max_seconds", "The same, the longest since start.", seconds(ps.max_latency));
   w.gauge("vxfedd_policy_publication_build_last_seconds",
-          "Building and comparing the NetworkPolicy entries after the last change (on the io thread).",
+          "Building and comparing the NetworkPolicy entries after the last change (on the policy compile thread).",
           seconds(ps.last_build));
   w.gauge("vxfedd_policy_publication_build_max_seconds", "The same, the longest since start.", seconds(ps.max_build));
   w.family("vxfedd_policy_published_bytes", Type::gauge, "Serialized bytes of the network's entry in force, per network.");
-  for (const auto& [network, p] : pub.published())
+  for (const auto& [network, p] : view.published)
     w.sample(static_cast<std::uint64_t>(p.bytes), {{"network", network}, {"vni", std::to_string(p.vni)}});
   w.family("vxfedd_policy_published_endpoints", Type::gauge, "Pods mapped to a local table in the network's entry.");
-  for (const auto& [network, p] : pub.published())
+  for (const auto& [network, p] : view.published)
     w.sample(static_cast<std::uint64_t>(p.endpoints), {{"network", network}, {"vni", std::to_string(p.vni)}});
   w.family("vxfedd_policy_published_local_tables", Type::gauge,
            "Local identities (an ingress and an egress table each) in the network's entry.");
-  for (const auto& [network, p] : pub.published())
+  for (const auto& [network, p] : view.published)
     w.sample(static_cast<std::uint64_t>(p.local_tables), {{"network", network}, {"vni", std::to_string(p.vni)}});
   w.family("vxfedd_policy_published_generation", Type::gauge,
            "Entries of the network sent since start (its generation as vxfedd counts it).");
-  for (const auto& [network, p] : pub.published())
+  for (const auto& [network, p] : view.published)
     w.sample(p.generation, {{"network", network}, {"vni", std::to_string(p.vni)}});
   w.gauge("vxfedd_policy_watching", "1 while the watch of the store's v1/policy/ is established.", s.watching ? 1 : 0);
   w.counter("vxfedd_policy_listings_total", "Listings of v1/policy/ fed to the compilers (one per change burst).",

@@ -31,6 +31,11 @@ std::uint32_t endpoint_identity(const PolicyFeed& feed, const v1::EndpointInfo& 
   return pod.empty() ? 0 : feed.number_of(pod.front());
 }
 
+std::uint32_t endpoint_identity(const PolicyView& view, const v1::EndpointInfo& endpoint) {
+  auto pod = local_pods({endpoint});
+  return pod.empty() ? 0 : view.number_of(pod.front());
+}
+
 Result<std::unique_ptr<PolicyFollower>> PolicyFollower::create(asio::io_context& io, const Config& config,
                                                                std::shared_ptr<spdlog::logger> log, LocalPods local_pods,
                                                                Identities identities, PolicyPublisher::Sink publish) {
@@ -52,11 +57,12 @@ PolicyFollower::PolicyFollower(asio::io_context& io, const Config& config, std::
       log_(std::move(log)),
       local_pods_(std::move(local_pods)),
       identities_(std::move(identities)),
-      feed_(config.cluster.name),
-      publisher_(std::move(publish)),
       retry_timer_(io),
       locals_timer_(io),
       maintain_timer_(io),
+      compile_(std::make_unique<PolicyCompileWorker>(
+          io, config.cluster.name, std::move(publish), [this](const PolicyCompileWorker::Result& r) { compiled(r); },
+          log_->should_log(spdlog::level::debug))),
       worker_(std::make_unique<StoreWorker>()) {}
 
 PolicyFollower::~PolicyFollower() {
@@ -64,8 +70,9 @@ PolicyFollower::~PolicyFollower() {
   retry_timer_.cancel();
   locals_timer_.cancel();
   maintain_timer_.cancel();
-  watch_.reset();   // its thread uses the client
-  worker_.reset();  // likewise the list in progress
+  watch_.reset();    // its thread uses the client
+  compile_.reset();  // its thread: the compile in progress ends, nothing delivered after
+  worker_.reset();   // the list in progress uses the client
 }
 
 void PolicyFollower::start() {
@@ -138,35 +145,27 @@ void PolicyFollower::listed(fed::StoreResult<fed::PolicySnapshot> snapshot) {
   pods_ = local_pods_();
   std::sort(pods_.begin(), pods_.end());
   listed_once_ = true;
-  const auto report = feed_.update(*snapshot, pods_);
-  fed(report);
-  if (report.changed() || stats_.listings == 1) publisher_.update(feed_, pods_, listing_change_);
+  // Compiled, built and compared on the compile thread; the entries reach the sink, and the
+  // identities the endpoints, in compiled() on the io thread.
+  compile_->listing(std::move(*snapshot), pods_, stats_.listings == 1, listing_change_);
   listing_change_.reset();
-  if (identities_) identities_(feed_);
   if (again_) relist("changes during the last list");
 }
 
-void PolicyFollower::fed(const FeedReport& report) {
+void PolicyFollower::compiled(const PolicyCompileWorker::Result& result) {
+  const auto& report = result.report;
+  const auto revision = result.view->revision;
   stats_.records_skipped += report.skipped.size();
-  for (const auto& s : report.skipped) log_->warn("policy: left out at revision {}: {}", feed_.revision(), s);
-  if (!report.changed()) return;
-  ++stats_.updates;
-  stats_.last_update = report.duration;
-  stats_.max_update = std::max(stats_.max_update, report.duration);
-  stats_.total_update += report.duration;
-  if (!log_->should_log(spdlog::level::debug)) return;
-  for (const auto& line : report.changes) log_->debug("policy: {} (revision {})", line, feed_.revision());
-  std::size_t locals = 0, bytes = 0;
-  for (const auto& [network, compiler] : feed_.compilers()) {
-    locals += compiler->locals().size();
-    bytes += compiler->tables().bytes();
+  for (const auto& s : report.skipped) log_->warn("policy: left out at revision {}: {}", revision, s);
+  if (report.changed()) {
+    ++stats_.updates;
+    stats_.last_update = report.duration;
+    stats_.max_update = std::max(stats_.max_update, report.duration);
+    stats_.total_update += report.duration;
+    for (const auto& line : report.changes) log_->debug("policy: {} (revision {})", line, revision);
+    if (!result.summary.empty()) log_->debug("policy: {}", result.summary);
   }
-  log_->debug(
-      "policy: compiled in {:.3f} ms: {} policies, {} identities; {} local identities on {} networks ({} added, {} "
-      "replacements, {} networks built, {} dropped); {} bytes of tables",
-      std::chrono::duration<double, std::milli>(report.duration).count(), feed_.policies(), feed_.identities(), locals,
-      feed_.compilers().size(), report.locals_added, report.locals_replaced, report.networks_built,
-      report.networks_dropped, bytes);
+  if (identities_) identities_(*result.view);
 }
 
 void PolicyFollower::retry_later() {
@@ -189,10 +188,12 @@ void PolicyFollower::watch_locals() {
       std::sort(pods.begin(), pods.end());
       if (pods != pods_) {
         pods_ = std::move(pods);
-        fed(feed_.update_locals(pods_));
-        publisher_.update(feed_, pods_, std::nullopt);  // an endpoint's mapping may have changed alone
+        // Published even when the compilers are unchanged: an endpoint's mapping may have
+        // changed alone. The identities follow when it is compiled (compiled()).
+        compile_->locals(pods_);
+      } else if (identities_) {
+        identities_(compile_->view());
       }
-      if (identities_) identities_(feed_);
     }
     watch_locals();
   });

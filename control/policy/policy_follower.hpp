@@ -17,7 +17,10 @@
 // reads (every identity, every identity user) off the other nodes.
 //
 // Threads: the watch delivers on its own thread, which only posts to the io thread; the list
-// and maintain() run on this object's StoreWorker; results come back by asio::post.
+// and maintain() run on this object's StoreWorker; the compile, the entries' build and their
+// comparison with what was sent run on the PolicyCompileWorker's thread
+// (policy_compile_worker.hpp), which hands the finished entries and a PolicyView back; results
+// come back by asio::post.
 #pragma once
 
 #include <chrono>
@@ -34,6 +37,7 @@
 #include "common/result.hpp"
 #include "control/daemon/daemon_config.hpp"
 #include "control/federation/store_worker.hpp"
+#include "control/policy/policy_compile_worker.hpp"
 #include "control/policy/policy_feed.hpp"
 #include "control/policy/policy_publisher.hpp"
 #include "federation/etcd_client.hpp"
@@ -50,6 +54,8 @@ std::vector<LocalPod> local_pods(const std::vector<v1::EndpointInfo>& endpoints)
 // group policy ID; docs/policy.md, "Identities on the wire"): a pod's is feed.number_of() it
 // (unlabelled, 1, until its number is listed); an endpoint that is no pod has 0 (unknown).
 std::uint32_t endpoint_identity(const PolicyFeed& feed, const v1::EndpointInfo& endpoint);
+// The same from the io thread's view of the last compile (a pod attached since: 1 until the next).
+std::uint32_t endpoint_identity(const PolicyView& view, const v1::EndpointInfo& endpoint);
 
 class PolicyFollower {
  public:
@@ -73,10 +79,11 @@ class PolicyFollower {
     bool collector = false;           // this node held v1/collector at the last look
   };
   using LocalPods = std::function<std::vector<LocalPod>()>;  // io thread
-  // Told, on the io thread, after every listing and every look at the attached pods, so that
-  // the caller brings each endpoint's Endpoint.identity to feed().number_of() (idempotent:
-  // an endpoint re-attached under the same pod name is caught at the next look, <= 500 ms).
-  using Identities = std::function<void(const PolicyFeed&)>;
+  // Told, on the io thread, after every compiled listing and every look at the attached pods,
+  // so that the caller brings each endpoint's Endpoint.identity to view().number_of()
+  // (idempotent: an endpoint re-attached under the same pod name is caught at the next look,
+  // <= 500 ms, and its compile).
+  using Identities = std::function<void(const PolicyView&)>;
 
   // Needs config.federation.enabled. `publish`: where each network's changed NetworkPolicy
   // entries go (PolicyPublisher), after every feed change; none: compiled, not published.
@@ -87,8 +94,9 @@ class PolicyFollower {
 
   void start();
   const Stats& stats() const { return stats_; }
-  const PolicyFeed& feed() const { return feed_; }
-  const PolicyPublisher& publisher() const { return publisher_; }
+  // The last compile as the io thread holds it (the feed and the publisher are the compile
+  // thread's): what was compiled and published.
+  const PolicyView& view() const { return compile_->view(); }
 
  private:
   PolicyFollower(boost::asio::io_context& io, const Config& config, std::unique_ptr<federation::EtcdClient> client,
@@ -97,7 +105,7 @@ class PolicyFollower {
   void relist(const char* why);  // io thread
   void listed(federation::StoreResult<federation::PolicySnapshot> snapshot);
   void retry_later();
-  void fed(const FeedReport& report);
+  void compiled(const PolicyCompileWorker::Result& result);  // io thread
   void watch_locals();
   void maintain_later(std::chrono::milliseconds after);
 
@@ -108,8 +116,6 @@ class PolicyFollower {
   std::shared_ptr<spdlog::logger> log_;
   LocalPods local_pods_;
   Identities identities_;
-  PolicyFeed feed_;
-  PolicyPublisher publisher_;
   // The first store change not listed yet, and the one behind the listing on its way: the
   // start of the publication latency (PolicyPublisher::Stats).
   std::optional<PolicyPublisher::Clock::time_point> change_seen_, listing_change_;
@@ -123,6 +129,7 @@ class PolicyFollower {
   Stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::unique_ptr<federation::EtcdWatch> watch_;
+  std::unique_ptr<PolicyCompileWorker> compile_;  // stopped before the store worker
   std::unique_ptr<StoreWorker> worker_;  // last: stopped first
 };
 
