@@ -261,6 +261,15 @@ class ServiceBed:
                     out[k] = out.get(k, 0) + int(v)
         return out
 
+    def start_echo(self, ns: Namespace, name: str, port: int, tag: str = "echo"):
+        """ECHO (answering with `name`) on UDP `port` in pod namespace ns, logging to
+        log_path(topo, ns, tag); returns its process once it listens (a request sent before
+        would be refused and cost the client a resend)."""
+        proc = ns.spawn(["python3", "-c", ECHO, name, str(port)], name=tag)
+        wait_until(lambda: ns.run(["ss", "-Hlun", f"sport = :{port}"]).stdout.strip(), 10,
+                   f"{name}'s echo listening on {port}", self.check, interval=0.02)
+        return proc
+
     def vip(self, short: str = "a") -> str:
         return self.node(short).vxfedctl("service", "get")["services"][0]["vip"]
 

@@ -31,7 +31,7 @@ import json
 import time
 
 import vxfed_harness as t
-from vxfed_harness.service_bed import (BURST, ECHO as SERVER, STREAM, ServiceBed, answers, bed_size, log_path,
+from vxfed_harness.service_bed import (BURST, STREAM, ServiceBed, answers, bed_size, log_path,
                                        received_ports, service_yaml)
 
 PORT = 9000
@@ -55,7 +55,7 @@ def main() -> None:
         servers = {}
         for name in ("L1", "L2", "R1"):
             ns, _ = pods[name]
-            servers[name] = ns.spawn(["python3", "-c", SERVER, name, str(PORT)], name="echo")
+            servers[name] = bed.start_echo(ns, name, PORT)
         echo_log = {name: log_path(topo, pods[name][0], "echo") for name in servers}
         addr = {name: pods[name][1] for name in pods}
         bed.apply("a", infer("cluster-a", [addr["L1"], addr["L2"]], "2026-12-06T10:00:00Z"), "infer-a")
@@ -133,9 +133,7 @@ def main() -> None:
 
         # 4. L1 back (a new pod at its address: echo, CNI ADD, the slice with it): new flows local again.
         ns_l1 = pods["L1"][0]
-        servers["L1"] = ns_l1.spawn(["python3", "-c", SERVER, "L1", str(PORT)], name="echo-again")
-        t.wait_until(lambda: ns_l1.run(["ss", "-Hlun", f"sport = :{PORT}"]).stdout.strip(), 10, "L1's echo listening",
-                     bed.check, interval=0.02)
+        servers["L1"] = bed.start_echo(ns_l1, "L1", PORT, "echo-again")
         bed.attach_pod("l1")
         t_back = bed.apply("a", infer("cluster-a", [addr["L1"]], "2026-12-06T10:00:00Z"), "infer-a-back")
         t.wait_until(lambda: any(w > t_back and who == "L1" for w, who in answers(stream_log)), 10,

@@ -28,7 +28,7 @@ import time
 
 import vxfed_harness as t
 from vxfed_harness.node import check_all
-from vxfed_harness.service_bed import (BURST, ECHO, STREAM, ServiceBed, answers, bed_size, log_path, received_ports,
+from vxfed_harness.service_bed import (BURST, STREAM, ServiceBed, answers, bed_size, log_path, received_ports,
                                        service_yaml)
 
 PORT = 9000
@@ -57,7 +57,7 @@ def main() -> None:
         echo_log = {}
         for name in ("L", "R"):
             ns = pods[name][0]
-            ns.spawn(["python3", "-c", ECHO, name, str(PORT)], name="echo")
+            bed.start_echo(ns, name, PORT)
             echo_log[name] = log_path(topo, ns, "echo")
         bed.apply("a", infer("cluster-a", [addr["L"]], "2026-12-06T10:00:00Z"), "infer-a")
         bed.apply("b", infer("cluster-b", [addr["R"]], "2026-12-06T09:00:00Z"), "infer-b")

@@ -29,7 +29,7 @@ import time
 
 import vxfed_harness as t
 from vxfed_harness.node import Node
-from vxfed_harness.service_bed import ECHO, STREAM, ServiceBed, answers, bed_size, log_path, service_yaml
+from vxfed_harness.service_bed import STREAM, ServiceBed, answers, bed_size, log_path, service_yaml
 
 BUDGET = 3.0          # s from the link drop to A's entry falling over
 CLIENT_BUDGET = 2.0   # s from the link drop to the client answered again (the node-loss goal)
@@ -66,8 +66,8 @@ def main() -> None:
         p_a, p_b = pods["a"][1], pods["b"][1]
         results["bed"] = {"nodes_per_cluster": list(bed.size),
                           "pods_on": {p: bed.pod_node(p) for p in ("pa", "pb", "pc")}}
-        pods["a"][0].spawn(["python3", "-c", ECHO, "P_A", str(PORT)], name="server-a")
-        pods["b"][0].spawn(["python3", "-c", ECHO, "P_B", str(PORT)], name="server-b")
+        bed.start_echo(pods["a"][0], "P_A", PORT, "server-a")
+        bed.start_echo(pods["b"][0], "P_B", PORT, "server-b")
         bed.apply("a", ckpt("cluster-a", p_a, "2026-12-06T10:00:00Z"), "ckpt-cluster-a")
         bed.apply("b", ckpt("cluster-b", p_b, "2026-12-06T09:00:00Z"), "ckpt-cluster-b")
 

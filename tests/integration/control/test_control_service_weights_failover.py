@@ -35,7 +35,7 @@ import json
 import time
 
 import vxfed_harness as t
-from vxfed_harness.service_bed import (BURST, ECHO, STREAM, ServiceBed, answers, bed_size, log_path,
+from vxfed_harness.service_bed import (BURST, STREAM, ServiceBed, answers, bed_size, log_path,
                                        received_ports, service_yaml)
 
 SPLIT_PORT = 9000
@@ -76,10 +76,8 @@ def main() -> None:
 
         def start_echo(name: str, port: int, tag: str = "echo") -> None:
             ns = pods[name][0]
-            servers[name] = ns.spawn(["python3", "-c", ECHO, name, str(port)], name=tag)
+            servers[name] = bed.start_echo(ns, name, port, tag)
             echo_log[name] = log_path(topo, ns, tag)
-            t.wait_until(lambda: ns.run(["ss", "-Hlun", f"sport = :{port}"]).stdout.strip(), 10,
-                         f"{name}'s echo listening", bed.check, interval=0.02)
 
         for name in ("W_A1", "W_A2", "W_B1"):
             start_echo(name, SPLIT_PORT)
