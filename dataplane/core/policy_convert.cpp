@@ -59,6 +59,9 @@ class Converter {
                     std::to_string(in_.local_ingress_size()) + " local tables");
       spec.local_of_endpoint[e.endpoint_id()] = e.local();
     }
+    auto trust = IdentityTrust::create(in_, where_);
+    if (!trust) return make_error(trust.error());
+    if (!trust->empty()) spec.trust = std::make_shared<const IdentityTrust>(std::move(*trust));
     spec.tables = std::move(t);
     spec.given = in_;
     return spec;

@@ -111,6 +111,14 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
                                            WorkerCounters& c) {
   c.policy.new_flows.add(1);
   const policy::PolicyTables& pt = *policy.tables;
+  // The GBP trust check (policy_trust.hpp): an identity claimed for an inner source outside
+  // its cluster is forged; a local pod's packet (its source a local endpoint) is not checked.
+  if (policy.trust && !policy.trust->admits(source_identity, host(pk.tuple.src_ip_be).value) &&
+      !tables.resolve(pod->network, pk.tuple.src_ip_be).endpoint) {
+    c.policy.denied.add(1);
+    drop(m, DropReason::PolicyForgedIdentity, rx_port, c);
+    return false;
+  }
   const std::uint16_t identity = wire::from_be16(pod->identity_be);
   DropReason why = DropReason::PolicyDeniedIngress;
   bool ok = true;

@@ -18,6 +18,7 @@
 
 #include "common/result.hpp"
 #include "dataplane/core/counters.hpp"
+#include "dataplane/core/policy_trust.hpp"
 #include "policy/tables.hpp"
 #include "proto/dataplane.pb.h"
 
@@ -32,6 +33,10 @@ struct NetworkPolicyEntry {
   // By pod port: the LocalIndex of the endpoint on that port, kNotSelected when the port
   // carries no endpoint of this network listed in the policy's endpoints.
   std::array<std::uint32_t, kMaxPorts> local_of_port;
+  // The GBP trust check of a new flow's claimed identity (policy_trust.hpp); nullptr: off
+  // (the entry lists no clusters). trust_shared keeps it alive.
+  std::shared_ptr<const IdentityTrust> trust_shared;
+  const IdentityTrust* trust = nullptr;
   NetworkPolicyEntry() { local_of_port.fill(kNotSelected); }
 };
 
@@ -40,6 +45,7 @@ struct PolicySpec {
   std::uint32_t vni = 0;
   std::shared_ptr<const policy::PolicyTables> tables;
   std::map<std::string, std::uint32_t> local_of_endpoint;  // Endpoint.id -> LocalIndex
+  std::shared_ptr<const IdentityTrust> trust;               // nullptr: no clusters, no check
   v1::NetworkPolicy given;                                  // for the dump
 };
 

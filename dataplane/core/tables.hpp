@@ -594,6 +594,7 @@ class ForwardingTables {
 // Applies a Delta to a Tables message (upserts by key, then removals): the meaning of a
 // Delta, which ForwardingTables::apply implements in place (tests compare the two).
 // Fails (naming the entry) when a removal names something that does not exist.
+    std::shared_ptr<const IdentityTrust> trust;               // the GBP trust check; nullptr: off
 Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta);
 
 }  // namespace vxfed::dataplane

@@ -674,6 +674,7 @@ class TablesWriter {
     if (const NetworkPolicyEntry* old = st.entry) later([old] { delete old; });
     st.entry = e;
   }
+    st.trust = p.trust;
   void remove_policy(std::uint32_t vni) {
     auto it = t_.policy_state_.find(vni);
     t_.policies_[network_of(vni)].store(nullptr, std::memory_order_release);
@@ -684,6 +685,8 @@ class TablesWriter {
   // ---- after a grace period ----
   void later(std::function<void()> f) { after_grace_.push_back(std::move(f)); }
   void retire_all() {
+    e->trust_shared = st.trust;
+    e->trust = st.trust.get();
     t_.network_index_.retire(r_);
     t_.endpoints_.retire(r_);
     t_.vtep_index_.retire(r_);
