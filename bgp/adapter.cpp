@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "bgp/frr_apply.hpp"
 #include "bgp/frr_render.hpp"
@@ -371,9 +372,24 @@ void Adapter::set_advertised(std::vector<net::Ipv4Prefix> advertise) {
   apply_in_background();
 }
 
+void Adapter::set_gbp_mark(bool mark, std::function<void(Status)> done) {
+  opts_.config.gbp_mark = mark;
+  if (!started_) {  // start() applies what is current
+    if (done) done({});
+    return;
+  }
+  mark_done_ = std::move(done);
+  if (applying_) {
+    reapply_ = true;  // the running apply has the previous mark
+    return;
+  }
+  apply_in_background();
+}
+
 void Adapter::apply_in_background(bool new_bgpd) {
   join_apply();
   applying_ = true;
+  auto mark_done = std::exchange(mark_done_, nullptr);  // this apply renders the mark now wanted
   BgpConfig wanted = file_config();
   std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
   const std::size_t count = opts_.advertise.size();
@@ -381,7 +397,8 @@ void Adapter::apply_in_background(bool new_bgpd) {
   std::string bgpd = read_pid_file(bgpd_pid_file_);
   const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
   apply_thread_ = std::thread([this, alive, wanted = std::move(wanted), vtep = opts_.vtep, advertise = opts_.advertise,
-                               text = std::move(text), count, bgpd = std::move(bgpd), new_bgpd, vty]() mutable {
+                               text = std::move(text), count, bgpd = std::move(bgpd), new_bgpd, vty,
+                               mark_done = std::move(mark_done)]() mutable {
     const FrrSettings& frr = wanted.frr;
     // A new bgpd that loaded frr.conf itself (an FRR restart: graceful restart at work) only
     // gets the usual frr-reload, a no-op where its file was current. A bare one (its own load
@@ -413,7 +430,7 @@ void Adapter::apply_in_background(bool new_bgpd) {
         spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared ? cleared->output : cleared.error());
     }
     asio::post(io_, [this, alive, r = std::move(r), text = std::move(text), count, bgpd = std::move(bgpd),
-                     new_bgpd, in_default]() mutable {
+                     new_bgpd, in_default, mark_done = std::move(mark_done)]() mutable {
       if (!alive->load()) return;  // stopped meanwhile (stop() cleared applying_)
       applying_ = false;
       if (r) {
@@ -428,6 +445,7 @@ void Adapter::apply_in_background(bool new_bgpd) {
         spdlog::warn("bgp: the FRR config is not applied: {} (tried again at the next change, or the next "
                      "peer poll when bgpd is a new one)", r.error());
       }
+      if (mark_done) mark_done(r ? Status{} : Status(make_error(r.error())));
       if (reapply_) {
         reapply_ = false;
         apply_in_background(new_bgpd);

@@ -98,6 +98,11 @@ class AdapterInterface {
   // blocking the caller (frr-reload takes seconds); failures are logged. Before start():
   // only stored.
   virtual void set_advertised(std::vector<net::Ipv4Prefix> advertise) = 0;
+  // The GBP mark on what we advertise (docs/bgp.md, "The GBP mark") changed: FRR's config is
+  // re-applied like set_advertised() (off the io thread, one apply at a time, the last change
+  // wins); `done` gets the result of the apply that carries it, on the io thread (a newer call
+  // before that apply started supersedes it: not called). Before start(): stored, done({}).
+  virtual void set_gbp_mark(bool mark, std::function<void(Status)> done) = 0;
   virtual std::vector<RemoteRoute> routes() const = 0;  // every route given out, in force
   virtual std::vector<PeerStatus> peers() const = 0;
   virtual AdapterStats stats() const = 0;
@@ -114,6 +119,7 @@ class Adapter : public AdapterInterface {
   Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise) override;
   void networks_changed() override;
   void set_advertised(std::vector<net::Ipv4Prefix> advertise) override;
+  void set_gbp_mark(bool mark, std::function<void(Status)> done) override;
 
   std::vector<RemoteRoute> routes() const override { return table_.snapshot(); }
   std::vector<PeerStatus> peers() const override;
@@ -191,6 +197,7 @@ class Adapter : public AdapterInterface {
   std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
   bool applying_ = false;      // apply_thread_ runs; its result is posted back
   bool reapply_ = false;       // the advertised list changed again meanwhile
+  std::function<void(Status)> mark_done_;  // set_gbp_mark()'s, until an apply carries it
   // The bgpd (its pid file's content) the last successful apply reached. Another one — FRR
   // restarted, and its own load of frr.conf may have failed or found an older file — gets the
   // config again at the next peer poll (frr-reload changes nothing where it is in force).

@@ -111,6 +111,11 @@ Status RouteSource::reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> a
   return {};
 }
 
+void RouteSource::set_gbp_mark(bool mark, std::function<void(Status)> done) {
+  options_.config.gbp_mark = mark;
+  adapter_->set_gbp_mark(mark, std::move(done));
+}
+
 std::vector<std::optional<std::uint32_t>> RouteSource::peer_network_vnis() const {
   std::vector<std::optional<std::uint32_t>> out;
   for (const auto& p : options_.config.peers)

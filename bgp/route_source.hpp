@@ -86,6 +86,8 @@ class RouteSource {
   const std::vector<net::Ipv4Prefix>& advertised() const { return options_.advertise; }
   // A reloaded config (SIGHUP): re-applies FRR's config, re-resolves under the new peers.
   Status reconfigure(BgpConfig config, std::vector<net::Ipv4Prefix> advertise);
+  // The GBP mark alone: FRR's config re-applied off the io thread (AdapterInterface::set_gbp_mark).
+  void set_gbp_mark(bool mark, std::function<void(Status)> done);
 
   std::vector<PeerStatus> peers() const { return adapter_->peers(); }
   AdapterStats stats() const { return adapter_->stats(); }

@@ -1,5 +1,6 @@
 #include "control/daemon/daemon.hpp"
 #include "control/daemon/memory_trim.hpp"
+#include "control/daemon/gbp_mark_follower.hpp"
 
 #include <grp.h>
 
@@ -65,6 +66,7 @@ struct Daemon::Impl {
   std::unique_ptr<ApiServer> api;
   std::unique_ptr<MetricsServer> metrics;
   std::unique_ptr<bgp::RouteSource> bgp;     // null: BGP off
+  std::unique_ptr<GbpMarkFollower> gbp_mark;  // with `bgp`: the mark's frr-reload, off the io thread
   asio::signal_set stop_signals{io, SIGTERM, SIGINT};
   asio::signal_set reload_signals{io, SIGHUP};
   asio::steady_timer housekeeping{io};
@@ -123,18 +125,18 @@ struct Daemon::Impl {
 
   // The GBP mark on this node's blocks (docs/bgp.md, "The GBP mark") follows node.gbp and
   // whether the forwarder now connected takes GBP; told after every dataplane progress (a
-  // rolling upgrade may put the previous forwarder under this vxfedd, or the next one).
+  // rolling upgrade may put the previous forwarder under this vxfedd, or the next one). The
+  // frr-reload it takes (seconds) runs off the io thread; changes meanwhile coalesce, a failure
+  // is retried (gbp_mark_follower.hpp).
   bool dataplane_gbp = false;
   void follow_dataplane_gbp() {
     const bool takes = dataplane_takes_gbp(dataplane->status().version());
     if (!bgp || takes == dataplane_gbp) return;
     dataplane_gbp = takes;
-    if (auto ok = reconfigure_bgp_route_source(*bgp, config, *state, takes); !ok)
-      log->error("bgp: GBP mark: {}", ok.error());
-    else
-      log->info("bgp: the forwarder (version {}) {} VXLAN-GBP; node.gbp {}: this node's blocks {} the GBP mark",
-                dataplane->status().version(), takes ? "takes" : "does not take", config.node.gbp,
-                config.node.gbp && takes ? "carry" : "do not carry");
+    log->info("bgp: the forwarder (version {}) {} VXLAN-GBP; node.gbp {}: this node's blocks {} the GBP mark",
+              dataplane->status().version(), takes ? "takes" : "does not take", config.node.gbp,
+              config.node.gbp && takes ? "carry" : "do not carry");
+    gbp_mark->want(config.node.gbp && takes);
   }
 
   // The range GetNetwork hands the CNI plugin: the store's once listed (it wins over the
@@ -544,6 +546,16 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   auto bgp = make_bgp_route_source(d.io, d.config, *d.state, d.log);
   if (!bgp) return make_error(bgp.error());
   d.bgp = std::move(*bgp);
+  if (d.bgp)  // the source starts without the mark (make_bgp_route_source)
+    d.gbp_mark = std::make_unique<GbpMarkFollower>(
+        d.io, false, [&d](bool mark, std::function<void(Status)> done) { d.bgp->set_gbp_mark(mark, std::move(done)); },
+        [&d](bool mark, const Status& result) {
+          if (result)
+            d.log->info("bgp: FRR's config applied with the GBP mark {}", mark ? "on our blocks" : "off");
+          else
+            d.log->error("bgp: GBP mark: {} (tried again in {} s)", result.error(),
+                         std::chrono::duration_cast<std::chrono::seconds>(GbpMarkFollower::kRetry).count());
+        });
   // Networks added, removed or renumbered (API, reload) reach the source at once.
   d.state->set_networks_observer([&d] {
     if (d.bgp) d.bgp->networks_changed();

@@ -44,6 +44,11 @@ class FakeAdapter : public AdapterInterface {
     ++readvertises;
     options_.advertise = std::move(advertise);
   }
+  void set_gbp_mark(bool mark, std::function<void(Status)> done) override {
+    ++gbp_marks;
+    options_.config.gbp_mark = mark;
+    if (done) done({});
+  }
   void networks_changed() override {
     ++reresolves;
     table_.reresolve();
@@ -87,7 +92,7 @@ class FakeAdapter : public AdapterInterface {
 
   const AdapterOptions& options() const { return options_; }
 
-  int starts = 0, stops = 0, reconfigures = 0, reresolves = 0, readvertises = 0;
+  int starts = 0, stops = 0, reconfigures = 0, reresolves = 0, readvertises = 0, gbp_marks = 0;
   int failures_before_start = 0;
   bool started = false;
 
