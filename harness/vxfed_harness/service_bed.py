@@ -18,9 +18,9 @@ cluster. Where pods go: clients on a cluster's first node (a, b), backends on
 when it is alone), so that on a bed of several nodes per cluster no backend shares the client's
 node and a cluster's backends are spread over its nodes.
 
-`bed_size(default)` is the size a test asks for: its default (what CI runs), or
+`bed_size(default, least)` is the size a test asks for: its default (what CI runs), or
 VXFED_SERVICE_NODES_PER_CLUSTER=n nodes in each cluster (3: the 2 x 3 bed issue 36 sets its
-goals on).
+goals on), never fewer than the test's least.
 
 The UDP programs below (ECHO, BURST, STREAM) are what the service tests run in the pods.
 """
@@ -45,10 +45,10 @@ MAX_NODES_PER_CLUSTER = 5   # node addresses 198.18.0.1..10 and pod MAC bytes 0x
 CLUSTERS = {"a": ("cluster-a", "10.244.0.0/16", 65001), "b": ("cluster-b", "10.245.0.0/16", 65002)}
 
 
-def bed_size(default: tuple[int, int] = (1, 1)) -> tuple[int, int]:
+def bed_size(default: tuple[int, int] = (1, 1), least: tuple[int, int] = (1, 1)) -> tuple[int, int]:
     """(cluster-a's nodes, cluster-b's nodes): `default` (the test's CI size), or n and n with
-    VXFED_SERVICE_NODES_PER_CLUSTER=n; a default larger than n in a cluster is kept there (a
-    test needs it: a node to lose)."""
+    VXFED_SERVICE_NODES_PER_CLUSTER=n, but never fewer than `least` in a cluster (what the test
+    needs: a node to lose beside the client's)."""
     text = os.environ.get(SIZE_ENV, "").strip()
     if not text:
         return default
@@ -58,7 +58,7 @@ def bed_size(default: tuple[int, int] = (1, 1)) -> tuple[int, int]:
         raise ValueError(f"{SIZE_ENV}={text!r}: not a whole number") from None
     if not 1 <= n <= MAX_NODES_PER_CLUSTER:
         raise ValueError(f"{SIZE_ENV}={n}: must be 1..{MAX_NODES_PER_CLUSTER}")
-    return max(n, default[0]), max(n, default[1])
+    return max(n, least[0]), max(n, least[1])
 
 
 def service_yaml(name: str, cluster: str, endpoints: list[tuple[str, bool]], ports: list[tuple[str, int, int]],
