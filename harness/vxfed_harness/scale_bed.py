@@ -1,10 +1,14 @@
 """Many node blocks through a route reflector into one vxfed node: the path of docs/bgp.md
 ("Route reflection") at the scale of a federation of two clusters of N nodes each, with the
-other nodes played by one BGP speaker (ExaBGP) instead of N machines.
+other nodes played by one BGP speaker instead of N machines: vxfed-scale-speaker
+(perf/federation/speaker/, native_speaker.py; speaker="native", the default) or ExaBGP
+(exabgp.py; speaker="exabgp"), the same sessions, routes and UPDATEs either way. ExaBGP
+(Python) spends longer sending 2 x 65,000 UPDATEs than FRR and vxfed take to pass them on, on
+the same 2 cores (docs/federation.md, "Scale"); the native one writes them in large writes.
 
     underlay switch, 198.18.0.0/15 (every VTEP of both clusters is in it)
-      spk  198.18.0.12  ExaBGP, iBGP client of rr: cluster-a's other nodes (N blocks, N VTEPs)
-           198.18.0.20  ExaBGP, eBGP AS 65002: cluster-b's reflector (N blocks, N VTEPs)
+      spk  198.18.0.12  the speaker, iBGP client of rr: cluster-a's other nodes (N blocks, N VTEPs)
+           198.18.0.20  the speaker, eBGP AS 65002: cluster-b's reflector (N blocks, N VTEPs)
       rr   198.18.0.10  FRR bgpd (+zebra), frr.conf from vxfed-reflector, AS 65001 (bgpd a view on
                         the BMP path, bgp.view)
       rr2  198.18.0.9   with reflectors=2: cluster-a's second reflector, rendered the same way
@@ -25,7 +29,7 @@ With reflectors=2 every node of both clusters sends its block to both of cluster
 reflectors, and the node peers with both (as deploy/vxfed-daemonset.yaml's `bgp.peers` lists
 its cluster's two reflectors): the node's bgpd, with no Loc-RIB monitoring in FRR 8.4's BMP, sends
 vxfedd every route once per reflector. The speaker then has the same two sessions to rr2 too,
-by default in an ExaBGP process of its own (speakers=2: the reflectors get their copies in
+by default in a speaker process of its own (speakers=2: the reflectors get their copies in
 parallel, as from real nodes; speakers=1 puts all four sessions in one process, which
 interleaves them: measured at 130,000, the first copy of the last block then arrives with the
 second, docs/federation.md "Two reflectors per cluster").
@@ -50,6 +54,7 @@ from typing import Optional
 
 from .env import binary
 from .exabgp import ExaBgp, Session
+from .native_speaker import NativeSpeaker
 from .federation_bed import Pod, add_node_pod, node_runtime
 from .frr import Frr
 from .node import Node, prepare_node_namespace
@@ -111,10 +116,13 @@ def frr_pid(frr: Frr, daemon: str) -> int:
 
 class ScaleBed:
     def __init__(self, topo: Topology, per_cluster: int, vteps: int = 0, build_dir: Optional[Path] = None,
-                 mtu: int = 9000, feed: str = "bmp", reflectors: int = 1, speakers: Optional[int] = None):
+                 mtu: int = 9000, feed: str = "bmp", reflectors: int = 1, speakers: Optional[int] = None,
+                 speaker: str = "native"):
         assert 1 <= per_cluster < MAX_BLOCKS - 1, f"at most {MAX_BLOCKS - 2} blocks per cluster"
         assert feed in ("bmp", "fpm"), feed
         assert reflectors in (1, 2), reflectors
+        assert speaker in ("native", "exabgp"), speaker
+        self.speaker_kind = speaker
         speakers = reflectors if speakers is None else speakers
         assert 1 <= speakers <= reflectors, speakers
         self.topo = topo
@@ -150,10 +158,14 @@ class ScaleBed:
             ("pspk", self.spk_ns, "ul0", [f"{SPK_A_IP}/{plen}", f"{SPK_B_IP}/{plen}"]),
             ("pgw", self.gw_ns, "ul0", [f"{GW_IP}/{plen}"]),
         ], mtu=mtu)
-        # One ExaBGP process per speaker; reflector i's two sessions go to speaker i % speakers.
-        self.speakers = [ExaBgp(self.spk_ns, topo.workdir / ("exabgp" if i == 0 else f"exabgp{i + 1}"))
-                         for i in range(speakers)]
-        self.new_block_sessions: list[tuple[ExaBgp, Session]] = []
+        # One speaker process each; reflector i's two sessions go to speaker i % speakers.
+        def make(i: int):
+            name = f"{speaker}{'' if i == 0 else i + 1}"
+            if speaker == "native":
+                return NativeSpeaker(self.spk_ns, topo.workdir / name, build_dir)
+            return ExaBgp(self.spk_ns, topo.workdir / name)
+        self.speakers = [make(i) for i in range(speakers)]
+        self.new_block_sessions: list[tuple[ExaBgp | NativeSpeaker, Session]] = []
         for i, (ip, _, _) in enumerate(self.reflectors):
             spk = self.speakers[i % speakers]
             spk.session(Session(ip, SPK_A_IP, ASN_A, ASN_A, self.routes_a))
@@ -226,7 +238,7 @@ class ScaleBed:
 
     def start_speaker(self) -> None:
         """Every speaker process at once: ExaBGP reads its whole route list before it connects
-        (seconds at 130,000), and one started after the other would reach its reflector only
+        (ExaBGP: seconds at 130,000; the native speaker its JSON in ~0.3 s), and one started after the other would reach its reflector only
         when the first had sent everything, the node then full from one reflector alone."""
         if len(self.speakers) == 1:
             self.speaker.start()

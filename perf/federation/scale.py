@@ -6,9 +6,11 @@ vxfed node's dataplane, and one new node block after them.
     sudo perf/federation/scale.py --build-dir build --routes 20000 --runs 2
     sudo perf/federation/scale.py --build-dir build --vteps 100        # routes sharing 100 VTEPs per cluster
     sudo perf/federation/scale.py --build-dir build --reflectors 2     # the node peers with two reflectors
+    sudo perf/federation/scale.py --build-dir build --speaker exabgp   # ExaBGP as the speaker (before)
 
-The bed (harness/vxfed_harness/scale_bed.py): ExaBGP stands for the other nodes of both
-clusters (half the routes as an iBGP client of the reflector, half as the other cluster's
+The bed (harness/vxfed_harness/scale_bed.py): a BGP speaker stands for the other nodes of both
+clusters (--speaker native: vxfed-scale-speaker, perf/federation/speaker/, the default;
+--speaker exabgp: ExaBGP, which at 130,000 routes was the bottleneck: docs/federation.md, "Scale") (half the routes as an iBGP client of the reflector, half as the other cluster's
 reflector over eBGP), each route a /26 block with a VTEP of its own; the reflector is FRR with
 vxfed-reflector's config; the node runs FRR (bgpd as a view feeding vxfedd over BMP; with
 --feed fpm bgpd + zebra's FPM stream, the path before), vxfedd, vxfed-dataplane and a CNI pod. Each run (harness/vxfed_harness/scale_run.py) starts the speaker, waits until the
@@ -18,7 +20,7 @@ speaker (every route withdrawn) before the next run.
 With --reflectors 2 cluster-a has a second reflector (rendered like the first, its own router
 id), the speaker sends every block to both and the node peers with both: FRR 8.4's BMP has no
 Loc-RIB monitoring, so the node's bgpd sends vxfedd each route once per reflector. The speaker
-is then one ExaBGP process per reflector (--speakers 1: one process with all four sessions).
+is then one speaker process per reflector (--speakers 1: one process with all four sessions).
 
 JSON to --out (default perf/results/federation-scale-<UTC time>.json): per run the timeline,
 medians with min/max over runs, the daemons' memory, the load average, and `goals` (the
@@ -44,6 +46,7 @@ from pathlib import Path
 
 import vxfed_harness as tl
 from vxfed_harness.exabgp import require_exabgp
+from vxfed_harness.native_speaker import require_native_speaker
 from vxfed_harness.frr import require_frr
 from vxfed_harness.latency.report import spread
 from vxfed_harness.scale_bed import ScaleBed
@@ -194,7 +197,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--reflectors", type=int, choices=(1, 2), default=1,
                    help="cluster-a's reflectors, each getting every block and peering with the node (default 1)")
     p.add_argument("--speakers", type=int, choices=(1, 2),
-                   help="ExaBGP processes with --reflectors 2 (default 2: one per reflector; 1: one for all sessions)")
+                   help="speaker processes with --reflectors 2 (default 2: one per reflector; 1: one for all sessions)")
+    p.add_argument("--speaker", choices=("native", "exabgp"), default="native",
+                   help="what stands for the other nodes: vxfed-scale-speaker (native, default) or ExaBGP")
     args = p.parse_args(argv)
     if args.speakers is not None and args.speakers > args.reflectors:
         p.error("--speakers may not exceed --reflectors")
@@ -204,20 +209,23 @@ def main(argv: list[str]) -> int:
     if args.routes < 2 or args.routes % 2:
         p.error("--routes must be an even number >= 2 (half per cluster)")
     require_frr()
-    require_exabgp()
+    if args.speaker == "exabgp":
+        require_exabgp()
+    else:
+        require_native_speaker(args.build_dir)
     tl.require_binary("bgp/vxfed-reflector", args.build_dir)
-    kind = "" if args.reflectors == 1 else f"{args.reflectors}rr-"
+    kind = ("" if args.reflectors == 1 else f"{args.reflectors}rr-") + ("exabgp-" if args.speaker == "exabgp" else "")
     out = args.out or tl.SOURCE_DIR / "perf" / "results" / \
         f"federation-scale-{kind}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "federation_scale", "feed": args.feed, "routes": args.routes, "vteps_per_cluster": args.vteps or "one per block",
-              "reflectors": args.reflectors, "speaker_processes": speakers,
+              "reflectors": args.reflectors, "speaker": args.speaker, "speaker_processes": speakers,
               "runs": args.runs, "commit": git_commit(), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "cpus": os.cpu_count(), "loadavg_at_start": loadavg()}
     tl.log(f"load average {' '.join(result['loadavg_at_start'])} on {os.cpu_count()} CPUs")
     with tl.Topology("fedscale") as topo:
         bed = ScaleBed(topo, args.routes // 2, vteps=args.vteps, build_dir=args.build_dir, feed=args.feed,
-                       reflectors=args.reflectors, speakers=speakers)
+                       reflectors=args.reflectors, speakers=speakers, speaker=args.speaker)
         try:
             bed.up()
         except tl.PartUnavailable as exc:
@@ -246,6 +254,7 @@ def main(argv: list[str]) -> int:
                    f"load {' '.join(load)}")
         result["runs_detail"] = runs
         result.update(summarize(runs, memory, args.routes, args.feed, args.reflectors))
+        result["headline"] = {"speaker": args.speaker, **result["headline"]}
     result["loadavg_at_end"] = loadavg()
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({"headline": result["headline"], "goals": result["goals"]}, indent=1))

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Many node blocks through the reflector, at a scale CI affords: the path of
 perf/federation/scale.py (harness/vxfed_harness/scale_bed.py) with 1,000 blocks per cluster.
-ExaBGP stands for the other nodes (cluster-a's as an iBGP client of the reflector, cluster-b's
-as that cluster's reflector over eBGP), each block with a VTEP of its own; the reflector is FRR
+A BGP speaker stands for the other nodes (cluster-a's as an iBGP client of the reflector,
+cluster-b's as that cluster's reflector over eBGP): vxfed-scale-speaker (perf/federation/speaker/),
+or ExaBGP with VXFED_SCALE_SPEAKER=exabgp, each block with a VTEP of its own; the reflector is FRR
 on vxfed-reflector's config; the node runs FRR, vxfedd, vxfed-dataplane and a CNI pod.
 
 Asserts:
@@ -23,22 +24,28 @@ perf/federation/scale.py's business).
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import vxfed_harness as t
 from vxfed_harness.exabgp import require_exabgp
 from vxfed_harness.frr import require_frr
+from vxfed_harness.native_speaker import require_native_speaker
 from vxfed_harness.scale_bed import NETWORK, VNI, ScaleBed
 from vxfed_harness.scale_run import run_once
 
 PER_CLUSTER = 1000
 PER_CLUSTER_TWO_REFLECTORS = 200
+SPEAKER = os.environ.get("VXFED_SCALE_SPEAKER", "native")
 
 
 def require() -> None:
     t.require_root()
     require_frr()
-    require_exabgp()
+    if SPEAKER == "exabgp":
+        require_exabgp()
+    else:
+        require_native_speaker()
     t.require_program("tcpdump")
     for b in ("dataplane/vxfed-dataplane", "dataplane/runtime/vxfed-dpctl", "control/vxfedd", "control/vxfedctl",
               "cni/vxfed", "bgp/vxfed-reflector"):
@@ -70,7 +77,7 @@ def check_blocks(bed: ScaleBed) -> int:
 def two_reflectors(results: dict) -> None:
     """4: the same path with cluster-a's two reflectors, each sending the node every block."""
     with t.Topology("clscale2") as topo:
-        bed = ScaleBed(topo, PER_CLUSTER_TWO_REFLECTORS, reflectors=2)
+        bed = ScaleBed(topo, PER_CLUSTER_TWO_REFLECTORS, reflectors=2, speaker=SPEAKER)
         bed.up()
         base = bed.dataplane_routes()
         tl = run_once(bed, timeout=120, withdraw=False, log=t.log)
@@ -94,10 +101,10 @@ def two_reflectors(results: dict) -> None:
 
 def main() -> None:
     require()
-    results: dict = {}
+    results: dict = {"speaker": SPEAKER}
     t0 = time.monotonic()
     with t.Topology("clscale") as topo:
-        bed = ScaleBed(topo, PER_CLUSTER)
+        bed = ScaleBed(topo, PER_CLUSTER, speaker=SPEAKER)
         bed.up()
         results["up_s"] = round(time.monotonic() - t0, 1)
         assert bed.node.vni_of(NETWORK) == VNI
