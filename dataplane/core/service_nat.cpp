@@ -266,16 +266,33 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   // Packets to other addresses matter only when they may be a local backend's reply (the
   // table holds flows, or another worker's may).
   const bool replies_possible = flows.table && (flows.table->size() != 0 || (flows.workers > 1 && flows.hand_over));
-  // First pass, every packet: its destination against the services map (a pod's burst mostly
-  // goes to few destinations, so a destination like the one before takes that one's answer).
-  // Nothing else is read, and a burst with nothing to translate ends here.
+  // First pass, every packet: its destination against the network's span of VIPs (one
+  // compare), and only within it against the services map (a pod's burst mostly goes to few
+  // destinations, so a destination like the one before takes that one's answer). Nothing else
+  // is read, and a burst with nothing to translate ends here.
+  const std::uint64_t span = tables.service_vip_span(network);
   const ServiceEntry* services[kMaxBurst];
   std::uint64_t vip = 0;   // bit i: packet i is IPv4 to a service's VIP
   std::uint64_t ipv4 = 0;  // bit i: packet i is IPv4 (a first segment that holds the header)
   std::uint32_t last_dst = 0;
   const ServiceEntry* last = nullptr;
   bool looked_up = false;
-  for (std::uint16_t i = 0; i < n; ++i) {
+  std::uint16_t start = 0;
+  if (!replies_possible) {
+    // The common burst has no packet to a VIP: one compare each of the raw destination word
+    // against the span (what is not IPv4 the pass below rules out). The first packet within
+    // it starts that pass; those before it are neither VIP traffic nor possible replies.
+    for (; start < n; ++start) {
+      const rte_mbuf* m = pkts[start];
+      if (rte_pktmbuf_data_len(m) < kIp + sizeof(Ipv4Header)) [[unlikely]]
+        continue;
+      std::uint32_t dst;
+      std::memcpy(&dst, rte_pktmbuf_mtod(m, const std::uint8_t*) + kIp + 16, 4);
+      if (ForwardingTables::within_vip_span(span, dst)) break;
+    }
+    if (start == n) [[likely]] return n;
+  }
+  for (std::uint16_t i = start; i < n; ++i) {
     const auto* p = rte_pktmbuf_mtod(pkts[i], const std::uint8_t*);
     if (rte_pktmbuf_data_len(pkts[i]) < kIp + sizeof(Ipv4Header) || p[12] != 0x08 || p[13] != 0x00) [[unlikely]]
       continue;
@@ -283,7 +300,7 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     std::memcpy(&dst, p + kIp + 16, 4);
     if (dst != last_dst || !looked_up) {
       last_dst = dst;
-      last = tables.service(network, dst);
+      last = ForwardingTables::within_vip_span(span, dst) ? tables.service(network, dst) : nullptr;
       looked_up = true;
     }
     services[i] = last;

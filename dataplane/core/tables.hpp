@@ -292,6 +292,17 @@ class ForwardingTables {
   [[gnu::always_inline]] bool network_has_services(std::uint16_t network) const {
     return __atomic_load_n(&services_in_network_[network], __ATOMIC_RELAXED) != 0;
   }
+  // The span of a network's VIPs, for a test before the map's probe: a destination d (host
+  // order) can be a VIP only if d - low <= span (unsigned), where the word is low << 32 | span,
+  // the lowest VIP and the highest's distance from it (0 without services: only 0.0.0.0 passes,
+  // and the probe says no). One word, one store: never torn. Widened before a service's entry
+  // is published, narrowed after one is taken out.
+  [[gnu::always_inline]] std::uint64_t service_vip_span(std::uint16_t network) const {
+    return __atomic_load_n(&service_vip_span_[network], __ATOMIC_RELAXED);
+  }
+  [[gnu::always_inline]] static bool within_vip_span(std::uint64_t span, std::uint32_t dst_be) {
+    return wire::from_be32(dst_be) - static_cast<std::uint32_t>(span >> 32) <= static_cast<std::uint32_t>(span);
+  }
   // The service at (network, VIP), or null.
   [[gnu::always_inline]] const ServiceEntry* service(std::uint16_t network, std::uint32_t vip_be) const {
     const ServiceEntry* s = nullptr;
@@ -503,6 +514,7 @@ class ForwardingTables {
   StableArray<std::uint32_t> group_slots_;
   RcuMap64<const ServiceEntry*> services_;                        // (network, vip) -> service
   std::unique_ptr<std::uint8_t[]> services_in_network_;          // by network index: 1 if any
+  std::unique_ptr<std::uint64_t[]> service_vip_span_;            // by network index: service_vip_span()
   std::unique_ptr<std::atomic<const NetworkPolicyEntry*>[]> policies_;  // by network index, null: none
 
   // ---- control thread only ----
@@ -576,11 +588,13 @@ class ForwardingTables {
   };
   std::map<std::string, ServiceState> service_state_;              // by service id
   std::unordered_map<std::uint32_t, std::uint32_t> services_per_vni_;  // vni -> services
+  std::unordered_map<std::uint32_t, std::multiset<std::uint32_t>> service_vips_per_vni_;  // vni -> VIPs, host order
   std::uint32_t service_generation_ = 0;
 
   struct PolicyState {
     std::shared_ptr<const policy::PolicyTables> tables;
     std::map<std::string, std::uint32_t> local_of_endpoint;  // Endpoint.id -> LocalIndex
+    std::shared_ptr<const IdentityTrust> trust;               // the GBP trust check; nullptr: off
     v1::NetworkPolicy given;
     const NetworkPolicyEntry* entry = nullptr;  // what the workers read
   };
@@ -594,7 +608,6 @@ class ForwardingTables {
 // Applies a Delta to a Tables message (upserts by key, then removals): the meaning of a
 // Delta, which ForwardingTables::apply implements in place (tests compare the two).
 // Fails (naming the entry) when a removal names something that does not exist.
-    std::shared_ptr<const IdentityTrust> trust;               // the GBP trust check; nullptr: off
 Result<v1::Tables> apply_delta(const v1::Tables& current, const v1::Delta& delta);
 
 }  // namespace vxfed::dataplane

@@ -626,6 +626,7 @@ class TablesWriter {
     } else if (const ServiceEntry* old = it->second.entry) {
       later([old] { delete old; });
     }
+    if (fresh) add_vip(sv.vni, net, sv.vip_be);  // the span covers the VIP before its entry is seen
     t_.services_.assign(key, entry, r_);
     auto& st = it->second;
     st.vni = sv.vni;
@@ -645,8 +646,27 @@ class TablesWriter {
       t_.services_per_vni_.erase(st.vni);
       __atomic_store_n(&t_.services_in_network_[net], 0, __ATOMIC_RELEASE);
     }
+    remove_vip(st.vni, net, st.vip_be);  // after the entry left the map
     if (const ServiceEntry* old = st.entry) later([old] { delete old; });
     t_.service_state_.erase(it);
+  }
+
+  // ForwardingTables::service_vip_span: kept by the VIPs of each network's services.
+  void add_vip(std::uint32_t vni, std::uint16_t net, std::uint32_t vip_be) {
+    auto& vips = t_.service_vips_per_vni_[vni];
+    vips.insert(ntohl(vip_be));
+    publish_vip_span(net, vips);
+  }
+  void remove_vip(std::uint32_t vni, std::uint16_t net, std::uint32_t vip_be) {
+    auto it = t_.service_vips_per_vni_.find(vni);
+    it->second.erase(it->second.find(ntohl(vip_be)));
+    publish_vip_span(net, it->second);
+    if (it->second.empty()) t_.service_vips_per_vni_.erase(it);
+  }
+  void publish_vip_span(std::uint16_t net, const std::multiset<std::uint32_t>& vips) {
+    const std::uint64_t span =
+        vips.empty() ? 0 : std::uint64_t{*vips.begin()} << 32 | (*vips.rbegin() - *vips.begin());
+    __atomic_store_n(&t_.service_vip_span_[net], span, __ATOMIC_RELEASE);
   }
 
   // ---- network policies: network index -> an immutable entry, replaced whole ----
@@ -654,6 +674,7 @@ class TablesWriter {
     auto& st = t_.policy_state_[p.vni];
     st.tables = p.tables;
     st.local_of_endpoint = p.local_of_endpoint;
+    st.trust = p.trust;
     st.given = p.given;
     publish_policy(p.vni);
   }
@@ -664,6 +685,8 @@ class TablesWriter {
     auto* e = new NetworkPolicyEntry();
     e->shared = st.tables;
     e->tables = st.tables.get();
+    e->trust_shared = st.trust;
+    e->trust = st.trust.get();
     if (++t_.policy_generation_ == 0) ++t_.policy_generation_;
     e->generation = t_.policy_generation_;
     for (const auto& [id, local] : st.local_of_endpoint)
@@ -674,7 +697,6 @@ class TablesWriter {
     if (const NetworkPolicyEntry* old = st.entry) later([old] { delete old; });
     st.entry = e;
   }
-    st.trust = p.trust;
   void remove_policy(std::uint32_t vni) {
     auto it = t_.policy_state_.find(vni);
     t_.policies_[network_of(vni)].store(nullptr, std::memory_order_release);
@@ -685,8 +707,6 @@ class TablesWriter {
   // ---- after a grace period ----
   void later(std::function<void()> f) { after_grace_.push_back(std::move(f)); }
   void retire_all() {
-    e->trust_shared = st.trust;
-    e->trust = st.trust.get();
     t_.network_index_.retire(r_);
     t_.endpoints_.retire(r_);
     t_.vtep_index_.retire(r_);
@@ -733,6 +753,7 @@ ForwardingTables::ForwardingTables()
       groups_(kMaxGroups),
       group_slots_(kMaxGroupSlots),
       services_in_network_(new std::uint8_t[kMaxNetworks]()),
+      service_vip_span_(new std::uint64_t[kMaxNetworks]()),
       policies_(new std::atomic<const NetworkPolicyEntry*>[kMaxNetworks]),
       prefix_addr_(kMaxPrefixes),
       prefix_len_(kMaxPrefixes),

@@ -44,6 +44,45 @@ Service* add_web(Tables& t, const char* vip = "10.96.0.10") {
   return sv;
 }
 
+// The span of a network's VIPs that the pod burst tests before the services map: it covers
+// every VIP, follows Deltas both ways, and is 0 (only 0.0.0.0 passes) without services.
+TEST(ServicesTables, VipSpanCoversTheNetworksVipsAndFollowsDeltas) {
+  VXFED_REQUIRE_EAL();
+  Node node;
+  Tables t = sample_tables();
+  add_web(t, "10.96.0.10");
+  add_web(t, "10.96.3.1")->set_id("ns/api");
+  auto built = node.build(t);
+  ASSERT_TRUE(built.ok()) << built.error();
+  auto& tables = **built;
+  const std::uint16_t a = tables.network_by_vni(kVniA)->index, b = tables.network_by_vni(kVniB)->index;
+  using dp::ForwardingTables;
+  const std::uint64_t span = tables.service_vip_span(a);
+  EXPECT_EQ(span, std::uint64_t{ip("10.96.0.10")} << 32 | (ip("10.96.3.1") - ip("10.96.0.10")));
+  for (const char* in : {"10.96.0.10", "10.96.1.200", "10.96.3.1"})
+    EXPECT_TRUE(ForwardingTables::within_vip_span(span, be(in))) << in;
+  for (const char* out : {"10.96.0.9", "10.96.3.2", "10.245.0.7", "0.0.0.0", "255.255.255.255"})
+    EXPECT_FALSE(ForwardingTables::within_vip_span(span, be(out))) << out;
+  EXPECT_EQ(tables.service_vip_span(b), 0u);
+  EXPECT_FALSE(ForwardingTables::within_vip_span(0, be("10.96.0.10")));
+  auto ctx = node.context();
+  dp::ImmediateReclaimer reclaimer;
+  Delta rm;
+  rm.add_remove_services("ns/web");
+  ASSERT_TRUE(tables.apply(rm, ctx, reclaimer).ok());
+  EXPECT_EQ(tables.service_vip_span(a), std::uint64_t{ip("10.96.3.1")} << 32) << "narrowed to the one VIP left";
+  EXPECT_FALSE(ForwardingTables::within_vip_span(tables.service_vip_span(a), be("10.96.0.10")));
+  Delta put;
+  *put.mutable_upsert()->add_services() = t.services(0);
+  ASSERT_TRUE(tables.apply(put, ctx, reclaimer).ok());
+  EXPECT_EQ(tables.service_vip_span(a), span) << "widened again";
+  Delta rm_all;
+  rm_all.add_remove_services("ns/web");
+  rm_all.add_remove_services("ns/api");
+  ASSERT_TRUE(tables.apply(rm_all, ctx, reclaimer).ok());
+  EXPECT_EQ(tables.service_vip_span(a), 0u);
+}
+
 TEST(ServicesTables, ServiceIsFoundByNetworkAndVip) {
   VXFED_REQUIRE_EAL();
   Node node;
