@@ -57,7 +57,7 @@ struct PolicyCompileWorker::Outcome {
 };
 
 PolicyCompileWorker::PolicyCompileWorker(asio::io_context& io, std::string cluster, PolicyPublisher::Sink sink,
-                                         Done done, bool summaries, BeforeCompile before)
+                                         Done done, bool summaries, BeforeCompile before, ClusterCidrs clusters)
     : io_(io),
       sink_(std::move(sink)),
       done_(std::move(done)),
@@ -71,7 +71,7 @@ PolicyCompileWorker::PolicyCompileWorker(asio::io_context& io, std::string clust
         sent_.removals = removals;
         sent_.complete = complete;
         sent_.called = true;
-      }),
+      }, std::move(clusters)),
       thread_(std::make_unique<StoreWorker>()) {}
 
 PolicyCompileWorker::~PolicyCompileWorker() {

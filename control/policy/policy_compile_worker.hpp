@@ -80,7 +80,8 @@ class PolicyCompileWorker {
   using BeforeCompile = std::function<void()>;
 
   PolicyCompileWorker(boost::asio::io_context& io, std::string cluster, PolicyPublisher::Sink sink, Done done,
-                      bool summaries = false, BeforeCompile before = {});
+                      bool summaries = false, BeforeCompile before = {},
+                      ClusterCidrs clusters = {});  // the GBP trust check's (PolicyPublisher)
   ~PolicyCompileWorker();  // see "Stop" above
   PolicyCompileWorker(const PolicyCompileWorker&) = delete;
   PolicyCompileWorker& operator=(const PolicyCompileWorker&) = delete;

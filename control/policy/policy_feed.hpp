@@ -74,6 +74,11 @@ class PolicyFeed {
   // has policy, even if none selects a pod here (its remote-egress tables still decide).
   bool has_policy_for(const std::string& network) const;
   std::size_t identities() const { return identities_.size(); }   // allocated or held down
+  // The cluster of an allocated (or held) number, nullptr for others (the GBP trust check).
+  const std::string* cluster_of(std::uint16_t number) const {
+    const auto it = identities_.find(number);
+    return it == identities_.end() ? nullptr : &it->second.second.cluster;
+  }
   std::int64_t revision() const { return revision_; }             // of the last listing
   const std::map<std::string, std::unique_ptr<policy::PolicyCompiler>>& compilers() const { return compilers_; }
 

@@ -62,7 +62,7 @@ PolicyFollower::PolicyFollower(asio::io_context& io, const Config& config, std::
       maintain_timer_(io),
       compile_(std::make_unique<PolicyCompileWorker>(
           io, config.cluster.name, std::move(publish), [this](const PolicyCompileWorker::Result& r) { compiled(r); },
-          log_->should_log(spdlog::level::debug))),
+          log_->should_log(spdlog::level::debug), PolicyCompileWorker::BeforeCompile{}, cluster_cidrs_of(config))),
       worker_(std::make_unique<StoreWorker>()) {}
 
 PolicyFollower::~PolicyFollower() {

@@ -2,9 +2,19 @@
 
 #include <functional>
 
+#include "control/daemon/daemon_config.hpp"
+
 namespace vxfed::control {
 
 namespace pol = ::vxfed::policy;
+
+ClusterCidrs cluster_cidrs_of(const Config& config) {
+  ClusterCidrs out;
+  if (!config.cluster.name.empty() && !config.cluster.pod_cidrs.empty()) out[config.cluster.name] = config.cluster.pod_cidrs;
+  for (const auto& [cluster, prefixes] : config.bgp.clusters)
+    for (const auto& p : prefixes) out[cluster].push_back(p.str());
+  return out;
+}
 
 std::optional<std::uint32_t> local_index_of(const PolicyFeed& feed, const pol::PolicyCompiler& compiler,
                                             const LocalPod& pod) {
@@ -38,6 +48,7 @@ void PolicyPublisher::update(const PolicyFeed& feed, const std::vector<LocalPod>
     if (vni == 0) continue;  // no VNI known for it: nothing to key the entry by
     const std::size_t mapped = endpoints.size();
     auto entry = network_policy_to_wire(vni, compiler->tables(), std::move(endpoints));
+    add_identity_clusters(entry, clusters_, [&](std::uint16_t n) { return feed.cluster_of(n); });
     const std::string bytes = entry.SerializeAsString();
     Published p;
     p.vni = vni;

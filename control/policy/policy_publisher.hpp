@@ -25,6 +25,8 @@
 
 namespace vxfed::control {
 
+struct Config;
+
 class PolicyPublisher {
  public:
   using Clock = std::chrono::steady_clock;
@@ -57,7 +59,9 @@ class PolicyPublisher {
     std::chrono::nanoseconds last_build{0}, max_build{0};  // building and comparing the entries
   };
 
-  explicit PolicyPublisher(Sink sink) : sink_(std::move(sink)) {}
+  // `clusters`: the clusters' CIDRs for the GBP trust check (add_identity_clusters); empty:
+  // entries carry no clusters and the forwarder does not check identities.
+  explicit PolicyPublisher(Sink sink, ClusterCidrs clusters = {}) : sink_(std::move(sink)), clusters_(std::move(clusters)) {}
 
   // Brings what was sent to the feed's compilers and `pods` (the pods the feed was last given).
   // `change_seen`: when the store change behind this update was seen, if one was.
@@ -68,10 +72,14 @@ class PolicyPublisher {
 
  private:
   Sink sink_;
+  ClusterCidrs clusters_;
   bool first_ = true;
   std::map<std::string, Published> published_;
   Stats stats_;
 };
+
+// The clusters whose pod CIDRs `config` names: its own (cluster.pod_cidrs) and bgp.clusters.
+ClusterCidrs cluster_cidrs_of(const Config& config);
 
 // The LocalIndex of `pod` in its network's compiler: the local identity with its number (the
 // unlabelled one of its namespace when that number is 1), as PolicyFeed made the locals.

@@ -1,6 +1,7 @@
 #include "control/policy/policy_wire.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace vxfed::control {
 
@@ -69,6 +70,29 @@ dp::NetworkPolicy network_policy_to_wire(std::uint32_t vni, const pol::PolicyTab
     w->set_local(e.local);
   }
   return out;
+}
+
+void add_identity_clusters(dp::NetworkPolicy& entry, const ClusterCidrs& cidrs, const ClusterOf& cluster_of) {
+  std::set<std::uint32_t> claimable;
+  for (const auto& table : entry.local_ingress())
+    for (const auto& peer : table.peers()) claimable.insert(peer.identity());
+  for (const auto& group : entry.remote_egress())
+    for (std::uint32_t id : group.identities()) claimable.insert(id);
+  std::map<std::string, std::vector<std::uint32_t>> by_cluster;  // sorted by name
+  for (std::uint32_t id : claimable) {
+    if (id > 0xffff) continue;
+    const std::string* cluster = cluster_of(static_cast<std::uint16_t>(id));
+    if (!cluster || cluster->empty()) continue;
+    const auto known = cidrs.find(*cluster);
+    if (known == cidrs.end() || known->second.empty()) continue;
+    by_cluster[*cluster].push_back(id);  // in order: claimable is sorted
+  }
+  for (const auto& [name, ids] : by_cluster) {
+    auto* c = entry.add_clusters();
+    c->set_name(name);
+    for (const auto& cidr : cidrs.at(name)) c->add_cidrs(cidr);
+    c->mutable_identities()->Add(ids.begin(), ids.end());
+  }
 }
 
 }  // namespace vxfed::control

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,5 +37,17 @@ struct EndpointLocal {
 // `local` must index tables.local_ingress.
 dp::NetworkPolicy network_policy_to_wire(std::uint32_t vni, const policy::PolicyTables& tables,
                                          std::vector<EndpointLocal> endpoints);
+
+// The GBP trust check's input (docs/policy.md, "Trusting the identity"): every cluster whose pod
+// CIDRs this node knows (its own cluster.pod_cidrs and bgp.clusters), by name.
+using ClusterCidrs = std::map<std::string, std::vector<std::string>>;
+// The cluster of an allocated identity number, nullptr when not known (or reserved).
+using ClusterOf = std::function<const std::string*(std::uint16_t number)>;
+
+// Fills entry.clusters: for each identity the entry's tables name as a claim a remote node
+// could make (a local-ingress peer, a remote-egress identity), its cluster when that cluster's
+// CIDRs are known; clusters sorted by name, identities sorted (equal input, equal bytes). An
+// identity of a cluster without known CIDRs is left out, and so not checked by the forwarder.
+void add_identity_clusters(dp::NetworkPolicy& entry, const ClusterCidrs& cidrs, const ClusterOf& cluster_of);
 
 }  // namespace vxfed::control
