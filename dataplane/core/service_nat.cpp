@@ -33,6 +33,7 @@ struct PacketView {
   std::uint32_t l4_len = 0;         // bytes of L4 in the first segment
   std::uint8_t protocol = 0;
   bool fragment = false;
+  bool ports = false;               // TCP/UDP, not a fragment, its ports in the first segment
   std::uint8_t tcp_flags = 0;
   FlowTuple tuple;                  // ports 0 unless TCP/UDP with its header present
 };
@@ -68,6 +69,7 @@ union ViewSlot {
   v->l4 = ip + ihl;
   v->l4_len = l4_len;
   if (v->protocol == kIpProtoTcp || v->protocol == kIpProtoUdp) {
+    v->ports = true;
     std::memcpy(&v->tuple.src_port_be, v->l4, 2);
     std::memcpy(&v->tuple.dst_port_be, v->l4 + 2, 2);
     if (v->protocol == kIpProtoTcp) v->tcp_flags = v->l4[kTcpFlags];
@@ -322,7 +324,7 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     if (!view_packet(pkts[i], vni, &v)) [[unlikely]]
       continue;  // not IPv4 after all (options cut short): the pipeline decides
     parsed |= 1ull << i;
-    if (((vip >> i) & 1) && flows.table && v.l4) hashes[i] = flows.table->prefetch(v.tuple);
+    if (((vip >> i) & 1) && flows.table && v.ports) hashes[i] = flows.table->prefetch(v.tuple);
   }
   // Third pass, in arrival order: translate; drop or deliver here what must not go on.
   std::uint64_t gone = 0;  // bit i: packet i was dropped, or delivered here
@@ -334,7 +336,7 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     std::optional<DropReason> why;
     if ((vip >> i) & 1) {
       const ServiceEntry& s = *services[i];
-      const bool l4 = !v.fragment && v.l4 && (v.protocol == kIpProtoTcp || v.protocol == kIpProtoUdp);
+      const bool l4 = v.ports;
       const ServicePortEntry* port = l4 ? s.port(v.protocol, v.tuple.dst_port_be) : nullptr;
       // Not a port of the service (or no connection table): left as it is; the VIP has no
       // route, so the pipeline drops it as no_route.
