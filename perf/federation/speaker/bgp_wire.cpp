@@ -84,7 +84,7 @@ WireError error(ErrorCode code, std::uint8_t subcode, std::string why, std::vect
 std::vector<std::uint8_t> encode_open(const OpenParams& p) {
   std::vector<std::uint8_t> caps;
   caps.insert(caps.end(), {kCapMultiprotocol, 4, 0, 1, 0, 1});  // AFI 1 (IPv4), reserved, SAFI 1
-  caps.insert(caps.end(), {kCapRouteRefresh, 0});
+  if (p.route_refresh) caps.insert(caps.end(), {kCapRouteRefresh, 0});
   caps.insert(caps.end(), {kCapFourByteAs, 4});
   put32(caps, p.local_as);
 

@@ -1,6 +1,6 @@
 // The BGP-4 messages the scale bed's speaker sends and the few it must read (RFC 4271, with
 // 4-octet ASNs from RFC 6793, capabilities from RFC 5492, multiprotocol from RFC 4760, route
-// refresh from RFC 2918, End-of-RIB from RFC 4724). Pure functions over byte buffers: no I/O.
+// refresh from RFC 2918 when offered, End-of-RIB from RFC 4724). Pure functions over byte buffers: no I/O.
 //
 // The speaker stands for many nodes, each announcing its /26 block with its own VTEP as next
 // hop; UPDATEs carry ORIGIN IGP, AS_PATH (empty on iBGP, the local AS on eBGP), NEXT_HOP and,
@@ -51,6 +51,10 @@ struct OpenParams {
   std::uint32_t local_as = 0;
   std::uint16_t hold_s = 30;
   net::Ipv4Addr bgp_id;
+  // Off in the bed, as ExaBGP (its default) had it: offered, a reflector's bgpd asks for every
+  // route again whenever it re-applies its inbound policy (FRR does once after its start, seen
+  // in the bed's first run), and the speaker would send its whole list twice.
+  bool route_refresh = false;
 };
 std::vector<std::uint8_t> encode_open(const OpenParams& p);
 std::vector<std::uint8_t> encode_keepalive();

@@ -143,7 +143,8 @@ TEST(ScaleSpeakerWire, WithdrawalReadsAsWithdrawn) {
 }
 
 TEST(ScaleSpeakerWire, OpenReadsBackWithItsCapabilities) {
-  const auto open = sp::encode_open({.local_as = 4200000001u, .hold_s = 30, .bgp_id = addr("198.18.0.12")});
+  const auto open = sp::encode_open(
+      {.local_as = 4200000001u, .hold_s = 30, .bgp_id = addr("198.18.0.12"), .route_refresh = true});
   std::size_t need = 0;
   sp::WireError err;
   ASSERT_TRUE(sp::read_header(open, need, err));
@@ -157,6 +158,16 @@ TEST(ScaleSpeakerWire, OpenReadsBackWithItsCapabilities) {
   EXPECT_EQ(o->bgp_id, addr("198.18.0.12").value);
   // My AS is AS_TRANS for an ASN above 65,535.
   EXPECT_EQ(open[20] << 8 | open[21], sp::kAsTrans);
+}
+
+TEST(ScaleSpeakerWire, OpenOffersNoRouteRefreshUnlessAsked) {
+  const auto open = sp::encode_open({.local_as = 65002, .hold_s = 30, .bgp_id = addr("198.18.0.20")});
+  sp::WireError err;
+  const auto o = sp::parse_open(open, 65002, err);
+  ASSERT_TRUE(o) << err.why;
+  EXPECT_FALSE(o->route_refresh);
+  EXPECT_TRUE(o->four_byte_as);
+  EXPECT_TRUE(o->ipv4_unicast);
 }
 
 TEST(ScaleSpeakerWire, OpenFromTheWrongAsIsRefusedWithBadPeerAs) {
