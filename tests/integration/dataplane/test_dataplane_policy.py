@@ -11,7 +11,9 @@ which hand them to the owner of the local pod):
   1. pod B (GBP identity 100) connects to pod A:8080: accepted; as identity 200, or without a
      GBP header (identity 0): refused (policy_denied_ingress counted); identity 300, which pod A
      takes but whose own egress allows nothing, refused with the A bit clear
-     (policy_denied_remote_egress) and accepted with it;
+     (policy_denied_remote_egress) and accepted with it; identity 500, which pod A takes but
+     which the entry's clusters say is cluster c's while node B is routed cluster b's addresses,
+     refused as a forged claim (policy_forged_identity; docs/policy.md "Trusting the identity");
   2. pod A connects to pod B:8080 and the replies pass (pod A's ingress has no rule for them:
      connection tracking); the unsolicited connection the other way (pod B as 200) is refused;
      pod C -> pod A (local, identity 30) refused by pod A's ingress;
@@ -35,6 +37,7 @@ from vxfed_harness import forwarder as d
 IDENTITY_A, IDENTITY_C = 10, 30
 ALLOWED, OTHER = 100, 200
 EGRESS_ISOLATED = 300  # allowed in by pod A, but its own egress (checked here when A is clear) allows nothing
+FORGED = 500           # allowed in by pod A, but an identity of cluster c: node B (cluster b) cannot claim it
 A_BIT = 0x80000        # the mark bit Linux's vxlan driver sends as the GBP A bit
 MARK_RULE = "FORWARD -o vxlan0 -j MARK --set-mark {mark}"
 
@@ -105,11 +108,17 @@ def policy(egress_to_b: bool = True, one_more_peer: bool = False) -> dict:
         "port_sets": [{}, {"every_protocol": True}, {"spans": [{"protocol": 6, "first": 8080, "last": 8080}]}],
         "local_ingress": [{"isolated": True, "peers": [{"identity": ALLOWED, "ports": 2},
                                                        {"identity": EGRESS_ISOLATED, "ports": 2}]
-                           + ([{"identity": 400, "ports": 2}] if one_more_peer else []),
+                           + ([{"identity": 400, "ports": 2}] if one_more_peer else [])
+                           + [{"identity": FORGED, "ports": 2}],
                            "some_selector": 2}, {}],
         "local_egress": [egress_a, {}],
         "remote_egress": [{"identities": [EGRESS_ISOLATED], "table": {"isolated": True}}],
         "endpoints": [{"endpoint_id": "podA/eth0", "local": 0}, {"endpoint_id": "podC/eth0", "local": 1}],
+        # The GBP trust check (docs/policy.md, "Trusting the identity"): pod B's addresses are
+        # cluster b's, FORGED is cluster c's.
+        "clusters": [{"name": "a", "cidrs": ["10.244.0.0/16"], "identities": [IDENTITY_A, IDENTITY_C]},
+                     {"name": "b", "cidrs": ["10.245.0.0/16"], "identities": [ALLOWED, OTHER, EGRESS_ISOLATED]},
+                     {"name": "c", "cidrs": ["10.246.0.0/16"], "identities": [FORGED]}],
     }
 
 
@@ -150,7 +159,8 @@ def connects(f: d.ForwarderTopology, pod, host: str, port: int) -> bool:
 def denied(f: d.ForwarderTopology) -> dict:
     drops = d.drop_map(f.counters())
     return {k: drops.get(k, 0) for k in ("policy_denied_egress", "policy_denied_ingress",
-                                         "policy_denied_remote_egress", "policy_conntrack_full")}
+                                         "policy_denied_remote_egress", "policy_conntrack_full",
+                                         "policy_forged_identity")}
 
 
 def grew(before: dict, after: dict, reason: str) -> bool:
@@ -201,6 +211,15 @@ def run_bed(queues: int) -> None:
         assert grew(before, after, "policy_denied_remote_egress"), (before, after)
         set_mark(f, EGRESS_ISOLATED | A_BIT)
         assert connects(f, f.pod_b, d.POD_A, 8080), "identity 300 with A set"
+        # A forged header: node B (routed cluster b's 10.245.0.0/16) claims cluster c's identity,
+        # which pod A's ingress takes: refused by the trust check, not by the tables.
+        before = denied(f)
+        set_mark(f, FORGED | A_BIT)
+        assert not connects(f, f.pod_b, d.POD_A, 8080), "identity 500 is cluster c's: forged from node B"
+        after = denied(f)
+        t.log(f"pod B claiming cluster c's identity 500 -> pod A:8080 refused; drops {before} -> {after}")
+        assert grew(before, after, "policy_forged_identity"), (before, after)
+        assert after["policy_denied_ingress"] == before["policy_denied_ingress"], (before, after)
 
         # 2. Replies of an allowed connection pass; the unsolicited direction does not.
         set_mark(f, OTHER)
@@ -253,9 +272,10 @@ def run_bed(queues: int) -> None:
         assert total["new_flows"] == total["allowed"] + total["denied"], total
         # Allowed: A->B:8080 (twice), B(100)->A:8080, B(300, A)->A:8080, C->B:8080, the held one;
         # denied: each refused SYN (and its retransmissions: a refused flow gets no entry) of the
-        # 10 refused connections.
+        # 11 refused connections.
         assert total["allowed"] >= 6 and total["denied"] >= 10, total
-        assert total["denied"] == sum(v for k, v in drops.items() if k.startswith("policy_denied")), (total, drops)
+        assert total["denied"] == sum(v for k, v in drops.items()
+                                      if k.startswith("policy_denied") or k == "policy_forged_identity"), (total, drops)
         assert drops["policy_conntrack_full"] == 0, drops
         if queues > 1:
             handed = sum(int(w.get("service_handed_over", 0)) for w in workers)
