@@ -34,12 +34,6 @@ std::string render_frr_config(const RenderInput& in) {
   std::ostringstream o;
   o << "! Rendered by vxfed (bgp/frr_render.cpp). Do not edit: vxfedd overwrites this file.\n"
     << "frr defaults traditional\n"
-    // A changed route-map (the GBP mark going on when the node's forwarder starts taking GBP)
-    // reaches the peers only when bgpd's route-map delay timer fires: 5 s by default in FRR, and
-    // until then the other nodes send this node plain VXLAN, which its policy sees as identity 0
-    // (docs/policy.md, "Mixed releases"). 1 s is the shortest that still re-advertises: 0 means
-    // "update the maps but send nothing" in bgpd.
-    << "bgp route-map delay-timer 1\n"
     << "!\n";
   if (c.feed == Feed::kFpm) {
     o << "! zebra streams its selected routes to vxfedd's FPM server\n"
