@@ -95,6 +95,13 @@ ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy,
   table->track(hit, pk.tcp_flags, now);
   return hit;
 }
+// A delivery's lookup, one packet at a time: the hash computed in here, as before the pod
+// side's first pass (computed by the caller, decap cost 9.7 instructions a packet more).
+ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy, const PolicyPacket& pk,
+                        std::uint64_t now) {
+  if (!table) return {};
+  return known_flow(table, policy, pk, symmetric_flow_hash(pk.tuple), now);
+}
 
 // Starts tracking an allowed flow; false when the table has no room (the caller drops).
 bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word, std::uint64_t now) {
@@ -159,7 +166,7 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
   if (!read_packet(m, tables.network(pod->network).vni, &pk)) return true;
   ConntrackTable* table = flows ? flows->table : nullptr;
   const std::uint64_t now = flows ? flows->now : 0;
-  if (table && known_flow(table, policy, pk, symmetric_flow_hash(pk.tuple), now)) return true;
+  if (known_flow(table, policy, pk, now)) return true;
   return decide_new_delivery(tables, policy, table, now, pod, pk, m, port, source_identity, policy_applied, rx_port, c);
 }
 
