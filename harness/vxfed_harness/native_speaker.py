@@ -64,7 +64,7 @@ class NativeSpeaker:
         conf = self.write_config()
         self.starts += 1
         self.proc = self.ns.spawn([str(binary(BINARY, self.build_dir)), "--config", str(conf)],
-                                  name=f"speaker-run{self.starts}", stdin=subprocess.PIPE, text=True)
+                                  name=f"{self.dir.name}-run{self.starts}", stdin=subprocess.PIPE, text=True)
         return self.proc
 
     def _command(self, line: str) -> None:
