@@ -74,7 +74,9 @@ else
   mkdir -p "$src"
   git archive "$commit" | tar -x -C "$src"
   echo "build-previous.sh: building $version ($commit) into $bld" >&2
-  meson setup "$bld" "$src" --buildtype=debugoptimized >"$out/setup.log" 2>&1 || {
+  # As the release's own default build (debugoptimized: -O2) but without debug info: only the
+  # upgrade tests run these binaries, and -g is ~15 % of the compile (docs/testing.md).
+  meson setup "$bld" "$src" -Doptimization=2 -Ddebug=false >"$out/setup.log" 2>&1 || {
     tail -30 "$out/setup.log" >&2; exit 1; }
 fi
 ninja -C "$bld" "${targets[@]}" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log" >&2; exit 1; }
