@@ -149,7 +149,9 @@ std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s,
                       PacketView& v, std::uint32_t hash, WorkerCounters& c) {
   ConntrackTable& table = *flows.table;
   ConntrackHit hit = table.find(v.tuple, hash, flows.now);
-  if (hit && hit.direction == FlowDirection::Original && hit.entry->has_nat && hit.entry->policy != s.generation) {
+  // The flow's own entry with its backend (else a new flow, or a tuple of another kind).
+  bool translated = hit && hit.direction == FlowDirection::Original && hit.entry->has_nat;
+  if (translated && hit.entry->policy != s.generation) [[unlikely]] {
     // The service changed since the flow got its backend: kept while that backend is still
     // in the set (weight 0 included: draining keeps flows), else the flow is picked again.
     ConntrackEntry* e = hit.entry;
@@ -158,10 +160,11 @@ std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s,
     } else {
       table.erase(e);
       hit = {};
+      translated = false;
       c.services.repicked.add(1);
     }
   }
-  if (!hit || hit.direction != FlowDirection::Original || !hit.entry->has_nat) {
+  if (!translated) {
     const std::uint32_t b = pick_backend(s, v.tuple);
     if (b == ServiceEntry::kNoBackend) return DropReason::ServiceNoBackend;
     const NatTarget nat{s.backend_ip_be[b], port.target_port_be};
