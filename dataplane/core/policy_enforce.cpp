@@ -170,6 +170,21 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
   return decide_new_delivery(tables, policy, table, now, pod, pk, m, port, source_identity, policy_applied, rx_port, c);
 }
 
+// Whether the destination of an AskDestination flow can answer: every VTEP its route may
+// pick takes VXLAN-GBP. Toward one that does not (a release before policy, `gbp: false`, a
+// kernel peer without `gbp`) the packet would leave plain, with no identity and no A bit, and
+// nobody would check its egress: the source refuses it instead, as it refuses what no rule
+// allows (docs/policy.md, "Mixed releases"). No route: let through, the pipeline drops it as
+// such. Asked for a flow's first packet only.
+bool destination_can_decide(const ForwardingTables& tables, std::uint16_t network, std::uint32_t dst_ip_be) {
+  const Destination d = tables.resolve(network, dst_ip_be);
+  if (d.group == nullptr) return true;
+  const std::uint32_t* slots = tables.group_slots() + d.group->first;
+  for (std::uint32_t i = 0; i < d.group->count; ++i)
+    if (tables.vtep(slots[i]).gbp == 0) return false;
+  return true;
+}
+
 }  // namespace
 
 std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
@@ -248,8 +263,8 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
         }
       } else if (local_src != NetworkPolicyEntry::kNotSelected) {
         const auto v = policy::decide_egress_at_source(pt, local_src, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port);
-        ok = v != policy::EgressAtSource::Deny;
         asks = v == policy::EgressAtSource::AskDestination;
+        ok = v == policy::EgressAtSource::Allow || (asks && destination_can_decide(tables, pod.network, pk.tuple.dst_ip_be));
       }
       if (!ok) {
         c.policy.denied.add(1);

@@ -1,6 +1,6 @@
 // Network policy through the real pod burst (dataplane/core/policy_enforce.hpp): egress at the
 // source decides a flow's first packet — Allow sends it with the GBP A bit, AskDestination with
-// A clear (toward a VTEP that takes GBP), Deny drops it and counts policy_denied_egress; a
+// A clear (toward a VTEP that takes GBP; toward one that does not, refused), Deny drops it and counts policy_denied_egress; a
 // flow's later packets are conntrack hits (no new decision); a burst's packets leave with A
 // first; two local pods: the destination's ingress by the source pod's identity.
 #include <gtest/gtest.h>
@@ -145,6 +145,26 @@ TEST_F(PolicyEnforce, EgressAtTheSourceSetsTheABitOrAsksOrDrops) {
   EXPECT_EQ(counters_->policy.new_flows.get(), 5u);
   EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 2u);
   EXPECT_EQ(conntrack_->size(), 3u);
+}
+
+// Toward a VTEP that takes no GBP the destination could not check a selector rule (plain
+// VXLAN carries no identity, no A bit): the source refuses such a flow; what the source decides
+// itself (an ipBlock) still leaves, plain.
+TEST_F(PolicyEnforce, AskingAVtepWithoutGbpIsRefusedAtTheSource) {
+  dataplane::v1::Delta plain;
+  auto* v = plain.mutable_upsert()->add_vteps();
+  v->set_ip("198.18.0.2");
+  v->set_gbp(false);
+  dp::ImmediateReclaimer reclaimer;
+  ASSERT_TRUE(tables_->apply(plain, node_.context(), reclaimer).ok());
+  const auto out = burst({pod1_frame(kRemote, 1000, 6000), pod1_frame(kRemote, 1001, 5000)});
+  ASSERT_EQ(out.size(), 1u) << "UDP 6000 needs the destination's word, which it cannot give";
+  EXPECT_EQ(out[0].second[kVxlanAt], 0x08) << "plain VXLAN toward the VTEP without GBP";
+  const std::size_t inner_udp = kVxlanAt + 8 + 14 + 20;
+  EXPECT_EQ((out[0].second[inner_udp] << 8) | out[0].second[inner_udp + 1], 1001) << "the ipBlock flow";
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 1u);
+  EXPECT_EQ(counters_->policy.denied.get(), 1u);
+  EXPECT_EQ(conntrack_->size(), 1u) << "the refused flow is not tracked";
 }
 
 TEST_F(PolicyEnforce, TwoLocalPodsCheckTheDestinationsIngress) {

@@ -21,10 +21,10 @@ vxfedd, vxfed-dataplane, vxfedctl and CNI plugin, a2 and b2 run N's. Asserts:
      current node an app=web pod on a current node is let in, any other pod refused there
      (its policy_denied_ingress counted), an app=web pod on an N-1 node included (no identity
      on the wire) unless its address is let in; a role=db pod on an N-1 node takes anything
-     (N-1 enforces nothing); a2-eg, whose egress a selector limits to role=db pods, reaches them
-     all and no p0 pod on a current node (refused at a2 or at the destination, counted), but
-     the p0 pods of N-1 nodes (the destination is asked, and N-1 does not check); the current
-     nodes take GBP;
+     (N-1 enforces nothing); a2-eg, whose egress a selector limits to role=db pods, reaches
+     those of current nodes and no p0 pod on a current node (refused at a2 or at the
+     destination, counted), and no pod of an N-1 node (refused at a2: a VTEP without GBP
+     cannot be asked); the current nodes take GBP;
   4. a1 upgraded in place, make-before-break on the same sockets and state dir: N's dataplane
      and vxfedd stand by, the old vxfedd stops first (N's vxfedd programs N-1's dataplane, the
      matrix checked then), then the old dataplane; b1 the other way round (N-1's vxfedd
@@ -113,11 +113,12 @@ def expected_flows(bed: FederationBed, pod: dict, current: set[str]) -> list[Flo
         unknown, which no podSelector matches) unless an ipBlock peer takes its address
         (BY_ADDRESS);
       - into a role=db pod on a previous-release node: allowed (that release enforces nothing);
-      - from a2-eg (app=web, its egress limited to role=db pods by a selector): into every role=db
-        pod allowed; into a p0 pod refused at a2 (local: policy_denied_egress), at a current
-        destination (which checks the source's egress by the identity it sent and the A bit
-        clear: policy_denied_remote_egress), and let through to a previous-release node (the
-        source can only ask the destination, which does not check);
+      - from a2-eg (app=web, its egress limited to role=db pods by a selector): into the role=db
+        pods of current nodes allowed; into a p0 pod refused at a2 (local: policy_denied_egress)
+        or at a current destination (which checks the source's egress by the identity it sent
+        and the A bit clear: policy_denied_remote_egress); into any pod of a previous-release
+        node refused at a2 (policy_denied_egress): the source could only ask the destination,
+        and a VTEP without GBP cannot be asked;
       - between the unselected p0 pods of the two releases: allowed both ways."""
     out = []
     sources = [pod[f"{s}-p0"] for s in ("a1", "a2", "b1", "b2")]
@@ -130,13 +131,15 @@ def expected_flows(bed: FederationBed, pod: dict, current: set[str]) -> list[Flo
     eg = pod["a2-eg"]
     for dst_node in ("a1", "a2", "b1", "b2"):
         node = bed.nodes[dst_node]
+        if dst_node not in current:  # the destination cannot be asked: refused at the source
+            out.append(Flow(eg, pod[f"{dst_node}-db"], False, eg.node, "policy_denied_egress"))
+            out.append(Flow(eg, pod[f"{dst_node}-p0"], False, eg.node, "policy_denied_egress"))
+            continue
         out.append(Flow(eg, pod[f"{dst_node}-db"], True))
         if dst_node == "a2":
             out.append(Flow(eg, pod["a2-p0"], False, node, "policy_denied_egress"))
-        elif dst_node in current:
-            out.append(Flow(eg, pod[f"{dst_node}-p0"], False, node, "policy_denied_remote_egress"))
         else:
-            out.append(Flow(eg, pod[f"{dst_node}-p0"], True))
+            out.append(Flow(eg, pod[f"{dst_node}-p0"], False, node, "policy_denied_remote_egress"))
     for old in set(bed.nodes) - current:
         for new in current:
             out += [Flow(pod[f"{old}-p0"], pod[f"{new}-p0"], True), Flow(pod[f"{new}-p0"], pod[f"{old}-p0"], True)]
