@@ -82,11 +82,10 @@ net::Ipv4Addr host(std::uint32_t ip_be) { return net::Ipv4Addr::from_network(ip_
 // source's identity where it is remote): such a packet gets a miss (the entry erased); a reply
 // passes on the old verdict until then (a TCP stream's ACKs come soon; a flow whose original
 // direction stays silent keeps it until it times out).
-// `hash`: the tuple's symmetric_flow_hash (a burst computes it ahead, with the prefetch).
 ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy, const PolicyPacket& pk,
-                        std::uint32_t hash, std::uint64_t now) {
+                        std::uint64_t now) {
   if (!table) return {};
-  const ConntrackHit hit = table->find(pk.tuple, hash, now);
+  const ConntrackHit hit = table->find(pk.tuple, now);
   if (!hit) return hit;
   if (!current(policy, hit.entry->policy) && hit.direction == FlowDirection::Original) {
     table->erase(hit.entry);
@@ -94,13 +93,6 @@ ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy,
   }
   table->track(hit, pk.tcp_flags, now);
   return hit;
-}
-// A delivery's lookup, one packet at a time: the hash computed in here, as before the pod
-// side's first pass (computed by the caller, decap cost 9.7 instructions a packet more).
-ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy, const PolicyPacket& pk,
-                        std::uint64_t now) {
-  if (!table) return {};
-  return known_flow(table, policy, pk, symmetric_flow_hash(pk.tuple), now);
 }
 
 // Starts tracking an allowed flow; false when the table has no room (the caller drops).
@@ -198,51 +190,29 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
   const NetworkEntry& net = tables.network(pod.network);
   rte_mbuf* ask[kMaxBurst];
   std::uint16_t n_ask = 0, kept = 0;
-  // First pass: every packet's tuple, and with a table its hash, its home bucket prefetched
-  // (ConntrackTable::prefetch), so that the lookups below find their lines on the way instead
-  // of waiting for each in turn (a few more instructions, fewer cycles: docs/policy.md
-  // "Cost"). Bit i of `decided`: packet i is IPv4 from the pod's address, not to the gateway
-  // (the rest the pipeline answers or drops); of `repeat`: it has the tuple and TCP flags of
-  // the decided packet before it (a stream's burst), whose hash it takes.
-  PolicyPacket pks[kMaxBurst];
-  std::uint32_t hashes[kMaxBurst];
-  std::uint64_t decided = 0, repeat = 0;
-  const PolicyPacket* before = nullptr;
-  std::uint32_t last_hash = 0;
-  for (std::uint16_t i = 0; i < n; ++i) {
-    PolicyPacket& pk = pks[i];
-    hashes[i] = 0;
-    if (!read_packet(pkts[i], net.vni, &pk) || pk.tuple.src_ip_be != pod.ip_be || pk.tuple.dst_ip_be == net.gateway_ip_be)
-      continue;
-    decided |= std::uint64_t{1} << i;
-    if (before && pk.tuple == before->tuple && pk.tcp_flags == before->tcp_flags) {
-      repeat |= std::uint64_t{1} << i;
-    } else if (table) {
-      last_hash = table->prefetch(pk.tuple);
-    }
-    hashes[i] = last_hash;
-    before = &pk;
-  }
-  // Whether the decided packet before was let through, and its outcome: a repeat of it takes
-  // that outcome without the table (its entry's state and time would not change); with no
-  // table (every packet decided alone) nothing is remembered.
-  bool memo = false, memo_asks = false;
+  // The last packet let through (slot[memo_slot]) and its outcome; each packet is read into
+  // the other slot, so keeping it as the memo costs no copy.
+  PolicyPacket slot[2];
+  std::uint32_t memo_slot = 0;
+  bool memo_valid = false, memo_asks = false;
   const EndpointEntry* memo_ep = nullptr;
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
-    if (!((decided >> i) & 1)) [[unlikely]] {
+    PolicyPacket& pk = slot[memo_slot ^ 1];
+    const PolicyPacket& memo = slot[memo_slot];
+    // Not IPv4, or not from the pod's address: the pipeline answers or drops it.
+    if (!read_packet(m, net.vni, &pk) || pk.tuple.src_ip_be != pod.ip_be || pk.tuple.dst_ip_be == net.gateway_ip_be) {
       pkts[kept++] = m;
       continue;
     }
-    const PolicyPacket& pk = pks[i];
     const EndpointEntry* ep = nullptr;
     bool asks = false;
-    const bool repeats = memo && ((repeat >> i) & 1);
-    memo = false;  // until this packet is let through
-    if (repeats) {
+    if (memo_valid && pk.tuple == memo.tuple && pk.tcp_flags == memo.tcp_flags) {
+      // The packet before was this flow's, with the same flags (a stream's burst): its
+      // outcome, without the table (its entry's state and time would not change).
       asks = memo_asks;
       ep = memo_ep;
-    } else if (const ConntrackHit hit = known_flow(table, policy, pk, hashes[i], now)) {
+    } else if (const ConntrackHit hit = known_flow(table, policy, pk, now)) {
       asks = hit.direction == FlowDirection::Original && (hit.entry->policy & kAskBit);  // replies: A set
       if ((hit.entry->policy & kLocalBit) && flows && flows->hand_over)
         ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
@@ -279,9 +249,10 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
         continue;
       }
     }
-    memo = table != nullptr;
+    memo_slot ^= 1;  // pk is the memo now
     memo_asks = asks;
     memo_ep = ep;
+    memo_valid = table != nullptr;
     // A local pod of another owner: its owner delivers it and keeps the flow on its side too.
     if (ep && flows && flows->hand_over && !flows->mine(ep->port)) {
       count_rx_one(m, rx_port, c);
