@@ -587,8 +587,7 @@ class ForwardingTables {
     const ServiceEntry* entry = nullptr;           // what the workers read
   };
   std::map<std::string, ServiceState> service_state_;              // by service id
-  std::unordered_map<std::uint32_t, std::uint32_t> services_per_vni_;  // vni -> services
-  std::unordered_map<std::uint32_t, std::multiset<std::uint32_t>> service_vips_per_vni_;  // vni -> VIPs, host order
+  std::unordered_map<std::uint32_t, std::multiset<std::uint32_t>> service_vips_per_vni_;  // vni -> its services' VIPs, host order
   std::uint32_t service_generation_ = 0;
 
   struct PolicyState {

@@ -622,11 +622,10 @@ class TablesWriter {
     const bool fresh = it == t_.service_state_.end();
     if (fresh) {
       it = t_.service_state_.emplace(sv.id, ForwardingTables::ServiceState{}).first;
-      if (t_.services_per_vni_[sv.vni]++ == 0) __atomic_store_n(&t_.services_in_network_[net], 1, __ATOMIC_RELEASE);
+      add_vip(sv.vni, net, sv.vip_be);  // the span and the flag cover the VIP before its entry is seen
     } else if (const ServiceEntry* old = it->second.entry) {
       later([old] { delete old; });
     }
-    if (fresh) add_vip(sv.vni, net, sv.vip_be);  // the span covers the VIP before its entry is seen
     t_.services_.assign(key, entry, r_);
     auto& st = it->second;
     st.vni = sv.vni;
@@ -642,18 +641,16 @@ class TablesWriter {
     const auto& st = it->second;
     const std::uint16_t net = network_of(st.vni);
     t_.services_.erase(ForwardingTables::endpoint_key(net, st.vip_be));
-    if (--t_.services_per_vni_[st.vni] == 0) {
-      t_.services_per_vni_.erase(st.vni);
-      __atomic_store_n(&t_.services_in_network_[net], 0, __ATOMIC_RELEASE);
-    }
     remove_vip(st.vni, net, st.vip_be);  // after the entry left the map
     if (const ServiceEntry* old = st.entry) later([old] { delete old; });
     t_.service_state_.erase(it);
   }
 
-  // ForwardingTables::service_vip_span: kept by the VIPs of each network's services.
+  // ForwardingTables::service_vip_span and network_has_services: kept by the VIPs of each
+  // network's services (one per service: a multiset, as two services may share a VIP).
   void add_vip(std::uint32_t vni, std::uint16_t net, std::uint32_t vip_be) {
     auto& vips = t_.service_vips_per_vni_[vni];
+    if (vips.empty()) __atomic_store_n(&t_.services_in_network_[net], 1, __ATOMIC_RELEASE);
     vips.insert(ntohl(vip_be));
     publish_vip_span(net, vips);
   }
@@ -661,7 +658,10 @@ class TablesWriter {
     auto it = t_.service_vips_per_vni_.find(vni);
     it->second.erase(it->second.find(ntohl(vip_be)));
     publish_vip_span(net, it->second);
-    if (it->second.empty()) t_.service_vips_per_vni_.erase(it);
+    if (it->second.empty()) {
+      t_.service_vips_per_vni_.erase(it);
+      __atomic_store_n(&t_.services_in_network_[net], 0, __ATOMIC_RELEASE);
+    }
   }
   void publish_vip_span(std::uint16_t net, const std::multiset<std::uint32_t>& vips) {
     const std::uint64_t span =
