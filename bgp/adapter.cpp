@@ -98,6 +98,27 @@ Result<ApplyReport> apply_config(const BgpConfig& wanted, net::Ipv4Addr vtep, co
   return r;
 }
 
+// The first apply to a bgpd waits until frr-node.sh has loaded frr.conf into it (frr_apply.hpp,
+// BgpdLoad), at most this long; then it applies anyway. frr-node.sh's load takes ~1 s.
+constexpr std::chrono::seconds kBgpdLoadWait{10};
+
+// Returns the pid of the bgpd the apply then goes to (`bgpd`, or the one the wait saw).
+std::string await_bgpd_load(const FrrSettings& frr, std::string bgpd) {
+  if (frr.apply == ApplyMode::kNone) return bgpd;
+  const std::string dir = frr_run_dir(frr.vty_socket_dir);
+  if (wait_for_bgpd_load(dir, std::chrono::milliseconds(0)).state != BgpdLoad::kLoading) return bgpd;
+  spdlog::info("bgp: bgpd{} is still loading frr.conf (frr-node.sh's {}/{}): the first apply to it waits for "
+               "that load (at most {} s)", bgpd.empty() ? "" : " (pid " + bgpd + ")", dir, kFrrNodeLoadFile,
+               kBgpdLoadWait.count());
+  const BgpdLoadWait w = wait_for_bgpd_load(dir, kBgpdLoadWait);
+  if (w.state == BgpdLoad::kLoading)
+    spdlog::warn("bgp: bgpd{} has not finished loading frr.conf after {:.1f} s (frr-node.sh's {}): applying anyway",
+                 w.bgpd_pid.empty() ? "" : " (pid " + w.bgpd_pid + ")", w.waited_s, kFrrNodeLoadFile);
+  else
+    spdlog::info("bgp: bgpd (pid {}) has loaded frr.conf ({:.2f} s later): applying", w.bgpd_pid, w.waited_s);
+  return w.bgpd_pid.empty() ? bgpd : w.bgpd_pid;
+}
+
 }  // namespace
 
 BgpConfig Adapter::file_config() const {
@@ -131,7 +152,8 @@ Status Adapter::apply() {
   join_apply();  // never two frr-reloads at once
   const BgpConfig wanted = file_config();
   std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
-  const std::string bgpd = read_pid_file(bgpd_pid_file_);
+  std::string bgpd = read_pid_file(bgpd_pid_file_);
+  if (bgpd != applied_to_bgpd_) bgpd = await_bgpd_load(wanted.frr, std::move(bgpd));
   const bool in_default = bmp_from_default_instance(wanted, running_kind(wanted, false));
   auto r = apply_config(wanted, opts_.vtep, opts_.advertise, text, in_default);
   if (!r) return make_error("bgp: " + r.error());
@@ -395,11 +417,13 @@ void Adapter::apply_in_background(bool new_bgpd) {
   const std::size_t count = opts_.advertise.size();
   auto alive = alive_;
   std::string bgpd = read_pid_file(bgpd_pid_file_);
+  const bool first_to_bgpd = new_bgpd || bgpd != applied_to_bgpd_;
   const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
   apply_thread_ = std::thread([this, alive, wanted = std::move(wanted), vtep = opts_.vtep, advertise = opts_.advertise,
-                               text = std::move(text), count, bgpd = std::move(bgpd), new_bgpd, vty,
+                               text = std::move(text), count, bgpd = std::move(bgpd), new_bgpd, first_to_bgpd, vty,
                                mark_done = std::move(mark_done)]() mutable {
     const FrrSettings& frr = wanted.frr;
+    if (first_to_bgpd) bgpd = await_bgpd_load(frr, std::move(bgpd));
     // A new bgpd that loaded frr.conf itself (an FRR restart: graceful restart at work) only
     // gets the usual frr-reload, a no-op where its file was current. A bare one (its own load
     // failed) is loaded whole first: frr-reload alone would miss the route-maps and

@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "bgp/frr_render.hpp"
 #include "bgp/process.hpp"
@@ -115,6 +118,51 @@ Result<ApplyReport> apply_frr_config(const FrrSettings& s, const std::string& te
                    "; FRR's running config holds every line of the file)";
   report.lines_refused_but_in_force = true;
   return report;
+}
+
+namespace {
+
+std::string trimmed(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::optional<std::string> read_small_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+BgpdLoad bgpd_load_state(const std::optional<std::string>& marker, const std::string& bgpd_pid) {
+  if (!marker) return BgpdLoad::kNotManaged;
+  const std::string text = trimmed(*marker);
+  if (text.empty() || text == "loading") return BgpdLoad::kLoading;
+  if (text.rfind("loaded", 0) != 0) return BgpdLoad::kNotManaged;  // not frr-node.sh's: wait for nothing
+  const std::string loaded_pid = trimmed(text.substr(6));
+  const std::string pid = trimmed(bgpd_pid);
+  if (loaded_pid.empty() || pid.empty() || pid == loaded_pid) return BgpdLoad::kLoaded;
+  return BgpdLoad::kLoading;
+}
+
+BgpdLoadWait wait_for_bgpd_load(const std::string& run_dir, std::chrono::milliseconds max_wait,
+                                std::chrono::milliseconds poll) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string marker_path = run_dir + "/" + kFrrNodeLoadFile;
+  const std::string pid_path = run_dir + "/bgpd.pid";
+  BgpdLoadWait w;
+  for (;;) {
+    w.bgpd_pid = trimmed(read_small_file(pid_path).value_or(""));
+    w.state = bgpd_load_state(read_small_file(marker_path), w.bgpd_pid);
+    const auto now = std::chrono::steady_clock::now();
+    w.waited_s = std::chrono::duration<double>(now - start).count();
+    if (w.state != BgpdLoad::kLoading || now - start >= max_wait) return w;
+    std::this_thread::sleep_for(poll);
+  }
 }
 
 }  // namespace vxfed::bgp

@@ -13,6 +13,8 @@
 // not log the commands it executes (which would include passwords) anywhere.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 
 #include "bgp/config.hpp"
@@ -32,6 +34,38 @@ struct ApplyReport {
 Status write_config_file(const std::string& path, const std::string& text);
 
 Result<ApplyReport> apply_frr_config(const FrrSettings& settings, const std::string& text);
+
+// A new bgpd loading its own frr.conf. frr-node.sh (the FRR container's entrypoint) loads
+// frr.conf into the daemons it starts, with vtysh -b, and says where it is in
+// `<run dir>/frr-node.load`: "loading" from before the daemons start, then "loaded <bgpd's
+// pid>" once its load is over (done or failed). An frr-reload against a bgpd still in that
+// load races it: vxfedd started together with a new FRR (every container of a node replaced
+// at once, as a DaemonSet update does) took the node's block off its reflector for 3-6 s
+// (docs/testing.md, test_deploy_podman_cluster). So an apply to a bgpd it has not applied to
+// yet waits for that load first (Adapter).
+inline constexpr const char* kFrrNodeLoadFile = "frr-node.load";
+
+enum class BgpdLoad {
+  kNotManaged,  // no marker: FRR not started by frr-node.sh (a host's FRR, tests): nothing to wait for
+  kLoading,     // frr-node.sh has not finished loading frr.conf into this bgpd
+  kLoaded,      // it has (or there is no bgpd pid to tell)
+};
+
+// Pure: `marker` is the file's content (nullopt: no file), `bgpd_pid` bgpd.pid's ("" none).
+// "loaded P" speaks for bgpd P only: with another pid in bgpd.pid the new bgpd's frr-node.sh
+// has not written yet (still loading). An empty marker is one being written (loading).
+BgpdLoad bgpd_load_state(const std::optional<std::string>& marker, const std::string& bgpd_pid);
+
+struct BgpdLoadWait {
+  BgpdLoad state = BgpdLoad::kNotManaged;  // the last one seen: kLoading after max_wait ran out
+  std::string bgpd_pid;                    // bgpd.pid's content when it was seen
+  double waited_s = 0;
+};
+
+// Reads `<run_dir>/frr-node.load` and `<run_dir>/bgpd.pid` every `poll` until the state is
+// not kLoading, at most `max_wait`. No logging: the caller says what it waited for.
+BgpdLoadWait wait_for_bgpd_load(const std::string& run_dir, std::chrono::milliseconds max_wait,
+                                std::chrono::milliseconds poll = std::chrono::milliseconds(50));
 
 // vtysh argv prefix for these settings ("vtysh [--vty_socket DIR] [--config_dir DIR]").
 std::vector<std::string> vtysh_command(const FrrSettings& settings);
