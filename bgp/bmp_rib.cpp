@@ -45,16 +45,15 @@ void BmpRib::session_started(Clock::time_point now) {
   // session that is not up in the new one never sends End-of-RIB: the limit ends the wait.
   awaiting_eor_.clear();
   awaited_any_ = false;
-  std::uint64_t stale = 0;
   for (auto& [key, peer] : peers_) {
     peer.up = false;  // until this session's Peer Up
     end_gr(peer);     // a peer kept across a restart is awaited like every other one
-    for (auto& [prefix, entry] : peer.routes) entry.stale = true;
-    stale += peer.routes.size();
     awaiting_eor_.insert(key);
     awaited_any_ = true;
   }
-  stats_.stale = stale;
+  for (auto& [k, paths] : routes_)
+    for (Path& path : paths) path.stale = true;
+  stats_.stale = stats_.routes;
   stats_.peers_up = 0;
 }
 
@@ -67,7 +66,19 @@ void BmpRib::session_lost() {
 }
 
 void BmpRib::peer_up(const bmp::PeerKey& key, const bmp::PeerUp& up, Clock::time_point now) {
-  auto& peer = peers_[key];
+  auto it = peers_.find(key);
+  if (it == peers_.end()) {
+    // 65,536 peers at once in one bgpd's BMP feed: none past them is taken (its routes would
+    // count as a peer's not up).
+    const auto slot = free_slot();
+    if (!slot) {
+      ++stats_.unknown_peer;
+      return;
+    }
+    it = peers_.emplace(key, Peer{}).first;
+    it->second.slot = *slot;
+  }
+  Peer& peer = it->second;
   if (!peer.up) ++stats_.peers_up;
   peer.up = true;
   peer.sent_gr = up.sent_gr;
@@ -95,12 +106,14 @@ void BmpRib::peer_down(const bmp::PeerKey& key, const bmp::PeerDown& down, Clock
   --stats_.peers_up;
   Peer& peer = it->second;
   if (peer_down_action(peer.sent_gr, peer.received_gr, down) == PeerDownAction::keep_ask_bgpd &&
-      !peer.routes.empty()) {
+      peer.routes > 0) {
     // bgpd may be keeping them as helper: keep them stale until its status says.
     peer.up = false;
-    for (auto& [prefix, entry] : peer.routes) {
-      if (!entry.stale) ++stats_.stale;
-      entry.stale = true;
+    for (auto& [k, paths] : routes_) {
+      Path* path = path_of(paths, peer.slot);
+      if (!path) continue;
+      if (!path->stale) ++stats_.stale;
+      path->stale = true;
     }
     if (peer.gr == Gr::none) ++stats_.gr_peers;
     peer.gr = Gr::asking;
@@ -115,16 +128,10 @@ void BmpRib::peer_down(const bmp::PeerKey& key, const bmp::PeerDown& down, Clock
     return;
   }
   end_gr(peer);
-  // Withdraw at once: move the routes out first, so that the unions computed below no longer
-  // see them.
-  auto routes = std::move(it->second.routes);
+  // Withdraw at once, in prefix order.
+  stats_.peer_down_withdrawn += peer.routes;
+  for (RouteKey k : keys_of(peer, false)) remove_path(routes_.find(k), peer);
   peers_.erase(it);
-  stats_.peer_down_withdrawn += routes.size();
-  stats_.routes -= routes.size();
-  for (const auto& [prefix, entry] : routes) {
-    if (entry.stale) --stats_.stale;
-    changed(prefix);
-  }
   if (resyncing_) {
     awaiting_eor_.erase(key);
     finish_resync_if_done();
@@ -139,34 +146,42 @@ void BmpRib::update(const bmp::PeerKey& key, const bmp::Update& update) {
   }
   Peer& peer = it->second;
   for (const auto& prefix : update.withdrawn) {
-    auto r = peer.routes.find(prefix);
-    if (r == peer.routes.end()) continue;
-    if (peer.gr == Gr::back && r->second.stale) {
+    auto r = routes_.find(key_of(prefix));
+    if (r == routes_.end()) continue;
+    const Path* path = path_of(r->second, peer.slot);
+    if (!path) continue;
+    if (peer.gr == Gr::back && path->stale) {
       // Not what the restarted peer said: bgpd still holds its stale path (docs/bgp.md).
       ++stats_.gr_stale_withdraw_kept;
       continue;
     }
-    if (r->second.stale) --stats_.stale;
-    peer.routes.erase(r);
-    --stats_.routes;
-    changed(prefix);
+    remove_path(r, peer);
   }
   if (!update.announced.empty() && update.next_hop) {
+    const std::uint32_t next_hop = update.next_hop->value;
     for (const auto& prefix : update.announced) {
-      auto [r, inserted] = peer.routes.try_emplace(prefix, Entry{*update.next_hop, false, update.gbp_mark});
-      if (inserted) {
+      const RouteKey k = key_of(prefix);
+      auto [r, inserted] = routes_.try_emplace(k);
+      Paths& paths = r->second;
+      Path* path = path_of(paths, peer.slot);
+      if (!path) {
+        const Union before = union_of(paths);
+        paths.push_back(Path{next_hop, peer.slot, false, update.gbp_mark});
+        ++peer.routes;
         ++stats_.routes;
-        changed(prefix);
+        if (inserted) ++stats_.prefixes;
+        emit_if_changed(k, before, union_of(paths));
         continue;
       }
-      if (r->second.stale) {
-        r->second.stale = false;  // re-sent after a reconnect: valid again
+      if (path->stale) {
+        path->stale = false;  // re-sent after a reconnect: valid again
         --stats_.stale;
       }
-      if (r->second.next_hop != *update.next_hop || r->second.gbp_mark != update.gbp_mark) {
-        r->second.next_hop = *update.next_hop;
-        r->second.gbp_mark = update.gbp_mark;
-        changed(prefix);
+      if (path->next_hop != next_hop || path->gbp_mark != update.gbp_mark) {
+        const Union before = union_of(paths);
+        path->next_hop = next_hop;
+        path->gbp_mark = update.gbp_mark;
+        emit_if_changed(k, before, union_of(paths));
       }
     }
   }
@@ -196,7 +211,7 @@ void BmpRib::expire_stale(Clock::time_point now) {
   for (auto& [key, peer] : peers_)
     if (peer.gr == Gr::none) sweep(peer, true);
   // Peers left with nothing and not up (never came back) are forgotten.
-  std::erase_if(peers_, [](const auto& kv) { return !kv.second.up && kv.second.routes.empty(); });
+  std::erase_if(peers_, [](const auto& kv) { return !kv.second.up && kv.second.routes == 0; });
   finish_resync();
 }
 
@@ -213,19 +228,17 @@ void BmpRib::end_gr(Peer& peer) {
 std::map<bmp::PeerKey, BmpRib::Peer>::iterator BmpRib::drop_stale(std::map<bmp::PeerKey, Peer>::iterator it) {
   sweep(it->second, false);
   end_gr(it->second);
-  if (!it->second.up && it->second.routes.empty()) return peers_.erase(it);
+  if (!it->second.up && it->second.routes == 0) return peers_.erase(it);
   return std::next(it);
 }
 
-bool BmpRib::table_through(const Peer& peer, const BgpdPeer& report) {
+bool BmpRib::table_through(const Peer& peer, const BgpdPeer& report) const {
   if (!report.established || !peer.up) return false;
   // A peer offered Graceful Restart sends End-of-RIB after its table (RFC 4724); until bgpd has
   // it, bgpd's accepted count may be of a table still arriving (0 right after the session came
   // up: measured with a restarted bgpd on the BMP feed, docs/bgp.md).
   if (peer.sent_gr.present && !report.end_of_rib) return false;
-  std::size_t fresh = 0;
-  for (const auto& [prefix, entry] : peer.routes) fresh += entry.stale ? 0 : 1;
-  return fresh >= report.accepted;
+  return fresh_routes(peer) >= report.accepted;
 }
 
 void BmpRib::gr_from_bgpd(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at) {
@@ -302,7 +315,7 @@ void BmpRib::bgpd_peers(const std::vector<BgpdPeer>& peers, Clock::time_point po
     });
     if (!up_here) return;  // its Peer Up and table are still on their way
   }
-  std::erase_if(peers_, [](const auto& kv) { return !kv.second.up && kv.second.routes.empty(); });
+  std::erase_if(peers_, [](const auto& kv) { return !kv.second.up && kv.second.routes == 0; });
   finish_resync();
 }
 
@@ -317,18 +330,10 @@ std::optional<BmpRib::Clock::time_point> BmpRib::stale_deadline() const {
 }
 
 void BmpRib::sweep(Peer& peer, bool by_limit) {
-  for (auto r = peer.routes.begin(); r != peer.routes.end();) {
-    if (!r->second.stale) {
-      ++r;
-      continue;
-    }
-    const auto prefix = r->first;
-    r = peer.routes.erase(r);
-    --stats_.stale;
-    --stats_.routes;
+  for (RouteKey k : keys_of(peer, true)) {
+    remove_path(routes_.find(k), peer);
     ++stats_.stale_swept;
     if (by_limit) ++stats_.swept_by_limit;
-    changed(prefix);
   }
 }
 
@@ -344,39 +349,78 @@ void BmpRib::finish_resync() {
   if (handlers_.on_full_table) handlers_.on_full_table();
 }
 
-void BmpRib::changed(const net::Ipv4Prefix& prefix) {
-  Given now;
-  now.gbp_mark = true;
-  for (const auto& [key, peer] : peers_) {
-    auto r = peer.routes.find(prefix);
-    if (r == peer.routes.end()) continue;
-    now.next_hops.push_back(r->second.next_hop.value);
-    now.gbp_mark = now.gbp_mark && r->second.gbp_mark;
+BmpRib::Union BmpRib::union_of(const Paths& paths) {
+  Union u;
+  u.gbp_mark = !paths.empty();
+  for (const Path& path : paths) {
+    u.next_hops.push_back(path.next_hop);
+    u.gbp_mark = u.gbp_mark && path.gbp_mark;
   }
-  std::sort(now.next_hops.begin(), now.next_hops.end());
-  now.next_hops.erase(std::unique(now.next_hops.begin(), now.next_hops.end()), now.next_hops.end());
-  if (now.next_hops.empty()) now.gbp_mark = false;
-  auto given = given_.find(prefix);
-  if (now.next_hops.empty()) {
-    if (given == given_.end()) return;  // never given: nothing to remove
-    given_.erase(given);
-    --stats_.prefixes;
-  } else if (given == given_.end()) {
-    given_.emplace(prefix, now);
-    ++stats_.prefixes;
-  } else if (given->second == now) {
-    return;  // another peer's change left the union as it was
-  } else {
-    given->second = now;
-  }
-  const auto msg = message(prefix, now);
+  std::sort(u.next_hops.begin(), u.next_hops.end());
+  u.next_hops.erase(std::unique(u.next_hops.begin(), u.next_hops.end()), u.next_hops.end());
+  return u;
+}
+
+BmpRib::Path* BmpRib::path_of(Paths& paths, std::uint16_t slot) {
+  for (Path& path : paths)
+    if (path.peer == slot) return &path;
+  return nullptr;
+}
+
+void BmpRib::emit_if_changed(RouteKey key, const Union& before, const Union& after) {
+  if (before == after) return;  // another peer's path left the union as it was
+  const auto msg = message(key, after);
   ++stats_.messages;
   if (msg.next_hops_truncated) ++stats_.next_hops_truncated;
   if (handlers_.on_route) handlers_.on_route(msg);
 }
 
-fpm::RouteMessage BmpRib::message(const net::Ipv4Prefix& prefix, const Given& given) const {
-  const std::vector<std::uint32_t>& next_hops = given.next_hops;
+void BmpRib::remove_path(Routes::iterator it, Peer& peer) {
+  Paths& paths = it->second;
+  auto path = std::find_if(paths.begin(), paths.end(), [&](const Path& p) { return p.peer == peer.slot; });
+  if (path == paths.end()) return;
+  const Union before = union_of(paths);
+  if (path->stale) --stats_.stale;
+  paths.erase(path);
+  --peer.routes;
+  --stats_.routes;
+  const RouteKey key = it->first;
+  if (paths.empty()) {
+    routes_.erase(it);
+    --stats_.prefixes;
+    emit_if_changed(key, before, Union{});
+    return;
+  }
+  emit_if_changed(key, before, union_of(paths));
+}
+
+std::vector<BmpRib::RouteKey> BmpRib::keys_of(const Peer& peer, bool stale_only) const {
+  std::vector<RouteKey> keys;
+  keys.reserve(stale_only ? 0 : peer.routes);
+  for (const auto& [k, paths] : routes_)
+    for (const Path& path : paths)
+      if (path.peer == peer.slot && (path.stale || !stale_only)) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::size_t BmpRib::fresh_routes(const Peer& peer) const {
+  std::size_t fresh = 0;
+  for (const auto& [k, paths] : routes_)
+    for (const Path& path : paths) fresh += path.peer == peer.slot && !path.stale ? 1 : 0;
+  return fresh;
+}
+
+std::optional<std::uint16_t> BmpRib::free_slot() const {
+  std::vector<bool> taken(std::size_t{1} << 16, false);
+  for (const auto& [key, peer] : peers_) taken[peer.slot] = true;
+  for (std::size_t slot = 0; slot < taken.size(); ++slot)
+    if (!taken[slot]) return static_cast<std::uint16_t>(slot);
+  return std::nullopt;
+}
+
+fpm::RouteMessage BmpRib::message(RouteKey key, const Union& given) const {
+  const auto& next_hops = given.next_hops;
   // As zebra's dplane_fpm_nl sends a BGP route: RTM_NEWROUTE (or DEL), AF_INET, RTPROT_BGP,
   // RTN_UNICAST, the main table, metric 20 (eBGP's distance), RTA_MULTIPATH for ECMP.
   fpm::RouteMessage m;
@@ -386,7 +430,7 @@ fpm::RouteMessage BmpRib::message(const net::Ipv4Prefix& prefix, const Given& gi
   m.type = 1;  // RTN_UNICAST
   m.table = fpm::kRtTableMain;
   m.priority = 20;
-  m.prefix = prefix;
+  m.prefix = prefix_of(key);
   m.multipath = next_hops.size() > 1;
   m.next_hops_truncated = next_hops.size() > fpm::kMaxNextHops;
   for (std::uint32_t nh : next_hops) {
@@ -399,17 +443,21 @@ fpm::RouteMessage BmpRib::message(const net::Ipv4Prefix& prefix, const Given& gi
 
 void BmpRib::replay() const {
   if (!handlers_.on_route) return;
-  for (const auto& [prefix, given] : given_) handlers_.on_route(message(prefix, given));
+  std::vector<RouteKey> keys;
+  keys.reserve(routes_.size());
+  for (const auto& [k, paths] : routes_) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  for (RouteKey k : keys) handlers_.on_route(message(k, union_of(routes_.at(k))));
 }
 
 std::size_t BmpRib::routes_of(const bmp::PeerKey& key) const {
   auto it = peers_.find(key);
-  return it == peers_.end() ? 0 : it->second.routes.size();
+  return it == peers_.end() ? 0 : it->second.routes;
 }
 
 std::map<bmp::PeerKey, std::size_t> BmpRib::routes_per_peer() const {
   std::map<bmp::PeerKey, std::size_t> out;
-  for (const auto& [key, peer] : peers_) out[key] = peer.routes.size();
+  for (const auto& [key, peer] : peers_) out[key] = peer.routes;
   return out;
 }
 

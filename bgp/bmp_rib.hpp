@@ -1,7 +1,7 @@
 // Routes learned over BMP, per monitored peer (pure logic, no I/O, no clock of its own).
 //
 // bgpd, running as a BGP view, reports each peer's post-policy routes (bmp_session.hpp). The
-// RIB keeps them per peer (PeerKey -> prefix -> next hop) and gives its owner what zebra would
+// RIB keeps each peer's path to every prefix (below) and gives its owner what zebra would
 // have sent over FPM, so bgp::RouteTable::apply stays the one consumer-facing table: for every
 // prefix whose union of next hops across peers changed, one fpm::RouteMessage (RTPROT_BGP,
 // table main, family AF_INET, the union sorted and unique, at most fpm::kMaxNextHops: ECMP when
@@ -9,6 +9,13 @@
 // gbp_mark is set when every peer's path of the prefix carries the GBP mark (one path without
 // it, e.g. the previous release's node announcing the same block, clears it); a change of it
 // alone is a change too.
+//
+// How it is kept (docs/bgp.md, "Learning routes (BMP)": memory): one record per prefix holding
+// each peer's path to it (next hop, stale, GBP mark; a node's two reflectors fit inline), in a
+// hash table whose nodes live in a pool of their own, and no copy of what the consumer holds:
+// that is always the union of the record's paths (every change to a path is emitted when it
+// changes the union), so the union before and after a change is what decides whether to emit.
+// Peers are known by a small slot number in the paths; per-peer work walks every record.
 //
 // Semantics (docs/bgp.md, "Learning routes (BMP)"):
 //   - A prefix stays while at least one peer has it.
@@ -45,12 +52,15 @@
 // end_resync().
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "bgp/bmp_session.hpp"
@@ -178,11 +188,23 @@ class BmpRib {
   const BmpRibStats& stats() const { return stats_; }
 
  private:
-  struct Entry {
-    net::Ipv4Addr next_hop;
+  // One peer's path to a prefix.
+  struct Path {
+    std::uint32_t next_hop = 0;  // host order (net::Ipv4Addr::value)
+    std::uint16_t peer = 0;      // the peer's slot (Peer::slot)
     bool stale = false;
     bool gbp_mark = false;  // the path carries the GBP mark (gbp_mark.hpp)
   };
+  static_assert(sizeof(Path) == 8);
+  // Every peer's path to one prefix, at most one per peer; two inline: one per reflector.
+  using Paths = boost::container::small_vector<Path, 2>;
+  // Prefixes as keys: address and length in one word (ordered as net::Ipv4Prefix is).
+  using RouteKey = std::uint64_t;
+  static RouteKey key_of(const net::Ipv4Prefix& p) { return (RouteKey{p.addr} << 8) | p.len; }
+  static net::Ipv4Prefix prefix_of(RouteKey k) {
+    return net::Ipv4Prefix{static_cast<std::uint32_t>(k >> 8), static_cast<std::uint8_t>(k & 0xff)};
+  }
+  using Routes = std::pmr::unordered_map<RouteKey, Paths>;
   enum class Gr : std::uint8_t {
     none,
     asking,  // down; routes kept stale until bgpd's status says whether it has them
@@ -190,22 +212,35 @@ class BmpRib {
     back,    // up again; stale routes wait to be re-sent
   };
   struct Peer {
-    bool up = false;  // in the current session
-    std::map<net::Ipv4Prefix, Entry> routes;
+    std::uint16_t slot = 0;  // its paths' Path::peer; unique among peers_
+    bool up = false;         // in the current session
+    std::size_t routes = 0;  // prefixes it has a path to
     bmp::GracefulRestartCap sent_gr, received_gr;  // of its last Peer Up
     Gr gr = Gr::none;
     Clock::time_point gr_since{}, gr_deadline{};
   };
 
-  void changed(const net::Ipv4Prefix& prefix);  // recompute the union, emit when it differs
-  // What the consumer holds of a prefix: the union of next hops, and whether every peer's path
-  // carries the GBP mark.
-  struct Given {
-    std::vector<std::uint32_t> next_hops;
+  // What the consumer holds of a prefix: the union of its paths' next hops (sorted, unique),
+  // and whether every path carries the GBP mark.
+  struct Union {
+    boost::container::small_vector<std::uint32_t, 4> next_hops;
     bool gbp_mark = false;
-    bool operator==(const Given&) const = default;
+    bool operator==(const Union&) const = default;
   };
-  fpm::RouteMessage message(const net::Ipv4Prefix& prefix, const Given& given) const;
+  static Union union_of(const Paths& paths);
+  static Path* path_of(Paths& paths, std::uint16_t slot);
+  // Emits the prefix when its union changed from `before` to `after`.
+  void emit_if_changed(RouteKey key, const Union& before, const Union& after);
+  // Removes the path of `slot` from the record at `it` (the record too with its last path),
+  // counts it and emits the change.
+  void remove_path(Routes::iterator it, Peer& peer);
+  // The keys of the prefixes `peer` has a path to (only stale ones when `stale_only`), sorted:
+  // changes are emitted in prefix order.
+  std::vector<RouteKey> keys_of(const Peer& peer, bool stale_only) const;
+  std::size_t fresh_routes(const Peer& peer) const;
+  // A slot no peer of peers_ has; nullopt when all are taken.
+  std::optional<std::uint16_t> free_slot() const;
+  fpm::RouteMessage message(RouteKey key, const Union& given) const;
   void sweep(Peer& peer, bool by_limit);
   void finish_resync_if_done();
   void end_gr(Peer& peer);
@@ -214,13 +249,16 @@ class BmpRib {
   std::map<bmp::PeerKey, Peer>::iterator drop_stale(std::map<bmp::PeerKey, Peer>::iterator it);
   void gr_from_bgpd(const std::vector<BgpdPeer>& peers, Clock::time_point polled_at);
   // bgpd has the peer's whole table of this session, and so has the RIB.
-  static bool table_through(const Peer& peer, const BgpdPeer& report);
+  bool table_through(const Peer& peer, const BgpdPeer& report) const;
   void finish_resync();
 
   Handlers handlers_;
   BmpRibOptions options_;
   std::map<bmp::PeerKey, Peer> peers_;
-  std::map<net::Ipv4Prefix, Given> given_;  // what the consumer holds
+  // The routes live in a pool of their own, as RouteTable's do (route_table.hpp says why):
+  // they arrive in a burst among many short-lived buffers.
+  std::pmr::unsynchronized_pool_resource routes_pool_;
+  Routes routes_{&routes_pool_};
   bool session_up_ = false;
   bool resyncing_ = false;
   Clock::time_point resync_since_{};

@@ -96,6 +96,37 @@ TEST_F(BmpRibTest, RoutesAreGivenAsZebraWouldSendThem) {
   EXPECT_EQ(rib_->routes_of(a_), 1u);
 }
 
+// A prefix's paths sit in one record, two of them inline (bmp_rib.hpp): a third peer's path
+// goes past them, and a peer forgotten leaves its number to the next one without leaving a
+// path behind.
+TEST_F(BmpRibTest, ThreePeersOnOnePrefixAndAPeerNumberReused) {
+  const auto c = peer("10.0.0.3"), d = peer("10.0.0.4");
+  rib_->session_started(t0_);
+  rib_->peer_up(a_);
+  rib_->peer_up(b_);
+  rib_->peer_up(c);
+  rib_->update(a_, announce({"10.245.1.0/24"}, "198.18.0.2"));
+  rib_->update(b_, announce({"10.245.1.0/24"}, "198.18.0.3"));
+  rib_->update(c, announce({"10.245.1.0/24", "10.245.2.0/24"}, "198.18.0.4"));
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2", "+10.245.1.0/24 via 198.18.0.2,198.18.0.3",
+                           "+10.245.1.0/24 via 198.18.0.2,198.18.0.3,198.18.0.4", "+10.245.2.0/24 via 198.18.0.4"}));
+  EXPECT_EQ(rib_->stats().routes, 4u);
+  EXPECT_EQ(rib_->stats().prefixes, 2u);
+  rib_->update(b_, withdraw({"10.245.1.0/24"}));
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.2,198.18.0.4"}));
+  rib_->peer_down(a_);  // forgotten: its number is free again
+  EXPECT_EQ(take(), (Lines{"+10.245.1.0/24 via 198.18.0.4"}));
+  rib_->peer_up(d);
+  EXPECT_EQ(rib_->routes_of(d), 0u);
+  rib_->update(d, announce({"10.245.2.0/24"}, "198.18.0.7"));
+  EXPECT_EQ(take(), (Lines{"+10.245.2.0/24 via 198.18.0.4,198.18.0.7"}));
+  rib_->peer_down(c);
+  EXPECT_EQ(take(), (Lines{"-10.245.1.0/24", "+10.245.2.0/24 via 198.18.0.7"}));
+  EXPECT_EQ(rib_->routes_per_peer(), (std::map<bmp::PeerKey, std::size_t>{{b_, 0}, {d, 1}}));
+  EXPECT_EQ(rib_->stats().routes, 1u);
+  EXPECT_EQ(rib_->stats().prefixes, 1u);
+}
+
 TEST_F(BmpRibTest, TwoPeersWithDifferentNextHopsGiveEcmpAndOnePeerDownLeavesTheOther) {
   rib_->session_started(t0_);
   rib_->peer_up(a_);
