@@ -11,6 +11,7 @@
 
 #include "bgp/frr_apply.hpp"
 #include "bgp/frr_render.hpp"
+#include "bgp/gbp_mark_commands.hpp"
 #include "bgp/instance_kind.hpp"
 #include "bgp/privileged_port.hpp"
 #include "bgp/process.hpp"
@@ -323,7 +324,31 @@ void Adapter::close_feed() {
 
 Status Adapter::start() {
   if (started_) return {};
+  // The GBP mark was decided before this first apply (the forwarder answered first): the bgpd
+  // running now gets it in place at once when it holds our route-map without it, not after the
+  // frr-reload's second (early_gbp_mark_commands), and our routes are sent again after the apply
+  // too, not at bgpd's route-map delay timer (5 s); `soft out` resets nothing.
+  if (send_again_at_start_ && opts_.config.gbp_mark && opts_.config.frr.apply == ApplyMode::kReload) {
+    const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
+    auto shown = run_vty_commands(vty, {"enable", "show running-config"}, std::chrono::seconds(10));
+    const auto early = shown && !shown->failed ? early_gbp_mark_commands(shown->output) : std::vector<std::string>{};
+    if (!early.empty()) {
+      auto set = run_vty_commands(vty, early, std::chrono::seconds(10));
+      if (set && !set->failed)
+        spdlog::info("bgp: the GBP mark set in the running bgpd before the first apply, our routes sent again");
+      else
+        spdlog::warn("bgp: the GBP mark could not be set in the running bgpd before the first apply (it comes with "
+                     "it): {}", set ? set->output : set.error());
+    }
+  }
   if (auto st = apply(); !st) return st;
+  if (std::exchange(send_again_at_start_, false)) {
+    auto sent = run_vty_commands(vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd"),
+                                 {"enable", send_routes_again_command(opts_.config)}, std::chrono::seconds(10));
+    if (!sent || sent->failed)
+      spdlog::warn("bgp: sending our routes again with the GBP mark failed (they go when bgpd's route-map delay "
+                   "timer fires): {}", sent ? sent->output : sent.error());
+  }
   if (auto st = open_feed(); !st) return st;
   started_ = true;
   check_bgpd_pid();  // the bgpd we start with: no hold
@@ -337,6 +362,11 @@ void Adapter::stop() {
   alive_->store(false);
   alive_ = std::make_shared<std::atomic<bool>>(true);
   applying_ = reapply_ = false;
+  if (mark_waiting_) {  // never started: its caller hears so
+    auto done = std::move(*mark_waiting_);
+    mark_waiting_.reset();
+    if (done) done(make_error("bgp: the adapter stopped before the GBP mark was applied"));
+  }
   poll_timer_.cancel();
   close_feed();
 }
@@ -395,23 +425,94 @@ void Adapter::set_advertised(std::vector<net::Ipv4Prefix> advertise) {
 }
 
 void Adapter::set_gbp_mark(bool mark, std::function<void(Status)> done) {
+  if (mark_waiting_) {  // the caller's one-at-a-time broken: no second owner of the order here
+    if (done) done(make_error("bgp: a GBP mark change waits already: one at a time (GbpMarkFollower)"));
+    return;
+  }
   opts_.config.gbp_mark = mark;
-  if (!started_) {  // start() applies what is current
+  if (!started_) {  // start() applies what is current, and sends our routes again
+    send_again_at_start_ = true;
     if (done) done({});
     return;
   }
-  mark_done_ = std::move(done);
   if (applying_) {
-    reapply_ = true;  // the running apply has the previous mark
+    mark_waiting_ = std::move(done);  // the running apply has the previous mark: after it
     return;
   }
-  apply_in_background();
+  apply_mark_in_background(std::move(done));
 }
 
-void Adapter::apply_in_background(bool new_bgpd) {
+void Adapter::apply_mark_in_background(std::function<void(Status)> done) {
+  const BgpConfig wanted = file_config();
+  std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
+  BgpConfig other_mark = wanted;
+  other_mark.gbp_mark = !wanted.gbp_mark;
+  // In place only where bgpd holds what we last applied, the mark's line aside (or with it,
+  // when a whole apply carried it already): then that line is all that changes.
+  const bool same_bgpd = read_pid_file(bgpd_pid_file_) == applied_to_bgpd_;
+  const bool in_place = opts_.config.frr.apply == ApplyMode::kReload && !rendered_.empty() && same_bgpd &&
+                        (rendered_ == text ||
+                         rendered_ == render_frr_config(RenderInput{&other_mark, opts_.vtep, opts_.advertise}));
+  if (!in_place) {
+    reapply_ = false;  // the whole apply renders the advertised list now wanted too
+    apply_in_background(!same_bgpd, std::move(done), true);
+    return;
+  }
   join_apply();
   applying_ = true;
-  auto mark_done = std::exchange(mark_done_, nullptr);  // this apply renders the mark now wanted
+  auto alive = alive_;
+  const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
+  // The instance bgpd runs now (the default one on a node moving from FPM), not the file's.
+  std::vector<std::string> commands = gbp_mark_commands(opts_.config, wanted.gbp_mark);
+  apply_thread_ = std::thread([this, alive, path = wanted.frr.config_path, text = std::move(text), vty,
+                               commands = std::move(commands), mark = wanted.gbp_mark,
+                               done = std::move(done)]() mutable {
+    const auto started = std::chrono::steady_clock::now();
+    // The file first: an FRR that restarts from here on loads the mark.
+    Status st = write_config_file(path, text);
+    if (st) {
+      auto reply = run_vty_commands(vty, commands, std::chrono::seconds(10));
+      if (!reply) st = make_error("bgpd's vty: " + reply.error());
+      else if (reply->failed) st = make_error("bgpd refused " + std::to_string(reply->failed) + " of the commands: " + reply->output);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    asio::post(io_, [this, alive, st = std::move(st), text = std::move(text), seconds, mark,
+                     done = std::move(done)]() mutable {
+      if (!alive->load()) return;
+      applying_ = false;
+      if (!st) {
+        spdlog::warn("bgp: the GBP mark could not be set in bgpd in place ({}); applying the whole FRR config", st.error());
+        reapply_ = false;
+        apply_in_background(false, std::move(done), true);
+        return;
+      }
+      rendered_ = std::move(text);
+      ++applies_;
+      last_apply_seconds_ = seconds;
+      spdlog::info("bgp: the GBP mark {} in bgpd and our routes sent again in {:.3f} s (frr.conf written)",
+                   mark ? "set" : "removed", seconds);
+      if (done) done(Status{});
+      next_apply(false);
+    });
+  });
+}
+
+void Adapter::next_apply(bool new_bgpd) {
+  if (mark_waiting_) {
+    auto done = std::move(*mark_waiting_);
+    mark_waiting_.reset();
+    apply_mark_in_background(std::move(done));
+    return;
+  }
+  if (reapply_) {
+    reapply_ = false;
+    apply_in_background(new_bgpd);
+  }
+}
+
+void Adapter::apply_in_background(bool new_bgpd, std::function<void(Status)> mark_done, bool send_again) {
+  join_apply();
+  applying_ = true;
   BgpConfig wanted = file_config();
   std::string text = render_frr_config(RenderInput{&wanted, opts_.vtep, opts_.advertise});
   const std::size_t count = opts_.advertise.size();
@@ -421,7 +522,7 @@ void Adapter::apply_in_background(bool new_bgpd) {
   const std::string vty = vty_socket_path(opts_.config.frr.vty_socket_dir, "bgpd");
   apply_thread_ = std::thread([this, alive, wanted = std::move(wanted), vtep = opts_.vtep, advertise = opts_.advertise,
                                text = std::move(text), count, bgpd = std::move(bgpd), new_bgpd, first_to_bgpd, vty,
-                               mark_done = std::move(mark_done)]() mutable {
+                               mark_done = std::move(mark_done), send_again]() mutable {
     const FrrSettings& frr = wanted.frr;
     if (first_to_bgpd) bgpd = await_bgpd_load(frr, std::move(bgpd));
     // A new bgpd that loaded frr.conf itself (an FRR restart: graceful restart at work) only
@@ -453,6 +554,15 @@ void Adapter::apply_in_background(bool new_bgpd) {
       if (!cleared || cleared->failed)
         spdlog::warn("bgp: soft clear of the new bgpd's peers failed: {}", cleared ? cleared->output : cleared.error());
     }
+    if (r && send_again) {  // the GBP mark changed: to the peers now, not at bgpd's route-map delay timer
+      BgpConfig running = wanted;
+      running.bmp_in_default_instance = in_default;
+      auto sent = run_vty_commands(vty, {"enable", send_routes_again_command(running)},
+                                   std::chrono::seconds(10));
+      if (!sent || sent->failed)
+        spdlog::warn("bgp: sending our routes again after the GBP mark's change failed (they go when bgpd's "
+                     "route-map delay timer fires): {}", sent ? sent->output : sent.error());
+    }
     asio::post(io_, [this, alive, r = std::move(r), text = std::move(text), count, bgpd = std::move(bgpd),
                      new_bgpd, in_default, mark_done = std::move(mark_done)]() mutable {
       if (!alive->load()) return;  // stopped meanwhile (stop() cleared applying_)
@@ -470,10 +580,7 @@ void Adapter::apply_in_background(bool new_bgpd) {
                      "peer poll when bgpd is a new one)", r.error());
       }
       if (mark_done) mark_done(r ? Status{} : Status(make_error(r.error())));
-      if (reapply_) {
-        reapply_ = false;
-        apply_in_background(new_bgpd);
-      }
+      next_apply(new_bgpd);
     });
   });
 }

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -98,10 +99,11 @@ class AdapterInterface {
   // blocking the caller (frr-reload takes seconds); failures are logged. Before start():
   // only stored.
   virtual void set_advertised(std::vector<net::Ipv4Prefix> advertise) = 0;
-  // The GBP mark on what we advertise (docs/bgp.md, "The GBP mark") changed: FRR's config is
-  // re-applied like set_advertised() (off the io thread, one apply at a time, the last change
-  // wins); `done` gets the result of the apply that carries it, on the io thread (a newer call
-  // before that apply started supersedes it: not called). Before start(): stored, done({}).
+  // The GBP mark on what we advertise (docs/bgp.md, "The GBP mark") changed: set in bgpd and
+  // our routes sent again at once (gbp_mark_commands.hpp), off the io thread, after any apply
+  // that runs; `done` gets the result on the io thread. One call at a time: the caller waits for
+  // `done` before the next (GbpMarkFollower owns the coalescing and the retries); a call while
+  // one waits is refused (done with an error). Before start(): stored, done({}).
   virtual void set_gbp_mark(bool mark, std::function<void(Status)> done) = 0;
   virtual std::vector<RemoteRoute> routes() const = 0;  // every route given out, in force
   virtual std::vector<PeerStatus> peers() const = 0;
@@ -137,7 +139,15 @@ class Adapter : public AdapterInterface {
   // load of frr.conf failed) is loaded whole with vtysh -f before the usual frr-reload (which
   // cannot see that this bgpd lacks the route-maps zebra has), then soft-cleared; one that
   // loaded its config gets only the frr-reload (adapter.cpp says why).
-  void apply_in_background(bool new_bgpd = false);
+  // send_again: our routes are sent again after the apply (a soft clear out: a changed GBP mark
+  // reaches the peers now, not when bgpd's route-map delay timer fires). done: told the result.
+  void apply_in_background(bool new_bgpd = false, std::function<void(Status)> done = nullptr,
+                           bool send_again = false);
+  // The GBP mark alone, in place in bgpd when the rest of what it runs is what we last applied
+  // (gbp_mark_commands.hpp); else, or when that fails, a whole apply that sends again.
+  void apply_mark_in_background(std::function<void(Status)> done);
+  // After an apply's result: a GBP mark waiting, then a changed advertised list.
+  void next_apply(bool new_bgpd);
   void join_apply();
   Status open_fpm();
   // The BMP feed: bgpd (a view) streams each peer's routes to our station; the per-peer RIB
@@ -197,7 +207,9 @@ class Adapter : public AdapterInterface {
   std::thread apply_thread_;   // set_advertised(): frr-reload off the io thread
   bool applying_ = false;      // apply_thread_ runs; its result is posted back
   bool reapply_ = false;       // the advertised list changed again meanwhile
-  std::function<void(Status)> mark_done_;  // set_gbp_mark()'s, until an apply carries it
+  // set_gbp_mark()'s call while another apply ran: started when that one ends (at most one).
+  std::optional<std::function<void(Status)>> mark_waiting_;
+  bool send_again_at_start_ = false;  // set_gbp_mark() before start(): its apply carries the mark
   // The bgpd (its pid file's content) the last successful apply reached. Another one — FRR
   // restarted, and its own load of frr.conf may have failed or found an older file — gets the
   // config again at the next peer poll (frr-reload changes nothing where it is in force).

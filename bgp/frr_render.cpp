@@ -26,6 +26,7 @@ std::string bgp_instance_suffix(const BgpConfig& config) {
 }
 
 std::string outbound_route_map_name() { return "vxfed-out"; }
+std::string outbound_route_map_entry() { return "route-map " + outbound_route_map_name() + " permit 10"; }
 std::string inbound_route_map_name(const PeerConfig& peer) { return prefix_list_in(peer); }
 
 std::string render_frr_config(const RenderInput& in) {
@@ -65,7 +66,7 @@ std::string render_frr_config(const RenderInput& in) {
     }
   }
   o << "!\n"
-    << "route-map " << out << " permit 10\n"
+    << outbound_route_map_entry() << "\n"
     << " match ip address prefix-list " << out << "\n"
     << " set ip next-hop " << in.vtep.str() << "\n";
   // The GBP mark: this node's registration says it takes VXLAN-GBP (docs/bgp.md, "The GBP mark").

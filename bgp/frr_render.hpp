@@ -35,6 +35,9 @@ struct RenderInput {
 std::string bgp_instance_suffix(const BgpConfig& config);
 
 std::string outbound_route_map_name();
+// "route-map vxfed-out permit 10": the outbound route-map's one entry, which the GBP mark's
+// `set large-community` belongs to (gbp_mark_commands.hpp changes it in place).
+std::string outbound_route_map_entry();
 std::string inbound_route_map_name(const PeerConfig& peer);
 
 std::string render_frr_config(const RenderInput& in);

@@ -1,7 +1,8 @@
 // The GBP mark from the wire to the VTEPs that take GBP: the BMP parser reading it from
 // LARGE_COMMUNITY, the BMP RIB keeping it per path (every peer's path must carry it), the route
 // table keeping it per route, and GbpVteps' rule (a VTEP takes GBP when every route naming it
-// carries the mark). docs/bgp.md, "The GBP mark".
+// carries the mark). docs/bgp.md, "The GBP mark". And the vty commands that change the mark in a
+// running bgpd (gbp_mark_commands.hpp): when a running config gets the early mark and when not.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -10,6 +11,7 @@
 #include "bgp/bmp_rib.hpp"
 #include "bgp/fpm_encoder.hpp"
 #include "bgp/gbp_mark.hpp"
+#include "bgp/gbp_mark_commands.hpp"
 #include "bgp/gbp_vteps.hpp"
 #include "bgp/route_table.hpp"
 #include "tests/bgp/bmp_messages.hpp"
@@ -226,6 +228,67 @@ TEST(GbpVtepsRule, EcmpRouteCountsForEachVtepAndFlapsBetweenTakesAreNotReported)
   c = g.take_changes();
   EXPECT_EQ(c.no_longer, std::vector<Ipv4Addr>{Ipv4Addr{kVtepA}});
   EXPECT_TRUE(g.gbp_vteps().empty());
+}
+
+
+// The mark changed in place: the route-map entry's one line, then our routes sent again to the
+// peers of the instance bgpd runs (the view with the BMP feed, the default instance while a
+// node moves from FPM), without asking for theirs.
+TEST(GbpMarkCommands, SetInTheEntryThenSentAgainToTheRunningInstance) {
+  BgpConfig c;
+  c.feed = Feed::kBmp;
+  EXPECT_EQ(gbp_mark_commands(c, true),
+            (std::vector<std::string>{"enable", "configure terminal", "route-map vxfed-out permit 10",
+                                      "set large-community 4200000000:34:1", "end",
+                                      "clear bgp view vxfed ipv4 unicast * soft out"}));
+  EXPECT_EQ(gbp_mark_commands(c, false)[3], "no set large-community");
+  c.bmp_in_default_instance = true;
+  EXPECT_EQ(send_routes_again_command(c), "clear bgp ipv4 unicast * soft out");
+  c.bmp_in_default_instance = false;
+  c.feed = Feed::kFpm;
+  EXPECT_EQ(gbp_mark_commands(c, true).back(), "clear bgp ipv4 unicast * soft out");
+}
+
+constexpr const char* kRunningWithoutMark =
+    "frr version 8.4.4\n"
+    "!\n"
+    "ip prefix-list vxfed-out seq 5 permit 10.245.0.0/24\n"
+    "!\n"
+    "route-map vxfed-out permit 10\n"
+    " match ip address prefix-list vxfed-out\n"
+    " set ip next-hop 198.18.0.21\n"
+    "exit\n"
+    "!\n"
+    "route-map vxfed-in-198.18.0.2 permit 10\n"
+    " set large-community 4200000000:34:1\n"  // another entry's: not ours
+    "exit\n"
+    "!\n"
+    "router bgp 65001\n"
+    " neighbor 198.18.0.2 remote-as 65001\n"
+    "exit\n";
+
+TEST(GbpMarkCommands, EarlyMarkOnARunningBgpdThatHoldsOurEntryWithoutIt) {
+  const auto commands = early_gbp_mark_commands(kRunningWithoutMark);
+  ASSERT_EQ(commands.size(), 6u);
+  EXPECT_EQ(commands[2], "route-map vxfed-out permit 10");
+  EXPECT_EQ(commands[3], "set large-community 4200000000:34:1");
+  EXPECT_EQ(commands[5], "clear bgp ipv4 unicast * soft out");  // it runs the default instance
+  std::string view = kRunningWithoutMark;
+  view.replace(view.find("router bgp 65001"), 16, "router bgp 65001 view vxfed");
+  EXPECT_EQ(early_gbp_mark_commands(view).back(), "clear bgp view vxfed ipv4 unicast * soft out");
+}
+
+TEST(GbpMarkCommands, NoEarlyMarkWhereItIsAlreadyOrWhereOurEntryOrBgpIsMissing) {
+  std::string marked = kRunningWithoutMark;
+  marked.insert(marked.find(" set ip next-hop"), " set large-community 4200000000:34:1\n");
+  EXPECT_TRUE(early_gbp_mark_commands(marked).empty());  // an FRR that loaded our frr.conf
+  std::string no_entry = kRunningWithoutMark;
+  no_entry.replace(no_entry.find("route-map vxfed-out permit 10"), 29, "route-map vxfed-out permit 20");
+  EXPECT_TRUE(early_gbp_mark_commands(no_entry).empty());  // entering it would create an entry without match
+  std::string bare = kRunningWithoutMark;
+  bare.erase(bare.find("router bgp"));
+  EXPECT_TRUE(early_gbp_mark_commands(bare).empty());
+  EXPECT_TRUE(early_gbp_mark_commands("").empty());
 }
 
 }  // namespace
