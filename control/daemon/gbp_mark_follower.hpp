@@ -1,11 +1,13 @@
 // The GBP mark on this node's blocks (docs/bgp.md, "The GBP mark") follows the forwarder
-// under vxfedd: each change re-renders FRR's config, one frr-reload of 1-10 s. It runs off the
-// io thread (bgp::RouteSource::set_gbp_mark: the adapter's apply thread), its result comes back
-// on the io thread, and this class keeps one apply at a time: changes while one runs coalesce
-// (when it ends, the last mark wanted is applied if it differs from the one just applied), and
-// a failure is logged by the caller and retried after `retry` (or at once when another mark is
-// wanted by then). Before, the frr-reload ran inside the io thread's handler and held every
-// vxfedctl request, the dataplane link, the metrics page and the BMP/FPM feeds for its length.
+// under vxfedd. Each change goes to bgpd off the io thread (bgp::RouteSource::set_gbp_mark: the
+// adapter's apply thread; set in place and sent again in milliseconds, or a whole frr-reload of
+// 1-10 s when bgpd runs something else too), its result comes back on the io thread, and this
+// class is the one owner of their order: one apply at a time, changes while one runs coalesce
+// (when it ends, the last mark wanted is applied if it differs from the one just applied), and a
+// failure is logged by the caller and retried after `retry` (or at once when another mark is
+// wanted by then). The adapter takes one change at a time and refuses a second while one waits.
+// Before, the frr-reload ran inside the io thread's handler and held every vxfedctl request, the
+// dataplane link, the metrics page and the BMP/FPM feeds for its length.
 #pragma once
 
 #include <chrono>
