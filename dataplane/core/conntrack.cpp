@@ -74,8 +74,8 @@ Result<std::unique_ptr<ConntrackTable>> ConntrackTable::create(const ConntrackCo
   for (std::uint64_t v : {t.tcp_syn_sent, t.tcp_syn_recv, t.tcp_established, t.tcp_fin_wait, t.tcp_time_wait,
                           t.tcp_close, t.udp_unreplied, t.udp_stream, t.icmp, t.other})
     if (v == 0) return make_error("conntrack timeouts: every timeout must be at least 1 tick (got 0)");
-  // Sized for every flow having two keys (NAT) at 5 keys per 7-slot bucket at most, so the
-  // bounded probe almost never runs out before the entries do; plain flows use one key.
+  // Sized for every flow's two keys (one per direction) at 5 keys per 7-slot bucket at most,
+  // so the bounded probe almost never runs out before the entries do.
   const std::uint32_t buckets = next_pow2(std::max<std::uint32_t>(1, (config.capacity * 2u + 4) / 5));
   return std::unique_ptr<ConntrackTable>(new ConntrackTable(config.capacity, buckets, t));
 }
@@ -147,9 +147,15 @@ void ConntrackTable::remove_key(std::uint32_t h, std::uint32_t index) {
 
 void ConntrackTable::erase(ConntrackEntry* e) {
   const auto index = static_cast<std::uint32_t>(e - entries_.get());
-  remove_key(e->hash[0], index);
-  if (e->has_nat) remove_key(e->hash[1], index);
-  e->in_use = false;
+  // The keys' hashes again from the tuples (an entry has no room to keep them; erasing is
+  // rare next to hits). Two slots of one hash and index: each call frees one.
+  remove_key(conntrack_key_hash(e->original), index);
+  remove_key(conntrack_key_hash(e->reply), index);
+  release(index);
+}
+
+void ConntrackTable::release(std::uint32_t index) {
+  entries_[index].in_use = false;
   free_[free_top_++] = index;
   --size_;
 }
@@ -164,8 +170,8 @@ InsertResult ConntrackTable::insert(const FlowTuple& original, const NatTarget* 
     reply.src_ip_be = nat->ip_be;
     if (original.protocol != wire::kIpProtoIcmp) reply.src_port_be = nat->port_be;
   }
-  const std::uint32_t h0 = symmetric_flow_hash(original);
-  const std::uint32_t h1 = nat ? symmetric_flow_hash(reply) : h0;
+  const std::uint32_t h0 = conntrack_key_hash(original);
+  const std::uint32_t h1 = conntrack_key_hash(reply);
 
   // The flow itself (as either of its tuples), and anything already using the new reply tuple:
   // a live one is returned or refused, an expired one goes.
@@ -201,8 +207,6 @@ InsertResult ConntrackTable::insert(const FlowTuple& original, const NatTarget* 
   e.reply = reply;
   e.last_seen = now;
   e.policy = policy;
-  e.hash[0] = h0;
-  e.hash[1] = h1;
   e.has_nat = nat != nullptr;
   e.fin_seen = 0;
   e.in_use = true;
@@ -211,24 +215,29 @@ InsertResult ConntrackTable::insert(const FlowTuple& original, const NatTarget* 
                                                                                : ConnState::TcpEstablished;
   else
     e.state = ConnState::Unreplied;
+  e.lifetime = timeout(e);
   ++size_;
 
   if (!add_key(h0, index, now)) {
-    e.has_nat = false;
-    erase(&e);
+    release(index);  // no key is in
     return {InsertStatus::ProbeFull, {}};
   }
-  if (nat && !add_key(h1, index, now)) {
-    e.has_nat = false;  // only the first key is in
-    erase(&e);
+  if (!add_key(h1, index, now)) {
+    remove_key(h0, index);  // only the first key is in
+    release(index);
     return {InsertStatus::ProbeFull, {}};
   }
   return {InsertStatus::Inserted, {&e, FlowDirection::Original}};
 }
 
 void ConntrackTable::track_slow(const ConntrackHit& hit, std::uint8_t flags, std::uint64_t now) {
+  advance_state(hit, flags);
+  hit.entry->last_seen = now;
+  hit.entry->lifetime = timeout(*hit.entry);
+}
+
+void ConntrackTable::advance_state(const ConntrackHit& hit, std::uint8_t flags) {
   ConntrackEntry& e = *hit.entry;
-  e.last_seen = now;
   const bool reply = hit.direction == FlowDirection::Reply;
   if (e.original.protocol != wire::kIpProtoTcp) {
     if (reply && e.state == ConnState::Unreplied)

@@ -62,19 +62,18 @@ constexpr FlowTuple icmp_echo_tuple(std::uint32_t src_ip_be, std::uint32_t dst_i
   return FlowTuple{src_ip_be, dst_ip_be, identifier_be, identifier_be, vni, 1};
 }
 
-// Symmetric flow hash: the project's flow hash (flow_hash.hpp, CRC-32C) over the two
-// endpoints in canonical order (the lower (address, port) first) and the VNI, so both
-// directions of a flow land in the same bucket. Used for the table only; the pipeline's
-// per-direction flow hash (UDP source port, ECMP) stays as it is.
-inline std::uint32_t symmetric_flow_hash(const FlowTuple& t) {
-  // Each endpoint as one number (address above port), so one comparison orders them.
-  const std::uint64_t a = std::uint64_t{t.src_ip_be} << 16 | t.src_port_be;
-  const std::uint64_t b = std::uint64_t{t.dst_ip_be} << 16 | t.dst_port_be;
-  const std::uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
-  const std::uint64_t addresses = (lo >> 16) | (hi >> 16) << 32;
-  const std::uint64_t proto_ports = std::uint64_t{t.protocol} | (lo & 0xffff) << 8 | (hi & 0xffff) << 24 |
-                                    std::uint64_t{t.vni & 0xffffff} << 40;
-  return flow_hash_words(addresses, proto_ports);
+// The table's key hash: the project's flow hash (flow_hash.hpp, CRC-32C) over the tuple as
+// the packet carries it, per direction, with the VNI's 24 bits beside the protocol and ports
+// (kPolicyZone and the other high bits are left out: the key compare tells zones apart). Each
+// direction of a flow is its own key (the table stores both), so a lookup hashes the two
+// words a packet's headers give with one load each, and no ordering of the endpoints is done.
+inline std::uint32_t conntrack_key_hash(const FlowTuple& t) {
+  std::uint64_t addresses;
+  std::uint32_t ports;
+  std::memcpy(&addresses, &t.src_ip_be, 8);  // src | dst << 32, as flow_hash_words() wants
+  std::memcpy(&ports, &t.src_port_be, 4);
+  return flow_hash_words(addresses, std::uint64_t{t.protocol} | std::uint64_t{ports} << 8 |
+                                        std::uint64_t{t.vni & 0xffffff} << 40);
 }
 
 // Destination NAT of a service flow: the client sent to VIP:port (the original tuple's
@@ -126,8 +125,10 @@ struct alignas(64) ConntrackEntry {
   FlowTuple original;
   FlowTuple reply;
   std::uint64_t last_seen = 0;  // caller's ticks, updated by track()
+  // The timeout of `state` (ConntrackTable::timeout()), set with every change of state, so a
+  // hit's expiry check is a subtract and a compare, without a switch over the state.
+  std::uint64_t lifetime = 0;
   std::uint32_t policy = 0;     // opaque: the policy code's verdict/identity, never read here
-  std::uint32_t hash[2] = {0, 0};  // symmetric hashes of original, reply (slot bookkeeping)
   ConnState state = ConnState::Unreplied;
   bool has_nat = false;
   std::uint8_t fin_seen = 0;   // TCP: bit 0 original sent FIN, bit 1 reply sent FIN
@@ -161,7 +162,7 @@ struct InsertResult {
 };
 
 struct ConntrackConfig {
-  std::uint32_t capacity = 65536;  // flows (entries); each takes one or two key slots
+  std::uint32_t capacity = 65536;  // flows (entries); each takes two key slots
   ConntrackTimeouts timeouts = ConntrackTimeouts::from_seconds(1);  // default: `now` in seconds
 };
 
@@ -170,10 +171,10 @@ struct SweepResult {
   std::uint32_t expired = 0;
 };
 
-// The table. Keys are the symmetric hash of a tuple: a flow without NAT is stored under one
-// slot that both directions find; a NAT flow's reply tuple (backend -> client) has other
-// endpoints and gets a second slot pointing to the same entry. A slot holds the 32-bit hash
-// and the entry index; a hit is confirmed by comparing the packet's tuple with the entry's
+// The table. Keys are conntrack_key_hash() of a tuple, per direction: every flow is stored
+// under two slots, its original tuple's and its reply tuple's (backend -> client for a NAT
+// flow), both pointing to its entry. A slot holds the 32-bit hash and the entry index; a hit
+// is confirmed by comparing the packet's tuple with the entry's
 // original (direction Original) or reply (direction Reply) tuple.
 //
 // Slots live in 64-byte buckets of 7, probed linearly over at most kMaxProbeBuckets buckets
@@ -197,14 +198,14 @@ class ConntrackTable {
   // The live flow a packet belongs to, and the packet's direction in it. An entry past its
   // timeout is a miss (left for insert() or sweep() to reclaim). Does not update the entry.
   ConntrackHit find(const FlowTuple& packet, std::uint64_t now) const {
-    return find(packet, symmetric_flow_hash(packet), now);
+    return find(packet, conntrack_key_hash(packet), now);
   }
 
   // For a burst: prefetch() every packet's home bucket first (it returns the tuple's hash),
   // then find() each with that hash, so the burst's cache misses overlap instead of coming
   // one after the other (docs/conntrack.md has the figures with and without).
   std::uint32_t prefetch(const FlowTuple& packet) const {
-    const std::uint32_t h = symmetric_flow_hash(packet);
+    const std::uint32_t h = conntrack_key_hash(packet);
     __builtin_prefetch(reinterpret_cast<const char*>(buckets_.get()) + std::size_t{h & bucket_mask_} * 64);
     return h;
   }
@@ -252,7 +253,8 @@ class ConntrackTable {
   // is spread out and never a long pause.
   SweepResult sweep(std::uint64_t now, std::uint32_t max_entries);
 
-  bool expired(const ConntrackEntry& e, std::uint64_t now) const { return now - e.last_seen >= timeout(e); }
+  bool expired(const ConntrackEntry& e, std::uint64_t now) const { return now - e.last_seen >= e.lifetime; }
+  // The timeout of an entry's state (what its `lifetime` holds).
   std::uint64_t timeout(const ConntrackEntry& e) const {
     switch (e.state) {
       case ConnState::TcpSynSent: return timeouts_.tcp_syn_sent;
@@ -327,8 +329,10 @@ class ConntrackTable {
   }
   // track() for TCP and for a state change.
   void track_slow(const ConntrackHit& hit, std::uint8_t tcp_flags, std::uint64_t now);
+  void advance_state(const ConntrackHit& hit, std::uint8_t tcp_flags);  // the state machine alone
   bool add_key(std::uint32_t h, std::uint32_t index, std::uint64_t now);
   void remove_key(std::uint32_t h, std::uint32_t index);
+  void release(std::uint32_t index);  // the entry back on the free stack, its keys already gone
 
   std::uint32_t capacity_;
   std::uint32_t bucket_mask_;

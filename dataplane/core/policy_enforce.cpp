@@ -17,8 +17,14 @@ namespace {
 // What a decision needs from a packet (Ethernet + IPv4 in the first segment).
 struct PolicyPacket {
   FlowTuple tuple;             // in the policy zone; ICMP echo: the identifier in both ports
+  std::uint32_t hash = 0;      // conntrack_key_hash(tuple): the table's key, and the memo's first test
   std::uint8_t tcp_flags = 0;
-  std::uint16_t port = 0;      // TCP/UDP destination port, host order; 0 for other protocols
+
+  // TCP/UDP destination port, host order; 0 for other protocols (an ICMP echo's tuple holds
+  // its identifier there). Only a decision reads it, so it is not kept per packet.
+  std::uint16_t port() const {
+    return tuple.protocol == kIpProtoTcp || tuple.protocol == kIpProtoUdp ? wire::from_be16(tuple.dst_port_be) : 0;
+  }
 };
 
 std::uint16_t read_be16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] << 8 | p[1]); }
@@ -46,17 +52,17 @@ std::uint16_t read_be16(const std::uint8_t* p) { return static_cast<std::uint16_
   t.vni = vni | kPolicyZone;
   t.src_port_be = t.dst_port_be = 0;
   out->tcp_flags = 0;
-  out->port = 0;
-  if ((read_be16(ip + 6) & 0x1fff) != 0) return true;  // a non-first fragment
   const std::uint32_t l4 = kIp + ihl;
-  if ((t.protocol == kIpProtoTcp || t.protocol == kIpProtoUdp) && l4 + 4 <= len) {
+  if ((read_be16(ip + 6) & 0x1fff) != 0) {
+    // a non-first fragment: ports 0
+  } else if ((t.protocol == kIpProtoTcp || t.protocol == kIpProtoUdp) && l4 + 4 <= len) {
     std::memcpy(reinterpret_cast<char*>(&t) + offsetof(FlowTuple, src_port_be), p + l4, 4);  // both ports
-    out->port = wire::from_be16(t.dst_port_be);
     if (t.protocol == kIpProtoTcp && l4 + 14 <= len) out->tcp_flags = p[l4 + 13];
   } else if (t.protocol == kIpProtoIcmp && l4 + 8 <= len && (p[l4] == 8 || p[l4] == 0)) {
     std::memcpy(&t.src_port_be, p + l4 + 4, 2);  // echo request/reply: the identifier
     t.dst_port_be = t.src_port_be;
   }
+  out->hash = conntrack_key_hash(t);
   return true;
 }
 
@@ -85,7 +91,7 @@ net::Ipv4Addr host(std::uint32_t ip_be) { return net::Ipv4Addr::from_network(ip_
 ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy, const PolicyPacket& pk,
                         std::uint64_t now) {
   if (!table) return {};
-  const ConntrackHit hit = table->find(pk.tuple, now);
+  const ConntrackHit hit = table->find(pk.tuple, pk.hash, now);
   if (!hit) return hit;
   if (!current(policy, hit.entry->policy) && hit.direction == FlowDirection::Original) {
     table->erase(hit.entry);
@@ -124,12 +130,12 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
   bool ok = true;
   if (!policy_applied && !pt.remote_egress_of.empty() &&
       pt.remote_egress_of[source_identity] != policy::PolicyTables::kNoTable) {
-    ok = policy::decide_remote_egress(pt, source_identity, identity, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port);
+    ok = policy::decide_remote_egress(pt, source_identity, identity, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port());
     why = DropReason::PolicyDeniedRemoteEgress;
   }
   const std::uint32_t local = policy.local_of_port[port];
   if (ok && local != NetworkPolicyEntry::kNotSelected) {
-    ok = policy::decide_ingress(pt, local, source_identity, host(pk.tuple.src_ip_be), pk.tuple.protocol, pk.port);
+    ok = policy::decide_ingress(pt, local, source_identity, host(pk.tuple.src_ip_be), pk.tuple.protocol, pk.port());
     why = DropReason::PolicyDeniedIngress;
   }
   if (!ok) {
@@ -207,7 +213,7 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
     }
     const EndpointEntry* ep = nullptr;
     bool asks = false;
-    if (memo_valid && pk.tuple == memo.tuple && pk.tcp_flags == memo.tcp_flags) {
+    if (memo_valid && pk.hash == memo.hash && pk.tuple == memo.tuple && pk.tcp_flags == memo.tcp_flags) {
       // The packet before was this flow's, with the same flags (a stream's burst): its
       // outcome, without the table (its entry's state and time would not change).
       asks = memo_asks;
@@ -225,14 +231,14 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
         const PodPortEntry* dst_pod = tables.pod_port(ep->port);
         const std::uint16_t dst_identity = dst_pod ? wire::from_be16(dst_pod->identity_be) : 0;
         if (local_src != NetworkPolicyEntry::kNotSelected)
-          ok = policy::decide_local_egress(pt, local_src, dst_identity, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port);
+          ok = policy::decide_local_egress(pt, local_src, dst_identity, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port());
         const std::uint32_t local_dst = policy.local_of_port[ep->port];
         if (ok && local_dst != NetworkPolicyEntry::kNotSelected) {
-          ok = policy::decide_ingress(pt, local_dst, identity, host(pk.tuple.src_ip_be), pk.tuple.protocol, pk.port);
+          ok = policy::decide_ingress(pt, local_dst, identity, host(pk.tuple.src_ip_be), pk.tuple.protocol, pk.port());
           why = DropReason::PolicyDeniedIngress;
         }
       } else if (local_src != NetworkPolicyEntry::kNotSelected) {
-        const auto v = policy::decide_egress_at_source(pt, local_src, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port);
+        const auto v = policy::decide_egress_at_source(pt, local_src, host(pk.tuple.dst_ip_be), pk.tuple.protocol, pk.port());
         asks = v == policy::EgressAtSource::AskDestination;
         ok = v == policy::EgressAtSource::Allow || (asks && destination_can_decide(tables, pod.network, pk.tuple.dst_ip_be));
       }

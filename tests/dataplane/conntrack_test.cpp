@@ -51,14 +51,19 @@ TEST(Conntrack, CreateRefusesBadConfig) {
   EXPECT_NE(t.error().find("timeout"), std::string::npos) << t.error();
 }
 
-TEST(Conntrack, SymmetricHashIgnoresDirectionButNotVni) {
+TEST(Conntrack, KeyHashIsPerDirectionAndTellsVnisApartButNotZones) {
   const FlowTuple t = tuple(kClient, 40000, kServer, 80);
-  EXPECT_EQ(symmetric_flow_hash(t), symmetric_flow_hash(reversed(t)));
+  // Each direction is its own key (both are stored), hashed as the pipeline's flow hash reads
+  // the packet's words, with the VNI beside them.
+  EXPECT_NE(conntrack_key_hash(t), conntrack_key_hash(reversed(t)));
   FlowTuple other_vni = t;
   other_vni.vni = 101;
-  EXPECT_NE(symmetric_flow_hash(t), symmetric_flow_hash(other_vni));
-  // Swapping only the ports (not the addresses) is another flow.
-  EXPECT_NE(symmetric_flow_hash(t), symmetric_flow_hash(tuple(kClient, 80, kServer, 40000)));
+  EXPECT_NE(conntrack_key_hash(t), conntrack_key_hash(other_vni));
+  // Bits above the VNI's 24 (the policy zone) are the key compare's business, not the hash's.
+  FlowTuple zone = t;
+  zone.vni |= 1u << 31;
+  EXPECT_EQ(conntrack_key_hash(t), conntrack_key_hash(zone));
+  EXPECT_NE(conntrack_key_hash(t), conntrack_key_hash(tuple(kClient, 80, kServer, 40000)));
 }
 
 TEST(Conntrack, BothDirectionsFindOneEntry) {
@@ -77,7 +82,7 @@ TEST(Conntrack, BothDirectionsFindOneEntry) {
   EXPECT_EQ(ct->size(), 1u);
   // The burst form (hash from prefetch(), then find with it) finds the same.
   EXPECT_EQ(ct->find(reversed(out), ct->prefetch(reversed(out)), 1).entry, fwd.entry);
-  EXPECT_EQ(ct->prefetch(out), symmetric_flow_hash(out));
+  EXPECT_EQ(ct->prefetch(out), conntrack_key_hash(out));
 
   // Same addresses and ports on another VNI: another tenant, another flow.
   FlowTuple other = out;
@@ -307,13 +312,20 @@ TEST(Conntrack, ProbeIsBoundedAndOverflowCountsStayConsistent) {
   for (const FlowTuple& f : flows) EXPECT_TRUE(ct->find(f, 1));
 }
 
-// Flows whose symmetric hash has the same home bucket in a table of `buckets` buckets.
+// Flows whose original tuple's key has the same home bucket in a table of `buckets` buckets,
+// and whose reply key homes outside the bounded probe's reach from there (so that the home
+// neighbourhood holds only the original keys).
 std::vector<FlowTuple> colliding(std::uint32_t buckets, std::size_t n) {
   std::vector<FlowTuple> v;
-  const std::uint32_t home = symmetric_flow_hash(tuple(kClient, 1024, kServer, 80, kUdp)) & (buckets - 1);
+  const std::uint32_t mask = buckets - 1;
+  const std::uint32_t home = conntrack_key_hash(tuple(kClient, 1024, kServer, 80, kUdp)) & mask;
   for (std::uint32_t p = 1024; v.size() < n && p < 65535; ++p) {
     const FlowTuple t = tuple(kClient, static_cast<std::uint16_t>(p), kServer, 80, kUdp);
-    if ((symmetric_flow_hash(t) & (buckets - 1)) == home) v.push_back(t);
+    const std::uint32_t reply_home = conntrack_key_hash(reversed(t)) & mask;
+    const std::uint32_t reply_from_home = (reply_home - home) & mask, home_from_reply = (home - reply_home) & mask;
+    if ((conntrack_key_hash(t) & mask) == home && reply_from_home >= ConntrackTable::kMaxProbeBuckets &&
+        home_from_reply >= ConntrackTable::kMaxProbeBuckets)
+      v.push_back(t);
   }
   EXPECT_EQ(v.size(), n);
   return v;

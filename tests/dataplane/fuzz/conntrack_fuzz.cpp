@@ -57,10 +57,10 @@ void check_table(const std::uint8_t* data, std::size_t size) {
         dp::NatTarget nat{0x0b000000u | (op[7] & 3), static_cast<std::uint16_t>(2000 + (op[7] >> 6))};
         const dp::InsertResult r = table.insert(t, op[0] % 6 == 1 ? &nat : nullptr, op[7], flags, now);
         if (r.status == dp::InsertStatus::Inserted) {
-          const dp::ConntrackHit fwd = table.find(t, dp::symmetric_flow_hash(t), now);
+          const dp::ConntrackHit fwd = table.find(t, dp::conntrack_key_hash(t), now);
           if (!fwd || fwd.entry != r.hit.entry || fwd.direction != dp::FlowDirection::Original) __builtin_trap();
           const dp::FlowTuple reply = r.hit.entry->reply;
-          const dp::ConntrackHit rev = table.find(reply, dp::symmetric_flow_hash(reply), now);
+          const dp::ConntrackHit rev = table.find(reply, dp::conntrack_key_hash(reply), now);
           // (A flow from an endpoint to itself reads the same both ways: Original wins.)
           if (!rev || rev.entry != r.hit.entry ||
               (rev.direction != dp::FlowDirection::Reply && !(reply == r.hit.entry->original)))
@@ -70,7 +70,7 @@ void check_table(const std::uint8_t* data, std::size_t size) {
       }
       case 2: {  // a packet, from either end
         const dp::FlowTuple p = (op[7] & 1) ? reversed(t) : t;
-        const dp::ConntrackHit hit = table.find(p, dp::symmetric_flow_hash(p), now);
+        const dp::ConntrackHit hit = table.find(p, dp::conntrack_key_hash(p), now);
         if (hit) {
           const dp::FlowTuple& seen = hit.direction == dp::FlowDirection::Original ? hit.entry->original
                                                                                    : hit.entry->reply;
@@ -80,7 +80,7 @@ void check_table(const std::uint8_t* data, std::size_t size) {
         break;
       }
       case 3: {
-        const dp::ConntrackHit hit = table.find(t, dp::symmetric_flow_hash(t), now);
+        const dp::ConntrackHit hit = table.find(t, dp::conntrack_key_hash(t), now);
         if (hit) table.erase(hit.entry);
         break;
       }
