@@ -1,6 +1,7 @@
 #include "bgp/route_table.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <tuple>
 
 namespace vxfed::bgp {
@@ -33,14 +34,22 @@ Attribution attribute(const std::vector<PeerConfig>& peers, const VniLookup& vni
   return a;
 }
 
-// Next hops of `offered` that lie in `ranges` (all of them when no ranges are configured).
-static VtepList allowed_next_hops(const VtepList& offered, const std::vector<net::Ipv4Prefix>& ranges) {
-  if (ranges.empty()) return offered;
-  VtepList out;
-  for (const auto& nh : offered) {
-    if (std::any_of(ranges.begin(), ranges.end(), [&](const net::Ipv4Prefix& r) { return r.contains(nh); }))
-      out.push_back(nh);
+// Which next hops of `offered` lie in `ranges` (all of them when no ranges are configured),
+// bit i for offered[i].
+static std::uint32_t allowed_next_hops(const VtepList& offered, const std::vector<net::Ipv4Prefix>& ranges) {
+  std::uint32_t allowed = 0;
+  for (std::size_t i = 0; i < offered.size(); ++i) {
+    if (ranges.empty() ||
+        std::any_of(ranges.begin(), ranges.end(), [&](const net::Ipv4Prefix& r) { return r.contains(offered[i]); }))
+      allowed |= std::uint32_t{1} << i;
   }
+  return allowed;
+}
+
+VtepList RouteTable::vteps_of(const Entry& e) {
+  VtepList out;
+  for (std::size_t i = 0; i < e.offered.size(); ++i)
+    if (e.allowed & (std::uint32_t{1} << i)) out.push_back(e.offered[i]);
   return out;
 }
 
@@ -48,7 +57,8 @@ void RouteTable::resolve(Entry& e) const {
   const Attribution a = attribute(peers_, vni_of_, e.prefix);
   e.peer = a.peer;
   e.vni = a.vni;
-  e.vteps = e.peer < 0 ? e.offered : allowed_next_hops(e.offered, peers_[static_cast<std::size_t>(e.peer)].vtep_ranges);
+  e.allowed = allowed_next_hops(e.offered, e.peer < 0 ? std::vector<net::Ipv4Prefix>{}
+                                                      : peers_[static_cast<std::size_t>(e.peer)].vtep_ranges);
 }
 
 bool RouteTable::withholds(int peer) const {
@@ -57,14 +67,14 @@ bool RouteTable::withholds(int peer) const {
 }
 
 std::uint32_t RouteTable::desired_vni(const Entry& e) const {
-  if (e.peer < 0 || e.vni == 0 || e.vteps.empty() || withholds(e.peer)) return 0;
+  if (e.peer < 0 || e.vni == 0 || e.allowed == 0 || withholds(e.peer)) return 0;
   return e.vni;
 }
 
 RemoteRoute RouteTable::to_route(const Entry& e) const {
   RemoteRoute r;
   r.prefix = e.prefix;
-  r.vteps = e.vteps;
+  r.vteps = vteps_of(e);
   r.vni = e.vni;
   r.gbp_mark = e.gbp_mark;
   if (e.peer >= 0) r.peer = peers_[static_cast<std::size_t>(e.peer)].address;
@@ -130,11 +140,12 @@ void RouteTable::reresolve() {
   peer_counts_.assign(peers_.size(), 0);
   over_limit_.resize(peers_.size(), false);
   exceeded_.resize(peers_.size(), false);
-  std::unordered_map<std::uint64_t, std::tuple<int, std::uint32_t, VtepList>> before;
+  // offered stays as it is: the VTEPs given change with the allowed mask.
+  std::unordered_map<std::uint64_t, std::tuple<int, std::uint32_t, std::uint32_t>> before;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
     const int old_peer = e.peer;
-    before[it->first] = {e.peer, e.vni, e.vteps};
+    before[it->first] = {e.peer, e.vni, e.allowed};
     resolve(e);
     if (e.peer < 0) {
       ++stats_.no_peer;
@@ -153,7 +164,7 @@ void RouteTable::reresolve() {
   }
   for (auto& [k, e] : entries_) {
     const auto& b = before[k];
-    sync(e, std::get<0>(b) != e.peer || std::get<1>(b) != e.vni || std::get<2>(b) != e.vteps);
+    sync(e, std::get<0>(b) != e.peer || std::get<1>(b) != e.vni || std::get<2>(b) != e.allowed);
   }
 }
 
@@ -208,7 +219,7 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
     check_limits();
     return;
   }
-  stats_.next_hops_refused += e.offered.size() - e.vteps.size();
+  stats_.next_hops_refused += e.offered.size() - static_cast<std::size_t>(std::popcount(e.allowed));
   auto it = entries_.find(k);
   if (it == entries_.end()) {
     count(e.peer, +1);
@@ -219,13 +230,15 @@ void RouteTable::apply(const fpm::RouteMessage& msg) {
   }
   Entry& old = it->second;
   old.stale = false;
-  const bool changed = old.vteps != e.vteps || old.peer != e.peer || old.vni != e.vni || old.gbp_mark != e.gbp_mark;
+  const bool changed =
+      vteps_of(old) != vteps_of(e) || old.peer != e.peer || old.vni != e.vni || old.gbp_mark != e.gbp_mark;
+  // The next hops offered may change without the allowed ones changing: both kept together.
   old.offered = std::move(e.offered);
+  old.allowed = e.allowed;
   if (!changed) return;  // resent as is
   count(old.peer, -1);
   count(e.peer, +1);
   old.gbp_mark = e.gbp_mark;
-  old.vteps = std::move(e.vteps);
   old.peer = e.peer;
   old.vni = e.vni;
   check_limits();
@@ -319,7 +332,7 @@ RouteTableStats RouteTable::stats() const {
   for (const auto& [k, e] : entries_) {
     s.unresolved += e.vni == 0;
     s.withheld += e.vni != 0 && e.peer >= 0 && withholds(e.peer);
-    s.no_allowed_next_hop += e.peer >= 0 && e.vteps.empty();
+    s.no_allowed_next_hop += e.peer >= 0 && e.allowed == 0;
   }
   return s;
 }

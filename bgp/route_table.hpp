@@ -110,14 +110,19 @@ class RouteTable {
  private:
   struct Entry {
     net::Ipv4Prefix prefix;
-    VtepList offered;  // next hops as zebra sent them (sorted, unique)
-    VtepList vteps;    // those the peer's vtep_ranges allow
+    VtepList offered;  // next hops as zebra sent them (sorted, unique, at most fpm::kMaxNextHops)
+    // Which of them the peer's vtep_ranges allow, bit i for offered[i] (vteps_of()): one word
+    // instead of a second list per route (130,000 routes: docs/federation.md "Scale").
+    std::uint32_t allowed = 0;
     int peer = -1;               // index into peers_; -1: none matched
     std::uint32_t vni = 0;       // 0: unresolved
     std::uint32_t emitted_vni = 0;  // the key the consumer holds this route under; 0: none
     bool stale = false;
     bool gbp_mark = false;  // every path carries the GBP mark (BMP only: FPM has no communities)
   };
+  static_assert(fpm::kMaxNextHops <= 32, "Entry::allowed has a bit per next hop");
+  // The next hops the consumer gets: those of `offered` the peer's vtep_ranges allow.
+  static VtepList vteps_of(const Entry& e);
   static std::uint64_t key(const net::Ipv4Prefix& p) { return (std::uint64_t{p.addr} << 8) | p.len; }
   static std::uint64_t pending_key(std::uint32_t vni, const net::Ipv4Prefix& p) {
     return (std::uint64_t{vni} << 40) | key(p);

@@ -227,6 +227,24 @@ TEST_F(Fixture, NextHopsOutsideTheClustersVtepRangesAreRefused) {
   EXPECT_EQ(str(table.take_pending()), "delta +10.245.1.0/24@1500[198.18.0.12,203.0.113.9]198.18.0.2");
 }
 
+// The allowed next hops are kept as a mask over the offered ones (route_table.hpp): a resend
+// whose offered list changed but whose allowed VTEPs did not changes nothing for the consumer,
+// and what it holds afterwards is still the allowed VTEP, not the one at its old position.
+TEST_F(Fixture, ResendWithOtherRefusedNextHopsKeepsTheAllowedOne) {
+  auto p = peers();
+  p[0].vtep_ranges = {pfx("198.18.0.0/28")};
+  table.set_peers(p);
+  apply("10.245.1.0/24", {ip("198.18.0.12"), ip("203.0.113.9")});
+  EXPECT_EQ(str(table.take_pending()), "delta +10.245.1.0/24@1500[198.18.0.12]198.18.0.2");
+  apply("10.245.1.0/24", {ip("10.0.0.1"), ip("198.18.0.12")});  // the refused one now sorts first
+  EXPECT_EQ(str(table.take_pending()), "delta");
+  const auto routes = table.snapshot();
+  ASSERT_EQ(routes.size(), 1u);
+  ASSERT_EQ(routes[0].vteps.size(), 1u);
+  EXPECT_EQ(routes[0].vteps[0].str(), "198.18.0.12");
+  EXPECT_EQ(table.stats().next_hops_refused, 2u);
+}
+
 TEST_F(Fixture, PeerChangeReresolves) {
   apply("10.246.0.0/16", {ip("198.18.0.13")});
   table.take_pending();
