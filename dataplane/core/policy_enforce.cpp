@@ -47,22 +47,28 @@ std::uint16_t read_be16(const std::uint8_t* p) { return static_cast<std::uint16_
     return false;
   const std::uint8_t* ip = p + kIp;
   FlowTuple& t = out->tuple;
-  std::memcpy(reinterpret_cast<char*>(&t) + offsetof(FlowTuple, src_ip_be), ip + 12, 8);  // both addresses (adjacent in both)
-  t.protocol = ip[9];
-  t.vni = vni | kPolicyZone;
-  t.src_port_be = t.dst_port_be = 0;
+  // Addresses, then ports and VNI, each with one store (set_ports_and_vni: the key compare
+  // reads them back as 8-byte words), the hash from the registers.
+  std::uint64_t addresses;
+  std::memcpy(&addresses, ip + 12, 8);  // both addresses (adjacent in both)
+  std::memcpy(&t.src_ip_be, &addresses, 8);
+  const std::uint8_t protocol = ip[9];
+  t.protocol = protocol;
+  std::uint32_t ports = 0;
   out->tcp_flags = 0;
   const std::uint32_t l4 = kIp + ihl;
   if ((read_be16(ip + 6) & 0x1fff) != 0) {
     // a non-first fragment: ports 0
-  } else if ((t.protocol == kIpProtoTcp || t.protocol == kIpProtoUdp) && l4 + 4 <= len) {
-    std::memcpy(reinterpret_cast<char*>(&t) + offsetof(FlowTuple, src_port_be), p + l4, 4);  // both ports
-    if (t.protocol == kIpProtoTcp && l4 + 14 <= len) out->tcp_flags = p[l4 + 13];
-  } else if (t.protocol == kIpProtoIcmp && l4 + 8 <= len && (p[l4] == 8 || p[l4] == 0)) {
-    std::memcpy(&t.src_port_be, p + l4 + 4, 2);  // echo request/reply: the identifier
-    t.dst_port_be = t.src_port_be;
+  } else if ((protocol == kIpProtoTcp || protocol == kIpProtoUdp) && l4 + 4 <= len) {
+    std::memcpy(&ports, p + l4, 4);  // both ports
+    if (protocol == kIpProtoTcp && l4 + 14 <= len) out->tcp_flags = p[l4 + 13];
+  } else if (protocol == kIpProtoIcmp && l4 + 8 <= len && (p[l4] == 8 || p[l4] == 0)) {
+    std::uint16_t identifier;  // echo request/reply: the identifier, in both ports
+    std::memcpy(&identifier, p + l4 + 4, 2);
+    ports = identifier | std::uint32_t{identifier} << 16;
   }
-  out->hash = conntrack_key_hash(t);
+  set_ports_and_vni(t, ports, vni | kPolicyZone);
+  out->hash = conntrack_key_hash(addresses, protocol, ports, vni);
   return true;
 }
 

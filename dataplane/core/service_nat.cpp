@@ -58,22 +58,23 @@ union ViewSlot {
   v->ip = ip;
   v->protocol = ip[9];
   v->fragment = ((ip[6] & 0x3f) | ip[7]) != 0;  // MF or an offset
-  std::memcpy(&v->tuple.src_ip_be, ip + 12, 4);
-  std::memcpy(&v->tuple.dst_ip_be, ip + 16, 4);
-  v->tuple.vni = vni;
+  // The addresses with one store, the ports and VNI with another (set_ports_and_vni): the
+  // conntrack key's hash and compare read them back as 8-byte words.
+  std::memcpy(&v->tuple.src_ip_be, ip + 12, 8);
   v->tuple.protocol = v->protocol;
-  if (v->fragment) return true;
+  std::uint32_t ports = 0;  // 0 unless TCP/UDP with its header present
   const std::uint32_t l4_len = len - kIp - ihl;
   const std::uint32_t need = v->protocol == kIpProtoTcp ? 20u : 8u;
-  if (l4_len < need) return true;
-  v->l4 = ip + ihl;
-  v->l4_len = l4_len;
-  if (v->protocol == kIpProtoTcp || v->protocol == kIpProtoUdp) {
-    v->ports = true;
-    std::memcpy(&v->tuple.src_port_be, v->l4, 2);
-    std::memcpy(&v->tuple.dst_port_be, v->l4 + 2, 2);
-    if (v->protocol == kIpProtoTcp) v->tcp_flags = v->l4[kTcpFlags];
+  if (!v->fragment && l4_len >= need) {
+    v->l4 = ip + ihl;
+    v->l4_len = l4_len;
+    if (v->protocol == kIpProtoTcp || v->protocol == kIpProtoUdp) {
+      v->ports = true;
+      std::memcpy(&ports, v->l4, 4);
+      if (v->protocol == kIpProtoTcp) v->tcp_flags = v->l4[kTcpFlags];
+    }
   }
+  set_ports_and_vni(v->tuple, ports, vni);
   return true;
 }
 
