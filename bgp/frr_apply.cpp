@@ -138,15 +138,15 @@ std::optional<std::string> read_small_file(const std::string& path) {
 
 }  // namespace
 
-BgpdLoad bgpd_load_state(const std::optional<std::string>& marker, const std::string& bgpd_pid) {
+BgpdLoad bgpd_load_state(const std::optional<std::string>& marker, const std::string& bgpd_pid,
+                         const std::function<bool(const std::string& pid)>& alive) {
   if (!marker) return BgpdLoad::kNotManaged;
   const std::string text = trimmed(*marker);
-  if (text.empty() || text == "loading") return BgpdLoad::kLoading;
+  if (text.empty() || text == "loading" || text == "stopped") return BgpdLoad::kLoading;
   if (text.rfind("loaded", 0) != 0) return BgpdLoad::kNotManaged;  // not frr-node.sh's: wait for nothing
   const std::string loaded_pid = trimmed(text.substr(6));
-  const std::string pid = trimmed(bgpd_pid);
-  if (loaded_pid.empty() || pid.empty() || pid == loaded_pid) return BgpdLoad::kLoaded;
-  return BgpdLoad::kLoading;
+  if (loaded_pid.empty()) return BgpdLoad::kLoaded;  // no bgpd among its daemons
+  return trimmed(bgpd_pid) == loaded_pid && alive(loaded_pid) ? BgpdLoad::kLoaded : BgpdLoad::kLoading;
 }
 
 BgpdLoadWait wait_for_bgpd_load(const std::string& run_dir, std::chrono::milliseconds max_wait,
@@ -157,7 +157,10 @@ BgpdLoadWait wait_for_bgpd_load(const std::string& run_dir, std::chrono::millise
   BgpdLoadWait w;
   for (;;) {
     w.bgpd_pid = trimmed(read_small_file(pid_path).value_or(""));
-    w.state = bgpd_load_state(read_small_file(marker_path), w.bgpd_pid);
+    // The container shares the host's PIDs (hostPID), as vxfedd's does: /proc tells.
+    w.state = bgpd_load_state(read_small_file(marker_path), w.bgpd_pid, [](const std::string& pid) {
+      return pid.find_first_not_of("0123456789") == std::string::npos && std::filesystem::exists("/proc/" + pid);
+    });
     const auto now = std::chrono::steady_clock::now();
     w.waited_s = std::chrono::duration<double>(now - start).count();
     if (w.state != BgpdLoad::kLoading || now - start >= max_wait) return w;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -38,7 +39,7 @@ Result<ApplyReport> apply_frr_config(const FrrSettings& settings, const std::str
 // A new bgpd loading its own frr.conf. frr-node.sh (the FRR container's entrypoint) loads
 // frr.conf into the daemons it starts, with vtysh -b, and says where it is in
 // `<run dir>/frr-node.load`: "loading" from before the daemons start, then "loaded <bgpd's
-// pid>" once its load is over (done or failed). An frr-reload against a bgpd still in that
+// pid>" once its load is over (done or failed), and "stopped" when it exits. An frr-reload against a bgpd still in that
 // load races it: vxfedd started together with a new FRR (every container of a node replaced
 // at once, as a DaemonSet update does) took the node's block off its reflector for 3-6 s
 // (docs/testing.md, test_deploy_podman_cluster). So an apply to a bgpd it has not applied to
@@ -51,10 +52,14 @@ enum class BgpdLoad {
   kLoaded,      // it has (or there is no bgpd pid to tell)
 };
 
-// Pure: `marker` is the file's content (nullopt: no file), `bgpd_pid` bgpd.pid's ("" none).
-// "loaded P" speaks for bgpd P only: with another pid in bgpd.pid the new bgpd's frr-node.sh
-// has not written yet (still loading). An empty marker is one being written (loading).
-BgpdLoad bgpd_load_state(const std::optional<std::string>& marker, const std::string& bgpd_pid);
+// Pure: `marker` is the file's content (nullopt: no file), `bgpd_pid` bgpd.pid's ("" none),
+// `alive` whether a pid names a running process. "loaded P" speaks for a running bgpd P only:
+// with another pid in bgpd.pid the new bgpd's frr-node.sh has not written yet, and with P
+// gone (a roll: the old FRR's daemons SIGKILLed, the new FRR not started yet) an apply would
+// meet the next bgpd mid-load (seen: the roll lost 5.9 s so). Then, like "stopped" and an
+// empty marker (one being written), the state is kLoading.
+BgpdLoad bgpd_load_state(const std::optional<std::string>& marker, const std::string& bgpd_pid,
+                         const std::function<bool(const std::string& pid)>& alive);
 
 struct BgpdLoadWait {
   BgpdLoad state = BgpdLoad::kNotManaged;  // the last one seen: kLoading after max_wait ran out

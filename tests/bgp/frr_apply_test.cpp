@@ -29,11 +29,15 @@ TEST(BgpdLoadState, FromMarkerAndPid) {
       {"loaded, this bgpd", std::string("loaded 42\n"), "42\n", BgpdLoad::kLoaded},
       {"loaded, another (earlier) bgpd: the new one's script has not written yet", std::string("loaded 41\n"), "42",
        BgpdLoad::kLoading},
-      {"loaded, no pid file to compare with", std::string("loaded 42\n"), "", BgpdLoad::kLoaded},
+      {"loaded, that bgpd gone (the old FRR killed, the new one not started)", std::string("loaded 43\n"), "43",
+       BgpdLoad::kLoading},
+      {"the old FRR's script stopped", std::string("stopped\n"), "42", BgpdLoad::kLoading},
+      {"loaded, no pid file to compare with", std::string("loaded 42\n"), "", BgpdLoad::kLoading},
       {"loaded without a pid (no bgpd in --daemons)", std::string("loaded\n"), "42", BgpdLoad::kLoaded},
       {"not frr-node.sh's content", std::string("something else\n"), "42", BgpdLoad::kNotManaged},
   };
-  for (const auto& c : cases) EXPECT_EQ(bgpd_load_state(c.marker, c.bgpd_pid), c.expected) << c.description;
+  const auto alive = [](const std::string& pid) { return pid == "41" || pid == "42"; };
+  for (const auto& c : cases) EXPECT_EQ(bgpd_load_state(c.marker, c.bgpd_pid, alive), c.expected) << c.description;
 }
 
 class BgpdLoadWaitTest : public ::testing::Test {
@@ -66,17 +70,19 @@ TEST_F(BgpdLoadWaitTest, StillLoadingAtTheBound) {
 
 TEST_F(BgpdLoadWaitTest, EndsWhenTheNewBgpdIsLoaded) {
   // The earlier bgpd's marker and pid file, then the new bgpd's pid file (still loading), then
-  // its script's "loaded": the wait ends at the last.
-  write(kFrrNodeLoadFile, "loaded 41\n");
-  write("bgpd.pid", "42\n");
-  std::thread script([this] {
+  // its script's "loaded": the wait ends at the last. This process stands for the new bgpd
+  // (the wait asks /proc whether it runs).
+  const std::string me = std::to_string(::getpid());
+  write(kFrrNodeLoadFile, "loaded 1" + me + "\n");
+  write("bgpd.pid", me + "\n");
+  std::thread script([this, me] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    write(kFrrNodeLoadFile, "loaded 42\n");
+    write(kFrrNodeLoadFile, "loaded " + me + "\n");
   });
   const auto w = wait_for_bgpd_load(dir_.string(), std::chrono::seconds(30), std::chrono::milliseconds(10));
   script.join();
   EXPECT_EQ(w.state, BgpdLoad::kLoaded);
-  EXPECT_EQ(w.bgpd_pid, "42");
+  EXPECT_EQ(w.bgpd_pid, me);
   EXPECT_GE(w.waited_s, 0.1);
   EXPECT_LT(w.waited_s, 25.0);  // ended by the marker, not by the bound
 }
