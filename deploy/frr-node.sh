@@ -119,7 +119,7 @@ bgpd_pid=
 # withdraws the node's blocks at once (measured under podman: the pods of the two nodes cut
 # off for more than 30 s, against none after a SIGKILL).
 # The wait below ends only at the runtime's SIGKILL, a grace period later (30 s in the
-# manifest): exiting at once here made a whole-pod roll lose 5.5-5.9 s of pings in 2 of 8
+# manifest): exiting at once here made a whole-pod roll lose 5.2-5.9 s of pings in 3 of 14
 # runs under podman (docs/testing.md, test_deploy_podman_cluster), so it stays until that is
 # understood. The marker says "stopped" first: a vxfedd about to apply waits for the next load.
 stop() {  # stop STATUS
