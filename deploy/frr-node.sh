@@ -5,9 +5,8 @@
 # kubelet restarts it) when any of them dies. vxfedd renders frr.conf into the shared config
 # directory and applies it with frr-reload.py through the vty sockets in the run directory;
 # a frr.conf already there (a container restart) is loaded once the daemons are up, and
-# RUN_DIR/frr-node.load says how far that load is ("loading", then "loaded <bgpd's pid>", and
-# "stopped" once this script is stopping): vxfedd's first apply to a new bgpd waits for it
-# (bgp/frr_apply.hpp, BgpdLoad).
+# RUN_DIR/frr-node.load says how far that load is ("loading", then "loaded <bgpd's pid>"):
+# vxfedd's first apply to a new bgpd waits for it (bgp/frr_apply.hpp, BgpdLoad).
 #
 #   frr-node.sh [--check] [--conf-dir DIR] [--run-dir DIR] [--daemons zebra,bgpd[,bfdd][,staticd]]
 #               [--serving-lock FILE]
@@ -38,7 +37,7 @@ while (($#)); do
       case "$1" in --conf-dir) conf_dir=$2 ;; --run-dir) run_dir=$2 ;; --daemons) daemons=$2 ;;
                    --serving-lock) serving_lock=$2 ;; esac
       shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) usage_error "unknown argument $1" ;;
   esac
 done
@@ -121,10 +120,10 @@ bgpd_pid=
 # The wait below ends only at the runtime's SIGKILL, a grace period later (30 s in the
 # manifest): exiting at once here made a whole-pod roll lose 5.2-5.9 s of pings in 3 of 14
 # runs under podman (docs/testing.md, test_deploy_podman_cluster), so it stays until that is
-# understood. The marker says "stopped" first: a vxfedd about to apply waits for the next load.
+# understood. (The marker is left as it is: while the daemons still run, an apply to them
+# is valid, and one to their successor waits for that one's "loaded".)
 stop() {  # stop STATUS
   trap - TERM INT
-  echo stopped > "$load_marker" 2>/dev/null || true
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait || true
   exit "$1"
@@ -172,7 +171,6 @@ set +e
 wait -n "${pids[@]}"
 rc=$?
 echo "frr-node.sh: a daemon exited (status $rc); stopping the others" >&2
-echo stopped > "$load_marker" 2>/dev/null
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 wait
 exit 1
