@@ -39,7 +39,9 @@ Result<ApplyReport> apply_frr_config(const FrrSettings& settings, const std::str
 // A new bgpd loading its own frr.conf. frr-node.sh (the FRR container's entrypoint) loads
 // frr.conf into the daemons it starts, with vtysh -b, and says where it is in
 // `<run dir>/frr-node.load`: "loading" from before the daemons start, then "loaded <bgpd's
-// pid>" once its load is over (done or failed), and "stopped" when it exits. An frr-reload against a bgpd still in that
+// pid>" once its load is over (done or failed). (It wrote "stopped" when exiting for a while;
+// that is still read as "loading", but the script no longer writes it: while it waits for its
+// daemons at a stop, vxfedd's start would sit out the whole bound.) An frr-reload against a bgpd still in that
 // load races it: vxfedd started together with a new FRR (every container of a node replaced
 // at once, as a DaemonSet update does) took the node's block off its reflector for 3-6 s
 // (docs/testing.md, test_deploy_podman_cluster). So an apply to a bgpd it has not applied to
