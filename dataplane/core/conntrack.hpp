@@ -47,6 +47,30 @@ struct FlowTuple {
   }
 };
 
+// A tuple as a burst loop holds it in registers (the words of FlowTuple's first 16 bytes, and
+// the protocol): a lookup from these compares the entry's words with registers, without the
+// tuple stored first and read back.
+//   addresses = src_ip_be | dst_ip_be << 32, ports_vni = src_port_be | dst_port_be << 16 | vni << 32
+struct FlowKeyWords {
+  std::uint64_t addresses = 0;
+  std::uint64_t ports_vni = 0;
+  std::uint8_t protocol = 0;
+
+  static FlowKeyWords of(const FlowTuple& t) {
+    FlowKeyWords k;
+    std::memcpy(&k.addresses, &t.src_ip_be, 8);
+    std::memcpy(&k.ports_vni, &t.src_port_be, 8);
+    k.protocol = t.protocol;
+    return k;
+  }
+  // True when the tuple is this key (FlowTuple::operator==, one side in registers).
+  bool is(const FlowTuple& t) const {
+    std::uint64_t a[2];
+    std::memcpy(a, &t, 16);
+    return ((a[0] ^ addresses) | (a[1] ^ ports_vni) | std::uint64_t(t.protocol ^ protocol)) == 0;
+  }
+};
+
 // The same flow seen from the other end: endpoints swapped.
 static_assert(offsetof(FlowTuple, src_ip_be) == 0 && offsetof(FlowTuple, dst_ip_be) == 4 &&
                   offsetof(FlowTuple, src_port_be) == 8 && offsetof(FlowTuple, dst_port_be) == 10 &&
@@ -231,6 +255,13 @@ class ConntrackTable {
     if (index == kNoIndex || expired(entries_[index], now)) return {};
     return {&entries_[index], dir};
   }
+  // The same, the tuple given as the words a burst loop loaded (conntrack_key_hash's `hash`).
+  ConntrackHit find(const FlowKeyWords& key, std::uint32_t hash, std::uint64_t now) const {
+    FlowDirection dir;
+    const std::uint32_t index = find_index(key, hash, &dir);
+    if (index == kNoIndex || expired(entries_[index], now)) return {};
+    return {&entries_[index], dir};
+  }
 
   // Starts tracking `original` (the packet that opens the flow: its TCP flags, ignored for
   // other protocols), with a destination NAT when `nat` is given. While probing for a slot
@@ -322,6 +353,9 @@ class ConntrackTable {
 
   // The entry index for a tuple with hash `h`, or kNoIndex. Inline (find() is per packet).
   std::uint32_t find_index(const FlowTuple& t, std::uint32_t h, FlowDirection* dir) const {
+    return find_index(FlowKeyWords::of(t), h, dir);
+  }
+  std::uint32_t find_index(const FlowKeyWords& t, std::uint32_t h, FlowDirection* dir) const {
     const std::uint32_t home = h & bucket_mask_;
     for (std::uint32_t p = 0; p < kMaxProbeBuckets; ++p) {
       const Bucket& b = buckets_[(home + p) & bucket_mask_];
@@ -329,11 +363,11 @@ class ConntrackTable {
         const std::uint32_t i = static_cast<std::uint32_t>(__builtin_ctz(m));
         if (b.index[i] == kNoIndex) continue;  // a freed slot keeps its old hash
         const ConntrackEntry& e = entries_[b.index[i]];
-        if (e.original == t) {
+        if (t.is(e.original)) {
           *dir = FlowDirection::Original;
           return b.index[i];
         }
-        if (e.reply == t) {
+        if (t.is(e.reply)) {
           *dir = FlowDirection::Reply;
           return b.index[i];
         }

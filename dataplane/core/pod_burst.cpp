@@ -527,6 +527,26 @@ void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, st
   }
 }
 
+// Packets of a network with policy whose flows are decided: those with bit i of `asks` clear
+// with the A bit, then (moved last, in order) those whose source asked the destination, A clear.
+void route_decided(const ForwardingTables& tables, const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
+                   std::uint16_t n, std::uint64_t asks, std::uint32_t gbp_word, TxStage& tx, WorkerCounters& counters) {
+  if (asks == 0) [[likely]]
+    return route_pod_burst(tables, pod, rx_port, pkts, n, gbp_word | kGbpPolicyAppliedWord, tx, counters);
+  rte_mbuf* ask[kMaxBurst];
+  std::uint16_t n_ask = 0, applied = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if ((asks >> i) & 1) {
+      ask[n_ask++] = pkts[i];
+    } else {
+      pkts[applied++] = pkts[i];
+    }
+  }
+  std::memcpy(pkts + applied, ask, n_ask * sizeof(rte_mbuf*));
+  if (applied) route_pod_burst(tables, pod, rx_port, pkts, applied, gbp_word | kGbpPolicyAppliedWord, tx, counters);
+  route_pod_burst(tables, pod, rx_port, pkts + applied, n_ask, gbp_word, tx, counters);
+}
+
 }  // namespace
 
 // Pod bursts: the common one (one destination with a route) in one pass, from its first packet
@@ -567,7 +587,15 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   }
   const std::uint32_t gbp_word = VtepEntry::gbp_word_of(pod->identity_be);
   if (policy) [[unlikely]] {
-    // Decided flows first; those whose source asked the destination go last, with A clear.
+    // The leading packets of flows already decided pass on their lookup (the common burst: all
+    // of them); A set, but clear for those whose source asked the destination (sent last).
+    std::uint64_t asks = 0;
+    const std::uint16_t known = pass_known_flows(tables, *policy, flows, *pod, pkts, n, &asks);
+    if (known) route_decided(tables, *pod, rx_port, pkts, known, asks, gbp_word, tx, counters);
+    if (known == n) return received;
+    pkts += known;
+    n = static_cast<std::uint16_t>(n - known);
+    // The rest decided packet by packet; again, those whose source asked go last, with A clear.
     std::uint16_t ask = 0;
     n = enforce_pod_burst(tables, *policy, flows, *pod, rx_port, pkts, n, counters, &ask);
     const std::uint16_t applied = static_cast<std::uint16_t>(n - ask);

@@ -26,6 +26,7 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/core/conntrack.hpp"
 #include "dataplane/core/counters.hpp"
@@ -55,6 +56,53 @@ inline std::uint32_t handover_word(std::uint16_t identity, bool policy_applied) 
 std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
                                 const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts, std::uint16_t n,
                                 WorkerCounters& c, std::uint16_t* ask_destination);
+
+// Pod side, for a network with policy, before enforce_pod_burst: the burst's leading packets
+// that belong to flows already decided (fast-path TCP/UDP from the pod, a live entry of the
+// policy's generation, not a flow between two local pods while workers hand over) pass on
+// one lookup of their words, tracked; the first packet that is anything else ends the run.
+// Returns how many passed (pkts[0..k), in order, for routing); bit i of *asks is set for a
+// packet to send with the A bit clear (its source asked the destination). What is left goes
+// to enforce_pod_burst, after them, so a flow's packets keep their order.
+std::uint16_t pass_known_flows(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
+                               const PodPortEntry& pod, rte_mbuf** pkts, std::uint16_t n, std::uint64_t* asks);
+
+// Whether a conntrack entry's policy word (its generation above two flags) was decided under
+// the policy as it is now.
+inline bool decided_under(const NetworkPolicyEntry& policy, std::uint32_t word) {
+  return (word >> 2) == (policy.generation & 0x3fffffffu);
+}
+
+// Delivery, before admit_delivery, on the uplink's fast path: a decapsulated packet (Ethernet
+// first, first_len bytes in its first segment) for local pod port `port` on this worker, of a
+// TCP/UDP flow already decided, passes on one lookup of the words it carries (tracked): true.
+// False for anything else (another worker's pod, no table, not plain TCP/UDP over IPv4 without
+// options, a fragment, no live entry, an original-direction packet of an entry decided under
+// another generation): admit_delivery decides, as it would have without this.
+[[gnu::always_inline]] inline bool pass_known_delivery(const NetworkPolicyEntry& policy, ServiceFlows* flows,
+                                                       const std::uint8_t* frame, std::uint32_t first_len,
+                                                       std::uint32_t vni, std::uint16_t port) {
+  if (!flows || !flows->table || (flows->hand_over && !flows->mine(port))) return false;
+  constexpr std::uint32_t kIp = 14, kL4 = kIp + 20;
+  if (first_len < kL4 + 4) [[unlikely]] return false;
+  const std::uint8_t* ip = frame + kIp;
+  const std::uint8_t protocol = ip[9];
+  std::uint16_t fragment;
+  std::memcpy(&fragment, ip + 6, 2);  // network order: MF and the offset are 0x3fff
+  if ((ip[0] != 0x45) | ((fragment & wire::to_be16(0x3fff)) != 0) | ((protocol != 6) & (protocol != 17))) return false;
+  std::uint64_t addresses;
+  std::memcpy(&addresses, ip + 12, 8);
+  std::uint32_t ports;
+  std::memcpy(&ports, frame + kL4, 4);
+  const FlowKeyWords key{addresses, ports | std::uint64_t{vni | kPolicyZone} << 32, protocol};
+  const std::uint8_t tcp_flags = protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : 0;
+  ConntrackTable& table = *flows->table;
+  const ConntrackHit hit = table.find(key, conntrack_key_hash(addresses, protocol, ports, vni), flows->now);
+  if (!hit) return false;
+  if (hit.direction == FlowDirection::Original && !decided_under(policy, hit.entry->policy)) return false;
+  table.track(hit, tcp_flags, flows->now);
+  return true;
+}
 
 // Delivery to local pod port `port` of a network with policy, m decapsulated (Ethernet first).
 // On the port's owner: decided (true: deliver it) or dropped and counted (false). On another

@@ -320,7 +320,9 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     // Network policy (policy_enforce.hpp): plain VXLAN here (GBP takes the slow path), so the
     // unknown identity 0 with A clear.
     if (policy) [[unlikely]] {
-      if (!admit_delivery(tables, *policy, flows, m, ep.port, 0, false, uplink, counters)) continue;
+      if (!pass_known_delivery(*policy, flows, eth, rte_pktmbuf_data_len(m), net->vni, ep.port) &&
+          !admit_delivery(tables, *policy, flows, m, ep.port, 0, false, uplink, counters))
+        continue;
     }
     if (net->counter_slot != vni_slot) [[unlikely]] {
       flush_vni();

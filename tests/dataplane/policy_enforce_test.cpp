@@ -176,6 +176,41 @@ TEST_F(PolicyEnforce, TwoLocalPodsCheckTheDestinationsIngress) {
   EXPECT_EQ(conntrack_->size(), 1u);
 }
 
+// A burst that starts with known flows passes them on their lookups (pass_known_flows); a new
+// flow in it ends that run and is decided, and the packets after it keep their order.
+TEST_F(PolicyEnforce, KnownFlowsBesideANewOneKeepTheirOrder) {
+  ASSERT_EQ(burst({pod1_frame(kRemote, 1001, 5000)}).size(), 1u);
+  ASSERT_EQ(counters_->policy.new_flows.get(), 1u);
+  const auto out = burst({pod1_frame(kRemote, 1001, 5000), pod1_frame(kRemote, 1004, 5000),
+                          pod1_frame(kRemote, 1001, 5000), pod1_frame(kRemote, 1004, 5000)});
+  ASSERT_EQ(out.size(), 4u);
+  const std::uint16_t sports[] = {1001, 1004, 1001, 1004};
+  const std::size_t inner_udp = kVxlanAt + 8 + 14 + 20;
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ((out[i].second[inner_udp] << 8) | out[i].second[inner_udp + 1], sports[i]) << "packet " << i;
+    EXPECT_EQ(out[i].second[kVxlanAt + 1], 0x08) << "packet " << i << ": decided at the source, A set";
+  }
+  EXPECT_EQ(counters_->policy.new_flows.get(), 2u) << "only 1004's first packet is decided";
+  EXPECT_EQ(conntrack_->size(), 2u);
+}
+
+// A known flow's next packet under a changed policy is decided again by it: a flow allowed
+// before is refused once its rule is gone, though its entry was live.
+TEST_F(PolicyEnforce, AChangedPolicyDecidesAKnownFlowAgain) {
+  ASSERT_EQ(burst({pod1_frame(kRemote, 1001, 5000)}).size(), 1u);
+  ASSERT_EQ(burst({pod1_frame(kRemote, 1001, 5000)}).size(), 1u);
+  EXPECT_EQ(counters_->policy.new_flows.get(), 1u);
+  dataplane::v1::Delta change;
+  auto* p = change.mutable_upsert()->add_policies();
+  *p = policy_tables().policies(0);
+  p->mutable_local_egress(0)->mutable_addresses()->RemoveLast();  // UDP 5000 to 10.245.0.0/16 no more
+  dp::ImmediateReclaimer reclaimer;
+  ASSERT_TRUE(tables_->apply(change, node_.context(), reclaimer).ok());
+  EXPECT_TRUE(burst({pod1_frame(kRemote, 1001, 5000)}).empty());
+  EXPECT_EQ(counters_->policy.new_flows.get(), 2u);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 1u);
+}
+
 TEST_F(PolicyEnforce, ANetworkWithoutPolicyIsNotTracked) {
   dataplane::v1::Delta rm;
   rm.add_remove_policies(kVniA);
