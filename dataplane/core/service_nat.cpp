@@ -11,6 +11,7 @@
 
 #include "dataplane/core/flow_hash.hpp"
 #include "dataplane/core/mbuf_offload.hpp"
+#include "dataplane/core/parse_inline.hpp"
 #include "dataplane/core/pipeline_common.hpp"
 #include "dataplane/core/tx_stage.hpp"
 #include "dataplane/core/wire/icmp.hpp"
@@ -101,31 +102,35 @@ void checksum_replace32(std::uint8_t* field, std::uint32_t from, std::uint32_t t
 // Rewrites one address (at ip + addr_offset) and the port at l4 + port_offset, with the
 // checksums: the address's change is summed once and applied to both the IPv4 header's and
 // the L4 checksum (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')), with one fold each.
-[[gnu::always_inline]] inline void rewrite(rte_mbuf* m, PacketView& v, unsigned addr_offset, unsigned port_offset,
-                                           std::uint32_t ip_be, std::uint16_t port_be) {
+// `ip`, `l4`: the headers in the first segment (TCP/UDP, the checksum field within it).
+[[gnu::always_inline]] inline void rewrite(rte_mbuf* m, std::uint8_t* ip, std::uint8_t* l4, std::uint8_t protocol,
+                                           unsigned addr_offset, unsigned port_offset, std::uint32_t ip_be,
+                                           std::uint16_t port_be) {
   std::uint32_t old_ip;
-  std::memcpy(&old_ip, v.ip + addr_offset, 4);
-  const std::uint16_t old_port = load16(v.l4 + port_offset);
-  std::memcpy(v.ip + addr_offset, &ip_be, 4);
-  store16(v.l4 + port_offset, port_be);
+  std::memcpy(&old_ip, ip + addr_offset, 4);
+  const std::uint16_t old_port = load16(l4 + port_offset);
+  std::memcpy(ip + addr_offset, &ip_be, 4);
+  store16(l4 + port_offset, port_be);
   const std::uint32_t address_change = not_words_of(old_ip) + words_of(ip_be);
-  store16(v.ip + 10, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~load16(v.ip + 10)) + address_change)));
-  std::uint8_t* l4sum = v.l4 + (v.protocol == kIpProtoTcp ? kTcpChecksum : kUdpChecksum);
+  store16(ip + 10, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~load16(ip + 10)) + address_change)));
+  std::uint8_t* l4sum = l4 + (protocol == kIpProtoTcp ? kTcpChecksum : kUdpChecksum);
   const std::uint16_t l4c = load16(l4sum);
   // Pending: as received (RX_L4_CKSUM_NONE), or already handed on as a TX checksum request
   // (after decap_offload/local_offload); either way the field holds the pseudo-header's sum.
   if (offload_detail::rx_pending(m->ol_flags) || (m->ol_flags & RTE_MBUF_F_TX_L4_MASK) != 0) {
     store16(l4sum, fold(l4c + address_change));  // the ports are summed later, with the payload
-  } else if (v.protocol == kIpProtoTcp || l4c != 0) {  // UDP checksum 0: none
+  } else if (protocol == kIpProtoTcp || l4c != 0) {  // UDP checksum 0: none
     const std::uint32_t port_change = static_cast<std::uint16_t>(~old_port) + std::uint32_t{port_be};
     std::uint16_t sum = static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~l4c) + address_change + port_change));
-    if (v.protocol == kIpProtoUdp && sum == 0) sum = 0xffff;
+    if (protocol == kIpProtoUdp && sum == 0) sum = 0xffff;
     store16(l4sum, sum);
   }
 }
-void set_destination(rte_mbuf* m, PacketView& v, NatTarget to) { rewrite(m, v, 16, 2, to.ip_be, to.port_be); }
+void set_destination(rte_mbuf* m, PacketView& v, NatTarget to) {
+  rewrite(m, v.ip, v.l4, v.protocol, 16, 2, to.ip_be, to.port_be);
+}
 void set_source(rte_mbuf* m, PacketView& v, std::uint32_t ip_be, std::uint16_t port_be) {
-  rewrite(m, v, 12, 0, ip_be, port_be);
+  rewrite(m, v.ip, v.l4, v.protocol, 12, 0, ip_be, port_be);
 }
 
 // A new flow's backend: Maglev's pick for the flow hash, but never the client itself (hairpin
@@ -146,18 +151,21 @@ std::uint32_t pick_backend(const ServiceEntry& s, const FlowTuple& t) {
 
 // A packet to VIP:port (`port` of service `s`): its flow's backend, found or picked and
 // tracked, written in. Returns the drop reason, or nothing when translated.
+// `generation`: the network's services_generation(), read before `s` was found; a flow's entry
+// keeps the one its backend was last checked under (in its `policy` word).
 std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s, const ServicePortEntry& port, rte_mbuf* m,
-                      PacketView& v, std::uint32_t hash, WorkerCounters& c) {
+                      PacketView& v, std::uint32_t hash, std::uint32_t generation, WorkerCounters& c) {
   ConntrackTable& table = *flows.table;
   ConntrackHit hit = table.find(v.tuple, hash, flows.now);
   // The flow's own entry with its backend (else a new flow, or a tuple of another kind).
   bool translated = hit && hit.direction == FlowDirection::Original && hit.entry->has_nat;
-  if (translated && hit.entry->policy != s.generation) [[unlikely]] {
-    // The service changed since the flow got its backend: kept while that backend is still
-    // in the set (weight 0 included: draining keeps flows), else the flow is picked again.
+  if (translated && hit.entry->policy != generation) [[unlikely]] {
+    // A service of the network changed since the flow's backend was checked: kept while that
+    // backend is still in the set (weight 0 included: draining keeps flows), else the flow is
+    // picked again.
     ConntrackEntry* e = hit.entry;
     if (s.backend_index(e->nat().ip_be) != ServiceEntry::kNoBackend && e->nat().port_be == port.target_port_be) {
-      e->policy = s.generation;
+      e->policy = generation;
     } else {
       table.erase(e);
       hit = {};
@@ -169,7 +177,7 @@ std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s,
     const std::uint32_t b = pick_backend(s, v.tuple);
     if (b == ServiceEntry::kNoBackend) return DropReason::ServiceNoBackend;
     const NatTarget nat{s.backend_ip_be[b], port.target_port_be};
-    const InsertResult r = table.insert(v.tuple, &nat, s.generation, v.tcp_flags, flows.now);
+    const InsertResult r = table.insert(v.tuple, &nat, generation, v.tcp_flags, flows.now);
     switch (r.status) {
       case InsertStatus::Inserted: c.services.new_flows.add(1); break;
       case InsertStatus::Exists: break;
@@ -273,13 +281,18 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   // table holds flows, or another worker's may).
   const bool replies_possible = flows.table && (flows.table->size() != 0 || (flows.workers > 1 && flows.hand_over));
   // First pass, every packet: its destination against the network's span of VIPs (one
-  // compare), and only within it against the services map (a pod's burst mostly goes to few
-  // destinations, so a destination like the one before takes that one's answer). Nothing else
-  // is read, and a burst with nothing to translate ends here.
+  // compare). Within it, a whole TCP/UDP packet in IPv4 without options (the fast path's
+  // words, parse_inline.hpp) is hashed from its header words and its conntrack bucket
+  // prefetched: it is looked up first (third pass), and a hit on its flow's translated entry
+  // under the network's current services generation needs neither the services map nor the
+  // packet's view. Other packets within the span are probed in the services map (a pod's burst
+  // mostly goes to few destinations, so a destination like the one before takes that one's
+  // answer). Nothing else is read, and a burst with nothing to translate ends here.
   const std::uint64_t span = tables.service_vip_span(network);
   const ServiceEntry* services[kMaxBurst];
   std::uint64_t vip = 0;   // bit i: packet i is IPv4 to a service's VIP
   std::uint64_t ipv4 = 0;  // bit i: packet i is IPv4 (a first segment that holds the header)
+  std::uint64_t fast = 0;  // bit i: packet i is looked up by its words first (key_*[i], hashes[i])
   std::uint32_t last_dst = 0;
   const ServiceEntry* last = nullptr;
   bool looked_up = false;
@@ -298,29 +311,61 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     }
     if (start == n) [[likely]] return n;
   }
+  // The words path needs the table on this worker (with several workers and no hand-over, VIP
+  // packets are dropped below).
+  ConntrackTable* const table = flows.table && (flows.workers == 1 || flows.hand_over) ? flows.table : nullptr;
+  const std::uint32_t vni = tables.network(network).vni;
+  // Read before any probe of the map (services_generation()).
+  const std::uint32_t generation = tables.services_generation(network);
+  std::uint64_t key_addresses[kMaxBurst];
+  std::uint32_t key_ports[kMaxBurst];
+  std::uint32_t hashes[kMaxBurst];
   for (std::uint16_t i = start; i < n; ++i) {
-    const auto* p = rte_pktmbuf_mtod(pkts[i], const std::uint8_t*);
-    if (rte_pktmbuf_data_len(pkts[i]) < kIp + sizeof(Ipv4Header) || p[12] != 0x08 || p[13] != 0x00) [[unlikely]]
+    const rte_mbuf* m = pkts[i];
+    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    const std::uint32_t len = rte_pktmbuf_data_len(m);
+    if (len < kIp + sizeof(Ipv4Header) || p[12] != 0x08 || p[13] != 0x00) [[unlikely]]
       continue;
     std::uint32_t dst;
     std::memcpy(&dst, p + kIp + 16, 4);
+    ipv4 |= 1ull << i;
+    if (!ForwardingTables::within_vip_span(span, dst)) {
+      services[i] = nullptr;
+      continue;
+    }
+    // The tuple view_packet() would give (IPv4 without options, not a fragment, TCP/UDP with
+    // its header in the first segment), from the words.
+    const std::uint8_t protocol = p[kIp + 9];
+    static_assert(kIp + sizeof(Ipv4Header) + 8 >= kPodFastMinFirst);
+    if (table && len >= kIp + sizeof(Ipv4Header) + (protocol == kIpProtoTcp ? 20u : 8u) &&
+        pod_fast_l4_ok(p, len, rte_pktmbuf_pkt_len(m))) [[likely]] {
+      const std::uint64_t addresses = pod_fast_hash_addresses(p);
+      std::uint32_t ports;
+      std::memcpy(&ports, p + kIp + sizeof(Ipv4Header), 4);
+      FlowTuple t;
+      std::memcpy(&t.src_ip_be, &addresses, 8);
+      set_ports_and_vni(t, ports, vni);
+      t.protocol = protocol;
+      hashes[i] = table->prefetch(t);
+      key_addresses[i] = addresses;
+      key_ports[i] = ports;
+      fast |= 1ull << i;
+      continue;
+    }
     if (dst != last_dst || !looked_up) {
       last_dst = dst;
-      last = ForwardingTables::within_vip_span(span, dst) ? tables.service(network, dst) : nullptr;
+      last = tables.service(network, dst);
       looked_up = true;
     }
     services[i] = last;
-    ipv4 |= 1ull << i;
     vip |= static_cast<std::uint64_t>(last != nullptr) << i;
   }
-  const std::uint64_t candidates = replies_possible ? ipv4 : vip;
-  if (candidates == 0) [[likely]] return n;
-  // Second pass, the packets that may need the table: parse, hash the flows to a VIP and
+  const std::uint64_t candidates = (replies_possible ? ipv4 : vip) & ~fast;
+  if ((candidates | fast) == 0) [[likely]] return n;
+  // Second pass, the other packets that may need the table: parse, hash the flows to a VIP and
   // prefetch their conntrack buckets, so that the burst's lookups overlap (docs/conntrack.md:
   // -7 to -40 %).
-  const std::uint32_t vni = tables.network(network).vni;
   ViewSlot views[kMaxBurst];  // valid where `parsed` has the packet's bit
-  std::uint32_t hashes[kMaxBurst];
   std::uint64_t parsed = 0;
   for (std::uint64_t bits = candidates; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
@@ -333,10 +378,41 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   // Third pass, in arrival order: translate; drop or deliver here what must not go on.
   std::uint64_t gone = 0;  // bit i: packet i was dropped, or delivered here
   std::uint64_t translated = 0;
-  for (std::uint64_t bits = parsed; bits; bits &= bits - 1) {
+  for (std::uint64_t bits = parsed | fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
     rte_mbuf* m = pkts[i];
     PacketView& v = views[i].v;
+    if ((fast >> i) & 1) {
+      auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
+      const std::uint8_t protocol = p[kIp + 9];
+      const FlowKeyWords key{key_addresses[i], key_ports[i] | std::uint64_t{vni} << 32, protocol};
+      const ConntrackHit hit = table->find(key, hashes[i], flows.now);
+      if (hit && hit.direction == FlowDirection::Original && hit.entry->has_nat &&
+          hit.entry->policy == generation) [[likely]] {
+        // The flow's translated entry, checked under the network's current services: its
+        // service, port and backend are still in force.
+        std::uint8_t* ip = p + kIp;
+        std::uint8_t* l4 = ip + sizeof(Ipv4Header);
+        table->track(hit, protocol == kIpProtoTcp ? l4[kTcpFlags] : 0, flows.now);
+        const NatTarget to = hit.entry->nat();
+        rewrite(m, ip, l4, protocol, 16, 2, to.ip_be, to.port_be);
+        ++translated;
+        continue;
+      }
+      // Anything else (a new flow, a service changed, a reply, no VIP): as the other packets.
+      std::uint32_t dst;
+      std::memcpy(&dst, p + kIp + 16, 4);
+      if (dst != last_dst || !looked_up) {
+        last_dst = dst;
+        last = tables.service(network, dst);
+        looked_up = true;
+      }
+      services[i] = last;
+      vip |= static_cast<std::uint64_t>(last != nullptr) << i;
+      if (!last && !replies_possible) continue;
+      if (!view_packet(m, vni, &v)) [[unlikely]]
+        continue;
+    }
     std::optional<DropReason> why;
     if ((vip >> i) & 1) {
       const ServiceEntry& s = *services[i];
@@ -351,7 +427,7 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
         if (flows.workers > 1 && !flows.hand_over) {
           why = DropReason::ServiceNeedsOneWorker;
         } else {
-          why = to_backend(flows, s, *port, m, v, hashes[i], c);
+          why = to_backend(flows, s, *port, m, v, hashes[i], generation, c);
           translated += !why;
         }
       }

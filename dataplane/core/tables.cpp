@@ -86,7 +86,7 @@ std::vector<std::pair<const char*, std::size_t>> ForwardingTables::memory_by_par
   for (const auto& [id, st] : service_state_)
     control += 96 + id.capacity() + st.ports.capacity() * sizeof(ServicePortEntry) +
                st.backends.capacity() * sizeof(ServiceBackendWeight);
-  control += kMaxNetworks * (1 + sizeof(std::uint64_t));  // services_in_network_, service_vip_span_
+  control += kMaxNetworks * (1 + sizeof(std::uint64_t) + sizeof(std::uint32_t));  // services_in_network_, service_vip_span_, services_generation_
   for (const auto& [vni, vips] : service_vips_per_vni_) control += 64 + vips.size() * 48;  // a set node each
   control += kMaxNetworks * sizeof(std::atomic<const NetworkEntry*>) + network_state_by_vni_.size() * sizeof(NetworkEntry);
   out.emplace_back("control", control);

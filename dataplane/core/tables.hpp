@@ -303,6 +303,14 @@ class ForwardingTables {
   [[gnu::always_inline]] static bool within_vip_span(std::uint64_t span, std::uint32_t dst_be) {
     return wire::from_be32(dst_be) - static_cast<std::uint32_t>(span >> 32) <= static_cast<std::uint32_t>(span);
   }
+  // A number that changes whenever a service of the network is set or removed (after the map
+  // holds the change; unique over all networks, 0 only before the network's first service): a
+  // service flow's conntrack entry keeps the number its backend was last checked under, so that
+  // a hit under the same number needs neither the services map nor the entry (service_nat.cpp).
+  // Read before the map's probes.
+  [[gnu::always_inline]] std::uint32_t services_generation(std::uint16_t network) const {
+    return __atomic_load_n(&services_generation_[network], __ATOMIC_ACQUIRE);
+  }
   // The service at (network, VIP), or null.
   [[gnu::always_inline]] const ServiceEntry* service(std::uint16_t network, std::uint32_t vip_be) const {
     const ServiceEntry* s = nullptr;
@@ -515,6 +523,7 @@ class ForwardingTables {
   RcuMap64<const ServiceEntry*> services_;                        // (network, vip) -> service
   std::unique_ptr<std::uint8_t[]> services_in_network_;          // by network index: 1 if any
   std::unique_ptr<std::uint64_t[]> service_vip_span_;            // by network index: service_vip_span()
+  std::unique_ptr<std::uint32_t[]> services_generation_;         // by network index: services_generation()
   std::unique_ptr<std::atomic<const NetworkPolicyEntry*>[]> policies_;  // by network index, null: none
 
   // ---- control thread only ----

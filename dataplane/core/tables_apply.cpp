@@ -627,6 +627,7 @@ class TablesWriter {
       later([old] { delete old; });
     }
     t_.services_.assign(key, entry, r_);
+    bump_services_generation(net);  // after the map holds the new entry
     auto& st = it->second;
     st.vni = sv.vni;
     st.vip_be = sv.vip_be;
@@ -642,8 +643,15 @@ class TablesWriter {
     const std::uint16_t net = network_of(st.vni);
     t_.services_.erase(ForwardingTables::endpoint_key(net, st.vip_be));
     remove_vip(st.vni, net, st.vip_be);  // after the entry left the map
+    bump_services_generation(net);
     if (const ServiceEntry* old = st.entry) later([old] { delete old; });
     t_.service_state_.erase(it);
+  }
+
+  // ForwardingTables::services_generation: a new number, stored after the map's change (a worker
+  // that reads it sees the change in its probes that follow).
+  void bump_services_generation(std::uint16_t net) {
+    __atomic_store_n(&t_.services_generation_[net], ++t_.service_generation_, __ATOMIC_RELEASE);
   }
 
   // ForwardingTables::service_vip_span and network_has_services: kept by the VIPs of each
@@ -754,6 +762,7 @@ ForwardingTables::ForwardingTables()
       group_slots_(kMaxGroupSlots),
       services_in_network_(new std::uint8_t[kMaxNetworks]()),
       service_vip_span_(new std::uint64_t[kMaxNetworks]()),
+      services_generation_(new std::uint32_t[kMaxNetworks]()),
       policies_(new std::atomic<const NetworkPolicyEntry*>[kMaxNetworks]),
       prefix_addr_(kMaxPrefixes),
       prefix_len_(kMaxPrefixes),

@@ -305,6 +305,106 @@ TEST_F(ServiceNat, WhatCannotBeTranslatedIsDroppedWithItsReason) {
   EXPECT_EQ(dst_of(out[kUplink][1], kInnerAt + 14), ip("10.245.0.3"));
 }
 
+// A flow's translated entry keeps the network's services generation it was checked under: a
+// hit under the current one is translated from the packet's words alone (no services map, no
+// view); a change of any service of the network is checked once on the flow's next packet
+// (kept: its backend is still in the set), and the entry takes the new generation.
+TEST_F(ServiceNat, AHitUnderTheNetworksServicesGenerationIsTranslatedFromTheWords) {
+  Tables t = sample_tables();
+  *t.add_services() = service({kRemoteBackend});
+  dataplane::v1::Service other = service({kLocalBackend});
+  other.set_id("ns/other");
+  other.set_vip("10.96.0.20");
+  *t.add_services() = other;
+  auto built = node_.build(t);
+  ASSERT_TRUE(built.ok()) << built.error();
+  tables_ = std::move(*built);
+  const std::uint16_t network = tables_->pod_port(kPod1)->network;
+  auto entry = [&]() -> const dp::ConntrackEntry* {
+    for (std::uint32_t i = 0; i < conntrack_->capacity(); ++i)
+      if (conntrack_->entry_at(i).in_use) return &conntrack_->entry_at(i);
+    return nullptr;
+  };
+  const std::uint32_t g0 = tables_->services_generation(network);
+  EXPECT_NE(g0, 0u);
+  run(kPod1, {udp_to_vip(40020)});
+  EXPECT_EQ(dst_of(only(kUplink), kInnerAt + 14), ip(kRemoteBackend));
+  ASSERT_NE(entry(), nullptr);
+  EXPECT_EQ(entry()->policy, g0);
+  // The other service changed: a new generation; the flow is checked and kept.
+  Delta d;
+  dataplane::v1::Service changed = other;
+  changed.add_backends()->set_ip("10.245.0.8");
+  changed.mutable_backends(1)->set_weight(1);
+  *d.mutable_upsert()->add_services() = changed;
+  dp::ImmediateReclaimer r;
+  ASSERT_TRUE(tables_->apply(d, node_.context(), r).ok());
+  const std::uint32_t g1 = tables_->services_generation(network);
+  EXPECT_NE(g1, g0);
+  run(kPod1, {udp_to_vip(40020), udp_to_vip(40020)});
+  auto out = take_all();
+  ASSERT_EQ(out[kUplink].size(), 2u);
+  for (const Bytes& f : out[kUplink]) {
+    EXPECT_EQ(dst_of(f, kInnerAt + 14), ip(kRemoteBackend));
+    EXPECT_TRUE(l4_checksum_ok(f, kInnerAt + 14));
+  }
+  EXPECT_EQ(entry()->policy, g1);
+  EXPECT_EQ(counters_->services.repicked.get(), 0u);
+  EXPECT_EQ(counters_->services.translated.get(), 3u);
+  // The other service removed: another generation; still kept.
+  Delta rm;
+  rm.mutable_remove_services()->Add("ns/other");
+  ASSERT_TRUE(tables_->apply(rm, node_.context(), r).ok());
+  EXPECT_NE(tables_->services_generation(network), g1);
+  run(kPod1, {udp_to_vip(40020)});
+  EXPECT_EQ(dst_of(only(kUplink), kInnerAt + 14), ip(kRemoteBackend));
+  EXPECT_EQ(entry()->policy, tables_->services_generation(network));
+}
+
+// One burst mixing what takes the words path and what does not: a flow's packets in a row
+// (the first inserts, the rest hit), a UDP checksum of 0 (stays 0), a packet with IPv4
+// options (the view), TCP whose flags move the flow's state on the words path, and a packet
+// to a VIP port the service does not have; each translated as alone, in order.
+TEST_F(ServiceNat, ABurstOfHitsNewFlowsAndPacketsTheWordsPathRefusesIsTranslatedInOrder) {
+  build({kRemoteBackend});
+  Bytes zero = udp_to_vip(40031);
+  put16(zero, 14 + 20 + 6, 0);
+  Ipv4Opts opts;
+  opts.ihl = 6;
+  Bytes with_options = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                                ipv4(ip("10.244.1.10"), ip(kVip), 17, udp(40032, 53, payload(20)), opts));
+  fill_l4_checksum(with_options, 14);
+  run(kPod1, {from_pod1(ip(kVip), 6, tcp(40033, 80, 0x02, {}))});  // SYN: a new flow
+  take_all();
+  run(kPod1, {udp_to_vip(40030), udp_to_vip(40030), zero, udp_to_vip(40030), with_options,
+              from_pod1(ip(kVip), 6, tcp(40033, 80, 0x04, {})), udp_to_vip(40034, 54), zero});
+  auto out = take_all();
+  ASSERT_EQ(out[kUplink].size(), 7u);
+  EXPECT_EQ(drops(DropReason::NoRoute), 1u) << "the port the service does not have";
+  for (std::size_t k = 0; k < out[kUplink].size(); ++k) {
+    const Bytes& f = out[kUplink][k];
+    const std::size_t at = kInnerAt + 14;
+    EXPECT_EQ(dst_of(f, at), ip(kRemoteBackend)) << k;
+    EXPECT_TRUE(ipv4_checksum_ok(f, at)) << k;
+    const std::size_t l4 = at + (f[at] & 15u) * 4u;
+    if (get16(f, l4) == 40031) {
+      EXPECT_EQ(get16(f, l4 + 6), 0) << "UDP checksum 0 stays none";
+      EXPECT_EQ(get16(f, l4 + 2), 5353);
+    } else {
+      EXPECT_TRUE(l4_checksum_ok(f, at)) << k;
+      EXPECT_EQ(get16(f, l4 + 2), f[at + 9] == 6 ? 8080 : 5353) << k;
+    }
+  }
+  EXPECT_EQ(counters_->services.new_flows.get(), 4u);  // 40033, 40030, 40031, 40032
+  EXPECT_EQ(counters_->services.translated.get(), 8u);
+  bool closed = false;
+  for (std::uint32_t i = 0; i < conntrack_->capacity(); ++i) {
+    const auto& e = conntrack_->entry_at(i);
+    if (e.in_use && e.original.protocol == 6) closed = e.state == dp::ConnState::TcpClose;
+  }
+  EXPECT_TRUE(closed) << "the RST on the words path moved the flow's state";
+}
+
 // Two workers: the pod's owner (port % 2) holds its flows. The other worker hands pod bursts
 // of that pod and deliveries to it over (here into vectors), and the owner resumes them.
 TEST_F(ServiceNat, WithTwoWorkersPacketsGoToThePodsOwner) {
