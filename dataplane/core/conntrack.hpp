@@ -256,7 +256,8 @@ class ConntrackTable {
     return {&entries_[index], dir};
   }
   // The same, the tuple given as the words a burst loop loaded (conntrack_key_hash's `hash`).
-  ConntrackHit find(const FlowKeyWords& key, std::uint32_t hash, std::uint64_t now) const {
+  // Always inline: a burst loop's lookup, whose key words stay in registers.
+  [[gnu::always_inline]] ConntrackHit find(const FlowKeyWords& key, std::uint32_t hash, std::uint64_t now) const {
     FlowDirection dir;
     const std::uint32_t index = find_index(key, hash, &dir);
     if (index == kNoIndex || expired(entries_[index], now)) return {};
@@ -355,7 +356,7 @@ class ConntrackTable {
   std::uint32_t find_index(const FlowTuple& t, std::uint32_t h, FlowDirection* dir) const {
     return find_index(FlowKeyWords::of(t), h, dir);
   }
-  std::uint32_t find_index(const FlowKeyWords& t, std::uint32_t h, FlowDirection* dir) const {
+  [[gnu::always_inline]] std::uint32_t find_index(const FlowKeyWords& t, std::uint32_t h, FlowDirection* dir) const {
     const std::uint32_t home = h & bucket_mask_;
     for (std::uint32_t p = 0; p < kMaxProbeBuckets; ++p) {
       const Bucket& b = buckets_[(home + p) & bucket_mask_];
