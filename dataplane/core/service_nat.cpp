@@ -336,19 +336,20 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     // The tuple view_packet() would give (IPv4 without options, not a fragment, TCP/UDP with
     // its header in the first segment), from the words.
     const std::uint8_t protocol = p[kIp + 9];
-    static_assert(kIp + sizeof(Ipv4Header) + 8 >= kPodFastMinFirst);
-    if (table && len >= kIp + sizeof(Ipv4Header) + (protocol == kIpProtoTcp ? 20u : 8u) &&
-        pod_fast_l4_ok(p, len, rte_pktmbuf_pkt_len(m))) [[likely]] {
+    std::uint16_t fragment;
+    std::memcpy(&fragment, p + kIp + 6, 2);
+    if (table && len >= kIp + sizeof(Ipv4Header) + (protocol == kIpProtoTcp ? 20u : 8u) && p[kIp] == 0x45 &&
+        (fragment & to_be16(0x3fff)) == 0 && (protocol == kIpProtoTcp || protocol == kIpProtoUdp)) [[likely]] {
       const std::uint64_t addresses = pod_fast_hash_addresses(p);
       std::uint32_t ports;
       std::memcpy(&ports, p + kIp + sizeof(Ipv4Header), 4);
+      key_addresses[i] = addresses;
+      key_ports[i] = ports;
       FlowTuple t;
       std::memcpy(&t.src_ip_be, &addresses, 8);
       set_ports_and_vni(t, ports, vni);
       t.protocol = protocol;
       hashes[i] = table->prefetch(t);
-      key_addresses[i] = addresses;
-      key_ports[i] = ports;
       fast |= 1ull << i;
       continue;
     }
@@ -378,15 +379,26 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   // Third pass, in arrival order: translate; drop or deliver here what must not go on.
   std::uint64_t gone = 0;  // bit i: packet i was dropped, or delivered here
   std::uint64_t translated = 0;
+  // The last hit on the words path and its key: a packet with the same key (the same flow,
+  // --flow-run) takes it without a lookup. Nothing in between changes that entry's outcome (a
+  // packet of another path of the same flow finds it under the same generation).
+  ConntrackHit memo;
+  std::uint64_t memo_addresses = 0, memo_ports_protocol = 0;
   for (std::uint64_t bits = parsed | fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
     rte_mbuf* m = pkts[i];
-    PacketView& v = views[i].v;
     if ((fast >> i) & 1) {
       auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
       const std::uint8_t protocol = p[kIp + 9];
-      const FlowKeyWords key{key_addresses[i], key_ports[i] | std::uint64_t{vni} << 32, protocol};
-      const ConntrackHit hit = table->find(key, hashes[i], flows.now);
+      const std::uint64_t addresses = key_addresses[i];
+      const std::uint64_t ports_protocol = key_ports[i] | std::uint64_t{protocol} << 32;
+      ConntrackHit hit;
+      if (memo && addresses == memo_addresses && ports_protocol == memo_ports_protocol) {
+        hit = memo;
+      } else {
+        hit = table->find(FlowKeyWords{addresses, key_ports[i] | std::uint64_t{vni} << 32, protocol}, hashes[i],
+                          flows.now);
+      }
       if (hit && hit.direction == FlowDirection::Original && hit.entry->has_nat &&
           hit.entry->policy == generation) [[likely]] {
         // The flow's translated entry, checked under the network's current services: its
@@ -397,6 +409,9 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
         const NatTarget to = hit.entry->nat();
         rewrite(m, ip, l4, protocol, 16, 2, to.ip_be, to.port_be);
         ++translated;
+        memo = hit;
+        memo_addresses = addresses;
+        memo_ports_protocol = ports_protocol;
         continue;
       }
       // Anything else (a new flow, a service changed, a reply, no VIP): as the other packets.
@@ -410,9 +425,10 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
       services[i] = last;
       vip |= static_cast<std::uint64_t>(last != nullptr) << i;
       if (!last && !replies_possible) continue;
-      if (!view_packet(m, vni, &v)) [[unlikely]]
+      if (!view_packet(m, vni, &views[i].v)) [[unlikely]]
         continue;
     }
+    PacketView& v = views[i].v;
     std::optional<DropReason> why;
     if ((vip >> i) & 1) {
       const ServiceEntry& s = *services[i];

@@ -403,6 +403,20 @@ TEST_F(ServiceNat, ABurstOfHitsNewFlowsAndPacketsTheWordsPathRefusesIsTranslated
     if (e.in_use && e.original.protocol == 6) closed = e.state == dp::ConnState::TcpClose;
   }
   EXPECT_TRUE(closed) << "the RST on the words path moved the flow's state";
+  // A run of one flow's packets (each after the first takes the hit of the one before), then
+  // another flow's.
+  run(kPod1, {udp_to_vip(40030), udp_to_vip(40030), udp_to_vip(40030), zero, zero});
+  out = take_all();
+  ASSERT_EQ(out[kUplink].size(), 5u);
+  for (const Bytes& f : out[kUplink]) {
+    EXPECT_EQ(dst_of(f, kInnerAt + 14), ip(kRemoteBackend));
+    EXPECT_EQ(dport_of(f, kInnerAt + 14), 5353);
+    EXPECT_TRUE(ipv4_checksum_ok(f, kInnerAt + 14));
+  }
+  EXPECT_TRUE(l4_checksum_ok(out[kUplink][2], kInnerAt + 14));
+  EXPECT_EQ(get16(out[kUplink][4], kInnerAt + 14 + 20 + 6), 0);
+  EXPECT_EQ(counters_->services.new_flows.get(), 4u);
+  EXPECT_EQ(counters_->services.translated.get(), 13u);
 }
 
 // Two workers: the pod's owner (port % 2) holds its flows. The other worker hands pod bursts
