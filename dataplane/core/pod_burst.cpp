@@ -289,10 +289,13 @@ struct EncapBatch {
   std::uint64_t packets = 0, bytes = 0;
 
   // Toward v, its headers from its entry (packets of one burst to many VTEPs).
-  [[gnu::always_inline]] void add(const ForwardingTables& t, const PodBurstFacts& k, const VtepEntry& v,
+  // False: dropped (and counted).
+  [[gnu::always_inline]] bool add(const ForwardingTables& t, const PodBurstFacts& k, const VtepEntry& v,
                                   rte_mbuf* m, std::uint32_t hash, std::uint16_t rx_port, WorkerCounters& c) {
     std::uint32_t len;
-    if (encap_fast(t, k, v, m, hash, rx_port, c, &len)) taken(m, len);
+    if (!encap_fast(t, k, v, m, hash, rx_port, c, &len)) return false;
+    taken(m, len);
+    return true;
   }
   [[gnu::always_inline]] void taken(rte_mbuf* m, std::uint32_t len) {
     up[count++] = m;
@@ -307,6 +310,43 @@ struct EncapBatch {
   }
 };
 
+// A network with policy (policy_enforce.hpp): the route passes decide each packet as they
+// read it. A fast-path packet of a known flow passes on KnownFlowCheck's lookup, its headers
+// built with A set (PodBurstFacts::gbp_word) and A cleared again where its source asked the
+// destination; any other packet is decided alone by enforce_pod_burst in its place in the
+// burst (so order holds), then routed like a packet the fast path did not take.
+struct PolicyPass {
+  const NetworkPolicyEntry& policy;
+  ServiceFlows* flows;  // with a table (process_pod_burst takes the general way without one)
+  KnownFlowCheck known;
+  // Dropped or handed over by enforce_pod_burst, which counted their rx itself.
+  std::uint16_t consumed = 0;
+  std::uint64_t consumed_bytes = 0;
+};
+
+// The A bit off again in an encapsulated packet's VXLAN header (a flow whose source asked the
+// destination): its headers came from a template or entry built with A set.
+inline void clear_policy_applied(rte_mbuf* m) {
+  auto* o = rte_pktmbuf_mtod(m, VxlanOuterHeaders*);
+  reinterpret_cast<std::uint8_t*>(&o->vxlan)[1] &= static_cast<std::uint8_t>(~kVxlanGbpPolicyApplied);
+}
+
+// A packet of a network with policy that no known flow let through, at its place in the burst:
+// decided by enforce_pod_burst, then routed (pod_slow) with A set or, when its source asks the
+// destination, clear.
+[[gnu::noinline]] void pod_decide_alone(const ForwardingTables& tables, const PodBurstFacts& k, const PodPortEntry& pod,
+                                        std::uint16_t rx_port, rte_mbuf* m, PolicyPass& pp, TxStage& tx,
+                                        WorkerCounters& c) {
+  std::uint16_t ask = 0;
+  const std::uint32_t len = rte_pktmbuf_pkt_len(m);
+  if (enforce_pod_burst(tables, pp.policy, pp.flows, pod, rx_port, &m, 1, c, &ask) == 0) {
+    ++pp.consumed;
+    pp.consumed_bytes += len;
+    return;
+  }
+  pod_slow(tables, pod, rx_port, m, ask ? k.gbp_word & ~kGbpPolicyAppliedWord : k.gbp_word, tx, c);
+}
+
 // What a pod burst adds to its counters besides the encapsulations.
 struct PodBurstTotals {
   std::uint64_t rx_bytes = 0, local_packets = 0, local_bytes = 0;
@@ -316,10 +356,12 @@ struct PodBurstTotals {
 // training job's flows to one peer). One pass: check, hash, encapsulate, from the first
 // packet on, until one does not fit (another destination, or anything the fast path does not
 // take). Returns how many packets it handled; pod_burst_general takes the rest, in order.
+// With policy (kPolicy): a packet of a flow not known ends the pass too.
+template <bool kPolicy>
 [[gnu::always_inline]] inline std::uint16_t pod_burst_one_destination(
     const ForwardingTables& t, const PodBurstFacts& k, std::uint32_t dst, const NextHopGroup& g,
     rte_mbuf** pkts, std::uint16_t n, std::uint16_t rx_port, EncapBatch& batch, PodBurstTotals& totals,
-    WorkerCounters& c) {
+    WorkerCounters& c, PolicyPass* pp) {
   // Counts and template in locals, not in `batch`: a char store into a packet may alias any
   // memory whose address has left the function, so batch's fields would be reloaded and
   // stored around every packet.
@@ -340,8 +382,14 @@ struct PodBurstTotals {
     const bool fits = pod_fast_l4_ok(p, first_len, pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
                       (pod_fast_dst(p) == dst) & (pod_fast_ip_total(p) <= k.mtu || gso_segments_fit(m, k.mtu));
     if (!fits) [[unlikely]] return false;
+    const std::uint64_t addresses = pod_fast_hash_addresses(p), proto_ports = pod_fast_hash_proto_ports(p);
+    KnownFlowCheck::Verdict verdict = KnownFlowCheck::Applied;
+    if constexpr (kPolicy) {
+      verdict = pp->known.check<true>(addresses, proto_ports, p, first_len);
+      if (verdict == KnownFlowCheck::Unknown) [[unlikely]] return false;
+    }
     rx_bytes += pkt_len;
-    const std::uint32_t hash = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
+    const std::uint32_t hash = flow_hash_words(addresses, proto_ports);
     if (!only) {  // ECMP: the template follows the VTEP
       const VtepEntry& v = k.vteps[ForwardingTables::pick_slot(k.group_slots, g, hash)];
       if (&v != tmpl.vtep) tmpl.build(k, v);
@@ -354,6 +402,7 @@ struct PodBurstTotals {
     if (prepend_outer(m, tmpl.checksum_base, hash, rx_port, c, &len, k.tag_flags, k.tci_of_tos, [&](VxlanOuterHeaders* o) {
           std::memcpy(o, &tmpl.headers, sizeof(VxlanOuterHeaders));
         })) [[likely]] {
+      if (kPolicy && verdict == KnownFlowCheck::Asks) clear_policy_applied(m);
       batch.up[n_up++] = m;
       ++packets;
       bytes += len;
@@ -383,15 +432,19 @@ struct PodBurstTotals {
 //      the VTEP by flow hash, prefetch its entry;
 //   3. in arrival order: encapsulate / deliver locally / drop; packets the fast path did not
 //      take go through pod_slow here, in their place, so order is kept.
+// With policy (kPolicy): the first pass also asks KnownFlowCheck; a packet of a flow not known
+// goes to pod_decide_alone in the last pass, in its place.
+template <bool kPolicy>
 [[gnu::always_inline]] inline void pod_burst_general(const ForwardingTables& tables, const PodBurstFacts& k,
                                          const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
                                          std::uint16_t n, EncapBatch& batch, PodBurstTotals& totals,
-                                         TxStage& tx, WorkerCounters& counters) {
+                                         TxStage& tx, WorkerCounters& counters, PolicyPass* pp) {
   const std::uint64_t* t24 = tables.lpm().tbl24();
   const std::uint64_t* t8 = tables.lpm().tbl8();
   const std::uint32_t* a24 = tables.lpm().answers24();
   std::uint32_t dst[kMaxBurst], hash[kMaxBurst];
-  std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks
+  std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks (and is a known flow)
+  std::uint64_t asks = 0;  // with policy, bit i: packet i's flow asked the destination (A clear)
   std::uint64_t rx_bytes = 0;
   for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
   for (std::uint16_t i = 0; i < n; ++i) {
@@ -406,9 +459,18 @@ struct PodBurstTotals {
     const std::uint32_t d = pod_fast_dst(p);
     const bool ok = pod_fast_l4_ok(p, rte_pktmbuf_data_len(m), pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
                     (d != k.gateway_ip_be) & (pod_fast_ip_total(p) <= k.mtu || gso_segments_fit(m, k.mtu));
-    fast |= static_cast<std::uint64_t>(ok) << i;
+    const std::uint64_t addresses = pod_fast_hash_addresses(p), proto_ports = pod_fast_hash_proto_ports(p);
+    bool known = true;
+    if constexpr (kPolicy) {
+      if (ok) {
+        const KnownFlowCheck::Verdict v = pp->known.check<false>(addresses, proto_ports, p, rte_pktmbuf_data_len(m));
+        known = v != KnownFlowCheck::Unknown;
+        asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
+      }
+    }
+    fast |= static_cast<std::uint64_t>(ok & known) << i;
     dst[i] = d;
-    hash[i] = flow_hash_words(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p));
+    hash[i] = flow_hash_words(addresses, proto_ports);
     if (a24) rte_prefetch0(a24 + (from_be32(d) >> 8));
   }
   // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
@@ -453,12 +515,17 @@ struct PodBurstTotals {
     rte_mbuf* m = pkts[i];
     if (!((fast >> i) & 1)) [[unlikely]] {
       batch.stage(tx, k.uplink, counters);  // keep the uplink's order
-      pod_slow(tables, pod, rx_port, m, k.gbp_word, tx, counters);
+      if constexpr (kPolicy) {
+        pod_decide_alone(tables, k, pod, rx_port, m, *pp, tx, counters);
+      } else {
+        pod_slow(tables, pod, rx_port, m, k.gbp_word, tx, counters);
+      }
       continue;
     }
     if (vtep[i]) [[likely]] {
       if (k.path_mtus && over_path_mtu(tables, pod, *vtep[i], m, rx_port, tx, counters)) [[unlikely]] continue;
-      batch.add(tables, k, *vtep[i], m, hash[i], rx_port, counters);
+      if (batch.add(tables, k, *vtep[i], m, hash[i], rx_port, counters) && kPolicy && ((asks >> i) & 1)) [[unlikely]]
+        clear_policy_applied(m);
     } else if (const EndpointEntry* ep = local[i]) {
       set_macs(m, ep->mac, k.gateway_mac);
       local_offload(m);
@@ -477,8 +544,11 @@ struct PodBurstTotals {
 // The packets of a pod burst after services and policy: routed and encapsulated with the
 // VXLAN header's first word from `gbp_word` (VtepEntry::gbp_word_of the pod's identity, with
 // the A bit where egress policy was applied), or delivered locally; rx counted here.
+// With policy (kPolicy, pp): every packet decided on the way (PolicyPass); gbp_word has A set.
+template <bool kPolicy>
 void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
-                     std::uint16_t n, std::uint32_t gbp_word, TxStage& tx, WorkerCounters& counters) {
+                     std::uint16_t n, std::uint32_t gbp_word, TxStage& tx, WorkerCounters& counters,
+                     PolicyPass* pp = nullptr) {
   const NetworkEntry& net = tables.network(pod.network);
   const PodBurstFacts k{pod.network, pod.ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
                         gbp_word, tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
@@ -507,15 +577,16 @@ void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, st
       const Destination d =
           tables.resolve_entry(k.network, dst, LpmTable::lookup_in(t24, tables.lpm().tbl8(), from_be32(dst)));
       if (d.group)
-        done = pod_burst_one_destination(tables, k, dst, *d.group, pkts, n, rx_port, batch, totals, counters);
+        done = pod_burst_one_destination<kPolicy>(tables, k, dst, *d.group, pkts, n, rx_port, batch, totals, counters, pp);
     }
   }
   if (done < n)
-    pod_burst_general(tables, k, pod, rx_port, pkts + done, static_cast<std::uint16_t>(n - done), batch, totals,
-                      tx, counters);
+    pod_burst_general<kPolicy>(tables, k, pod, rx_port, pkts + done, static_cast<std::uint16_t>(n - done), batch,
+                               totals, tx, counters, pp);
   batch.stage(tx, k.uplink, counters);
-  counters.ports[rx_port].rx_packets.add(n);
-  counters.ports[rx_port].rx_bytes.add(totals.rx_bytes);
+  // What enforce_pod_burst consumed it counted itself (rx_bytes holds fast-path packets only).
+  counters.ports[rx_port].rx_packets.add(kPolicy ? n - pp->consumed : n);
+  counters.ports[rx_port].rx_bytes.add(kPolicy ? totals.rx_bytes - pp->consumed_bytes : totals.rx_bytes);
   VniCounters& vc = counters.vnis[net.counter_slot];
   if (batch.packets) {
     vc.encap_packets.add(batch.packets);
@@ -525,26 +596,6 @@ void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, st
     vc.local_packets.add(totals.local_packets);
     vc.local_bytes.add(totals.local_bytes);
   }
-}
-
-// Packets of a network with policy whose flows are decided: those with bit i of `asks` clear
-// with the A bit, then (moved last, in order) those whose source asked the destination, A clear.
-void route_decided(const ForwardingTables& tables, const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
-                   std::uint16_t n, std::uint64_t asks, std::uint32_t gbp_word, TxStage& tx, WorkerCounters& counters) {
-  if (asks == 0) [[likely]]
-    return route_pod_burst(tables, pod, rx_port, pkts, n, gbp_word | kGbpPolicyAppliedWord, tx, counters);
-  rte_mbuf* ask[kMaxBurst];
-  std::uint16_t n_ask = 0, applied = 0;
-  for (std::uint16_t i = 0; i < n; ++i) {
-    if ((asks >> i) & 1) {
-      ask[n_ask++] = pkts[i];
-    } else {
-      pkts[applied++] = pkts[i];
-    }
-  }
-  std::memcpy(pkts + applied, ask, n_ask * sizeof(rte_mbuf*));
-  if (applied) route_pod_burst(tables, pod, rx_port, pkts, applied, gbp_word | kGbpPolicyAppliedWord, tx, counters);
-  route_pod_burst(tables, pod, rx_port, pkts + applied, n_ask, gbp_word, tx, counters);
 }
 
 }  // namespace
@@ -587,23 +638,22 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   }
   const std::uint32_t gbp_word = VtepEntry::gbp_word_of(pod->identity_be);
   if (policy) [[unlikely]] {
-    // The leading packets of flows already decided pass on their lookup (the common burst: all
-    // of them); A set, but clear for those whose source asked the destination (sent last).
-    std::uint64_t asks = 0;
-    const std::uint16_t known = pass_known_flows(tables, *policy, flows, *pod, pkts, n, &asks);
-    if (known) route_decided(tables, *pod, rx_port, pkts, known, asks, gbp_word, tx, counters);
-    if (known == n) return received;
-    pkts += known;
-    n = static_cast<std::uint16_t>(n - known);
-    // The rest decided packet by packet; again, those whose source asked go last, with A clear.
+    if (flows && flows->table) [[likely]] {
+      // Decided as the route passes read each packet (PolicyPass), in the burst's order.
+      PolicyPass pp{*policy, flows, KnownFlowCheck(*policy, flows->table, *flows, tables.network(pod->network).vni)};
+      route_pod_burst<true>(tables, *pod, rx_port, pkts, n, gbp_word | kGbpPolicyAppliedWord, tx, counters, &pp);
+      return received;
+    }
+    // No connection table (--conntrack-flows 0): every packet decided alone; those whose
+    // source asked the destination go last, with A clear.
     std::uint16_t ask = 0;
     n = enforce_pod_burst(tables, *policy, flows, *pod, rx_port, pkts, n, counters, &ask);
     const std::uint16_t applied = static_cast<std::uint16_t>(n - ask);
-    if (applied) route_pod_burst(tables, *pod, rx_port, pkts, applied, gbp_word | kGbpPolicyAppliedWord, tx, counters);
-    if (ask) route_pod_burst(tables, *pod, rx_port, pkts + applied, ask, gbp_word, tx, counters);
+    if (applied) route_pod_burst<false>(tables, *pod, rx_port, pkts, applied, gbp_word | kGbpPolicyAppliedWord, tx, counters);
+    if (ask) route_pod_burst<false>(tables, *pod, rx_port, pkts + applied, ask, gbp_word, tx, counters);
     return received;
   }
-  route_pod_burst(tables, *pod, rx_port, pkts, n, gbp_word, tx, counters);
+  route_pod_burst<false>(tables, *pod, rx_port, pkts, n, gbp_word, tx, counters);
   return received;
 }
 

@@ -73,11 +73,7 @@ std::uint16_t read_be16(const std::uint8_t* p) { return static_cast<std::uint16_
   return true;
 }
 
-// The conntrack policy word: the entry's generation (30 bits) above two facts of the flow:
-// bit 1, both ends are local pods (a packet of it may have to be handed to the other pod's
-// owner, so its destination is looked up; otherwise a known flow's packet needs no lookup but
-// the table's); bit 0, the source asked the destination (A clear).
-constexpr std::uint32_t kAskBit = 1, kLocalBit = 2;
+// The conntrack policy word (kAskBit, kLocalBit: policy_enforce.hpp).
 std::uint32_t policy_word(const NetworkPolicyEntry& policy, bool ask, bool local) {
   return policy.generation << 2 | (local ? kLocalBit : 0u) | (ask ? kAskBit : 0u);
 }
@@ -286,64 +282,6 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
   for (std::uint16_t j = 0; j < n_ask; ++j) pkts[kept++] = ask[j];
   *ask_destination = n_ask;
   return kept;
-}
-
-std::uint16_t pass_known_flows(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
-                               const PodPortEntry& pod, rte_mbuf** pkts, std::uint16_t n, std::uint64_t* asks_out) {
-  *asks_out = 0;
-  ConntrackTable* table = flows ? flows->table : nullptr;
-  if (!table) return 0;
-  const NetworkEntry& net = tables.network(pod.network);
-  const std::uint64_t now = flows->now;
-  const bool hand_over = flows->hand_over != nullptr;
-  // The VNI as the key hash takes it (24 bits above the protocol and ports) and as the key
-  // holds it (with the policy zone, beside the ports): read_packet()'s tuple, from registers.
-  const std::uint64_t vni_hash_bits = std::uint64_t{net.vni & 0xffffffu} << 40;
-  const std::uint64_t vni_key_bits = std::uint64_t{net.vni | kPolicyZone} << 32;
-  const std::uint32_t generation = policy.generation & 0x3fffffffu;
-  const std::uint32_t pod_ip = pod.ip_be, gateway_ip = net.gateway_ip_be;
-  std::uint64_t asks = 0;
-  // The packet before and its outcome: a stream's burst is one lookup (its entry's state and
-  // time would not change again within the burst). Compared as two words: the addresses, and
-  // the protocol and ports with the TCP flags above them (bit 63 never set: no match at first).
-  std::uint64_t memo_addresses = 0, memo_rest = 1ull << 63, memo_ask = 0;
-  std::uint16_t i = 0;
-  for (; i < n; ++i) {
-    const rte_mbuf* m = pkts[i];
-    const std::uint32_t first_len = rte_pktmbuf_data_len(m);
-    if (first_len < kPodFastMinFirst) [[unlikely]] break;
-    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    // What the fast path takes and enforce_pod_burst would decide (IPv4 TCP/UDP from the pod,
-    // not to the gateway); anything else goes the general way.
-    if (!(pod_fast_l4_ok(p, first_len, rte_pktmbuf_pkt_len(m)) & (pod_fast_src(p) == pod_ip) &
-          (pod_fast_dst(p) != gateway_ip))) [[unlikely]]
-      break;
-    const std::uint64_t addresses = pod_fast_hash_addresses(p);
-    const std::uint64_t proto_ports = pod_fast_hash_proto_ports(p);  // protocol | ports << 8: 40 bits
-    const auto protocol = static_cast<std::uint8_t>(proto_ports);
-    constexpr std::uint32_t kTcpFlagsAt = sizeof(EthernetHeader) + sizeof(Ipv4Header) + 13;  // no options here
-    const std::uint8_t tcp_flags = protocol == kIpProtoTcp && first_len > kTcpFlagsAt ? p[kTcpFlagsAt] : 0;
-    const std::uint64_t rest = proto_ports | std::uint64_t{tcp_flags} << 40;
-    if (((addresses ^ memo_addresses) | (rest ^ memo_rest)) == 0) {
-      asks |= memo_ask << i;
-      continue;
-    }
-    const FlowKeyWords key{addresses, (proto_ports >> 8) | vni_key_bits, protocol};
-    const ConntrackHit hit = table->find(key, flow_hash_words(addresses, proto_ports | vni_hash_bits), now);
-    if (!hit) break;  // a new flow: decided in the general way
-    const std::uint32_t word = hit.entry->policy;
-    const bool original = hit.direction == FlowDirection::Original;
-    // Decided under another generation (known_flow() decides it again), or a flow between two
-    // local pods while workers hand over (the other pod's owner may have to deliver it).
-    if ((original & ((word >> 2) != generation)) | ((word & kLocalBit) != 0 && hand_over)) break;
-    table->track(hit, tcp_flags, now);
-    memo_ask = original & (word & kAskBit);
-    asks |= memo_ask << i;
-    memo_addresses = addresses;
-    memo_rest = rest;
-  }
-  *asks_out = asks;
-  return i;
 }
 
 bool admit_delivery(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,

@@ -30,6 +30,7 @@
 
 #include "dataplane/core/conntrack.hpp"
 #include "dataplane/core/counters.hpp"
+#include "dataplane/core/flow_hash.hpp"
 #include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/tables.hpp"
 #include "dataplane/core/tx_stage.hpp"
@@ -57,21 +58,78 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
                                 const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts, std::uint16_t n,
                                 WorkerCounters& c, std::uint16_t* ask_destination);
 
-// Pod side, for a network with policy, before enforce_pod_burst: the burst's leading packets
-// that belong to flows already decided (fast-path TCP/UDP from the pod, a live entry of the
-// policy's generation, not a flow between two local pods while workers hand over) pass on
-// one lookup of their words, tracked; the first packet that is anything else ends the run.
-// Returns how many passed (pkts[0..k), in order, for routing); bit i of *asks is set for a
-// packet to send with the A bit clear (its source asked the destination). What is left goes
-// to enforce_pod_burst, after them, so a flow's packets keep their order.
-std::uint16_t pass_known_flows(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
-                               const PodPortEntry& pod, rte_mbuf** pkts, std::uint16_t n, std::uint64_t* asks);
+// The conntrack entry's policy word of a policy flow: the generation of the NetworkPolicyEntry
+// it was decided under (30 bits) above two facts of the flow: kLocalBit, both ends are local
+// pods (a packet of it may have to be handed to the other pod's owner, so its destination is
+// looked up; otherwise a known flow's packet needs no lookup but the table's); kAskBit, the
+// source asked the destination (its packets leave with A clear).
+inline constexpr std::uint32_t kAskBit = 1, kLocalBit = 2;
 
-// Whether a conntrack entry's policy word (its generation above two flags) was decided under
-// the policy as it is now.
+// Whether a conntrack entry's policy word was decided under the policy as it is now.
 inline bool decided_under(const NetworkPolicyEntry& policy, std::uint32_t word) {
   return (word >> 2) == (policy.generation & 0x3fffffffu);
 }
+
+// Pod side, in the route pass of a network with policy (pod_burst.cpp): whether a fast-path
+// TCP/UDP packet from the pod belongs to a flow already decided, from the words the route pass
+// loaded for its flow hash. Known: a live entry of the current generation (a reply: any), not a
+// flow between two local pods while workers hand over; tracked here. Anything else is Unknown:
+// the route pass hands the packet to enforce_pod_burst, in its place. One per burst: it keeps a
+// memo of the packet before (a stream's burst is one lookup; its entry's state and time would
+// not change again within the burst).
+class KnownFlowCheck {
+ public:
+  enum Verdict : std::uint8_t { Unknown, Applied, Asks };  // Asks: known, sent with A clear
+
+  // `table` non-null; vni: the network's.
+  KnownFlowCheck(const NetworkPolicyEntry& policy, ConntrackTable* table, const ServiceFlows& flows, std::uint32_t vni)
+      : table_(table),
+        now_(flows.now),
+        vni_hash_bits_(std::uint64_t{vni & 0xffffffu} << 40),
+        vni_key_bits_(std::uint64_t{vni | kPolicyZone} << 32),
+        generation_(policy.generation & 0x3fffffffu),
+        local_unknown_(flows.hand_over != nullptr ? kLocalBit : 0u) {}
+
+  // addresses, proto_ports: flow_hash_words' two words (pod_fast_hash_addresses,
+  // pod_fast_hash_proto_ports); p, first_len: the packet's first segment (its TCP flags).
+  // kMemo: test the packet before first (the one-destination pass, where a stream's burst
+  // is one flow; the general pass's packets rarely repeat the one before).
+  template <bool kMemo>
+  [[gnu::always_inline]] Verdict check(std::uint64_t addresses, std::uint64_t proto_ports, const std::uint8_t* p,
+                                       std::uint32_t first_len) {
+    const auto protocol = static_cast<std::uint8_t>(proto_ports);
+    constexpr std::uint32_t kTcpFlagsAt = 14 + 20 + 13;  // the fast path's packets have no IP options
+    const std::uint8_t tcp_flags = protocol == 6 && first_len > kTcpFlagsAt ? p[kTcpFlagsAt] : 0;
+    // Addresses; protocol and ports (40 bits) with the TCP flags above them. Bit 63 is never
+    // set, so the first packet never matches the memo.
+    const std::uint64_t rest = proto_ports | std::uint64_t{tcp_flags} << 40;
+    if (kMemo && ((addresses ^ memo_addresses_) | (rest ^ memo_rest_)) == 0) return memo_;
+    const FlowKeyWords key{addresses, (proto_ports >> 8) | vni_key_bits_, protocol};
+    const ConntrackHit hit = table_->find(key, flow_hash_words(addresses, proto_ports | vni_hash_bits_), now_);
+    if (!hit) return Unknown;
+    const std::uint32_t word = hit.entry->policy;
+    const bool original = hit.direction == FlowDirection::Original;
+    if ((original & ((word >> 2) != generation_)) | ((word & local_unknown_) != 0)) return Unknown;
+    table_->track(hit, tcp_flags, now_);
+    const Verdict v = original && (word & kAskBit) ? Asks : Applied;
+    if (kMemo) {
+      memo_ = v;
+      memo_addresses_ = addresses;
+      memo_rest_ = rest;
+    }
+    return v;
+  }
+
+ private:
+  ConntrackTable* table_;
+  std::uint64_t now_;
+  std::uint64_t vni_hash_bits_;  // the VNI as the key hash takes it (24 bits above protocol and ports)
+  std::uint64_t vni_key_bits_;   // and as the key holds it (with the policy zone, beside the ports)
+  std::uint32_t generation_;
+  std::uint32_t local_unknown_;  // kLocalBit while workers hand over (such a flow is decided again), else 0
+  Verdict memo_ = Unknown;
+  std::uint64_t memo_addresses_ = 0, memo_rest_ = 1ull << 63;
+};
 
 // Delivery, before admit_delivery, on the uplink's fast path: a decapsulated packet (Ethernet
 // first, first_len bytes in its first segment) for local pod port `port` on this worker, of a
