@@ -116,15 +116,18 @@ void checksum_replace32(std::uint8_t* field, std::uint32_t from, std::uint32_t t
   std::uint8_t* l4sum = l4 + (protocol == kIpProtoTcp ? kTcpChecksum : kUdpChecksum);
   const std::uint16_t l4c = load16(l4sum);
   // Pending: as received (RX_L4_CKSUM_NONE), or already handed on as a TX checksum request
-  // (after decap_offload/local_offload); either way the field holds the pseudo-header's sum.
-  if (offload_detail::rx_pending(m->ol_flags) || (m->ol_flags & RTE_MBUF_F_TX_L4_MASK) != 0) {
-    store16(l4sum, fold(l4c + address_change));  // the ports are summed later, with the payload
-  } else if (protocol == kIpProtoTcp || l4c != 0) {  // UDP checksum 0: none
-    const std::uint32_t port_change = static_cast<std::uint16_t>(~old_port) + std::uint32_t{port_be};
-    std::uint16_t sum = static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~l4c) + address_change + port_change));
-    if (protocol == kIpProtoUdp && sum == 0) sum = 0xffff;
-    store16(l4sum, sum);
-  }
+  // (after decap_offload/local_offload); either way the field holds the pseudo-header's sum
+  // (not its complement), and the ports are summed later, with the payload. Both cases in one
+  // expression: the field's complement taken (or not) before and after the sum.
+  const std::uint64_t ol = m->ol_flags;
+  const bool pending = offload_detail::rx_pending(ol) | ((ol & RTE_MBUF_F_TX_L4_MASK) != 0);
+  const bool udp = protocol == kIpProtoUdp;
+  if (!pending && udp && l4c == 0) return;  // UDP checksum 0: none
+  const std::uint32_t flip = pending ? 0u : 0xffffu;
+  const std::uint32_t port_change = pending ? 0u : static_cast<std::uint16_t>(~old_port) + std::uint32_t{port_be};
+  std::uint16_t sum = static_cast<std::uint16_t>(fold((l4c ^ flip) + address_change + port_change) ^ flip);
+  if (!pending && udp && sum == 0) sum = 0xffff;
+  store16(l4sum, sum);
 }
 void set_destination(rte_mbuf* m, PacketView& v, NatTarget to) {
   rewrite(m, v.ip, v.l4, v.protocol, 16, 2, to.ip_be, to.port_be);
