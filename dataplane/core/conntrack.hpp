@@ -248,6 +248,10 @@ class ConntrackTable {
     __builtin_prefetch(reinterpret_cast<const char*>(buckets_.get()) + std::size_t{h & bucket_mask_} * 64);
     return h;
   }
+  // The same for a key hash already taken (conntrack_key_hash()).
+  void prefetch_hash(std::uint32_t h) const {
+    __builtin_prefetch(reinterpret_cast<const char*>(buckets_.get()) + std::size_t{h & bucket_mask_} * 64);
+  }
   // Inline: the packet path's policy and service lookups call it per packet.
   ConntrackHit find(const FlowTuple& packet, std::uint32_t hash, std::uint64_t now) const {
     FlowDirection dir;

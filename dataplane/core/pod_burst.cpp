@@ -443,6 +443,7 @@ template <bool kPolicy>
   const std::uint64_t* t8 = tables.lpm().tbl8();
   const std::uint32_t* a24 = tables.lpm().answers24();
   std::uint32_t dst[kMaxBurst], hash[kMaxBurst];
+  [[maybe_unused]] std::uint32_t key_hash[kPolicy ? kMaxBurst : 1];  // with policy: the conntrack key's
   std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks (and is a known flow)
   std::uint64_t asks = 0;  // with policy, bit i: packet i's flow asked the destination (A clear)
   std::uint64_t rx_bytes = 0;
@@ -460,18 +461,27 @@ template <bool kPolicy>
     const bool ok = pod_fast_l4_ok(p, rte_pktmbuf_data_len(m), pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
                     (d != k.gateway_ip_be) & (pod_fast_ip_total(p) <= k.mtu || gso_segments_fit(m, k.mtu));
     const std::uint64_t addresses = pod_fast_hash_addresses(p), proto_ports = pod_fast_hash_proto_ports(p);
-    bool known = true;
     if constexpr (kPolicy) {
-      if (ok) {
-        const KnownFlowCheck::Verdict v = pp->known.check<false>(addresses, proto_ports, p, rte_pktmbuf_data_len(m));
-        known = v != KnownFlowCheck::Unknown;
-        asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
-      }
+      key_hash[i] = pp->known.key_hash(addresses, proto_ports);
+      pp->known.prefetch(key_hash[i]);
     }
-    fast |= static_cast<std::uint64_t>(ok & known) << i;
+    fast |= static_cast<std::uint64_t>(ok) << i;
     dst[i] = d;
     hash[i] = flow_hash_words(addresses, proto_ports);
     if (a24) rte_prefetch0(a24 + (from_be32(d) >> 8));
+  }
+  if constexpr (kPolicy) {
+    // The lookups after the loop that prefetched their buckets, so that the burst's misses
+    // overlap; a flow not known leaves the fast set (decided alone in the last pass).
+    for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
+      const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+      const rte_mbuf* m = pkts[i];
+      const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+      const KnownFlowCheck::Verdict v = pp->known.check<false>(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p),
+                                                               p, rte_pktmbuf_data_len(m), key_hash[i]);
+      fast &= ~(static_cast<std::uint64_t>(v == KnownFlowCheck::Unknown) << i);
+      asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
+    }
   }
   // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
   // the destination of the one before it takes that one's answer, without a lookup. The LPM

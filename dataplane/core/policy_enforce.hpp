@@ -53,7 +53,9 @@ inline std::uint32_t handover_word(std::uint16_t identity, bool policy_applied) 
 // (port rx_port), drops what its egress (or, toward a local pod, the destination's ingress)
 // refuses, hands a packet for a local pod of another owner to that owner (counted as local
 // traffic here), and compacts the rest to pkts[0..kept): first those to send with the A bit,
-// then the last *ask_destination of them with A clear. Counts rx for what it consumes.
+// then the last *ask_destination of them with A clear. Counts rx for what it consumes. The
+// route passes call it for one packet at a time (a flow KnownFlowCheck does not know); a whole
+// burst goes through it only without a connection table.
 std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPolicyEntry& policy, ServiceFlows* flows,
                                 const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts, std::uint16_t n,
                                 WorkerCounters& c, std::uint16_t* ask_destination);
@@ -81,6 +83,12 @@ class KnownFlowCheck {
  public:
   enum Verdict : std::uint8_t { Unknown, Applied, Asks };  // Asks: known, sent with A clear
 
+  // The table's key hash of a packet's words, and its home bucket prefetched.
+  std::uint32_t key_hash(std::uint64_t addresses, std::uint64_t proto_ports) const {
+    return flow_hash_words(addresses, proto_ports | vni_hash_bits_);
+  }
+  void prefetch(std::uint32_t hash) const { table_->prefetch_hash(hash); }
+
   // `table` non-null; vni: the network's.
   KnownFlowCheck(const NetworkPolicyEntry& policy, ConntrackTable* table, const ServiceFlows& flows, std::uint32_t vni)
       : table_(table),
@@ -96,7 +104,7 @@ class KnownFlowCheck {
   // is one flow; the general pass's packets rarely repeat the one before).
   template <bool kMemo>
   [[gnu::always_inline]] Verdict check(std::uint64_t addresses, std::uint64_t proto_ports, const std::uint8_t* p,
-                                       std::uint32_t first_len) {
+                                       std::uint32_t first_len, std::uint32_t hash = 0) {
     const auto protocol = static_cast<std::uint8_t>(proto_ports);
     constexpr std::uint32_t kTcpFlagsAt = 14 + 20 + 13;  // the fast path's packets have no IP options
     const std::uint8_t tcp_flags = protocol == 6 && first_len > kTcpFlagsAt ? p[kTcpFlagsAt] : 0;
@@ -105,7 +113,7 @@ class KnownFlowCheck {
     const std::uint64_t rest = proto_ports | std::uint64_t{tcp_flags} << 40;
     if (kMemo && ((addresses ^ memo_addresses_) | (rest ^ memo_rest_)) == 0) return memo_;
     const FlowKeyWords key{addresses, (proto_ports >> 8) | vni_key_bits_, protocol};
-    const ConntrackHit hit = table_->find(key, flow_hash_words(addresses, proto_ports | vni_hash_bits_), now_);
+    const ConntrackHit hit = table_->find(key, hash ? hash : key_hash(addresses, proto_ports), now_);
     if (!hit) return Unknown;
     const std::uint32_t word = hit.entry->policy;
     const bool original = hit.direction == FlowDirection::Original;
