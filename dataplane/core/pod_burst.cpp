@@ -347,6 +347,23 @@ inline void clear_policy_applied(rte_mbuf* m) {
   pod_slow(tables, pod, rx_port, m, ask ? k.gbp_word & ~kGbpPolicyAppliedWord : k.gbp_word, tx, c);
 }
 
+// A network with services and no policy (service_nat.hpp): a burst whose every packet is a
+// fast-path TCP/UDP packet to the VIP span of a flow already translated (its own entry, under
+// the network's current services generation) is translated in the route passes, from the
+// words they load: looked up after the first pass prefetched its bucket, rewritten
+// (service_nat_detail::rewrite, as translate_pod_burst does) in the last pass just before it
+// is routed, its flow hash taken over the translated tuple. Any other packet (a miss, a new
+// flow, a reply, not the fast path's) makes the passes give the burst back untouched, before
+// any packet was changed or tracked: translate_pod_burst then takes it whole, in order.
+struct VipPass {
+  ConntrackTable* table;
+  std::uint64_t now;
+  std::uint64_t span;           // ForwardingTables::service_vip_span
+  std::uint64_t vni_hash_bits;  // the VNI as the key hash takes it (24 bits above protocol and ports)
+  std::uint64_t vni_key_bits;   // and as the key holds it (beside the ports)
+  std::uint32_t generation;     // ForwardingTables::services_generation
+};
+
 // What a pod burst adds to its counters besides the encapsulations.
 struct PodBurstTotals {
   std::uint64_t rx_bytes = 0, local_packets = 0, local_bytes = 0;
@@ -434,16 +451,21 @@ template <bool kPolicy>
 //      take go through pod_slow here, in their place, so order is kept.
 // With policy (kPolicy): the first pass also asks KnownFlowCheck; a packet of a flow not known
 // goes to pod_decide_alone in the last pass, in its place.
-template <bool kPolicy>
-[[gnu::always_inline]] inline void pod_burst_general(const ForwardingTables& tables, const PodBurstFacts& k,
+// With services (kVip, VipPass): every packet a known translated flow's VIP packet, else false
+// (nothing done, nothing counted); true otherwise.
+template <bool kPolicy, bool kVip = false>
+[[gnu::always_inline]] inline bool pod_burst_general(const ForwardingTables& tables, const PodBurstFacts& k,
                                          const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
                                          std::uint16_t n, EncapBatch& batch, PodBurstTotals& totals,
-                                         TxStage& tx, WorkerCounters& counters, PolicyPass* pp) {
+                                         TxStage& tx, WorkerCounters& counters, PolicyPass* pp,
+                                         VipPass* vp = nullptr) {
+  static_assert(!(kPolicy && kVip), "policy and services together take translate_pod_burst first");
   const std::uint64_t* t24 = tables.lpm().tbl24();
   const std::uint64_t* t8 = tables.lpm().tbl8();
   const std::uint32_t* a24 = tables.lpm().answers24();
   std::uint32_t dst[kMaxBurst], hash[kMaxBurst];
-  [[maybe_unused]] std::uint32_t key_hash[kPolicy ? kMaxBurst : 1];  // with policy: the conntrack key's
+  [[maybe_unused]] std::uint32_t key_hash[kPolicy || kVip ? kMaxBurst : 1];  // with policy or VIPs: the conntrack key's
+  [[maybe_unused]] ConntrackEntry* entry[kVip ? kMaxBurst : 1];            // with VIPs: the flow's translated entry
   std::uint64_t fast = 0;  // bit i: packet i passed the fast parse and the pod checks (and is a known flow)
   std::uint64_t asks = 0;  // with policy, bit i: packet i's flow asked the destination (A clear)
   std::uint64_t rx_bytes = 0;
@@ -456,11 +478,25 @@ template <bool kPolicy>
     const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
     // Branch-free checks (one predictable branch for a first segment too short to read
     // from): a chain of early exits costs more than computing them all on a cached line.
-    if (rte_pktmbuf_data_len(m) < kPodFastMinFirst) [[unlikely]] continue;
+    if (rte_pktmbuf_data_len(m) < kPodFastMinFirst) [[unlikely]] {
+      if constexpr (kVip) return false;
+      continue;
+    }
     const std::uint32_t d = pod_fast_dst(p);
     const bool ok = pod_fast_l4_ok(p, rte_pktmbuf_data_len(m), pkt_len) & (pod_fast_src(p) == k.pod_ip_be) &
                     (d != k.gateway_ip_be) & (pod_fast_ip_total(p) <= k.mtu || gso_segments_fit(m, k.mtu));
     const std::uint64_t addresses = pod_fast_hash_addresses(p), proto_ports = pod_fast_hash_proto_ports(p);
+    if constexpr (kVip) {
+      // Within the VIP span, the L4 header's checksum in the first segment (the rewrite's).
+      constexpr std::uint32_t kL4 = sizeof(EthernetHeader) + sizeof(Ipv4Header);
+      const bool tcp = static_cast<std::uint8_t>(proto_ports) == kIpProtoTcp;
+      if (!(ok & ForwardingTables::within_vip_span(vp->span, d) &
+            (rte_pktmbuf_data_len(m) >= kL4 + (tcp ? 20u : 8u)))) [[unlikely]]
+        return false;
+      key_hash[i] = flow_hash_words(addresses, proto_ports | vp->vni_hash_bits);
+      vp->table->prefetch_hash(key_hash[i]);
+      continue;  // its destination and flow hash are the backend's, after the lookup
+    }
     if constexpr (kPolicy) {
       key_hash[i] = pp->known.key_hash(addresses, proto_ports);
       pp->known.prefetch(key_hash[i]);
@@ -482,6 +518,35 @@ template <bool kPolicy>
       fast &= ~(static_cast<std::uint64_t>(v == KnownFlowCheck::Unknown) << i);
       asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
     }
+  }
+  if constexpr (kVip) {
+    // The lookups after the loop that prefetched their buckets; a packet of the flow before
+    // takes its entry (a stream's burst is one lookup). The destination and the flow hash are
+    // the translated tuple's, as the route pass would read them after translate_pod_burst.
+    ConntrackEntry* memo = nullptr;
+    std::uint64_t memo_addresses = 0, memo_proto_ports = 1ull << 63;  // bit 63 never set: no first match
+    for (std::uint16_t i = 0; i < n; ++i) {
+      const auto* p = rte_pktmbuf_mtod(pkts[i], const std::uint8_t*);
+      const std::uint64_t addresses = pod_fast_hash_addresses(p), proto_ports = pod_fast_hash_proto_ports(p);
+      if (((addresses ^ memo_addresses) | (proto_ports ^ memo_proto_ports)) != 0) {
+        const FlowKeyWords key{addresses, (proto_ports >> 8) | vp->vni_key_bits, static_cast<std::uint8_t>(proto_ports)};
+        const ConntrackHit hit = vp->table->find(key, key_hash[i], vp->now);
+        if (!hit || hit.direction != FlowDirection::Original || !hit.entry->has_nat ||
+            hit.entry->policy != vp->generation) [[unlikely]]
+          return false;
+        memo = hit.entry;
+        memo_addresses = addresses;
+        memo_proto_ports = proto_ports;
+      }
+      entry[i] = memo;
+      const NatTarget to = memo->nat();
+      if (to.ip_be == k.gateway_ip_be) [[unlikely]] return false;
+      dst[i] = to.ip_be;
+      hash[i] = flow_hash_words((addresses & 0xffffffffull) | std::uint64_t{to.ip_be} << 32,
+                                (proto_ports & ~(0xffffull << 24)) | std::uint64_t{to.port_be} << 24);
+      if (a24) rte_prefetch0(a24 + (from_be32(to.ip_be) >> 8));
+    }
+    fast = n == 64 ? ~0ull : (1ull << n) - 1;
   }
   // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
   // the destination of the one before it takes that one's answer, without a lookup. The LPM
@@ -532,6 +597,18 @@ template <bool kPolicy>
       }
       continue;
     }
+    if constexpr (kVip) {
+      // Tracked and translated here, in order, just before it is routed (nothing before this
+      // pass changed the burst: a packet that did not qualify gave it back whole).
+      auto* ip = rte_pktmbuf_mtod_offset(m, std::uint8_t*, sizeof(EthernetHeader));
+      std::uint8_t* l4 = ip + sizeof(Ipv4Header);
+      const std::uint8_t protocol = ip[9];
+      constexpr unsigned kTcpFlags = 13;
+      vp->table->track(ConntrackHit{entry[i], FlowDirection::Original}, protocol == kIpProtoTcp ? l4[kTcpFlags] : 0,
+                       vp->now);
+      const NatTarget to = entry[i]->nat();
+      service_nat_detail::rewrite(m, ip, l4, protocol, 16, 2, to.ip_be, to.port_be);
+    }
     if (vtep[i]) [[likely]] {
       if (k.path_mtus && over_path_mtu(tables, pod, *vtep[i], m, rx_port, tx, counters)) [[unlikely]] continue;
       if (batch.add(tables, k, *vtep[i], m, hash[i], rx_port, counters) && kPolicy && ((asks >> i) & 1)) [[unlikely]]
@@ -549,16 +626,20 @@ template <bool kPolicy>
   totals.rx_bytes += rx_bytes;
   totals.local_packets += local_packets;
   totals.local_bytes += local_bytes;
+  if constexpr (kVip) counters.services.translated.add(n);
+  return true;
 }
 
 // The packets of a pod burst after services and policy: routed and encapsulated with the
 // VXLAN header's first word from `gbp_word` (VtepEntry::gbp_word_of the pod's identity, with
 // the A bit where egress policy was applied), or delivered locally; rx counted here.
 // With policy (kPolicy, pp): every packet decided on the way (PolicyPass); gbp_word has A set.
-template <bool kPolicy>
-void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
+// With services (kVip, vp): the general passes translate too, or give the burst back (false:
+// nothing done or counted; translate_pod_burst takes it).
+template <bool kPolicy, bool kVip = false>
+bool route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, std::uint16_t rx_port, rte_mbuf** pkts,
                      std::uint16_t n, std::uint32_t gbp_word, TxStage& tx, WorkerCounters& counters,
-                     PolicyPass* pp = nullptr) {
+                     PolicyPass* pp = nullptr, VipPass* vp = nullptr) {
   const NetworkEntry& net = tables.network(pod.network);
   const PodBurstFacts k{pod.network, pod.ip_be, net.gateway_ip_be, net.mtu, net.vni_field_be,
                         gbp_word, tables.uplink_port(), tables.vtep_entries(), tables.group_slots(),
@@ -578,7 +659,7 @@ void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, st
   // space (seen as the soak's dataplane growing with every pod that came up).
   const rte_mbuf* first = pkts[0];
   const rte_mbuf* last = pkts[n - 1];
-  if (t24 && !k.path_mtus && rte_pktmbuf_data_len(first) >= kPodFastMinFirst &&
+  if (!kVip && t24 && !k.path_mtus && rte_pktmbuf_data_len(first) >= kPodFastMinFirst &&
       rte_pktmbuf_data_len(last) >= kPodFastMinFirst &&
       pod_fast_l4_ok(rte_pktmbuf_mtod(first, const std::uint8_t*), rte_pktmbuf_data_len(first),
                      rte_pktmbuf_pkt_len(first))) {
@@ -590,9 +671,10 @@ void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, st
         done = pod_burst_one_destination<kPolicy>(tables, k, dst, *d.group, pkts, n, rx_port, batch, totals, counters, pp);
     }
   }
-  if (done < n)
-    pod_burst_general<kPolicy>(tables, k, pod, rx_port, pkts + done, static_cast<std::uint16_t>(n - done), batch,
-                               totals, tx, counters, pp);
+  if (done < n &&
+      !pod_burst_general<kPolicy, kVip>(tables, k, pod, rx_port, pkts + done, static_cast<std::uint16_t>(n - done),
+                                        batch, totals, tx, counters, pp, vp))
+    return false;  // kVip only, with done 0: nothing changed
   batch.stage(tx, k.uplink, counters);
   // What enforce_pod_burst consumed it counted itself (rx_bytes holds fast-path packets only).
   counters.ports[rx_port].rx_packets.add(kPolicy ? n - pp->consumed : n);
@@ -606,6 +688,7 @@ void route_pod_burst(const ForwardingTables& tables, const PodPortEntry& pod, st
     vc.local_packets.add(totals.local_packets);
     vc.local_bytes.add(totals.local_bytes);
   }
+  return true;
 }
 
 }  // namespace
@@ -641,12 +724,27 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
   }
   // Global services (service_nat.hpp): translated before routing, so that the rest of the
   // pipeline sees the backend's address; networks without services pay this one byte's test.
+  const std::uint32_t gbp_word = VtepEntry::gbp_word_of(pod->identity_be);
   if (services) [[unlikely]] {
+    // A burst of known translated flows' VIP packets (VipPass): translated in the route passes;
+    // given back when any packet is not one (nothing changed), then the whole burst as below.
+    // Not with policy (translate first, then the policy decides the backend's tuple).
+    const rte_mbuf* first = pkts[0];
+    const std::uint64_t span = tables.service_vip_span(pod->network);
+    if (!policy && flows && flows->table && (flows->workers == 1 || flows->hand_over) &&
+        rte_pktmbuf_data_len(first) >= kPodFastMinFirst &&
+        ForwardingTables::within_vip_span(span, pod_fast_dst(rte_pktmbuf_mtod(first, const std::uint8_t*)))) {
+      const std::uint32_t vni = tables.network(pod->network).vni;
+      VipPass vp{flows->table, flows->now, span,
+                 std::uint64_t{vni & 0xffffffu} << 40, std::uint64_t{vni} << 32,
+                 tables.services_generation(pod->network)};
+      if (route_pod_burst<false, true>(tables, *pod, rx_port, pkts, n, gbp_word, tx, counters, nullptr, &vp))
+        return received;
+    }
     ServiceFlows none;
     n = translate_pod_burst(tables, flows ? *flows : none, *pod, pkts, n, rx_port, tx, counters);
     if (n == 0) return received;
   }
-  const std::uint32_t gbp_word = VtepEntry::gbp_word_of(pod->identity_be);
   if (policy) [[unlikely]] {
     if (flows && flows->table) [[likely]] {
       // Decided as the route passes read each packet (PolicyPass), in the burst's order.

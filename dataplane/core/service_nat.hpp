@@ -16,13 +16,69 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/core/conntrack.hpp"
 #include "dataplane/core/counters.hpp"
+#include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/tables.hpp"
 #include "dataplane/core/tx_stage.hpp"
+#include "dataplane/core/wire/ipv4.hpp"
 
 namespace vxfed::dataplane {
+
+// The translation's rewrite, shared by translate_pod_burst and the route passes
+// (pod_burst.cpp), which translate a known flow's VIP packet as they route it.
+namespace service_nat_detail {
+
+inline constexpr std::uint32_t kTcpChecksum = 16, kUdpChecksum = 6;
+
+// One's complement arithmetic on the 16-bit words as they sit in memory (the sum does not
+// depend on the byte order it is taken in, RFC 1071).
+inline std::uint16_t load16(const std::uint8_t* p) {
+  std::uint16_t x;
+  std::memcpy(&x, p, 2);
+  return x;
+}
+inline void store16(std::uint8_t* p, std::uint16_t x) { std::memcpy(p, &x, 2); }
+inline std::uint32_t words_of(std::uint32_t x) { return (x & 0xffff) + (x >> 16); }
+inline std::uint32_t not_words_of(std::uint32_t x) { return (~x & 0xffff) + (~x >> 16); }
+inline std::uint16_t fold(std::uint32_t s) {
+  s = (s & 0xffff) + (s >> 16);
+  s = (s & 0xffff) + (s >> 16);
+  return static_cast<std::uint16_t>(s);
+}
+// Rewrites one address (at ip + addr_offset) and the port at l4 + port_offset, with the
+// checksums: the address's change is summed once and applied to both the IPv4 header's and
+// the L4 checksum (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')), with one fold each.
+// `ip`, `l4`: the headers in the first segment (TCP/UDP, the checksum field within it).
+[[gnu::always_inline]] inline void rewrite(rte_mbuf* m, std::uint8_t* ip, std::uint8_t* l4, std::uint8_t protocol,
+                                           unsigned addr_offset, unsigned port_offset, std::uint32_t ip_be,
+                                           std::uint16_t port_be) {
+  std::uint32_t old_ip;
+  std::memcpy(&old_ip, ip + addr_offset, 4);
+  const std::uint16_t old_port = load16(l4 + port_offset);
+  std::memcpy(ip + addr_offset, &ip_be, 4);
+  store16(l4 + port_offset, port_be);
+  const std::uint32_t address_change = not_words_of(old_ip) + words_of(ip_be);
+  store16(ip + 10, static_cast<std::uint16_t>(~fold(static_cast<std::uint16_t>(~load16(ip + 10)) + address_change)));
+  std::uint8_t* l4sum = l4 + (protocol == wire::kIpProtoTcp ? kTcpChecksum : kUdpChecksum);
+  const std::uint16_t l4c = load16(l4sum);
+  // Pending: as received (RX_L4_CKSUM_NONE), or already handed on as a TX checksum request
+  // (after decap_offload/local_offload); either way the field holds the pseudo-header's sum
+  // (not its complement), and the ports are summed later, with the payload. Both cases in one
+  // expression: the field's complement taken (or not) before and after the sum.
+  const std::uint64_t ol = m->ol_flags;
+  const bool pending = offload_detail::rx_pending(ol) | ((ol & RTE_MBUF_F_TX_L4_MASK) != 0);
+  const bool udp = protocol == wire::kIpProtoUdp;
+  if (!pending && udp && l4c == 0) return;  // UDP checksum 0: none
+  const std::uint32_t flip = pending ? 0u : 0xffffu;
+  const std::uint32_t port_change = pending ? 0u : static_cast<std::uint16_t>(~old_port) + std::uint32_t{port_be};
+  std::uint16_t sum = static_cast<std::uint16_t>(fold((l4c ^ flip) + address_change + port_change) ^ flip);
+  if (!pending && udp && sum == 0) sum = 0xffff;
+  store16(l4sum, sum);
+}
+}  // namespace service_nat_detail
 
 // Where a handed-over packet resumes on its owner.
 enum class HandoverStage : std::uint8_t {

@@ -419,6 +419,70 @@ TEST_F(ServiceNat, ABurstOfHitsNewFlowsAndPacketsTheWordsPathRefusesIsTranslated
   EXPECT_EQ(counters_->services.translated.get(), 13u);
 }
 
+// A burst whose every packet is a known translated flow's VIP packet is translated in the route
+// passes (pod_burst.cpp, VipPass), not by translate_pod_burst: the same bytes as the first
+// burst's (which inserted the flows and took translate_pod_burst), the outer UDP source port
+// from the translated tuple (what a packet sent to the backend directly gets), UDP checksum 0
+// left 0, TCP flags tracked, the counters as before.
+TEST_F(ServiceNat, ABurstOfKnownFlowsIsTranslatedInTheRoutePassesAsBefore) {
+  build({kRemoteBackend});
+  Bytes zero = udp_to_vip(40041);
+  put16(zero, 14 + 20 + 6, 0);
+  const std::vector<Bytes> burst{udp_to_vip(40040), zero, from_pod1(ip(kVip), 6, tcp(40042, 80, 0x10, payload(8))),
+                                 udp_to_vip(40040), udp_to_vip(40043)};
+  run(kPod1, burst);
+  auto first = take_all();
+  ASSERT_EQ(first[kUplink].size(), 5u);
+  EXPECT_EQ(counters_->services.new_flows.get(), 4u);
+  run(kPod1, burst);
+  auto again = take_all();
+  ASSERT_EQ(again[kUplink].size(), 5u);
+  EXPECT_EQ(counters_->services.new_flows.get(), 4u);
+  EXPECT_EQ(counters_->services.translated.get(), 10u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(again[kUplink][k], first[kUplink][k]) << k;
+    const std::size_t at = kInnerAt + 14;
+    EXPECT_EQ(dst_of(again[kUplink][k], at), ip(kRemoteBackend)) << k;
+    EXPECT_TRUE(ipv4_checksum_ok(again[kUplink][k], at)) << k;
+    if (k != 1) EXPECT_TRUE(l4_checksum_ok(again[kUplink][k], at)) << k;
+  }
+  EXPECT_EQ(get16(again[kUplink][1], kInnerAt + 14 + 20 + 6), 0) << "UDP checksum 0 stays none";
+  // The outer source port (ECMP's and the receiver's RSS hash) is the translated tuple's.
+  run(kPod1, {from_pod1(ip(kRemoteBackend), 17, udp(40040, 5353, payload(20)))});
+  const Bytes direct = only(kUplink);
+  EXPECT_EQ(get16(again[kUplink][0], 34), get16(direct, 34));
+  EXPECT_EQ(get16(again[kUplink][3], 34), get16(direct, 34));
+  // A RST of the known TCP flow, in a burst of hits: its state moves.
+  run(kPod1, {udp_to_vip(40040), from_pod1(ip(kVip), 6, tcp(40042, 80, 0x04, {}))});
+  EXPECT_EQ(take_all()[kUplink].size(), 2u);
+  bool closed = false;
+  for (std::uint32_t i = 0; i < conntrack_->capacity(); ++i) {
+    const auto& e = conntrack_->entry_at(i);
+    if (e.in_use && e.original.protocol == 6) closed = e.state == dp::ConnState::TcpClose;
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(counters_->services.translated.get(), 12u);
+}
+
+// The same with a pending checksum to a local backend: the pseudo-header's sum moved, the
+// packet delivered to the backend's port, as translate_pod_burst does.
+TEST_F(ServiceNat, AKnownFlowsPendingChecksumIsMovedInTheRoutePasses) {
+  build({kLocalBackend});
+  Bytes f = ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800,
+                     ipv4(ip("10.244.1.10"), ip(kVip), 6, tcp_partial(ip("10.244.1.10"), ip(kVip), 7, 0x18, payload(100))));
+  run(kPod1, {f, f}, RTE_MBUF_F_RX_L4_CKSUM_NONE);
+  auto first = take_all();
+  ASSERT_EQ(first[kPod2].size(), 2u);
+  run(kPod1, {f, f}, RTE_MBUF_F_RX_L4_CKSUM_NONE);
+  auto again = take_all();
+  ASSERT_EQ(again[kPod2].size(), 2u);
+  for (std::size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(again[kPod2][k], first[kPod2][k]) << k;
+    EXPECT_EQ(get16(again[kPod2][k], 14 + 20 + 16), pseudo_sum(ip("10.244.1.10"), ip(kLocalBackend), 6, f.size() - 34));
+  }
+  EXPECT_EQ(counters_->services.translated.get(), 4u);
+}
+
 // Two workers: the pod's owner (port % 2) holds its flows. The other worker hands pod bursts
 // of that pod and deliveries to it over (here into vectors), and the owner resumes them.
 TEST_F(ServiceNat, WithTwoWorkersPacketsGoToThePodsOwner) {
