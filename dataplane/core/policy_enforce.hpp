@@ -25,6 +25,7 @@
 
 #include <rte_mbuf.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -144,31 +145,50 @@ class KnownFlowCheck {
 // TCP/UDP flow already decided, passes on one lookup of the words it carries (tracked): true.
 // False for anything else (another worker's pod, no table, not plain TCP/UDP over IPv4 without
 // options, a fragment, no live entry, an original-direction packet of an entry decided under
-// another generation): admit_delivery decides, as it would have without this.
-[[gnu::always_inline]] inline bool pass_known_delivery(const NetworkPolicyEntry& policy, ServiceFlows* flows,
-                                                       const std::uint8_t* frame, std::uint32_t first_len,
-                                                       std::uint32_t vni, std::uint16_t port) {
-  if (!flows || !flows->table || (flows->hand_over && !flows->mine(port))) return false;
-  constexpr std::uint32_t kIp = 14, kL4 = kIp + 20;
-  if (first_len < kL4 + 4) [[unlikely]] return false;
-  const std::uint8_t* ip = frame + kIp;
-  const std::uint8_t protocol = ip[9];
-  std::uint16_t fragment;
-  std::memcpy(&fragment, ip + 6, 2);  // network order: MF and the offset are 0x3fff
-  if ((ip[0] != 0x45) | ((fragment & wire::to_be16(0x3fff)) != 0) | ((protocol != 6) & (protocol != 17))) return false;
-  std::uint64_t addresses;
-  std::memcpy(&addresses, ip + 12, 8);
-  std::uint32_t ports;
-  std::memcpy(&ports, frame + kL4, 4);
-  const FlowKeyWords key{addresses, ports | std::uint64_t{vni | kPolicyZone} << 32, protocol};
-  const std::uint8_t tcp_flags = protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : 0;
-  ConntrackTable& table = *flows->table;
-  const ConntrackHit hit = table.find(key, conntrack_key_hash(addresses, protocol, ports, vni), flows->now);
-  if (!hit) return false;
-  if (hit.direction == FlowDirection::Original && !decided_under(policy, hit.entry->policy)) return false;
-  table.track(hit, tcp_flags, flows->now);
-  return true;
-}
+// another generation): admit_delivery decides, as it would have without this. One per burst
+// (what it reads of `flows` is read once).
+class KnownDeliveryCheck {
+ public:
+  explicit KnownDeliveryCheck(ServiceFlows* flows)
+      : table_(flows ? flows->table : nullptr),
+        flows_(flows),
+        now_(flows ? flows->now : 0),
+        every_port_mine_(!flows || !flows->hand_over || flows->workers == 1) {}
+
+  [[gnu::always_inline]] bool pass(const NetworkPolicyEntry& policy, const std::uint8_t* frame, std::uint32_t first_len,
+                                   std::uint32_t vni, std::uint16_t port) {
+    if (!table_ || !(every_port_mine_ || flows_->mine(port))) return false;
+    constexpr std::uint32_t kIp = 14, kL4 = kIp + 20;
+    if (first_len < kL4 + 4) [[unlikely]] return false;
+    const std::uint8_t* ip = frame + kIp;
+    // Version 4 without options, neither MF nor an offset: bytes 0, 6 and 7 of one load (as an
+    // x86 load lays them out: byte 0 lowest, the fragment field's high byte 6 at bit 48, whose
+    // low 6 bits are MF and the offset's top); then TCP or UDP.
+    static_assert(std::endian::native == std::endian::little);
+    std::uint64_t head;
+    std::memcpy(&head, ip, 8);
+    constexpr std::uint64_t kMask = 0xffull | 0x3full << 48 | 0xffull << 56, kWant = 0x45;
+    const std::uint8_t protocol = ip[9];
+    if (((head & kMask) != kWant) | ((protocol != 6) & (protocol != 17))) return false;
+    std::uint64_t addresses;
+    std::memcpy(&addresses, ip + 12, 8);
+    std::uint32_t ports;
+    std::memcpy(&ports, frame + kL4, 4);
+    const FlowKeyWords key{addresses, ports | std::uint64_t{vni | kPolicyZone} << 32, protocol};
+    const std::uint8_t tcp_flags = protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : 0;
+    const ConntrackHit hit = table_->find(key, conntrack_key_hash(addresses, protocol, ports, vni), now_);
+    if (!hit) return false;
+    if (hit.direction == FlowDirection::Original && !decided_under(policy, hit.entry->policy)) return false;
+    table_->track(hit, tcp_flags, now_);
+    return true;
+  }
+
+ private:
+  ConntrackTable* table_;
+  ServiceFlows* flows_;
+  std::uint64_t now_;
+  bool every_port_mine_;  // one worker, or no hand-over: no owner test per packet
+};
 
 // Delivery to local pod port `port` of a network with policy, m decapsulated (Ethernet first).
 // On the port's owner: decided (true: deliver it) or dropped and counted (false). On another

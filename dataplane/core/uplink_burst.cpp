@@ -240,6 +240,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     }
     run_n = 0;
   };
+  KnownDeliveryCheck known_delivery(flows);  // network policy's known flows (policy_enforce.hpp)
   for (std::uint16_t j = 0; j < kPrefetchAhead && j < n; ++j) prefetch_data(pkts[j]);
   for (std::uint16_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) prefetch_data(pkts[i + kPrefetchAhead]);
@@ -320,7 +321,7 @@ std::uint16_t process_uplink_burst(const ForwardingTables& tables, rte_mbuf** pk
     // Network policy (policy_enforce.hpp): plain VXLAN here (GBP takes the slow path), so the
     // unknown identity 0 with A clear.
     if (policy) [[unlikely]] {
-      if (!pass_known_delivery(*policy, flows, eth, rte_pktmbuf_data_len(m), net->vni, ep.port) &&
+      if (!known_delivery.pass(*policy, eth, rte_pktmbuf_data_len(m), net->vni, ep.port) &&
           !admit_delivery(tables, *policy, flows, m, ep.port, 0, false, uplink, counters))
         continue;
     }

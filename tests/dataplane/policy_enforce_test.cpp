@@ -93,11 +93,15 @@ class PolicyEnforce : public ::testing::Test {
     counters_ = std::make_unique<dp::WorkerCounters>();
   }
   // The frames as one pod burst from pod1; what each port got, in order.
-  std::vector<std::pair<std::uint16_t, Bytes>> burst(const std::vector<Bytes>& frames) {
+  std::vector<std::pair<std::uint16_t, Bytes>> burst(const std::vector<Bytes>& frames, std::uint16_t from = kPod1) {
     std::vector<rte_mbuf*> pkts;
     for (const auto& f : frames) pkts.push_back(make_mbuf(f, small_pool()));
     auto tx = std::make_unique<dp::TxStage>();
-    dp::process_pod_burst(*tables_, kPod1, pkts.data(), static_cast<std::uint16_t>(pkts.size()), *tx, *counters_, &flows_);
+    if (from == kUplink) {
+      dp::process_uplink_burst(*tables_, pkts.data(), static_cast<std::uint16_t>(pkts.size()), *tx, *counters_, &flows_);
+    } else {
+      dp::process_pod_burst(*tables_, from, pkts.data(), static_cast<std::uint16_t>(pkts.size()), *tx, *counters_, &flows_);
+    }
     std::vector<std::pair<std::uint16_t, Bytes>> out;
     tx->flush([&](std::uint16_t p, rte_mbuf** m, std::uint16_t n) {
       for (std::uint16_t i = 0; i < n; ++i) out.emplace_back(p, read_mbuf(m[i]));
@@ -209,6 +213,26 @@ TEST_F(PolicyEnforce, AChangedPolicyDecidesAKnownFlowAgain) {
   EXPECT_TRUE(burst({pod1_frame(kRemote, 1001, 5000)}).empty());
   EXPECT_EQ(counters_->policy.new_flows.get(), 2u);
   EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 1u);
+}
+
+// At the destination: a reply over plain VXLAN (no identity) to a flow pod2 opened passes on the
+// flow (the uplink's known-delivery lookup), though pod2's ingress takes UDP 5000 from pod1's
+// identity only; the same without the flow, or from another port, is refused.
+TEST_F(PolicyEnforce, AReplyOverPlainVxlanPassesOnItsFlow) {
+  const Bytes out = ethernet(gateway_mac(kVniA), kPod2Mac, 0x0800,
+                             ipv4(ip("10.244.1.11"), kRemote, 17, udp(2000, 7000, payload(40))));
+  ASSERT_EQ(burst({out}, kPod2).size(), 1u) << "pod2's egress is not isolated";
+  auto reply = [](std::uint16_t sport) {
+    const Bytes inner = ethernet(gateway_mac(kVniA), Mac{0x02, 0xcc, 0, 0, 0, 0x01}, 0x0800,
+                                 ipv4(kRemote, ip("10.244.1.11"), 17, udp(sport, 2000, payload(40))));
+    return vxlan_frame(kUplinkMac, neighbor_mac(2), ip("198.18.0.2"), ip("198.18.0.1"), 50000, kVniA, inner);
+  };
+  const auto in = burst({reply(7000), reply(7000), reply(7001)}, kUplink);
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].first, kPod2);
+  EXPECT_EQ(in[1].first, kPod2);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedIngress), 1u) << "7001 is no reply: pod2's ingress refuses it";
+  EXPECT_EQ(counters_->policy.new_flows.get(), 2u) << "pod2's flow, then 7001's decision";
 }
 
 TEST_F(PolicyEnforce, ANetworkWithoutPolicyIsNotTracked) {
