@@ -180,7 +180,7 @@ TEST_F(PolicyEnforce, TwoLocalPodsCheckTheDestinationsIngress) {
   EXPECT_EQ(conntrack_->size(), 1u);
 }
 
-// A burst that starts with known flows passes them on their lookups (pass_known_flows); a new
+// A burst that starts with known flows passes them on their lookups (KnownFlowCheck); a new
 // flow in it ends that run and is decided, and the packets after it keep their order.
 TEST_F(PolicyEnforce, KnownFlowsBesideANewOneKeepTheirOrder) {
   ASSERT_EQ(burst({pod1_frame(kRemote, 1001, 5000)}).size(), 1u);
