@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstring>
+#include <span>
 
 #include "dataplane/core/flow_hash.hpp"
 #include "dataplane/core/mbuf_offload.hpp"
@@ -103,6 +104,26 @@ ConntrackHit known_flow(ConntrackTable* table, const NetworkPolicyEntry& policy,
   return hit;
 }
 
+// An ICMP error (destination unreachable, time exceeded, parameter problem) to the sender of
+// a packet of a tracked flow, quoting that packet: RELATED to the flow, as Linux's conntrack
+// calls it, so it passes whatever the rules say about ICMP (a path MTU's "fragmentation
+// needed" must reach an isolated pod's TCP sender), without a decision and without an entry
+// of its own. The error's destination must be the quoted packet's source.
+bool related_icmp_error(const ConntrackTable* table, const rte_mbuf* m, std::uint32_t vni, std::uint64_t now) {
+  if (!table) return false;
+  const std::uint32_t len = rte_pktmbuf_data_len(m);
+  const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+  constexpr std::uint32_t kIp = sizeof(EthernetHeader);
+  if (len < kIp + 20 || p[kIp + 9] != kIpProtoIcmp) return false;
+  const std::uint32_t l4 = kIp + (p[kIp] & 0x0fu) * 4u;
+  if (l4 >= len) return false;
+  FlowTuple quoted;
+  if (!icmp_error_quoted_tuple(std::span<const std::uint8_t>(p + l4, len - l4), vni | kPolicyZone, &quoted)) return false;
+  std::uint32_t error_dst;
+  std::memcpy(&error_dst, p + kIp + 16, 4);
+  return error_dst == quoted.src_ip_be && table->find_icmp_error(quoted, now);
+}
+
 // Starts tracking an allowed flow; false when the table has no room (the caller drops).
 bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word, std::uint64_t now) {
   if (!table) return true;  // no table (--conntrack-flows 0): every packet is decided alone
@@ -117,6 +138,7 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
                                            const PolicyPacket& pk, rte_mbuf* m, std::uint16_t port,
                                            std::uint16_t source_identity, bool policy_applied, std::uint16_t rx_port,
                                            WorkerCounters& c) {
+  if (pk.tuple.protocol == kIpProtoIcmp && related_icmp_error(table, m, pk.tuple.vni & 0xffffffu, now)) return true;
   c.policy.new_flows.add(1);
   const policy::PolicyTables& pt = *policy.tables;
   // The GBP trust check (policy_trust.hpp): an identity claimed for an inner source outside
@@ -224,6 +246,8 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
       asks = hit.direction == FlowDirection::Original && (hit.entry->policy & kAskBit);  // replies: A set
       if ((hit.entry->policy & kLocalBit) && flows && flows->hand_over)
         ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
+    } else if (pk.tuple.protocol == kIpProtoIcmp && related_icmp_error(table, m, net.vni, now)) {
+      ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;  // passes, A set, no entry
     } else {
       ep = tables.resolve(pod.network, pk.tuple.dst_ip_be).endpoint;
       c.policy.new_flows.add(1);

@@ -235,6 +235,41 @@ TEST_F(PolicyEnforce, AReplyOverPlainVxlanPassesOnItsFlow) {
   EXPECT_EQ(counters_->policy.new_flows.get(), 2u) << "pod2's flow, then 7001's decision";
 }
 
+// ICMP errors about a tracked flow are RELATED (as Linux's conntrack has them): pod2, whose
+// ingress takes only UDP 5000 from pod1's identity, gets the port unreachable about its own
+// flow, not one about a flow it never had; pod1, whose egress allows no ICMP, may send a port
+// unreachable about a flow it received.
+TEST_F(PolicyEnforce, IcmpErrorsAboutATrackedFlowAreRelated) {
+  auto icmp_error = [](std::uint32_t src, std::uint32_t dst, const Bytes& quoted_packet) {
+    Bytes icmp{3, 3, 0, 0, 0, 0, 0, 0};
+    icmp.insert(icmp.end(), quoted_packet.begin(), quoted_packet.begin() + 28);  // IPv4 header + 8 bytes
+    const std::uint16_t sum = checksum(icmp.data(), icmp.size());
+    icmp[2] = static_cast<std::uint8_t>(sum >> 8);
+    icmp[3] = static_cast<std::uint8_t>(sum);
+    return ipv4(src, dst, 1, icmp);
+  };
+  const Bytes pod2_out = ipv4(ip("10.244.1.11"), kRemote, 17, udp(2000, 7000, payload(40)));
+  ASSERT_EQ(burst({ethernet(gateway_mac(kVniA), kPod2Mac, 0x0800, pod2_out)}, kPod2).size(), 1u);
+  const Bytes other = ipv4(ip("10.244.1.11"), kRemote, 17, udp(2001, 7000, payload(40)));
+  auto from_remote = [](const Bytes& ip_packet) {
+    return vxlan_frame(kUplinkMac, neighbor_mac(2), ip("198.18.0.2"), ip("198.18.0.1"), 50000, kVniA,
+                       ethernet(gateway_mac(kVniA), Mac{0x02, 0xcc, 0, 0, 0, 0x01}, 0x0800, ip_packet));
+  };
+  const auto in = burst({from_remote(icmp_error(kRemote, ip("10.244.1.11"), pod2_out)),
+                         from_remote(icmp_error(kRemote, ip("10.244.1.11"), other))}, kUplink);
+  ASSERT_EQ(in.size(), 1u) << "the error about a flow pod2 never had is refused";
+  EXPECT_EQ(in[0].first, kPod2);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedIngress), 1u);
+  // A flow into pod1 (its ingress is not isolated), then pod1's port unreachable about it.
+  const Bytes into_pod1 = ipv4(kRemote, ip("10.244.1.10"), 17, udp(3000, 9000, payload(40)));
+  ASSERT_EQ(burst({from_remote(into_pod1)}, kUplink).size(), 1u);
+  const auto out = burst({ethernet(gateway_mac(kVniA), kPod1Mac, 0x0800, icmp_error(ip("10.244.1.10"), kRemote, into_pod1))});
+  ASSERT_EQ(out.size(), 1u) << "pod1's egress allows no ICMP, but this error is RELATED";
+  EXPECT_EQ(out[0].first, kUplink);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 0u);
+  EXPECT_EQ(conntrack_->size(), 2u) << "the errors get no entries";
+}
+
 TEST_F(PolicyEnforce, ANetworkWithoutPolicyIsNotTracked) {
   dataplane::v1::Delta rm;
   rm.add_remove_policies(kVniA);
