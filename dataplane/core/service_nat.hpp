@@ -43,10 +43,10 @@ inline std::uint16_t load16(const std::uint8_t* p) {
 inline void store16(std::uint8_t* p, std::uint16_t x) { std::memcpy(p, &x, 2); }
 inline std::uint32_t words_of(std::uint32_t x) { return (x & 0xffff) + (x >> 16); }
 inline std::uint32_t not_words_of(std::uint32_t x) { return (~x & 0xffff) + (~x >> 16); }
+// The 32-bit sum's halves added with the end-around carry: the high half of s plus s rotated
+// by 16 is high + low + the carry out of the low halves' sum (the two-step fold's result).
 inline std::uint16_t fold(std::uint32_t s) {
-  s = (s & 0xffff) + (s >> 16);
-  s = (s & 0xffff) + (s >> 16);
-  return static_cast<std::uint16_t>(s);
+  return static_cast<std::uint16_t>((s + (s >> 16 | s << 16)) >> 16);
 }
 // Rewrites one address (at ip + addr_offset) and the port at l4 + port_offset, with the
 // checksums: the address's change is summed once and applied to both the IPv4 header's and
