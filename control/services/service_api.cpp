@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "control/federation/store_access.hpp"
+#include "control/federation/store_requests.hpp"
 #include "control/node/node_state.hpp"
 #include "control/services/service_requests.hpp"
 
@@ -117,21 +118,8 @@ void ServiceApi::handle(const v1::ControlRequest& request, Reply reply) {
 
 void ServiceApi::on_worker(const v1::ControlRequest& request, Reply reply,
                            std::function<v1::ControlResponse(svc::ServiceStore&)> call) {
-  const auto end = std::chrono::steady_clock::now() + kBudget;
-  worker_->post([this, id = request.request_id(), end, reply = std::move(reply), call = std::move(call), alive = alive_]() mutable {
-    v1::ControlResponse response;
-    if (std::chrono::steady_clock::now() >= end) {
-      response = refused(v1::UNAVAILABLE, "federation store " + client_->describe() + ": an earlier service request held it for " +
-                                              std::to_string(kBudget.count()) + " ms; nothing was done, try again");
-    } else {
-      fed::CallDeadline deadline(end);
-      response = call(*store_);
-    }
-    response.set_request_id(id);
-    asio::post(io_, [alive = std::move(alive), reply = std::move(reply), response = std::move(response)]() mutable {
-      if (*alive) reply(std::move(response));
-    });
-  });
+  run_store_request(*worker_, io_, alive_, request.request_id(), kBudget, "service", client_->describe(), std::move(reply),
+                    [store = store_.get(), call = std::move(call)] { return call(*store); });
 }
 
 }  // namespace vxfed::control
