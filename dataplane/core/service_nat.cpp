@@ -255,6 +255,15 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   std::uint32_t last_dst = 0;
   const ServiceEntry* last = nullptr;
   bool looked_up = false;
+  // The service at `dst`: a destination like the one before takes that one's answer.
+  auto service_at = [&](std::uint32_t dst) {
+    if (dst != last_dst || !looked_up) {
+      last_dst = dst;
+      last = tables.service(network, dst);
+      looked_up = true;
+    }
+    return last;
+  };
   std::uint16_t start = 0;
   if (!replies_possible) {
     // The common burst has no packet to a VIP: one compare each of the raw destination word
@@ -312,13 +321,8 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
       fast |= 1ull << i;
       continue;
     }
-    if (dst != last_dst || !looked_up) {
-      last_dst = dst;
-      last = tables.service(network, dst);
-      looked_up = true;
-    }
-    services[i] = last;
-    vip |= static_cast<std::uint64_t>(last != nullptr) << i;
+    services[i] = service_at(dst);
+    vip |= static_cast<std::uint64_t>(services[i] != nullptr) << i;
   }
   const std::uint64_t candidates = (replies_possible ? ipv4 : vip) & ~fast;
   if ((candidates | fast) == 0) [[likely]] return n;
@@ -376,14 +380,9 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
       // Anything else (a new flow, a service changed, a reply, no VIP): as the other packets.
       std::uint32_t dst;
       std::memcpy(&dst, p + kIp + 16, 4);
-      if (dst != last_dst || !looked_up) {
-        last_dst = dst;
-        last = tables.service(network, dst);
-        looked_up = true;
-      }
-      services[i] = last;
-      vip |= static_cast<std::uint64_t>(last != nullptr) << i;
-      if (!last && !replies_possible) continue;
+      services[i] = service_at(dst);
+      vip |= static_cast<std::uint64_t>(services[i] != nullptr) << i;
+      if (!services[i] && !replies_possible) continue;
       if (!view_packet(m, vni, &views[i].v)) [[unlikely]]
         continue;
     }
