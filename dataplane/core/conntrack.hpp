@@ -93,10 +93,29 @@ constexpr FlowTuple icmp_echo_tuple(std::uint32_t src_ip_be, std::uint32_t dst_i
 // words a packet's headers give with one load each, and no ordering of the endpoints is done.
 // From the words in registers: `addresses` = src_ip_be | dst_ip_be << 32 and `ports` =
 // src_port_be | dst_port_be << 16, as one load each finds them in the packet.
+//
+// FlowKeysOf holds that layout for one VNI: the key and its hash from the flow hash's words
+// as the burst loops load them (flow_hash.hpp: `addresses`, and `proto_ports` = protocol |
+// ports << 8), without a tuple stored. `vni_field`: what the key holds as its VNI (the VNI, with
+// kPolicyZone for policy flows; the hash takes its low 24 bits).
+class FlowKeysOf {
+ public:
+  explicit FlowKeysOf(std::uint32_t vni_field)
+      : hash_bits_(std::uint64_t{vni_field & 0xffffffu} << 40), key_bits_(std::uint64_t{vni_field} << 32) {}
+  std::uint32_t hash(std::uint64_t addresses, std::uint64_t proto_ports) const {
+    return flow_hash_words(addresses, proto_ports | hash_bits_);
+  }
+  FlowKeyWords key(std::uint64_t addresses, std::uint64_t proto_ports) const {
+    return FlowKeyWords{addresses, (proto_ports >> 8) | key_bits_, static_cast<std::uint8_t>(proto_ports)};
+  }
+
+ private:
+  std::uint64_t hash_bits_;  // the VNI as the key hash takes it (24 bits above protocol and ports)
+  std::uint64_t key_bits_;   // and as the key holds it (beside the ports)
+};
 inline std::uint32_t conntrack_key_hash(std::uint64_t addresses, std::uint8_t protocol, std::uint32_t ports,
                                         std::uint32_t vni) {
-  return flow_hash_words(addresses, std::uint64_t{protocol} | std::uint64_t{ports} << 8 |
-                                        std::uint64_t{vni & 0xffffff} << 40);
+  return FlowKeysOf(vni).hash(addresses, std::uint64_t{protocol} | std::uint64_t{ports} << 8);
 }
 inline std::uint32_t conntrack_key_hash(const FlowTuple& t) {
   std::uint64_t addresses;
@@ -245,7 +264,7 @@ class ConntrackTable {
   // one after the other (docs/conntrack.md has the figures with and without).
   std::uint32_t prefetch(const FlowTuple& packet) const {
     const std::uint32_t h = conntrack_key_hash(packet);
-    __builtin_prefetch(reinterpret_cast<const char*>(buckets_.get()) + std::size_t{h & bucket_mask_} * 64);
+    prefetch_hash(h);
     return h;
   }
   // The same for a key hash already taken (conntrack_key_hash()).

@@ -359,8 +359,7 @@ struct VipPass {
   ConntrackTable* table;
   std::uint64_t now;
   std::uint64_t span;           // ForwardingTables::service_vip_span
-  std::uint64_t vni_hash_bits;  // the VNI as the key hash takes it (24 bits above protocol and ports)
-  std::uint64_t vni_key_bits;   // and as the key holds it (beside the ports)
+  FlowKeysOf keys;              // the network's VNI
   std::uint32_t generation;     // ForwardingTables::services_generation
 };
 
@@ -493,7 +492,7 @@ template <bool kPolicy, bool kVip = false>
       if (!(ok & ForwardingTables::within_vip_span(vp->span, d) &
             (rte_pktmbuf_data_len(m) >= kL4 + (tcp ? 20u : 8u)))) [[unlikely]]
         return false;
-      key_hash[i] = flow_hash_words(addresses, proto_ports | vp->vni_hash_bits);
+      key_hash[i] = vp->keys.hash(addresses, proto_ports);
       vp->table->prefetch_hash(key_hash[i]);
       continue;  // its destination and flow hash are the backend's, after the lookup
     }
@@ -529,8 +528,7 @@ template <bool kPolicy, bool kVip = false>
       const auto* p = rte_pktmbuf_mtod(pkts[i], const std::uint8_t*);
       const std::uint64_t addresses = pod_fast_hash_addresses(p), proto_ports = pod_fast_hash_proto_ports(p);
       if (((addresses ^ memo_addresses) | (proto_ports ^ memo_proto_ports)) != 0) {
-        const FlowKeyWords key{addresses, (proto_ports >> 8) | vp->vni_key_bits, static_cast<std::uint8_t>(proto_ports)};
-        const ConntrackHit hit = vp->table->find(key, key_hash[i], vp->now);
+        const ConntrackHit hit = vp->table->find(vp->keys.key(addresses, proto_ports), key_hash[i], vp->now);
         if (!hit || hit.direction != FlowDirection::Original || !hit.entry->has_nat ||
             hit.entry->policy != vp->generation) [[unlikely]]
           return false;
@@ -735,9 +733,7 @@ std::uint16_t process_pod_burst(const ForwardingTables& tables, std::uint16_t rx
         rte_pktmbuf_data_len(first) >= kPodFastMinFirst &&
         ForwardingTables::within_vip_span(span, pod_fast_dst(rte_pktmbuf_mtod(first, const std::uint8_t*)))) {
       const std::uint32_t vni = tables.network(pod->network).vni;
-      VipPass vp{flows->table, flows->now, span,
-                 std::uint64_t{vni & 0xffffffu} << 40, std::uint64_t{vni} << 32,
-                 tables.services_generation(pod->network)};
+      VipPass vp{flows->table, flows->now, span, FlowKeysOf(vni), tables.services_generation(pod->network)};
       if (route_pod_burst<false, true>(tables, *pod, rx_port, pkts, n, gbp_word, tx, counters, nullptr, &vp))
         return received;
     }

@@ -86,7 +86,7 @@ class KnownFlowCheck {
 
   // The table's key hash of a packet's words, and its home bucket prefetched.
   std::uint32_t key_hash(std::uint64_t addresses, std::uint64_t proto_ports) const {
-    return flow_hash_words(addresses, proto_ports | vni_hash_bits_);
+    return keys_.hash(addresses, proto_ports);
   }
   void prefetch(std::uint32_t hash) const { table_->prefetch_hash(hash); }
 
@@ -94,8 +94,7 @@ class KnownFlowCheck {
   KnownFlowCheck(const NetworkPolicyEntry& policy, ConntrackTable* table, const ServiceFlows& flows, std::uint32_t vni)
       : table_(table),
         now_(flows.now),
-        vni_hash_bits_(std::uint64_t{vni & 0xffffffu} << 40),
-        vni_key_bits_(std::uint64_t{vni | kPolicyZone} << 32),
+        keys_(vni | kPolicyZone),
         generation_(policy.generation & 0x3fffffffu),
         local_unknown_(flows.hand_over != nullptr ? kLocalBit : 0u) {}
 
@@ -113,8 +112,7 @@ class KnownFlowCheck {
     // set, so the first packet never matches the memo.
     const std::uint64_t rest = proto_ports | std::uint64_t{tcp_flags} << 40;
     if (kMemo && ((addresses ^ memo_addresses_) | (rest ^ memo_rest_)) == 0) return memo_;
-    const FlowKeyWords key{addresses, (proto_ports >> 8) | vni_key_bits_, protocol};
-    const ConntrackHit hit = table_->find(key, hash ? hash : key_hash(addresses, proto_ports), now_);
+    const ConntrackHit hit = table_->find(keys_.key(addresses, proto_ports), hash ? hash : key_hash(addresses, proto_ports), now_);
     if (!hit) return Unknown;
     const std::uint32_t word = hit.entry->policy;
     const bool original = hit.direction == FlowDirection::Original;
@@ -132,8 +130,7 @@ class KnownFlowCheck {
  private:
   ConntrackTable* table_;
   std::uint64_t now_;
-  std::uint64_t vni_hash_bits_;  // the VNI as the key hash takes it (24 bits above protocol and ports)
-  std::uint64_t vni_key_bits_;   // and as the key holds it (with the policy zone, beside the ports)
+  FlowKeysOf keys_;  // the network's VNI, in the policy zone
   std::uint32_t generation_;
   std::uint32_t local_unknown_;  // kLocalBit while workers hand over (such a flow is decided again), else 0
   Verdict memo_ = Unknown;
@@ -174,9 +171,10 @@ class KnownDeliveryCheck {
     std::memcpy(&addresses, ip + 12, 8);
     std::uint32_t ports;
     std::memcpy(&ports, frame + kL4, 4);
-    const FlowKeyWords key{addresses, ports | std::uint64_t{vni | kPolicyZone} << 32, protocol};
+    const std::uint64_t proto_ports = protocol | std::uint64_t{ports} << 8;
+    const FlowKeysOf keys(vni | kPolicyZone);
     const std::uint8_t tcp_flags = protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : 0;
-    const ConntrackHit hit = table_->find(key, conntrack_key_hash(addresses, protocol, ports, vni), now_);
+    const ConntrackHit hit = table_->find(keys.key(addresses, proto_ports), keys.hash(addresses, proto_ports), now_);
     if (!hit) return false;
     if (hit.direction == FlowDirection::Original && !decided_under(policy, hit.entry->policy)) return false;
     table_->track(hit, tcp_flags, now_);

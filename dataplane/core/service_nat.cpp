@@ -285,8 +285,8 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   const std::uint32_t vni = tables.network(network).vni;
   // Read before any probe of the map (services_generation()).
   const std::uint32_t generation = tables.services_generation(network);
-  std::uint64_t key_addresses[kMaxBurst];
-  std::uint32_t key_ports[kMaxBurst];
+  const FlowKeysOf keys(vni);
+  std::uint64_t key_addresses[kMaxBurst], key_proto_ports[kMaxBurst];  // the words path's (FlowKeysOf)
   std::uint32_t hashes[kMaxBurst];
   for (std::uint16_t i = start; i < n; ++i) {
     const rte_mbuf* m = pkts[i];
@@ -308,16 +308,10 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     std::memcpy(&fragment, p + kIp + 6, 2);
     if (table && len >= kIp + sizeof(Ipv4Header) + (protocol == kIpProtoTcp ? 20u : 8u) && p[kIp] == 0x45 &&
         (fragment & to_be16(0x3fff)) == 0 && (protocol == kIpProtoTcp || protocol == kIpProtoUdp)) [[likely]] {
-      const std::uint64_t addresses = pod_fast_hash_addresses(p);
-      std::uint32_t ports;
-      std::memcpy(&ports, p + kIp + sizeof(Ipv4Header), 4);
-      key_addresses[i] = addresses;
-      key_ports[i] = ports;
-      FlowTuple t;
-      std::memcpy(&t.src_ip_be, &addresses, 8);
-      set_ports_and_vni(t, ports, vni);
-      t.protocol = protocol;
-      hashes[i] = table->prefetch(t);
+      key_addresses[i] = pod_fast_hash_addresses(p);
+      key_proto_ports[i] = pod_fast_hash_proto_ports(p);  // IHL 5: the ports right after the IPv4 header
+      hashes[i] = keys.hash(key_addresses[i], key_proto_ports[i]);
+      table->prefetch_hash(hashes[i]);
       fast |= 1ull << i;
       continue;
     }
@@ -346,21 +340,19 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
   // --flow-run) takes it without a lookup. Nothing in between changes that entry's outcome (a
   // packet of another path of the same flow finds it under the same generation).
   ConntrackHit memo;
-  std::uint64_t memo_addresses = 0, memo_ports_protocol = 0;
+  std::uint64_t memo_addresses = 0, memo_proto_ports = 0;
   for (std::uint64_t bits = parsed | fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
     rte_mbuf* m = pkts[i];
     if ((fast >> i) & 1) {
       auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
       const std::uint8_t protocol = p[kIp + 9];
-      const std::uint64_t addresses = key_addresses[i];
-      const std::uint64_t ports_protocol = key_ports[i] | std::uint64_t{protocol} << 32;
+      const std::uint64_t addresses = key_addresses[i], proto_ports = key_proto_ports[i];
       ConntrackHit hit;
-      if (memo && addresses == memo_addresses && ports_protocol == memo_ports_protocol) {
+      if (memo && addresses == memo_addresses && proto_ports == memo_proto_ports) {
         hit = memo;
       } else {
-        hit = table->find(FlowKeyWords{addresses, key_ports[i] | std::uint64_t{vni} << 32, protocol}, hashes[i],
-                          flows.now);
+        hit = table->find(keys.key(addresses, proto_ports), hashes[i], flows.now);
       }
       if (hit && hit.direction == FlowDirection::Original && hit.entry->has_nat &&
           hit.entry->policy == generation) [[likely]] {
@@ -374,7 +366,7 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
         ++translated;
         memo = hit;
         memo_addresses = addresses;
-        memo_ports_protocol = ports_protocol;
+        memo_proto_ports = proto_ports;
         continue;
       }
       // Anything else (a new flow, a service changed, a reply, no VIP): as the other packets.

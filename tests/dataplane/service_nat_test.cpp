@@ -444,7 +444,9 @@ TEST_F(ServiceNat, ABurstOfKnownFlowsIsTranslatedInTheRoutePassesAsBefore) {
     const std::size_t at = kInnerAt + 14;
     EXPECT_EQ(dst_of(again[kUplink][k], at), ip(kRemoteBackend)) << k;
     EXPECT_TRUE(ipv4_checksum_ok(again[kUplink][k], at)) << k;
-    if (k != 1) EXPECT_TRUE(l4_checksum_ok(again[kUplink][k], at)) << k;
+    if (k != 1) {
+      EXPECT_TRUE(l4_checksum_ok(again[kUplink][k], at)) << k;
+    }
   }
   EXPECT_EQ(get16(again[kUplink][1], kInnerAt + 14 + 20 + 6), 0) << "UDP checksum 0 stays none";
   // The outer source port (ECMP's and the receiver's RSS hash) is the translated tuple's.
