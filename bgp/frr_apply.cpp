@@ -7,12 +7,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "bgp/frr_render.hpp"
 #include "bgp/process.hpp"
+#include "common/read_file.hpp"
 
 namespace vxfed::bgp {
 namespace {
@@ -128,12 +127,11 @@ std::string trimmed(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
+// The file's text, or nullopt when it cannot be read (not written yet).
 std::optional<std::string> read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_file(path);
+  if (!text) return std::nullopt;
+  return std::move(text).value();
 }
 
 }  // namespace

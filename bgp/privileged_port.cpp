@@ -1,9 +1,8 @@
 #include "bgp/privileged_port.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sstream>
+
+#include "common/read_file.hpp"
 
 namespace vxfed::bgp {
 
@@ -16,11 +15,9 @@ Result<unsigned> parse_unprivileged_port_start(const std::string& text) {
 }
 
 Result<unsigned> unprivileged_port_start() {
-  std::ifstream f("/proc/sys/net/ipv4/ip_unprivileged_port_start");
-  if (!f) return make_error(std::string("cannot read /proc/sys/net/ipv4/ip_unprivileged_port_start: ") + std::strerror(errno));
-  std::stringstream text;
-  text << f.rdbuf();
-  return parse_unprivileged_port_start(text.str());
+  auto text = read_file("/proc/sys/net/ipv4/ip_unprivileged_port_start");
+  if (!text) return make_error(text.error().message());
+  return parse_unprivileged_port_start(*text);
 }
 
 Status require_privileged_port(const std::string& field, unsigned port, unsigned unprivileged_start) {

@@ -8,9 +8,7 @@
 //   vxfed-reflector --config FILE --print                        the rendered text on stdout
 //
 // Exit codes: 0 done; 1 applying failed; 2 the file is invalid (FILE: FIELD: REASON on stderr).
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -19,16 +17,15 @@
 #include "bgp/frr_apply.hpp"
 #include "bgp/frr_render.hpp"
 #include "bgp/reflector_render.hpp"
+#include "common/read_file.hpp"
 #include "common/yaml/reader.hpp"
 
 namespace {
 
 vxfed::Result<vxfed::bgp::BgpConfig> load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return vxfed::make_error(path + ": cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto doc = vxfed::yaml::parse(text.str(), path);
+  auto text = vxfed::read_file(path);
+  if (!text) return vxfed::make_error(path + ": cannot be read (" + text.error().reason + ")");
+  auto doc = vxfed::yaml::parse(*text, path);
   if (!doc) return vxfed::make_error(doc.error());
   if (!doc->IsMap() || !(*doc)["bgp"]) return vxfed::make_error(path + ": bgp: is required (the reflector's section)");
   for (const auto& kv : *doc)

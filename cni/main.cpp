@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -24,6 +23,7 @@
 #include "cni/env.hpp"
 #include "cni/netconf.hpp"
 #include "cni/version.hpp"
+#include "common/read_file.hpp"
 
 namespace cni = vxfed::cni;
 
@@ -76,12 +76,12 @@ int main(int argc, char** argv) {
       if (check == "-") {
         text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
       } else {
-        std::ifstream in(check);
-        if (!in) {
-          std::cerr << "vxfed --check: cannot read " << check << "\n";
+        auto bytes = vxfed::read_file(check);
+        if (!bytes) {
+          std::cerr << "vxfed --check: " << bytes.error().message() << "\n";
           return 2;
         }
-        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        text = std::move(bytes).value();
       }
       auto refuse = [&](const cni::CniError& e) {
         std::cerr << "vxfed --check: " << check << ": " << e.msg << (e.details.empty() ? "" : " (" + e.details + ")")

@@ -8,8 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
+
+#include "common/read_file.hpp"
 
 namespace vxfed::cni {
 
@@ -26,14 +27,6 @@ Done mkdir_p(const std::string& path) {
       return cni_error(kIoFailure, "cannot create the state directory " + partial, std::strerror(errno));
   }
   return done();
-}
-
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/read_file.hpp"
+
 namespace vxfed {
 
 Result<PeerCredentials> unix_peer_credentials(int fd) {
@@ -105,11 +107,9 @@ std::optional<uid_t> tcp_socket_uid(std::string_view table, std::uint32_t local_
 
 Result<uid_t> tcp_peer_uid(std::uint32_t peer_ip, std::uint16_t peer_port, std::uint32_t our_ip,
                            std::uint16_t our_port) {
-  std::ifstream in("/proc/net/tcp");
-  if (!in) return make_error(std::string("cannot read /proc/net/tcp: ") + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto uid = tcp_socket_uid(text.str(), peer_ip, peer_port, our_ip, our_port);
+  auto text = read_file("/proc/net/tcp");
+  if (!text) return make_error(text.error().message());
+  auto uid = tcp_socket_uid(*text, peer_ip, peer_port, our_ip, our_port);
   if (!uid) return make_error("the peer's socket is not in this namespace's /proc/net/tcp (not a local process?)");
   return *uid;
 }

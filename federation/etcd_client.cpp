@@ -4,12 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <condition_variable>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include <grpcpp/grpcpp.h>
 
+#include "common/read_file.hpp"
 #include "federation/etcd_rpc.grpc.pb.h"
 
 namespace vxfed::federation {
@@ -74,13 +73,12 @@ StoreResult<Endpoint> parse_endpoint(const std::string& text) {
 }
 
 StoreResult<std::string> read_pem(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return store_error(Code::invalid, std::string(what) + " '" + path + "' cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (ss.str().find("-----BEGIN") == std::string::npos)
+  auto text = read_file(path);
+  if (!text)
+    return store_error(Code::invalid, std::string(what) + " '" + path + "' cannot be read (" + text.error().reason + ")");
+  if (text->find("-----BEGIN") == std::string::npos)
     return store_error(Code::invalid, std::string(what) + " '" + path + "' is not PEM");
-  return ss.str();
+  return std::move(text).value();
 }
 
 bool retryable(const grpc::Status& status) {

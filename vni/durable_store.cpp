@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/read_file.hpp"
+
 namespace vxfed::vni {
 
 namespace {
@@ -49,26 +51,6 @@ bool exists(const std::string& path) {
 }
 
 }  // namespace
-
-Result<std::string> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(errno_text("cannot open", path));
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const auto err = errno_text("cannot read", path);
-      ::close(fd);
-      return make_error(err);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
 
 Status fsync_dir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -149,7 +131,7 @@ Status DurableStore::load(std::vector<std::string>* notes) {
   bool have_snap = false;
   if (exists(snap)) {
     auto bytes = read_file(snap);
-    if (!bytes) return make_error(bytes.error());
+    if (!bytes) return make_error(bytes.error().message());
     auto decoded = decode_snapshot(*bytes);
     if (!decoded)
       return make_error("state file " + snap + " is corrupt: " + decoded.error() +
@@ -165,7 +147,7 @@ Status DurableStore::load(std::vector<std::string>* notes) {
     return reset_journal();
   }
   auto bytes = read_file(journal);
-  if (!bytes) return make_error(bytes.error());
+  if (!bytes) return make_error(bytes.error().message());
   auto decoded = decode_journal(*bytes);
   if (!decoded)
     return make_error("state file " + journal + " is corrupt: " + decoded.error() +

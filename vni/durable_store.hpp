@@ -90,7 +90,6 @@ class DurableStore {
 };
 
 // File helpers shared by the stores (all return errors naming the path).
-Result<std::string> read_file(const std::string& path);     // error if absent
 Status write_file_atomic(const std::string& dir, const std::string& name, const std::string& bytes,
                          const std::function<void(int)>& after_step = {});
 Status fsync_dir(const std::string& dir);

@@ -1,23 +1,10 @@
 #include "dataplane/runtime/tables_json.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include <google/protobuf/util/json_util.h>
 
+#include "common/read_file.hpp"
+
 namespace vxfed::dataplane {
-
-namespace {
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 Result<v1::Snapshot> snapshot_from_json(const std::string& json) {
   google::protobuf::util::JsonParseOptions opts;
@@ -38,7 +25,7 @@ Result<v1::Snapshot> snapshot_from_json(const std::string& json) {
 
 Result<v1::Snapshot> snapshot_from_file(const std::string& path) {
   auto text = read_file(path);
-  if (!text) return make_error(text.error());
+  if (!text) return make_error(text.error().message());
   auto s = snapshot_from_json(*text);
   if (!s) return make_error(path + ": " + s.error());
   return s;
@@ -46,7 +33,7 @@ Result<v1::Snapshot> snapshot_from_file(const std::string& path) {
 
 Result<v1::Delta> delta_from_file(const std::string& path) {
   auto text = read_file(path);
-  if (!text) return make_error(text.error());
+  if (!text) return make_error(text.error().message());
   v1::Delta delta;
   const auto st = google::protobuf::util::JsonStringToMessage(*text, &delta);
   if (!st.ok()) return make_error(path + ": not a Delta in protobuf JSON: " + std::string(st.message()));

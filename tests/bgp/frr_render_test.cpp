@@ -4,12 +4,12 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "bgp/config.hpp"
 #include "bgp/frr_render.hpp"
 #include "bgp/instance_kind.hpp"
 #include "bgp/reflector_render.hpp"
+#include "common/read_file.hpp"
 
 #ifndef BGP_GOLDEN_DIR
 #error "BGP_GOLDEN_DIR must point at tests/bgp/golden"
@@ -20,11 +20,9 @@ namespace {
 using namespace vxfed::bgp;
 using vxfed::net::Ipv4Addr, vxfed::net::Ipv4Prefix;
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+std::string read_file(const std::string& path) {  // "" for a golden file not written yet
+  auto text = vxfed::read_file(path);
+  return text ? *text : std::string();
 }
 
 void check_golden(const std::string& name, const std::string& yaml, const char* vtep,

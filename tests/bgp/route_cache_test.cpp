@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bgp/route_cache.hpp"
+#include "common/read_file.hpp"
 #include "tests/bgp/test_support.hpp"
 
 namespace {
@@ -140,9 +141,9 @@ TEST(RouteCache, ManyRoutesRoundTripThroughTheFile) {
     many.push_back(std::move(r));
   }
   ASSERT_TRUE(save_route_cache(file, many).ok());
-  std::ifstream in(file, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, encode_route_cache(many));
+  auto text = vxfed::read_file(file);
+  ASSERT_TRUE(text) << text.error().message();
+  EXPECT_EQ(*text, encode_route_cache(many));
   auto loaded = load_route_cache(file);
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   EXPECT_EQ(*loaded, many);

@@ -29,6 +29,7 @@
 #include "cni/commands.hpp"
 #include "cni/records.hpp"
 #include "cni/state_store.hpp"
+#include "common/read_file.hpp"
 #include "tests/cni/temp_dir.hpp"
 
 extern char** environ;
@@ -48,11 +49,9 @@ namespace fs = std::filesystem;
     }                                                                                     \
   } while (0)
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string read_text(const std::string& path) {  // "" when not written (yet)
+  auto text = vxfed::read_file(path);
+  return text ? *text : std::string();
 }
 
 // fake_vxfedd as a child process on a socket in the test's directory.

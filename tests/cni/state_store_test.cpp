@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "cni/state_store.hpp"
+#include "common/read_file.hpp"
 #include "tests/cni/temp_dir.hpp"
 
 namespace vxfed::cni {
@@ -173,9 +174,9 @@ TEST(StateStore, ACorruptQueueIsKeptAsideAndAFreshOneStarts) {
   ASSERT_TRUE(q.ok());
   EXPECT_TRUE(q->empty());
   EXPECT_FALSE(fs::exists(tmp.path + "/pending-detach.json"));
-  std::ifstream kept(tmp.path + "/pending-detach.json.corrupt");
-  std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "[{\"containerID\": ");  // for a person to look at
+  auto kept = vxfed::read_file(tmp.path + "/pending-detach.json.corrupt");
+  ASSERT_TRUE(kept) << kept.error().message();
+  EXPECT_EQ(*kept, "[{\"containerID\": ");  // for a person to look at
 }
 
 // Whether another open file description could take the lock right now.

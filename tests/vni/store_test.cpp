@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/read_file.hpp"
 #include "vni/allocation_store.hpp"
 #include "vni/durable_store.hpp"
 #include "vni/record_codec.hpp"
@@ -32,10 +33,8 @@ struct TempDir {
 };
 
 std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto bytes = vxfed::read_file(path);
+  return bytes ? *bytes : std::string();
 }
 
 void spit(const std::string& path, const std::string& bytes) {

@@ -18,11 +18,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/read_file.hpp"
 #include "perf/federation/speaker/peer_session.hpp"
 #include "perf/federation/speaker/speaker_config.hpp"
 
@@ -70,14 +70,12 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "JSON: the sessions and their routes")->required();
   CLI11_PARSE(app, argc, argv);
 
-  std::ifstream file(config_path);
-  if (!file) {
-    std::fprintf(stderr, "vxfed-scale-speaker: cannot read %s\n", config_path.c_str());
+  auto text = vxfed::read_file(config_path);
+  if (!text) {
+    std::fprintf(stderr, "vxfed-scale-speaker: %s\n", text.error().message().c_str());
     return 2;
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  auto configs = sp::parse_config(text.str());
+  auto configs = sp::parse_config(*text);
   if (!configs) {
     std::fprintf(stderr, "vxfed-scale-speaker: %s: %s\n", config_path.c_str(), configs.error().c_str());
     return 2;
