@@ -1,26 +1,20 @@
 #include "control/cli/input_file.hpp"
 
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
+
+#include "common/read_file.hpp"
 
 namespace vxfed::control {
 
 std::optional<std::string> read_input(const std::string& path) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << "vxfedctl: -f " << path << ": cannot be read\n";
+  auto text = read_file(path);
+  if (!text) {
+    std::cerr << "vxfedctl: -f " << path << ": cannot be read (" << text.error().reason << ")\n";
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    std::cerr << "vxfedctl: -f " << path << ": read error\n";
-    return std::nullopt;
-  }
-  return text.str();
+  return std::move(text).value();
 }
 
 bool fits_request(const std::string& path, const std::string& text) {

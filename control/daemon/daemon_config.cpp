@@ -1,12 +1,11 @@
 #include "control/daemon/daemon_config.hpp"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "bgp/config.hpp"
 #include "common/net/ipv4.hpp"
 #include "common/net/vxlan.hpp"
+#include "common/read_file.hpp"
 #include "common/yaml/reader.hpp"
 #include "control/federation/bgp_from_config.hpp"
 #include "control/node/names.hpp"
@@ -316,11 +315,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
 }
 
 Result<Config> load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(path + ": cannot open the config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path);
+  auto text = read_file(path);
+  if (!text) return make_error(path + ": cannot open the config file (" + text.error().reason + ")");
+  return parse_config(*text, path);
 }
 
 }  // namespace vxfed::control

@@ -4,7 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+
+#include "common/read_file.hpp"
 
 namespace vxfed::control {
 
@@ -24,15 +25,13 @@ Status write_tables_file(const std::string& path, const dp::Tables& tables) {
 
 Result<dp::Tables> read_tables_file(const std::string& path, const std::string& what,
                                     void (*clear_own_field)(dp::Tables&)) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return dp::Tables{};
-    return make_error("cannot read " + path + ": " + std::strerror(errno));
+  auto text = read_file(path);
+  if (!text) {
+    if (text.error().absent()) return dp::Tables{};
+    return make_error(text.error().message());
   }
-  std::stringstream text;
-  text << in.rdbuf();
   dp::Tables tables;
-  if (!tables.ParseFromString(text.str()))
+  if (!tables.ParseFromString(*text))
     return make_error(path + ": not a " + what + " (does not parse as dataplane.proto Tables)");
   dp::Tables others = tables;
   clear_own_field(others);
