@@ -64,7 +64,18 @@ struct PolicyCounters {
   Counter denied;                // of those, dropped (policy_denied_*)
 };
 
-// One per worker, allocated by the runtime (new or rte_zmalloc; ~220 KiB), cache-line aligned
+// Refused new flows per local pod (docs/policy.md, "Drops per policy"), by the pod port of the
+// local pod the flow was decided for: the source for its own egress, the destination for the
+// rest. Written on the deny path only (a known flow never touches it); the runtime reports it
+// per endpoint and vxfedd attributes it to the pod's isolating policies.
+struct PolicyPortDrops {
+  Counter denied_egress;         // policy_denied_egress: the pod's egress refused it (at the source)
+  Counter denied_ingress;        // policy_denied_ingress: the pod's ingress refused it
+  Counter denied_remote_egress;  // policy_denied_remote_egress: the remote source's egress, toward this pod
+  Counter forged_identity;       // policy_forged_identity: toward this pod
+};
+
+// One per worker, allocated by the runtime (new or rte_zmalloc; ~255 KiB), cache-line aligned
 // so that workers never share a line.
 struct alignas(64) WorkerCounters {
   PortCounters ports[kMaxPorts];           // by port index; this worker's queue of each port
@@ -73,6 +84,7 @@ struct alignas(64) WorkerCounters {
   alignas(64) GroupPolicyCounters group_policy;
   alignas(64) ServiceCounters services;
   alignas(64) PolicyCounters policy;
+  alignas(64) PolicyPortDrops policy_drops[kMaxPorts];  // by pod port
   void drop(DropReason r, std::uint16_t port, std::uint64_t n = 1) {
     drops[static_cast<std::uint32_t>(r)].add(n);
     ports[port].drops.add(n);

@@ -86,6 +86,19 @@ void count_rx_one(rte_mbuf* m, std::uint16_t port, WorkerCounters& c) {
 
 net::Ipv4Addr host(std::uint32_t ip_be) { return net::Ipv4Addr::from_network(ip_be); }
 
+// A refused new flow, counted per local pod (PolicyPortDrops, docs/policy.md "Drops per
+// policy"): `port` is the pod port of the local pod it was decided for. Deny path only.
+void count_refusal(WorkerCounters& c, std::uint16_t port, DropReason why) {
+  PolicyPortDrops& d = c.policy_drops[port];
+  switch (why) {
+    case DropReason::PolicyDeniedEgress: d.denied_egress.add(1); break;
+    case DropReason::PolicyDeniedIngress: d.denied_ingress.add(1); break;
+    case DropReason::PolicyDeniedRemoteEgress: d.denied_remote_egress.add(1); break;
+    case DropReason::PolicyForgedIdentity: d.forged_identity.add(1); break;
+    default: break;
+  }
+}
+
 // A flow's entry, if it has one (tracked). One decided under another generation of the policy
 // is decided again by its original direction, which carries what the decision needs (the
 // source's identity where it is remote): such a packet gets a miss (the entry erased); a reply
@@ -146,6 +159,7 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
   if (policy.trust && !policy.trust->admits(source_identity, host(pk.tuple.src_ip_be).value) &&
       !tables.resolve(pod->network, pk.tuple.src_ip_be).endpoint) {
     c.policy.denied.add(1);
+    count_refusal(c, port, DropReason::PolicyForgedIdentity);
     drop(m, DropReason::PolicyForgedIdentity, rx_port, c);
     return false;
   }
@@ -164,6 +178,7 @@ bool track_new(ConntrackTable* table, const PolicyPacket& pk, std::uint32_t word
   }
   if (!ok) {
     c.policy.denied.add(1);
+    count_refusal(c, port, why);
     drop(m, why, rx_port, c);
     return false;
   }
@@ -270,6 +285,8 @@ std::uint16_t enforce_pod_burst(const ForwardingTables& tables, const NetworkPol
       }
       if (!ok) {
         c.policy.denied.add(1);
+        // The source's egress at the source pod; the local destination's ingress at that pod.
+        count_refusal(c, why == DropReason::PolicyDeniedIngress ? ep->port : rx_port, why);
         count_rx_one(m, rx_port, c);
         drop(m, why, rx_port, c);
         continue;

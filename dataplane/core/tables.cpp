@@ -110,6 +110,17 @@ std::vector<PolicySummary> ForwardingTables::policy_summaries() const {
   return out;
 }
 
+std::vector<ForwardingTables::PortEndpoint> ForwardingTables::port_endpoints() const {
+  std::vector<PortEndpoint> out;
+  for (std::uint16_t p = 0; p < kMaxPorts; ++p) {
+    if (port_owner_[p].empty()) continue;
+    const auto it = endpoint_state_.find(port_owner_[p]);
+    if (it == endpoint_state_.end()) continue;
+    out.push_back({p, it->first, it->second.iface, it->second.vni, it->second.ip_be});
+  }
+  return out;
+}
+
 std::size_t ForwardingTables::service_entry_bytes() const {
   std::size_t b = 0;
   for (const auto& [id, st] : service_state_) b += st.entry->memory_bytes();

@@ -465,6 +465,13 @@ class ForwardingTables {
   std::size_t policy_count() const { return policy_state_.size(); }
   // Per network with policy, by VNI: its tables in numbers (vxfed-dpctl dump).
   std::vector<PolicySummary> policy_summaries() const;
+  // Every endpoint on a pod port, in port order (the per-pod policy drops' report).
+  struct PortEndpoint {
+    std::uint16_t port = 0;
+    std::string id, iface;
+    std::uint32_t vni = 0, ip_be = 0;
+  };
+  std::vector<PortEndpoint> port_endpoints() const;
   // Bytes held by the service entries the workers read (ports, backends, slots).
   std::size_t service_entry_bytes() const;
   // Ports that carry endpoints (what the runtime must poll besides the uplink).

@@ -326,8 +326,21 @@ Status Dataplane::attach_ports(const google::protobuf::RepeatedPtrField<v1::Endp
       return make_error(std::string(list) + "[" + std::to_string(i) + "] (id \"" + e.id() + "\"): iface: " + port.error());
     }
     attached_now->push_back(e.iface());
+    policy_drops_base_[*port] = policy_drops_of(*port);  // no worker counts on it before it is published
   }
   return {};
+}
+
+std::array<std::uint64_t, 4> Dataplane::policy_drops_of(std::uint16_t port) const {
+  std::array<std::uint64_t, 4> sum{};
+  for (unsigned w = 0; w < workers_; ++w) {
+    const PolicyPortDrops& d = counters_[w]->policy_drops[port];
+    sum[0] += d.denied_egress.get();
+    sum[1] += d.denied_ingress.get();
+    sum[2] += d.denied_remote_egress.get();
+    sum[3] += d.forged_identity.get();
+  }
+  return sum;
 }
 
 void Dataplane::publish_state() {
@@ -579,6 +592,21 @@ void Dataplane::fill_counters(v1::Counters& out) const {
   }
   out.set_gbp_rx_packets(gbp);
   out.set_gbp_rx_policy_applied(gbp_applied);
+  if (tables_) {
+    for (const auto& e : tables_->port_endpoints()) {
+      const auto now = policy_drops_of(e.port);
+      const auto& base = policy_drops_base_[e.port];
+      auto* d = out.add_policy_drops();
+      d->set_endpoint_id(e.id);
+      d->set_iface(e.iface);
+      d->set_vni(e.vni);
+      d->set_ip(net::Ipv4Addr::from_network(e.ip_be).str());
+      d->set_denied_egress(now[0] - base[0]);
+      d->set_denied_ingress(now[1] - base[1]);
+      d->set_denied_remote_egress(now[2] - base[2]);
+      d->set_forged_identity(now[3] - base[3]);
+    }
+  }
   const double tsc_hz = static_cast<double>(rte_get_tsc_hz());
   for (unsigned w = 0; w < contexts_.size(); ++w) {
     const auto& ctx = *contexts_[w];
@@ -638,6 +666,11 @@ std::string Dataplane::counters_text() const {
   }
   s << "  drops total: " << total << " (" << kDropReasonCount << " reasons; zeros not shown)\n";
   s << "  vxlan-gbp received: " << c.gbp_rx_packets() << " (policy applied: " << c.gbp_rx_policy_applied() << ")\n";
+  for (const auto& d : c.policy_drops())
+    if (d.denied_egress() + d.denied_ingress() + d.denied_remote_egress() + d.forged_identity() != 0)
+      s << "  policy drops of " << d.ip() << " (vni " << d.vni() << ", " << d.iface() << "): egress "
+        << d.denied_egress() << ", ingress " << d.denied_ingress() << ", remote egress " << d.denied_remote_egress()
+        << ", forged identity " << d.forged_identity() << "\n";
   s << "  arp requests sent: " << arp_->requests_sent() << "\n";
   for (const auto& e : path_mtus_.exceptions())
     s << "  path mtu toward " << net::Ipv4Addr::from_network(e.vtep_ip_be).str() << ": " << e.mtu << " (expires in "

@@ -3,6 +3,7 @@
 // run on the other lcores. Everything here except the workers is control-thread only.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -98,6 +99,11 @@ class Dataplane {
   void tick_path_mtus();
   void copy_neighbor_macs();
   std::vector<WorkerCounters*> counters_;
+  // A pod port's PolicyPortDrops summed over the workers (egress, ingress, remote egress,
+  // forged identity), and their sums when the port was last attached: an endpoint's report
+  // counts from its own attach, not a previous holder's of the port.
+  std::array<std::uint64_t, 4> policy_drops_of(std::uint16_t port) const;
+  std::array<std::array<std::uint64_t, 4>, kMaxPorts> policy_drops_base_{};
   std::vector<TxStage*> stages_;
   std::vector<std::unique_ptr<WorkerContext>> contexts_;
   std::vector<std::unique_ptr<WakeEvent>> wakes_;   // one per worker (socket_wakeup.hpp)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <rte_mbuf.h>
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -111,6 +112,18 @@ class PolicyEnforce : public ::testing::Test {
     return out;
   }
   std::uint64_t drops(dp::DropReason r) const { return counters_->drops[static_cast<std::uint32_t>(r)].get(); }
+  // The refusals counted per local pod (PolicyPortDrops) at `port`: egress, ingress, remote
+  // egress, forged identity; and their sum over every port.
+  std::array<std::uint64_t, 4> pod_drops(std::uint16_t port) const {
+    const auto& d = counters_->policy_drops[port];
+    return {d.denied_egress.get(), d.denied_ingress.get(), d.denied_remote_egress.get(), d.forged_identity.get()};
+  }
+  std::uint64_t pod_drops_everywhere() const {
+    std::uint64_t n = 0;
+    for (std::uint32_t p = 0; p < dp::kMaxPorts; ++p)
+      for (const std::uint64_t v : pod_drops(static_cast<std::uint16_t>(p))) n += v;
+    return n;
+  }
 
   Node node_;
   std::unique_ptr<dp::ForwardingTables> tables_;
@@ -149,6 +162,9 @@ TEST_F(PolicyEnforce, EgressAtTheSourceSetsTheABitOrAsksOrDrops) {
   EXPECT_EQ(counters_->policy.new_flows.get(), 5u);
   EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 2u);
   EXPECT_EQ(conntrack_->size(), 3u);
+  // Per local pod: both refusals at pod1's port, as its egress; nothing anywhere else.
+  EXPECT_EQ(pod_drops(kPod1), (std::array<std::uint64_t, 4>{2, 0, 0, 0}));
+  EXPECT_EQ(pod_drops_everywhere(), 2u);
 }
 
 // Toward a VTEP that takes no GBP the destination could not check a selector rule (plain
@@ -178,6 +194,50 @@ TEST_F(PolicyEnforce, TwoLocalPodsCheckTheDestinationsIngress) {
   EXPECT_EQ(drops(dp::DropReason::PolicyDeniedIngress), 1u);
   EXPECT_EQ(drops(dp::DropReason::PolicyDeniedEgress), 0u) << "pod1's egress lets everything to pod2 through";
   EXPECT_EQ(conntrack_->size(), 1u);
+  // Counted for the pod it was decided for: pod2's ingress, not the sending pod1.
+  EXPECT_EQ(pod_drops(kPod2), (std::array<std::uint64_t, 4>{0, 1, 0, 0}));
+  EXPECT_EQ(pod_drops_everywhere(), 1u);
+}
+
+// The refusals at the destination, per local pod: pod2's ingress refuses a flow from a remote
+// source (plain VXLAN: identity 0), and, with a remote-egress table for identity 500 that
+// lets it reach pod1 only, a flow of 500 toward pod2 that asked the destination (A clear) is
+// refused by 500's egress: both counted at pod2's port; an allowed flow counts nothing.
+TEST_F(PolicyEnforce, RefusalsAtTheDestinationAreCountedForTheLocalPod) {
+  dataplane::v1::Delta change;
+  auto* p = change.mutable_upsert()->add_policies();
+  *p = policy_tables().policies(0);
+  auto* remote = p->add_remote_egress();
+  remote->add_identities(500);
+  auto* t = remote->mutable_table();
+  t->set_isolated(true);
+  auto* to_pod1 = t->add_peers();
+  to_pod1->set_identity(kPod1Identity);
+  to_pod1->set_ports(1);
+  t->set_some_selector(1);
+  dp::ImmediateReclaimer reclaimer;
+  ASSERT_TRUE(tables_->apply(change, node_.context(), reclaimer).ok());
+  auto from_remote = [](std::uint32_t dst, std::uint16_t sport, std::uint16_t dport, int group) {
+    const Bytes inner = ethernet(gateway_mac(kVniA), Mac{0x02, 0xcc, 0, 0, 0, 0x01}, 0x0800,
+                                 ipv4(kRemote, dst, 17, udp(sport, dport, payload(40))));
+    Bytes b = vxlan_frame(kUplinkMac, neighbor_mac(2), ip("198.18.0.2"), ip("198.18.0.1"), 50000, kVniA, inner);
+    if (group >= 0) {
+      b[kVxlanAt] = 0x88;  // G|I, A clear: the source asked
+      b[kVxlanAt + 2] = static_cast<std::uint8_t>(group >> 8);
+      b[kVxlanAt + 3] = static_cast<std::uint8_t>(group);
+    }
+    return b;
+  };
+  const auto in = burst({from_remote(ip("10.244.1.11"), 3000, 5000, -1), from_remote(ip("10.244.1.11"), 3001, 5000, 500),
+                         from_remote(ip("10.244.1.10"), 3002, 5000, 500)},
+                        kUplink);
+  ASSERT_EQ(in.size(), 1u) << "only 500's flow to pod1, which its egress allows (pod1's ingress is open)";
+  EXPECT_EQ(in[0].first, kPod1);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedIngress), 1u);
+  EXPECT_EQ(drops(dp::DropReason::PolicyDeniedRemoteEgress), 1u);
+  EXPECT_EQ(pod_drops(kPod2), (std::array<std::uint64_t, 4>{0, 1, 1, 0}));
+  EXPECT_EQ(pod_drops(kPod1), (std::array<std::uint64_t, 4>{0, 0, 0, 0}));
+  EXPECT_EQ(pod_drops_everywhere(), 2u);
 }
 
 // A burst that starts with known flows passes them on their lookups (KnownFlowCheck); a new

@@ -113,6 +113,8 @@ TEST_F(PolicyTrustPacket, AnotherClustersIdentityFromAValidVtepIsDroppedAndCount
   EXPECT_EQ(drops(dp::DropReason::PolicyForgedIdentity), 1u);
   EXPECT_EQ(drops(dp::DropReason::InnerSourceSpoofed), 0u) << "the route check lets it through: 10.245/16 is .2's";
   EXPECT_EQ(counters_->policy.denied.get(), 1u);
+  EXPECT_EQ(counters_->policy_drops[kPod1].forged_identity.get(), 1u) << "counted for the pod it was sent to";
+  EXPECT_EQ(counters_->policy_drops[kPod1].denied_ingress.get(), 0u);
   EXPECT_EQ(conntrack_->size(), 0u) << "no flow admitted";
   // The same flow with b's identity: admitted and tracked; its next packet is a hit.
   EXPECT_EQ(uplink({gbp_from_b(kIdentityB, 1000), gbp_from_b(kIdentityB, 1000)}), 2u);
