@@ -60,6 +60,9 @@ struct ServiceEntry {
   // Maglev's lookup table with 2-byte slots (a service has fewer than 65,536 backends): half
   // the memory of MaglevTable's own. Empty: no backend can be picked.
   std::vector<std::uint16_t> slots;
+  // Per backend (backend_ip_be's order): its new-flow counter slot (service_counters.hpp);
+  // empty when the tables were built without counters (then nothing is counted per backend).
+  std::vector<std::uint32_t> backend_slot;
 
   const ServicePortEntry* port(std::uint8_t protocol, std::uint16_t port_be) const {
     for (const ServicePortEntry& p : ports)
@@ -81,7 +84,7 @@ struct ServiceEntry {
   }
   std::size_t memory_bytes() const {
     return sizeof(*this) + ports.capacity() * sizeof(ServicePortEntry) +
-           backend_ip_be.capacity() * 4 + slots.capacity() * 2;
+           backend_ip_be.capacity() * 4 + slots.capacity() * 2 + backend_slot.capacity() * 4;
   }
 };
 

@@ -138,7 +138,10 @@ std::optional<DropReason> to_backend(ServiceFlows& flows, const ServiceEntry& s,
     const NatTarget nat{s.backend_ip_be[b], port.target_port_be};
     const InsertResult r = table.insert(v.tuple, &nat, generation, v.tcp_flags, flows.now);
     switch (r.status) {
-      case InsertStatus::Inserted: c.services.new_flows.add(1); break;
+      case InsertStatus::Inserted:
+        c.services.new_flows.add(1);
+        if (flows.backend_counters && !s.backend_slot.empty()) flows.backend_counters->add_new_flow(flows.worker, s.backend_slot[b]);
+        break;
       case InsertStatus::Exists: break;
       case InsertStatus::TableFull: return DropReason::ServiceConntrackFull;
       case InsertStatus::ProbeFull: return DropReason::ServiceProbeFull;

@@ -20,6 +20,7 @@
 
 #include "dataplane/core/conntrack.hpp"
 #include "dataplane/core/counters.hpp"
+#include "dataplane/core/service_counters.hpp"
 #include "dataplane/core/mbuf_offload.hpp"
 #include "dataplane/core/tables.hpp"
 #include "dataplane/core/tx_stage.hpp"
@@ -96,6 +97,8 @@ struct ServiceFlows {
   // with several workers: VIP packets are dropped (service_needs_one_worker).
   bool (*hand_over)(void* context, std::uint32_t to, HandoverStage stage, rte_mbuf* m) = nullptr;
   void* hand_over_context = nullptr;
+  // New flows per backend (service_counters.hpp), counted where a backend is picked; null: not.
+  ServiceCounterSlots* backend_counters = nullptr;
 
   std::uint32_t owner(std::uint16_t pod_port) const { return pod_port % workers; }
   bool mine(std::uint16_t pod_port) const { return workers == 1 || owner(pod_port) == worker; }

@@ -55,6 +55,7 @@
 #include "dataplane/core/policy_entry.hpp"
 #include "dataplane/core/rcu_map.hpp"
 #include "dataplane/core/reclaimer.hpp"
+#include "dataplane/core/service_counters.hpp"
 #include "dataplane/core/service_entry.hpp"
 #include "dataplane/core/underlay_tag.hpp"
 #include "dataplane/core/wire/ethernet.hpp"
@@ -78,6 +79,8 @@ struct BuildContext {
   // learned and the encapsulation checks the network MTU only.
   PathMtuCache* path_mtus = nullptr;
   VniCounterSlots* vni_slots = nullptr;   // required: every network gets a counter slot
+  // Global services' per-backend counter slots (service_counters.hpp); null: not counted.
+  ServiceCounterSlots* service_counters = nullptr;
   // Static underlay neighbours of the node (--static-neighbor), in force where the tables'
   // own `neighbors` do not name the address.
   std::vector<std::pair<std::uint32_t, wire::MacAddress>> default_neighbors;
@@ -462,6 +465,12 @@ class ForwardingTables {
   std::size_t vtep_count() const { return vtep_index_.size(); }
   std::size_t group_count() const { return live_groups_; }
   std::size_t service_count() const { return service_state_.size(); }
+  // Every service as it is in force, by id: f(id, vni, vip_be, ports, backends) (control
+  // thread; GetServiceCounters).
+  template <class F>
+  void for_each_service(F&& f) const {
+    for (const auto& [id, st] : service_state_) f(id, st.vni, st.vip_be, st.ports, st.backends);
+  }
   std::size_t policy_count() const { return policy_state_.size(); }
   // Per network with policy, by VNI: its tables in numbers (vxfed-dpctl dump).
   std::vector<PolicySummary> policy_summaries() const;

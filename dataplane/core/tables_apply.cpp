@@ -612,6 +612,10 @@ class TablesWriter {
     // Cannot fail: the planner checked the size and the backends (unique, fewer than the slots).
     const auto table = MaglevTable::build(maglev, sv.table_size);
     e->slots.assign(table->slots().begin(), table->slots().end());
+    if (ctx_.service_counters) {
+      e->backend_slot.reserve(sv.backends.size());
+      for (const auto& b : sv.backends) e->backend_slot.push_back(ctx_.service_counters->slot_for(sv.id, b.ip_be));
+    }
     return e;
   }
   void set_service(const ServiceSpec& sv) {

@@ -3,8 +3,10 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -28,6 +30,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
   // parse_options checked the option values (Options::parsed); the packet path keeps
   // network order.
   d->vtep_ip_be_ = options.parsed.vtep.to_network();
+  d->service_counters_ = std::make_unique<ServiceCounterSlots>(d->workers_);
 
   // Lcores: the main one is the control thread, then one per worker.
   if (rte_lcore_count() < d->workers_ + 1)
@@ -123,6 +126,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const Options& options) {
     }
     ctx->flows.workers = d->workers_;
     ctx->flows.worker = w;
+    ctx->flows.backend_counters = d->service_counters_.get();
     if (!d->service_rings_.empty()) {
       ctx->service_rings = d->service_rings_.data();
       ctx->all_wakes = &d->wakes_;
@@ -300,6 +304,7 @@ BuildContext Dataplane::build_context() const {
   ctx.neighbors = const_cast<NeighborCache*>(&neighbors_);
   ctx.path_mtus = const_cast<PathMtuCache*>(&path_mtus_);
   ctx.vni_slots = const_cast<VniCounterSlots*>(&vni_slots_);
+  ctx.service_counters = service_counters_.get();
   ctx.default_neighbors = default_neighbors_;
   const auto& eps = ports_->endpoint_ports();
   ctx.port_for_iface = [&eps](const std::string& iface) -> std::optional<std::uint16_t> {
@@ -452,6 +457,9 @@ void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneRespons
     case v1::DataplaneRequest::kGetCounters:
       fill_counters(*response.mutable_counters());
       break;
+    case v1::DataplaneRequest::kGetServiceCounters:
+      fill_service_counters(*response.mutable_service_counters());
+      break;
     case v1::DataplaneRequest::kStartCapture:
       st = start_capture(request.start_capture());
       if (st) capture_->read(*response.mutable_capture());
@@ -478,6 +486,123 @@ void Dataplane::handle(const v1::DataplaneRequest& request, v1::DataplaneRespons
     response.set_error(st.error());
     if (!refused_endpoint_.empty()) response.set_refused_endpoint(refused_endpoint_);
     spdlog::warn("API: refused request {}: {}", request.request_id(), st.error());
+  }
+}
+
+void Dataplane::fill_service_counters(v1::ServiceCountersReport& report) {
+  // The census: each worker walks its own connection table (never another thread: the table
+  // has one owner), a part per loop iteration, into the buffer given here.
+  bool counted = workers_running_ && options_.conntrack_flows != 0 && !contexts_.empty();
+  for (auto& ctx : contexts_) {
+    FlowCensus& c = ctx->census;
+    if (c.state.load(std::memory_order_acquire) == FlowCensus::kDone) c.state.store(FlowCensus::kIdle);  // a late one
+    if (c.state.load(std::memory_order_acquire) != FlowCensus::kIdle) counted = false;  // still walking
+  }
+  if (counted) {
+    // Every translated flow of a worker fits: a table holds at most conntrack_flows (1M cap).
+    const std::size_t room = std::min<std::size_t>(options_.conntrack_flows, 1u << 20);
+    for (unsigned w = 0; w < contexts_.size(); ++w) {
+      FlowCensus& c = contexts_[w]->census;
+      c.out.resize(room);
+      c.count = 0;
+      c.cursor = 0;
+      c.truncated = false;
+      c.state.store(FlowCensus::kRequested, std::memory_order_release);
+      if (w < wakes_.size()) wakes_[w]->signal();  // it may be blocked on its sockets
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (;;) {
+      bool all = true;
+      for (auto& ctx : contexts_) all = all && ctx->census.state.load(std::memory_order_acquire) == FlowCensus::kDone;
+      if (all) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        counted = false;
+        spdlog::warn("GetServiceCounters: the workers' census of flows did not finish within 2 s");
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  report.set_flows_counted(counted);
+
+  struct Backend {
+    std::uint64_t new_flows = 0, flows = 0;
+    bool in_entry = false;
+    std::uint32_t weight = 0;
+    std::set<std::uint32_t> ports;
+  };
+  struct Service {
+    v1::ServiceCounters* out;
+    std::map<std::uint32_t, Backend> backends;  // by address, host order
+  };
+  std::vector<Service> services;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> by_vip;  // (vni, vip_be) -> services index
+  if (tables_) {
+    tables_->for_each_service([&](const std::string& id, std::uint32_t vni, std::uint32_t vip_be,
+                                  const std::vector<ServicePortEntry>& ports,
+                                  const std::vector<ServiceBackendWeight>& backends) {
+      auto* sc = report.add_services();
+      sc->set_id(id);
+      sc->set_vni(vni);
+      sc->set_vip(net::Ipv4Addr::from_network(vip_be).str());
+      for (const auto& p : ports) {
+        auto* sp = sc->add_ports();
+        sp->set_protocol(p.protocol);
+        sp->set_port(ntohs(p.port_be));
+        sp->set_target_port(ntohs(p.target_port_be));
+      }
+      Service s{sc, {}};
+      for (const auto& b : backends) {
+        Backend& x = s.backends[ntohl(b.ip_be)];
+        x.in_entry = true;
+        x.weight = b.weight;
+      }
+      const auto& slots = service_counters_->all();
+      for (auto it = slots.lower_bound({id, 0}); it != slots.end() && it->first.first == id; ++it)
+        s.backends[ntohl(it->first.second)].new_flows = service_counters_->new_flows(it->second);
+      by_vip.emplace(std::make_pair(vni, vip_be), services.size());
+      services.push_back(std::move(s));
+    });
+  }
+  if (counted) {
+    std::uint64_t elsewhere = 0;
+    for (auto& ctx : contexts_) {
+      const FlowCensus& c = ctx->census;
+      if (c.truncated) report.set_flows_truncated(true);
+      for (std::uint32_t i = 0; i < c.count; ++i) {
+        const ServiceFlowRecord& r = c.out[i];
+        const auto it = by_vip.find({r.vni & 0xffffffu, r.vip_be});
+        Service* s = it == by_vip.end() ? nullptr : &services[it->second];
+        const bool port_of_service = s && std::any_of(s->out->ports().begin(), s->out->ports().end(), [&](const auto& p) {
+          return p.protocol() == r.protocol && p.port() == ntohs(r.vip_port_be);
+        });
+        if (!port_of_service) {
+          ++elsewhere;
+          continue;
+        }
+        Backend& b = s->backends[ntohl(r.backend_be)];
+        ++b.flows;
+        b.ports.insert(ntohs(r.backend_port_be));
+      }
+      ctx->census.state.store(FlowCensus::kIdle, std::memory_order_release);
+    }
+    report.set_flows_elsewhere(elsewhere);
+  }
+  for (Service& s : services) {
+    std::uint64_t new_flows = 0, flows = 0;
+    for (const auto& [ip, b] : s.backends) {
+      auto* bc = s.out->add_backends();
+      bc->set_ip(net::Ipv4Addr{ip}.str());
+      bc->set_new_flows(b.new_flows);
+      bc->set_flows(b.flows);
+      bc->set_in_entry(b.in_entry);
+      bc->set_weight(b.weight);
+      for (std::uint32_t p : b.ports) bc->add_ports(p);
+      new_flows += b.new_flows;
+      flows += b.flows;
+    }
+    s.out->set_new_flows(new_flows);
+    s.out->set_flows(flows);
   }
 }
 

@@ -54,6 +54,9 @@ class Dataplane {
   void handle(const v1::DataplaneRequest& request, v1::DataplaneResponse& response);
   void fill_status(v1::DataplaneStatus& status) const;
   void fill_counters(v1::Counters& counters) const;
+  // GetServiceCounters: new flows per service and backend, and the live flows the workers'
+  // census finds (waits for it, at most 2 s).
+  void fill_service_counters(v1::ServiceCountersReport& report);
 
   // Human-readable counters (non-zero lines), printed on exit.
   std::string counters_text() const;
@@ -91,6 +94,7 @@ class Dataplane {
   std::set<std::string> detach_pending_;         // ifaces to detach once no worker polls them
   NeighborCache neighbors_;
   VniCounterSlots vni_slots_;
+  std::unique_ptr<ServiceCounterSlots> service_counters_;  // new flows per (service, backend)
   PathMtuCache path_mtus_;                       // learned by workers from the underlay's ICMP
   std::uint32_t path_mtu_tick_s_ = ~0u;          // the last second path_mtus_ was ticked
   std::uint64_t neighbor_changes_copied_ = 0;    // neighbors_.changes() at the last copy into the VTEP entries

@@ -1,5 +1,5 @@
 // vxfed-dpctl: a small client of vxfed-dataplane's table API, for people, tests and demos.
-//   vxfed-dpctl --socket S status | counters | dump
+//   vxfed-dpctl --socket S status | counters | dump | services [--json]
 //   vxfed-dpctl --socket S snapshot FILE.json [FILE2.json ...] [--generation N] [--repeat K]
 //     (several files and/or --repeat: sent back to back on one connection, cycling through
 //      the files, generations N, N+1, ...: for table-churn tests)
@@ -19,6 +19,7 @@
 #include "common/delimited.hpp"
 #include "dataplane/runtime/capture_client.hpp"
 #include "dataplane/runtime/policy_summary.hpp"
+#include "dataplane/runtime/service_counters_text.hpp"
 #include "dataplane/runtime/tables_json.hpp"
 
 using namespace vxfed;
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
   auto* status = app.add_subcommand("status", "GetStatus");
   auto* counters = app.add_subcommand("counters", "GetCounters: ports/queues, VNIs, drop reasons");
   auto* dump = app.add_subcommand("dump", "DumpTables: the tables the workers use now");
+  auto* services = app.add_subcommand(
+      "services", "GetServiceCounters: per global service and backend, new flows and the flows live now");
+  bool services_json = false;
+  services->add_flag("--json", services_json, "the DataplaneResponse as JSON instead of the table");
   auto* snapshot = app.add_subcommand("snapshot", "send a Snapshot read from a JSON file");
   std::string file;
   std::vector<std::string> files;
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
   if (status->parsed()) request.mutable_get_status();
   if (counters->parsed()) request.mutable_get_counters();
   if (dump->parsed()) request.mutable_dump_tables();
+  if (services->parsed()) request.mutable_get_service_counters();
   std::vector<v1::Snapshot> snapshots;
   if (snapshot->parsed()) {
     for (const auto& f : files) {
@@ -129,7 +135,9 @@ int main(int argc, char** argv) {
     std::cerr << "vxfed-dpctl: " << repeat << " snapshots applied, the last " << (repeat - 1)
               << " in " << ms << " ms\n";
   }
-  if (dump->parsed() && response.has_tables())
+  if (services->parsed() && response.has_service_counters() && !services_json)
+    std::cout << dataplane::service_counters_text(response.service_counters());
+  else if (dump->parsed() && response.has_tables())
     std::cout << dataplane::with_policy_summary(dataplane::to_json(response), response.tables().tables());
   else
     std::cout << dataplane::to_json(response);

@@ -25,6 +25,10 @@ namespace vxfed::dataplane {
 
 namespace {
 
+// Connection-table entries a census visits per loop iteration (64 B each: 256 KiB, tens of
+// microseconds): a 65,536-flow table in 16 iterations.
+constexpr std::uint32_t kCensusEntriesPerLoop = 4096;
+
 // Packets other workers handed over for pods this worker owns (global services, network
 // policy): PodBurst ones resume as pod bursts of their port, Deliver ones are decided by
 // policy and delivered (service_nat.hpp, policy_enforce.hpp).
@@ -355,6 +359,16 @@ int worker_main(void* arg) {
     // Expiry a little per loop, never a pause (docs/conntrack.md, "Expiry"); nothing to visit
     // while no flow is tracked.
     if (w.conntrack && w.conntrack->size() != 0) w.conntrack->sweep(loop_start, 64);
+    // A census of the translated flows the control thread asked for (GetServiceCounters): a
+    // part of the table per loop, never a pause; the worker neither naps nor blocks meanwhile.
+    bool censusing = false;
+    if (w.census.state.load(std::memory_order_acquire) == FlowCensus::kRequested) [[unlikely]] {
+      if (w.conntrack)
+        census_step(w.census, *w.conntrack, loop_start, kCensusEntriesPerLoop);
+      else
+        w.census.state.store(FlowCensus::kDone, std::memory_order_release);
+      censusing = true;
+    }
     s = w.state->read();
     captured = w.capture->current();
     unsigned work = 0;
@@ -432,7 +446,7 @@ int worker_main(void* arg) {
     if (w.service_rings) work += drain_service_rings(w, s, pkts);
 
     // Read while `s` is still ours (before the quiescent report below).
-    const bool can_block = work == 0 && wait_set.update(w, s);
+    const bool can_block = work == 0 && !censusing && wait_set.update(w, s);
 
     // TCP segments headed for one pod leave as super-packets where they continue each other
     // (coalesce.hpp): the pod's kernel takes one packet instead of each segment.
@@ -452,6 +466,10 @@ int worker_main(void* arg) {
     rte_rcu_qsbr_quiescent(w.qs, w.id);
     w.loops.store(w.loops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 
+    if (censusing && !work) [[unlikely]] {
+      backoff.work_done();
+      continue;
+    }
     if (work) {
       w.busy_loops.store(w.busy_loops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       w.busy_cycles.store(w.busy_cycles.load(std::memory_order_relaxed) + (rte_rdtsc() - loop_start),

@@ -15,6 +15,7 @@
 
 #include "dataplane/core/counters.hpp"
 #include "dataplane/core/policy_enforce.hpp"
+#include "dataplane/core/service_counters.hpp"
 #include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/tx_stage.hpp"
 #include "dataplane/runtime/capture_tap.hpp"
@@ -64,6 +65,9 @@ struct WorkerContext {
   rte_ring** service_rings = nullptr;
   const std::vector<std::unique_ptr<WakeEvent>>* all_wakes = nullptr;
   std::uint64_t handed_to = 0;
+  // GetServiceCounters' census of this worker's translated flows (service_counters.hpp): asked
+  // by the control thread, done by this worker a part of its table per loop iteration.
+  FlowCensus census;
   // Written by the worker (relaxed load + store), read by the control thread for GetCounters.
   std::atomic<std::uint64_t> loops{0};
   std::atomic<std::uint64_t> busy_loops{0};   // iterations that moved packets ...

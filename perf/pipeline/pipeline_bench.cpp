@@ -112,6 +112,7 @@ struct Setup {
   std::uint32_t vteps = 0;
   std::unique_ptr<dp::ConntrackTable> conntrack;
   dp::ServiceFlows flows;
+  dp::ServiceCounterSlots service_slots{1};  // new flows per backend, as the runtime counts them
 };
 
 struct ServiceOptions {
@@ -170,6 +171,7 @@ std::uint32_t vip_of(std::uint32_t service) { return (10u << 24) | (96u << 16) |
 bool build_tables(Setup& s, std::uint32_t routes, std::uint32_t max_vteps, int underlay_vlan) {
   s.vteps = std::min<std::uint32_t>(routes, max_vteps);
   dp::BuildContext ctx = node_context(&s.neighbors, &s.slots);
+  ctx.service_counters = &s.service_slots;
   if (underlay_vlan >= 0) ctx.underlay_tag = dp::UnderlayTag::make(static_cast<std::uint16_t>(underlay_vlan));
   dp::v1::Tables t = node_tables(routes, s.vteps, 0);
   for (std::uint32_t i = 0; i < g_services.services; ++i) {
@@ -200,6 +202,7 @@ bool build_tables(Setup& s, std::uint32_t routes, std::uint32_t max_vteps, int u
     s.conntrack = std::move(*table);
     s.flows.table = s.conntrack.get();
     s.flows.now = rte_rdtsc();
+    s.flows.backend_counters = &s.service_slots;
   }
   return s.tables != nullptr;
 }

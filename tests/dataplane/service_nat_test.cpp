@@ -88,6 +88,7 @@ class ServiceNat : public ::testing::Test {
     conntrack_ = std::move(*table);
     flows_.table = conntrack_.get();
     flows_.now = 1000;
+    flows_.backend_counters = &slots_;
     counters_ = std::make_unique<dp::WorkerCounters>();
     tx_ = std::make_unique<dp::TxStage>();
   }
@@ -97,9 +98,15 @@ class ServiceNat : public ::testing::Test {
   void build(const std::vector<const char*>& backends) {
     Tables t = sample_tables();
     *t.add_services() = service(backends);
-    auto built = node_.build(t);
+    auto built = dp::ForwardingTables::create(t, context());
     ASSERT_TRUE(built.ok()) << built.error();
     tables_ = std::move(*built);
+  }
+  // The node's context with the per-backend counter slots, as the runtime builds with.
+  dp::BuildContext context() {
+    dp::BuildContext c = node_.context();
+    c.service_counters = &slots_;
+    return c;
   }
   static dataplane::v1::Service service(const std::vector<const char*>& backends) {
     dataplane::v1::Service sv;
@@ -123,7 +130,7 @@ class ServiceNat : public ::testing::Test {
     Delta d;
     *d.mutable_upsert()->add_services() = service(backends);
     dp::ImmediateReclaimer r;
-    auto applied = tables_->apply(d, node_.context(), r);
+    auto applied = tables_->apply(d, context(), r);
     ASSERT_TRUE(applied.ok()) << applied.error();
   }
 
@@ -160,6 +167,7 @@ class ServiceNat : public ::testing::Test {
   std::uint64_t drops(DropReason r) const { return counters_->drops[static_cast<int>(r)].get(); }
 
   Node node_;
+  dp::ServiceCounterSlots slots_{2};  // two: the hand-over test runs as worker 0 and 1
   std::unique_ptr<dp::ForwardingTables> tables_;
   std::unique_ptr<dp::ConntrackTable> conntrack_;
   dp::ServiceFlows flows_;
@@ -536,6 +544,109 @@ TEST_F(ServiceNat, WithTwoWorkersPacketsGoToThePodsOwner) {
   run(kPod3, {ethernet(gateway_mac(kVniB), kPod3Mac, 0x0800, ipv4(ip("10.250.1.10"), ip("10.245.0.3"), 17, udp(1, 2, payload(10))))});
   EXPECT_EQ(take_all()[kUplink].size(), 1u);
   EXPECT_TRUE(handed.to[0].empty() && handed.to[1].empty());
+}
+
+}  // namespace
+}  // namespace vxfed::test
+
+namespace vxfed::test {
+namespace {
+
+// The census of a worker's table (service_counters.hpp) in steps of `step` entries, at `now`.
+std::map<std::uint32_t, std::uint32_t> census_by_backend(const dp::ConntrackTable& table, std::uint64_t now,
+                                                        std::size_t room, bool* truncated = nullptr) {
+  dp::FlowCensus census;
+  census.out.resize(room);
+  census.state.store(dp::FlowCensus::kRequested);
+  int steps = 0;
+  while (!dp::census_step(census, table, now, 100)) ++steps;
+  EXPECT_EQ(steps, static_cast<int>((table.capacity() + 99) / 100) - 1) << "a part per step, never the whole table";
+  EXPECT_EQ(census.state.load(), dp::FlowCensus::kDone);
+  std::map<std::uint32_t, std::uint32_t> out;
+  for (std::uint32_t i = 0; i < census.count; ++i) {
+    const dp::ServiceFlowRecord& r = census.out[i];
+    EXPECT_EQ(r.vip_be, htonl(ip(kVip)));
+    EXPECT_EQ(ntohs(r.vip_port_be), 53);
+    EXPECT_EQ(ntohs(r.backend_port_be), 5353);
+    EXPECT_EQ(r.vni, kVniA);
+    EXPECT_EQ(r.protocol, 17);
+    ++out[ntohl(r.backend_be)];
+  }
+  if (truncated) *truncated = census.truncated;
+  return out;
+}
+
+TEST_F(ServiceNat, NewFlowsAreCountedPerBackendWhereTheyArePickedAndTheCensusFindsTheLiveOnes) {
+  build({kRemoteBackend, kLocalBackend});
+  std::vector<Bytes> frames;
+  for (std::uint16_t p = 0; p < 200; ++p) frames.push_back(udp_to_vip(static_cast<std::uint16_t>(41000 + p)));
+  for (std::size_t i = 0; i < frames.size(); i += 50)
+    run(kPod1, std::vector<Bytes>(frames.begin() + static_cast<long>(i), frames.begin() + static_cast<long>(i + 50)));
+  auto out = take_all();
+  const std::uint64_t remote = out[kUplink].size(), local = out[kPod2].size();
+  ASSERT_EQ(remote + local, 200u);
+  EXPECT_GT(remote, 50u);
+  EXPECT_GT(local, 50u);
+  const std::uint32_t remote_slot = slots_.find("ns/web", htonl(ip(kRemoteBackend)));
+  const std::uint32_t local_slot = slots_.find("ns/web", htonl(ip(kLocalBackend)));
+  ASSERT_NE(remote_slot, dp::ServiceCounterSlots::kUncounted);
+  ASSERT_NE(local_slot, dp::ServiceCounterSlots::kUncounted);
+  EXPECT_NE(remote_slot, local_slot);
+  EXPECT_EQ(slots_.new_flows(remote_slot), remote);
+  EXPECT_EQ(slots_.new_flows(local_slot), local);
+  // Packets of known flows are not new flows.
+  run(kPod1, {frames[0], frames[1], frames[2]});
+  take_all();
+  EXPECT_EQ(slots_.new_flows(remote_slot) + slots_.new_flows(local_slot), 200u);
+  // The census of the live flows: the same split.
+  auto live = census_by_backend(*conntrack_, flows_.now, 1024);
+  EXPECT_EQ(live[ip(kRemoteBackend)], remote);
+  EXPECT_EQ(live[ip(kLocalBackend)], local);
+  // A census with less room than flows says so.
+  bool truncated = false;
+  auto few = census_by_backend(*conntrack_, flows_.now, 5, &truncated);
+  EXPECT_TRUE(truncated);
+  EXPECT_EQ(few[ip(kRemoteBackend)] + few[ip(kLocalBackend)], 5u);
+  // Flows past their timeout (30 s for UDP in the fixture's seconds) are not live.
+  EXPECT_TRUE(census_by_backend(*conntrack_, flows_.now + 31, 1024).empty());
+  // The entry replaced (the remote backend gone): the local one keeps its slot and its count,
+  // and the flows that move to it (their backend left) are new flows of it.
+  set_backends({kLocalBackend});
+  EXPECT_EQ(slots_.find("ns/web", htonl(ip(kLocalBackend))), local_slot);
+  EXPECT_EQ(tables_->service(tables_->network_index(*tables_->network_by_vni(kVniA)), htonl(ip(kVip)))->backend_slot,
+            std::vector<std::uint32_t>{local_slot});
+  for (std::size_t i = 0; i < 10; ++i) run(kPod1, {udp_to_vip(static_cast<std::uint16_t>(42000 + i))});
+  take_all();
+  EXPECT_EQ(slots_.new_flows(local_slot), local + 10);
+  EXPECT_EQ(slots_.new_flows(remote_slot), remote);
+}
+
+TEST(ServiceCounterSlots, SlotsAreStablePerServiceAndBackendAndSumTheWorkers) {
+  dp::ServiceCounterSlots slots(3);
+  const std::uint32_t a = slots.slot_for("ns/a", htonl(ip("10.0.0.1")));
+  const std::uint32_t b = slots.slot_for("ns/a", htonl(ip("10.0.0.2")));
+  const std::uint32_t c = slots.slot_for("ns/b", htonl(ip("10.0.0.1")));
+  EXPECT_NE(a, dp::ServiceCounterSlots::kUncounted);
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(slots.slot_for("ns/a", htonl(ip("10.0.0.1"))), a);
+  EXPECT_EQ(slots.find("ns/b", htonl(ip("10.0.0.1"))), c);
+  EXPECT_EQ(slots.find("ns/b", htonl(ip("10.0.0.2"))), dp::ServiceCounterSlots::kUncounted);
+  slots.add_new_flow(0, a);
+  slots.add_new_flow(1, a);
+  slots.add_new_flow(2, a);
+  slots.add_new_flow(2, b);
+  EXPECT_EQ(slots.new_flows(a), 3u);
+  EXPECT_EQ(slots.new_flows(b), 1u);
+  EXPECT_EQ(slots.new_flows(c), 0u);
+  // Past the first chunk: a new chunk, counted alike.
+  std::uint32_t last = 0;
+  for (std::uint32_t i = 0; i < dp::ServiceCounterSlots::kChunkSlots + 10; ++i)
+    last = slots.slot_for("ns/many", htonl(0x0a010000u + i));
+  EXPECT_GE(last, dp::ServiceCounterSlots::kChunkSlots);
+  slots.add_new_flow(1, last);
+  EXPECT_EQ(slots.new_flows(last), 1u);
+  EXPECT_EQ(slots.all().size(), 3u + dp::ServiceCounterSlots::kChunkSlots + 10);
 }
 
 }  // namespace
