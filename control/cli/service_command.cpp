@@ -120,13 +120,18 @@ int run_get(const ServiceCommandContext& c) {
   // READY is the store's flag; STATE, ALLOWED and WEIGHT are this node's view ("-": its
   // listing does not have the backend yet). ALLOWED "kept": no new flows, but in the entry at
   // weight 0 for the flows it has open (docs/services.md, "Flows stay").
-  TablePrinter backends({"SERVICE", "CLUSTER", "BACKEND", "READY", "STATE", "ALLOWED", "WEIGHT"});
+  // FLOWS and NEW-FLOWS: this node's forwarder's, live now and given since it started ("-":
+  // no figures from the dataplane yet).
+  TablePrinter backends(
+      {"SERVICE", "CLUSTER", "BACKEND", "READY", "STATE", "ALLOWED", "WEIGHT", "FLOWS", "NEW-FLOWS"});
   for (const auto& s : l.services())
     for (const auto& b : s.backends()) {
       const bool known = !b.state().empty();
       backends.row({s.namespace_() + "/" + s.name(), b.cluster(), b.address(), b.ready() ? "true" : "false",
                     known ? b.state() : "-", known ? (b.allowed() ? "yes" : b.kept() ? "kept" : "no") : "-",
-                    known && (b.allowed() || b.kept()) ? std::to_string(b.weight()) : "-"});
+                    known && (b.allowed() || b.kept()) ? std::to_string(b.weight()) : "-",
+                    b.flows_known() ? std::to_string(b.flows()) : "-",
+                    b.flows_known() ? std::to_string(b.new_flows()) : "-"});
     }
   backends.print(std::cout);
   bool any_kept = false;

@@ -254,6 +254,17 @@ struct Daemon::Impl {
         }
         f.services.push_back(std::move(p));
       }
+      // The forwarder's flows per backend (its last GetServiceCounters answer).
+      if (dataplane->service_counters_time().time_since_epoch().count() != 0 &&
+          dataplane->service_counters().flows_counted()) {
+        f.have_flows = true;
+        for (const auto& [key, view] : service_programmer->views())
+          for (const auto& b : view.backends) {
+            const auto flows = backend_flows(dataplane->service_counters(), key.str(), b.address.str());
+            if (!flows) continue;  // not in the forwarder's tables
+            f.backend_flows.push_back({key.str(), b.cluster, b.address.str(), flows->first, flows->second});
+          }
+      }
       in.services = std::move(f);
     }
     in.federation_enabled = federation != nullptr;
@@ -470,12 +481,12 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     });
   }
 
-  d.dataplane = std::make_unique<DataplaneClient>(
-      d.io,
-      DataplaneClient::Options{d.config.dataplane.socket, d.config.dataplane.reconnect_min_ms,
-                               d.config.dataplane.reconnect_max_ms, d.config.dataplane.counters_interval_ms,
-                               d.config.dataplane.request_timeout_ms},
-      *d.state, d.log);
+  DataplaneClient::Options dataplane_options{d.config.dataplane.socket, d.config.dataplane.reconnect_min_ms,
+                                             d.config.dataplane.reconnect_max_ms,
+                                             d.config.dataplane.counters_interval_ms,
+                                             d.config.dataplane.request_timeout_ms};
+  dataplane_options.service_counters = d.service_programmer != nullptr;  // per service and backend
+  d.dataplane = std::make_unique<DataplaneClient>(d.io, dataplane_options, *d.state, d.log);
 
   DaemonView view;
   view.status = [&d] { return d.status(); };
@@ -499,7 +510,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
       d.services->handle(request, [&d, reply = std::move(reply)](v1::ControlResponse response) {
         if (response.has_service_listing() && d.service_programmer && d.service_follower)
           add_node_view(*response.mutable_service_listing(), d.service_programmer->views(),
-                        d.service_follower->stats().revision);
+                        d.service_follower->stats().revision,
+                        d.dataplane->service_counters_time().time_since_epoch().count() != 0
+                            ? &d.dataplane->service_counters()
+                            : nullptr);
         reply(std::move(response));
       });
       return true;

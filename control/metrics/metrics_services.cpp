@@ -26,6 +26,17 @@ void render_service_metrics(Exposition& w, const ServiceFigures& s) {
     w.sample(p.ready, {{"service", p.service}, {"state", "ready"}})
         .sample(p.not_ready, {{"service", p.service}, {"state", "not_ready"}})
         .sample(p.node_down, {{"service", p.service}, {"state", "node_down"}});
+  if (s.have_flows) {
+    w.family("vxfedd_service_backend_flows", Type::gauge,
+             "Translated flows of the service live on the backend in this node's forwarder now (its connection "
+             "tables' census).");
+    for (const auto& b : s.backend_flows)
+      w.sample(b.flows, {{"service", b.service}, {"cluster", b.cluster}, {"backend", b.backend}});
+    w.family("vxfedd_service_backend_new_flows_total", Type::counter,
+             "New flows of the service this node's forwarder gave the backend since it started.");
+    for (const auto& b : s.backend_flows)
+      w.sample(b.new_flows, {{"service", b.service}, {"cluster", b.cluster}, {"backend", b.backend}});
+  }
   w.gauge("vxfedd_services_watching", "1 while the watch of the store's v1/services/ is established.",
           s.watching ? 1 : 0);
   w.counter("vxfedd_services_listings_total", "Listings of the store's services compiled (one per change burst).",

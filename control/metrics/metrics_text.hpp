@@ -60,6 +60,16 @@ struct ServiceFigures {
     std::uint64_t allowed = 0, ready = 0, not_ready = 0, node_down = 0;  // backends
   };
   std::vector<PerService> services;
+  // The forwarder's figures per backend of the federated services as this node sees them
+  // (GetServiceCounters, docs/services.md): flows live now and flows given since it started.
+  // Present once the dataplane answered; only backends of the node's view (bounded by the
+  // federation's backends, not by what the forwarder reports).
+  struct BackendFlows {
+    std::string service, cluster, backend;
+    std::uint64_t flows = 0, new_flows = 0;
+  };
+  bool have_flows = false;
+  std::vector<BackendFlows> backend_flows;
 };
 
 struct MetricsInput {

@@ -521,6 +521,12 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
     case Kind::status:
       if (response.ok() && response.has_status()) status_ = response.status();
       return;
+    case Kind::service_counters:
+      if (response.ok() && response.has_service_counters()) {
+        service_counters_ = response.service_counters();
+        service_counters_time_ = SteadyClock::now();
+      }
+      return;
   }
 }
 
@@ -555,6 +561,11 @@ void DataplaneClient::tick() {
       dp::DataplaneRequest status;
       status.mutable_get_status();
       send(status, Kind::status, 0);
+      if (options_.service_counters) {
+        dp::DataplaneRequest services;
+        services.mutable_get_service_counters();
+        send(services, Kind::service_counters, 0);
+      }
     }
   }
   notify();  // deadlines of waiting attaches

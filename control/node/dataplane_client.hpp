@@ -65,6 +65,9 @@ class DataplaneClient : public TablesSink {
     std::uint32_t request_timeout_ms = 10000;
     std::size_t max_delta_entries = DeltaQueue::kDefaultMaxEntries;  // per Delta message
     std::uint32_t max_deltas_in_flight = 8;
+    // Global services configured: GetServiceCounters with every counters poll (new flows and
+    // live flows per service and backend; docs/services.md).
+    bool service_counters = false;
   };
   struct Stats {
     std::uint64_t connects = 0;
@@ -103,6 +106,10 @@ class DataplaneClient : public TablesSink {
   const dp::Counters& counters() const { return counters_; }
   std::chrono::steady_clock::time_point counters_time() const { return counters_time_; }
   const dp::DataplaneStatus& status() const { return status_; }
+  // Last per-service counters the dataplane reported (Options::service_counters; empty before
+  // the first answer) and when.
+  const dp::ServiceCountersReport& service_counters() const { return service_counters_; }
+  std::chrono::steady_clock::time_point service_counters_time() const { return service_counters_time_; }
 
   // Back-pressure: Deltas waiting to be sent, Deltas sent and not answered yet, and the age of
   // the oldest change not acknowledged yet (0 when everything published is acknowledged).
@@ -113,7 +120,7 @@ class DataplaneClient : public TablesSink {
   const metrics::Histogram& delta_latency() const { return delta_latency_; }
 
  private:
-  enum class Kind { hello, snapshot, base_snapshot, delta, endpoint_probe, counters, status };
+  enum class Kind { hello, snapshot, base_snapshot, delta, endpoint_probe, counters, status, service_counters };
   struct Pending {
     std::uint64_t request_id;
     Kind kind;
@@ -208,6 +215,8 @@ class DataplaneClient : public TablesSink {
   dp::Counters counters_;
   std::chrono::steady_clock::time_point counters_time_;
   dp::DataplaneStatus status_;
+  dp::ServiceCountersReport service_counters_;
+  std::chrono::steady_clock::time_point service_counters_time_;
 };
 
 }  // namespace vxfed::control

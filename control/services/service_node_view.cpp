@@ -14,8 +14,20 @@ const char* backend_state_token(BackendState state) {
   return "?";
 }
 
+std::optional<std::pair<std::uint64_t, std::uint64_t>> backend_flows(const dp::ServiceCountersReport& counters,
+                                                                   const std::string& service,
+                                                                   const std::string& address) {
+  for (const auto& s : counters.services()) {
+    if (s.id() != service) continue;
+    for (const auto& b : s.backends())
+      if (b.ip() == address) return std::make_pair(b.flows(), b.new_flows());
+    return std::make_pair(std::uint64_t{0}, std::uint64_t{0});  // the service without this backend: none
+  }
+  return std::nullopt;
+}
+
 void add_node_view(v1::ServiceListing& listing, const std::map<services::ServiceKey, ServiceView>& views,
-                   std::int64_t node_revision) {
+                   std::int64_t node_revision, const dp::ServiceCountersReport* counters) {
   listing.set_node_revision(node_revision);
   for (auto& info : *listing.mutable_services()) {
     services::ServiceKey key;
@@ -36,6 +48,13 @@ void add_node_view(v1::ServiceListing& listing, const std::map<services::Service
       backend.set_allowed(b->second->allowed);
       backend.set_weight(b->second->allowed ? b->second->weight : 0);
       backend.set_kept(b->second->kept);
+      if (counters && counters->flows_counted()) {
+        if (const auto f = backend_flows(*counters, info.namespace_() + "/" + info.name(), backend.address())) {
+          backend.set_flows_known(true);
+          backend.set_flows(f->first);
+          backend.set_new_flows(f->second);
+        }
+      }
     }
   }
 }

@@ -9,6 +9,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "control/services/service_programmer.hpp"
 #include "proto/control.pb.h"
@@ -18,8 +21,15 @@ namespace vxfed::control {
 // The token `service get` shows: "ready", "not-ready", "node-down".
 const char* backend_state_token(BackendState state);
 
-// Fills the per-node fields of `listing` from `views` (ServiceProgrammer::views()).
+// Fills the per-node fields of `listing` from `views` (ServiceProgrammer::views()), and each
+// backend's flows from the forwarder's `counters` when given (by service id and address).
 void add_node_view(v1::ServiceListing& listing, const std::map<services::ServiceKey, ServiceView>& views,
-                   std::int64_t node_revision);
+                   std::int64_t node_revision, const dp::ServiceCountersReport* counters = nullptr);
+
+// The forwarder's counters of one backend: (flows, new flows), or nothing when the report has
+// no such service and backend.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> backend_flows(const dp::ServiceCountersReport& counters,
+                                                                   const std::string& service,
+                                                                   const std::string& address);
 
 }  // namespace vxfed::control

@@ -43,3 +43,28 @@ TEST(ServiceMetrics, OnlyWithServicesConfigured) {
   in.services = vc::ServiceFigures{};
   EXPECT_NE(vc::render_metrics(in).find("vxfedd_services{state=\"programmed\"} 0"), std::string::npos);
 }
+
+TEST(ServiceMetrics, FlowsPerBackendOnlyOnceTheForwarderAnswered) {
+  vc::ServiceFigures f;
+  f.services.push_back({"default/web", true, 2, 2, 0, 0});
+  {
+    vxfed::metrics::Exposition w;
+    vc::render_service_metrics(w, f);
+    EXPECT_EQ(w.take().find("vxfedd_service_backend_flows"), std::string::npos);
+  }
+  f.have_flows = true;
+  f.backend_flows.push_back({"default/web", "cluster-a", "10.244.0.5", 17, 5002});
+  f.backend_flows.push_back({"default/web", "cluster-b", "10.245.0.7", 0, 0});
+  vxfed::metrics::Exposition w;
+  vc::render_service_metrics(w, f);
+  for (const auto& e : w.errors()) ADD_FAILURE() << e;
+  const std::string text = w.take();
+  for (const char* line : {
+           "# TYPE vxfedd_service_backend_flows gauge\n",
+           "vxfedd_service_backend_flows{service=\"default/web\",cluster=\"cluster-a\",backend=\"10.244.0.5\"} 17\n",
+           "vxfedd_service_backend_flows{service=\"default/web\",cluster=\"cluster-b\",backend=\"10.245.0.7\"} 0\n",
+           "# TYPE vxfedd_service_backend_new_flows_total counter\n",
+           "vxfedd_service_backend_new_flows_total{service=\"default/web\",cluster=\"cluster-a\",backend=\"10.244.0.5\"} 5002\n",
+       })
+    EXPECT_NE(text.find(line), std::string::npos) << line << "not in:\n" << text;
+}

@@ -137,5 +137,48 @@ TEST(ServiceNodeView, NotProgrammedSaysWhy) {
   EXPECT_FALSE(info.backends(0).kept());
 }
 
+TEST(ServiceNodeView, EachBackendsFlowsFromTheForwardersCounters) {
+  std::vector<svc::Backend> backends{{"cluster-a", ip("10.244.1.5"), true}, {"cluster-b", ip("10.245.1.5"), true}};
+  std::map<svc::ServiceKey, ServiceView> views;
+  const auto s = service("web", backends);
+  views[s.key] = compile_service(s, node({prefix("10.244.1.0/24"), prefix("10.245.1.0/24")}));
+  dp::ServiceCountersReport counters;
+  counters.set_flows_counted(true);
+  auto* sc = counters.add_services();
+  sc->set_id("default/web");
+  auto* b = sc->add_backends();
+  b->set_ip("10.244.1.5");
+  b->set_flows(17);
+  b->set_new_flows(5002);
+  // Without the forwarder's figures: not known.
+  {
+    v1::ServiceListing listing;
+    add_info(listing, "web", {{"cluster-a", "10.244.1.5"}});
+    add_node_view(listing, views, 3);
+    EXPECT_FALSE(listing.services(0).backends(0).flows_known());
+  }
+  v1::ServiceListing listing;
+  add_info(listing, "web", {{"cluster-a", "10.244.1.5"}, {"cluster-b", "10.245.1.5"}});
+  add_info(listing, "other", {{"cluster-a", "10.244.1.9"}});
+  add_node_view(listing, views, 3, &counters);
+  const auto& web = listing.services(0);
+  EXPECT_TRUE(web.backends(0).flows_known());
+  EXPECT_EQ(web.backends(0).flows(), 17u);
+  EXPECT_EQ(web.backends(0).new_flows(), 5002u);
+  // A backend of the service the forwarder has no figure for: none.
+  EXPECT_TRUE(web.backends(1).flows_known());
+  EXPECT_EQ(web.backends(1).flows(), 0u);
+  EXPECT_EQ(web.backends(1).new_flows(), 0u);
+  // A service not in the node's view gets nothing.
+  EXPECT_FALSE(listing.services(1).backends(0).flows_known());
+  EXPECT_EQ(backend_flows(counters, "default/nope", "10.244.1.5"), std::nullopt);
+  // Flows not counted (the census did not finish): not known.
+  counters.set_flows_counted(false);
+  v1::ServiceListing again;
+  add_info(again, "web", {{"cluster-a", "10.244.1.5"}});
+  add_node_view(again, views, 3, &counters);
+  EXPECT_FALSE(again.services(0).backends(0).flows_known());
+}
+
 }  // namespace
 }  // namespace vxfed::control

@@ -11,7 +11,9 @@ a UDP echo that answers with its name and logs the source port of every request 
   1. 10,000 new flows (one datagram each from source ports 20000..29999 of the client, so no
      two share a tuple; up to 4 resends of the same flow for an unanswered one): every flow answered,
      100 % of them by L1 or L2 (the replies' names and the backends' own logs: R1 received none
-     of them), both local backends used, and A's forwarder counted >= 10,000 new service flows.
+     of them), both local backends used, and A's forwarder counted >= 10,000 new service flows;
+     per backend (vxfed-dpctl services) the new flows it gave L1 and L2 and the flows live on each
+     are the answers each gave, R1 none; `vxfedctl service get` on A shows L1's after step 2.
   2. L2's pod deleted (its echo stopped, CNI DEL = `vxfedctl detach`, cluster-a's slice
      without it): A's forwarder entry is [L1] (R1 still not in it).
   3. A 100 Hz request stream (a new socket per request, so a new flow each) answered by L1 only;
@@ -44,6 +46,17 @@ def infer(cluster: str, endpoints: list[str], created: str) -> str:
                         {"vxfed.io/strategy": "LocalFirst"}, created)
 
 
+def forwarder_backends(bed: ServiceBed, short: str, service: str) -> tuple[dict[str, tuple[int, int]], dict]:
+    """The forwarder's view of `service` on node `short` (`vxfed-dpctl services --json`):
+    backend address -> (new flows, live flows), and the whole report."""
+    report = bed.node(short).dataplane.call("services", "--json").get("service_counters", {})
+    for s in report.get("services", []):
+        if s["id"] == service:
+            return ({b["ip"]: (int(b.get("new_flows", 0)), int(b.get("flows", 0))) for b in s.get("backends", [])},
+                    report)
+    return {}, report
+
+
 def main() -> None:
     results: dict = {}
     with t.Topology("svclf") as topo:
@@ -72,6 +85,7 @@ def main() -> None:
 
         # 1. 10,000 new flows while cluster-a has ready backends.
         before = bed.service_counters("a")
+        backends_before, _ = forwarder_backends(bed, "a", "default/infer")
         t0 = time.time()
         r = pods["C"][0].run(["python3", "-c", BURST, vip, str(PORT), str(FIRST_SOURCE_PORT), str(FLOWS)], timeout=120)
         took = time.time() - t0
@@ -92,6 +106,19 @@ def main() -> None:
         assert min(burst["by"].get("L1", 0), burst["by"].get("L2", 0)) > FLOWS // 4, \
             f"the flows not spread over both local backends: {burst['by']}"
         assert new_flows >= FLOWS, f"A's forwarder counted {new_flows} new service flows for {FLOWS}"
+        # The forwarder's counters per backend (GetServiceCounters): the new flows it gave each
+        # backend, and the flows live on each now (UDP: 30 s), are the answers each gave.
+        backends_after, report = forwarder_backends(bed, "a", "default/infer")
+        t.log("A's forwarder per backend (vxfed-dpctl services):\n" +
+              bed.node("a").dataplane.dpctl("services").stdout)
+        per_backend = {name: (backends_after.get(addr[name], (0, 0))[0] - backends_before.get(addr[name], (0, 0))[0],
+                              backends_after.get(addr[name], (0, 0))[1]) for name in servers}
+        results["flows"]["forwarder_by_backend"] = per_backend
+        assert report.get("flows_counted"), report
+        for name in ("L1", "L2"):
+            assert per_backend[name] == (burst["by"][name], burst["by"][name]), \
+                f"{name}: the forwarder's (new flows, live flows) {per_backend[name]}, answers {burst['by'][name]}"
+        assert per_backend["R1"] == (0, 0), per_backend
 
         # 2. L2's pod deleted: its echo stops, CNI DEL, the slice without it.
         servers["L2"].kill()
@@ -99,6 +126,16 @@ def main() -> None:
         bed.apply("a", infer("cluster-a", [addr["L1"]], "2026-12-06T10:00:00Z"), "infer-a-l1")
         t.wait_until(lambda: bed.dataplane_backends("a", "default/infer") == [addr["L1"]], 10,
                      "A's forwarder entry [L1]", bed.check)
+        # vxfedd's view of the same figures (polled with the dataplane's counters, every 2 s):
+        # `vxfedctl service get` per backend, L1's flows and new flows as its answers.
+        def l1_in_service_get() -> bool:
+            for s in bed.node("a").vxfedctl("service", "get")["services"]:
+                for b in s.get("backends", []):
+                    if b["address"] == addr["L1"] and b.get("flows_known"):
+                        return (int(b.get("new_flows", 0)), int(b.get("flows", 0))) == per_backend["L1"]
+            return False
+        t.wait_until(l1_in_service_get, 10, "vxfedctl service get: L1's flows as the forwarder counted", bed.check)
+        t.log("vxfedctl service get on A:\n" + bed.node("a").vxfedd.ctl("service", "get").stdout)
 
         # 3. The 100 Hz stream; then L1, the last local backend, deleted.
         ns_c = pods["C"][0]
