@@ -298,13 +298,32 @@ class ConntrackTable {
   // Inline for what a stream's packets mostly are (a UDP/ICMP/other flow whose state this
   // packet does not change: its time only); TCP and state changes go out of line.
   void track(const ConntrackHit& hit, std::uint8_t tcp_flags, std::uint64_t now) {
-    ConntrackEntry& e = *hit.entry;
-    if (e.original.protocol != kTcp &&
-        (hit.direction == FlowDirection::Original ? e.state != ConnState::Replied : e.state != ConnState::Unreplied)) {
-      e.last_seen = now;
+    if (time_only(hit)) {
+      hit.entry->last_seen = now;
       return;
     }
     track_slow(hit, tcp_flags, now);
+  }
+  // The same, the TCP flags read by `tcp_flags()` only when the entry needs them (a TCP flow,
+  // or a change of state): a burst loop's UDP packet does not read its L4 header's flags byte.
+  template <class TcpFlags>
+  [[gnu::always_inline]] void track_lazy(const ConntrackHit& hit, TcpFlags tcp_flags, std::uint64_t now) {
+    if (time_only(hit)) {
+      hit.entry->last_seen = now;
+      return;
+    }
+    track_slow(hit, tcp_flags(), now);
+  }
+  // Whether a packet of `hit` changes its entry's time only: a UDP, ICMP or other flow whose
+  // state this direction does not change (the original direction of a flow not Replied, a
+  // reply to one not Unreplied). TCP's states are none of these (advance_state() keeps them
+  // apart), so one test of the state against the direction's set tells it, protocol unread.
+  static bool time_only(const ConntrackHit& hit) {
+    constexpr auto bit = [](ConnState s) { return 1u << static_cast<unsigned>(s); };
+    constexpr unsigned kOriginal = bit(ConnState::Unreplied) | bit(ConnState::Stream);
+    constexpr unsigned kReply = bit(ConnState::Replied) | bit(ConnState::Stream);
+    const unsigned set = hit.direction == FlowDirection::Original ? kOriginal : kReply;
+    return (set >> static_cast<unsigned>(hit.entry->state)) & 1u;
   }
 
   // The flow an ICMP error (destination unreachable, time exceeded, parameter problem) is

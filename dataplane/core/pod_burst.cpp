@@ -505,19 +505,6 @@ template <bool kPolicy, bool kVip = false>
     hash[i] = flow_hash_words(addresses, proto_ports);
     if (a24) rte_prefetch0(a24 + (from_be32(d) >> 8));
   }
-  if constexpr (kPolicy) {
-    // The lookups after the loop that prefetched their buckets, so that the burst's misses
-    // overlap; a flow not known leaves the fast set (decided alone in the last pass).
-    for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
-      const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
-      const rte_mbuf* m = pkts[i];
-      const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
-      const KnownFlowCheck::Verdict v = pp->known.check<false>(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p),
-                                                               p, rte_pktmbuf_data_len(m), key_hash[i]);
-      fast &= ~(static_cast<std::uint64_t>(v == KnownFlowCheck::Unknown) << i);
-      asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
-    }
-  }
   if constexpr (kVip) {
     // The lookups after the loop that prefetched their buckets; a packet of the flow before
     // takes its entry (a stream's burst is one lookup). The destination and the flow hash are
@@ -559,6 +546,19 @@ template <bool kPolicy, bool kVip = false>
   if (fast) last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
   for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+    if constexpr (kPolicy) {
+      // The lookup, a loop after the one that prefetched its bucket (so that the burst's misses
+      // overlap); a flow not known leaves the fast set (decided alone in the last pass).
+      const rte_mbuf* m = pkts[i];
+      const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+      const KnownFlowCheck::Verdict v = pp->known.check<false>(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p),
+                                                               p, rte_pktmbuf_data_len(m), key_hash[i]);
+      if (v == KnownFlowCheck::Unknown) [[unlikely]] {
+        fast &= ~(std::uint64_t{1} << i);
+        continue;
+      }
+      asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
+    }
     if (dst[i] != last_dst) {  // a shared prefix resolves per destination, so key on it
       last_dst = dst[i];
       last = Destination{};

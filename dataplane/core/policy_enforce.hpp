@@ -95,31 +95,45 @@ class KnownFlowCheck {
       : table_(table),
         now_(flows.now),
         keys_(vni | kPolicyZone),
-        generation_(policy.generation & 0x3fffffffu),
-        local_unknown_(flows.hand_over != nullptr ? kLocalBit : 0u) {}
+        expect_((policy.generation & 0x3fffffffu) << 2),
+        local_unknown_(flows.hand_over != nullptr ? kLocalBit : 0u),
+        original_mask_(~(kAskBit | kLocalBit) | local_unknown_) {}
 
   // addresses, proto_ports: flow_hash_words' two words (pod_fast_hash_addresses,
   // pod_fast_hash_proto_ports); p, first_len: the packet's first segment (its TCP flags).
   // kMemo: test the packet before first (the one-destination pass, where a stream's burst
-  // is one flow; the general pass's packets rarely repeat the one before).
+  // is one flow; the general pass's packets rarely repeat the one before), then take the key
+  // hash; without: `hash` is key_hash() of the words, taken by the caller (with its prefetch).
   template <bool kMemo>
   [[gnu::always_inline]] Verdict check(std::uint64_t addresses, std::uint64_t proto_ports, const std::uint8_t* p,
                                        std::uint32_t first_len, std::uint32_t hash = 0) {
-    const auto protocol = static_cast<std::uint8_t>(proto_ports);
     constexpr std::uint32_t kTcpFlagsAt = 14 + 20 + 13;  // the fast path's packets have no IP options
-    const std::uint8_t tcp_flags = protocol == 6 && first_len > kTcpFlagsAt ? p[kTcpFlagsAt] : 0;
+    const auto tcp_flags = [&] {
+      return static_cast<std::uint8_t>(proto_ports) == 6 && first_len > kTcpFlagsAt ? p[kTcpFlagsAt] : std::uint8_t{0};
+    };
     // Addresses; protocol and ports (40 bits) with the TCP flags above them. Bit 63 is never
     // set, so the first packet never matches the memo.
-    const std::uint64_t rest = proto_ports | std::uint64_t{tcp_flags} << 40;
-    if (kMemo && ((addresses ^ memo_addresses_) | (rest ^ memo_rest_)) == 0) return memo_;
-    const ConntrackHit hit = table_->find(keys_.key(addresses, proto_ports), hash ? hash : key_hash(addresses, proto_ports), now_);
+    [[maybe_unused]] std::uint64_t rest = 0;
+    if constexpr (kMemo) {
+      rest = proto_ports | std::uint64_t{tcp_flags()} << 40;
+      if (((addresses ^ memo_addresses_) | (rest ^ memo_rest_)) == 0) return memo_;
+      hash = key_hash(addresses, proto_ports);
+    }
+    const ConntrackHit hit = table_->find(keys_.key(addresses, proto_ports), hash, now_);
     if (!hit) return Unknown;
     const std::uint32_t word = hit.entry->policy;
-    const bool original = hit.direction == FlowDirection::Original;
-    if ((original & ((word >> 2) != generation_)) | ((word & local_unknown_) != 0)) return Unknown;
-    table_->track(hit, tcp_flags, now_);
-    const Verdict v = original && (word & kAskBit) ? Asks : Applied;
-    if (kMemo) {
+    Verdict v = Applied;
+    // Most known flows: decided under this generation, egress applied, not between two local
+    // pods: Applied whichever the direction, on one compare.
+    if (word != expect_) [[unlikely]] {
+      const bool original = hit.direction == FlowDirection::Original;
+      // Original: decided under this generation, and not a local-to-local flow while workers
+      // hand over; a reply: the latter only (the A bit is not tested).
+      if ((word ^ expect_) & (original ? original_mask_ : local_unknown_)) return Unknown;
+      if (original && (word & kAskBit)) v = Asks;
+    }
+    table_->track_lazy(hit, tcp_flags, now_);
+    if constexpr (kMemo) {
       memo_ = v;
       memo_addresses_ = addresses;
       memo_rest_ = rest;
@@ -131,8 +145,9 @@ class KnownFlowCheck {
   ConntrackTable* table_;
   std::uint64_t now_;
   FlowKeysOf keys_;  // the network's VNI, in the policy zone
-  std::uint32_t generation_;
+  std::uint32_t expect_;         // the policy word of a flow decided under this generation (A and local clear)
   std::uint32_t local_unknown_;  // kLocalBit while workers hand over (such a flow is decided again), else 0
+  std::uint32_t original_mask_;  // the bits of the policy word an original-direction packet tests
   Verdict memo_ = Unknown;
   std::uint64_t memo_addresses_ = 0, memo_rest_ = 1ull << 63;
 };
@@ -173,11 +188,11 @@ class KnownDeliveryCheck {
     std::memcpy(&ports, frame + kL4, 4);
     const std::uint64_t proto_ports = protocol | std::uint64_t{ports} << 8;
     const FlowKeysOf keys(vni | kPolicyZone);
-    const std::uint8_t tcp_flags = protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : 0;
     const ConntrackHit hit = table_->find(keys.key(addresses, proto_ports), keys.hash(addresses, proto_ports), now_);
     if (!hit) return false;
     if (hit.direction == FlowDirection::Original && !decided_under(policy, hit.entry->policy)) return false;
-    table_->track(hit, tcp_flags, now_);
+    table_->track_lazy(
+        hit, [&] { return protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : std::uint8_t{0}; }, now_);
     return true;
   }
 
