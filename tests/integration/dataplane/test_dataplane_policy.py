@@ -23,7 +23,8 @@ which hand them to the owner of the local pod):
      its next echo comes back; replaced by one whose egress no longer allows it (Delta): its
      next echo gets no answer, a new connection is refused;
      the policy removed (Delta): everything passes again;
-  5. the workers' policy counters (WorkerStats.policy_*) account for the decisions;
+  5. the workers' policy counters (WorkerStats.policy_*) account for the decisions, and the
+     refusals per local pod (Counters.policy_drops) for each refused reason, all at pod A;
 and `vxfed-dpctl dump` summarises the policy (local and remote tables, endpoints mapped, bytes).
 """
 
@@ -40,6 +41,9 @@ EGRESS_ISOLATED = 300  # allowed in by pod A, but its own egress (checked here w
 FORGED = 500           # allowed in by pod A, but an identity of cluster c: node B (cluster b) cannot claim it
 A_BIT = 0x80000        # the mark bit Linux's vxlan driver sends as the GBP A bit
 MARK_RULE = "FORWARD -o vxlan0 -j MARK --set-mark {mark}"
+# Counters.policy_drops' fields and the drop reason each is a part of.
+POD_DROPS = {"denied_egress": "policy_denied_egress", "denied_ingress": "policy_denied_ingress",
+             "denied_remote_egress": "policy_denied_remote_egress", "forged_identity": "policy_forged_identity"}
 
 SERVER = r"""
 import socket, sys, threading
@@ -277,6 +281,16 @@ def run_bed(queues: int) -> None:
         assert total["denied"] == sum(v for k, v in drops.items()
                                       if k.startswith("policy_denied") or k == "policy_forged_identity"), (total, drops)
         assert drops["policy_conntrack_full"] == 0, drops
+        # Per local pod (docs/policy.md, "Drops per policy"): every refusal counted for the pod it
+        # was decided for, pod A's port, in its reason; pod C (selected by nothing; A -> C was
+        # refused by A's egress) none.
+        per_pod = {e["endpoint_id"]: {k: int(e.get(k, 0)) for k in POD_DROPS} for e in counters.get("policy_drops", [])}
+        t.log(f"policy drops per pod: {per_pod}")
+        assert set(per_pod) >= {"podA/eth0", "podC/eth0"}, per_pod
+        assert all(v == 0 for v in per_pod["podC/eth0"].values()), per_pod
+        for field, reason in POD_DROPS.items():
+            assert per_pod["podA/eth0"][field] > 0, (field, per_pod)
+            assert sum(p[field] for p in per_pod.values()) == drops[reason], (field, per_pod, drops)
         if queues > 1:
             handed = sum(int(w.get("service_handed_over", 0)) for w in workers)
             t.log(f"packets handed to the owner worker: {handed}")
