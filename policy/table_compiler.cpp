@@ -96,6 +96,19 @@ std::vector<const Policy*> PolicyCompiler::policies_of(const NamespaceKey& ns) c
   return out;
 }
 
+std::vector<std::string> PolicyCompiler::isolating(std::size_t local, Direction direction) const {
+  std::vector<std::string> out;
+  if (local >= locals_.size()) return out;
+  const Identity& id = locals_[local].identity;
+  for (const Policy* p : policies_of({id.cluster, id.namespace_name})) {
+    if (!(direction == Direction::Ingress ? p->ingress_type : p->egress_type)) continue;
+    if (selects(*p, id, network_, resolve_) == Selection::No) continue;
+    out.push_back(p->namespace_name + "/" + p->name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 const Identity* PolicyCompiler::peer_identity(std::uint16_t number) const {
   static const NumberedIdentity unlabelled = unlabelled_peer();
   if (number == kPeerUnlabelled) return &unlabelled.identity;

@@ -71,6 +71,10 @@ class PolicyCompiler {
 
   const PolicyTables& tables() const { return tables_; }
   const std::vector<LocalIdentity>& locals() const { return locals_; }
+  // The policies that isolate local identity `local` (a LocalIndex) in `direction`: those that
+  // select it (or may: an unlabelled pod) and have that type, as "namespace/name", sorted. A
+  // flow its table refuses is refused for each of them (docs/policy.md, "Drops per policy").
+  std::vector<std::string> isolating(std::size_t local, Direction direction) const;
 
  private:
   using PolicyKey = std::string;  // cluster, namespace, name joined by '\n' (none of them may hold one)

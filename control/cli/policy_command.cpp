@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "control/cli/input_file.hpp"
+#include "control/cli/policy_drops_text.hpp"
 #include "control/cli/table_printer.hpp"
 
 namespace vxfed::control {
@@ -158,6 +159,17 @@ int run_get(const PolicyCommandContext& c) {
   return 0;
 }
 
+int run_drops(const PolicyCommandContext& c) {
+  v1::ControlRequest req;
+  req.mutable_policy_drops();
+  v1::ControlResponse res;
+  int exit = 0;
+  if (!c.call(req, res, exit)) return exit;
+  if (*c.json) std::cout << c.to_json(res.policy_drops()).dump(2) << "\n";
+  else std::cout << format_policy_drops(res.policy_drops());
+  return 0;
+}
+
 }  // namespace
 
 void add_policy_command(CLI::App& app, PolicyCommandContext context) {
@@ -186,6 +198,9 @@ void add_policy_command(CLI::App& app, PolicyCommandContext context) {
 
   policy->add_subcommand("get", "policies, namespaces and pods with labels and identity numbers, of every cluster")
       ->callback([c] { *c->result = *c->check ? c->check_only("policy get") : run_get(*c); });
+  policy->add_subcommand("drops", "new flows the forwarder refused on this node, per policy and reason, per pod, and its "
+                                  "policy totals (docs/policy.md, \"Drops per policy\")")
+      ->callback([c] { *c->result = *c->check ? c->check_only("policy drops") : run_drops(*c); });
 }
 
 }  // namespace vxfed::control

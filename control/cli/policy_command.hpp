@@ -1,6 +1,7 @@
-// vxfedctl policy apply | delete | get: network policy in the federation store, through vxfedd
-// (docs/policy.md, "Applying policy"). vxfedctl only reads the file and sends its text; vxfedd
-// parses it (policy/), so what is accepted is decided in one place, for this node's cluster.
+// vxfedctl policy apply | delete | get | drops: network policy in the federation store, through
+// vxfedd (docs/policy.md, "Applying policy"), and the refusals per policy on this node ("Drops
+// per policy"). vxfedctl only reads the file and sends its text; vxfedd parses it (policy/), so
+// what is accepted is decided in one place, for this node's cluster.
 #pragma once
 
 #include <functional>

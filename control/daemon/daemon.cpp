@@ -23,6 +23,7 @@
 #include "control/node/node_state.hpp"
 #include "control/metrics/tcp_counters.hpp"
 #include "control/policy/policy_api.hpp"
+#include "control/policy/policy_drops.hpp"
 #include "control/policy/policy_follower.hpp"
 #include "control/policy/policy_metrics.hpp"
 #include "control/services/service_api.hpp"
@@ -51,6 +52,21 @@ struct Daemon::Impl {
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<PolicyApi> policy;            // null without the federation store
   std::unique_ptr<PolicyFollower> policy_follower;  // likewise: v1/policy/ compiled for this node's pods
+  // The forwarder's refusals per pod, attributed to policies at each counters poll
+  // (docs/policy.md, "Drops per policy"); with policy_follower only.
+  // Mutable: the metrics page (a const render) brings it up to date with the last poll first.
+  mutable PolicyDropLedger policy_drops;
+  mutable std::chrono::steady_clock::time_point policy_drops_counters_{};  // the counters it last took
+  void update_policy_drops() const {
+    if (!policy_follower || dataplane->counters_time() == policy_drops_counters_) return;
+    policy_drops_counters_ = dataplane->counters_time();
+    policy_drops.update(policy_follower->view(), dataplane->counters());
+  }
+  v1::PolicyDropsReport policy_drop_report() const {
+    update_policy_drops();
+    const bool have = dataplane->counters_time().time_since_epoch().count() != 0;
+    return policy_drops.report(policy_follower->view(), have ? &dataplane->counters() : nullptr);
+  }
   std::unique_ptr<ServiceApi> services;         // null without the federation store or services.range
   // vxfedd's service compiler (docs/services.md, "Serving a VIP"): the store's services followed
   // and compiled into the dataplane's Service entries; null like `services`.
@@ -323,7 +339,9 @@ struct Daemon::Impl {
       in.bgp = std::move(figures);
     }
     auto text = render_metrics(in);
-    if (policy_follower) text += render_policy_metrics(*policy_follower, policy->exhausted_refusals());
+    if (policy_follower)
+      text += render_policy_metrics(*policy_follower, policy->exhausted_refusals()) +
+              render_policy_drop_metrics(policy_drop_report());
     return text;
   }
 
@@ -494,6 +512,17 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   view.counters = [&d] { return d.dataplane->counters(); };
   view.policy = [&d](const v1::ControlRequest& request, std::function<void(v1::ControlResponse)> reply) {
     if (!PolicyApi::handles(request)) return false;
+    if (request.op_case() == v1::ControlRequest::kPolicyDrops) {  // this node's, from the io thread's state
+      if (!d.policy_follower) {
+        reply(PolicyApi::without_store(request));
+        return true;
+      }
+      v1::ControlResponse response;
+      response.set_request_id(request.request_id());
+      *response.mutable_policy_drops() = d.policy_drop_report();
+      reply(std::move(response));
+      return true;
+    }
     if (d.policy) d.policy->handle(request, std::move(reply));
     else reply(PolicyApi::without_store(request));
     return true;
@@ -525,6 +554,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
   d.dataplane->set_listener([&d] {
     d.handler->progress();
     d.follow_dataplane_gbp();
+    d.update_policy_drops();  // a new counters poll: its drops attributed with the policies of now
   });
 
   ApiServer::Options api_options;

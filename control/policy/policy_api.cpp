@@ -16,7 +16,8 @@ bool PolicyApi::handles(const v1::ControlRequest& request) {
   switch (request.op_case()) {
     case v1::ControlRequest::kPolicyApply:
     case v1::ControlRequest::kPolicyDelete:
-    case v1::ControlRequest::kPolicyGet: return true;
+    case v1::ControlRequest::kPolicyGet:
+    case v1::ControlRequest::kPolicyDrops: return true;  // answered by vxfedd itself (daemon.cpp)
     default: return false;
   }
 }

@@ -38,10 +38,22 @@ PolicyView view_of(const PolicyFeed& feed, const PolicyPublisher& publisher, con
         l.egress_isolated = t.local_egress[i].isolated;
         l.egress_peers = t.local_egress[i].peers.size();
       }
+      l.ingress_policies = compiler->isolating(i, pol::Direction::Ingress);
+      l.egress_policies = compiler->isolating(i, pol::Direction::Egress);
       n.locals.push_back(std::move(l));
     }
   }
-  for (const auto& pod : pods) v.numbers[{pod.namespace_name, pod.name}] = feed.number_of(pod);
+  for (const auto& pod : pods) {
+    v.numbers[{pod.namespace_name, pod.name}] = feed.number_of(pod);
+    if (pod.endpoint_id.empty()) continue;
+    PolicyView::Pod& p = v.pods_by_endpoint[pod.endpoint_id];
+    p.network = pod.network;
+    p.namespace_name = pod.namespace_name;
+    p.name = pod.name;
+    const auto c = feed.compilers().find(pod.network);
+    if (c != feed.compilers().end())
+      if (auto local = local_index_of(feed, *c->second, pod)) p.local = *local;
+  }
   v.published = publisher.published();
   v.publication = publisher.stats();
   return v;

@@ -43,6 +43,14 @@ struct PolicyView {
     std::string namespace_name;
     bool ingress_isolated = false, egress_isolated = false;
     std::size_t ingress_peers = 0, egress_peers = 0;
+    // The policies isolating it ("namespace/name", PolicyCompiler::isolating): those a refusal
+    // by its table counts for (docs/policy.md, "Drops per policy").
+    std::vector<std::string> ingress_policies, egress_policies;
+  };
+  // A pod of the compile by its endpoint: where the forwarder's per-pod drops belong.
+  struct Pod {
+    std::string network, namespace_name, name;
+    std::optional<std::size_t> local;  // its LocalIndex in networks[network].locals
   };
   struct Network {
     std::size_t table_bytes = 0;
@@ -54,6 +62,7 @@ struct PolicyView {
   std::map<std::string, Network> networks;  // one per compiler
   // The identity number of each pod given with the compile, (namespace, name) -> number.
   std::map<std::pair<std::string, std::string>, std::uint16_t> numbers;
+  std::map<std::string, Pod> pods_by_endpoint;  // by dp::Endpoint.id
   std::map<std::string, PolicyPublisher::Published> published;  // by network
   PolicyPublisher::Stats publication;                          // latency: the worker's io side fills it in
 

@@ -488,6 +488,30 @@ TEST_F(HandWritten, IngressBySourceIdentityAcrossClustersAndByAddress) {
   EXPECT_EQ(decide_egress_at_source(t, 0, ip("8.8.8.8"), kUdp, 53), EgressAtSource::Allow);
 }
 
+// Drops per policy (docs/policy.md): the policies that isolate each local identity, per
+// direction; an unlabelled pod is isolated by those that may select it, as compile() has it.
+TEST_F(HandWritten, IsolatingPoliciesPerLocalIdentityAndDirection) {
+  compile_with(policy("db", "  podSelector: {matchLabels: {app: db}}\n  ingress: []\n") +
+                   policy("all-in", "  podSelector: {}\n  policyTypes: [Ingress]\n") +
+                   policy("web-out", "  podSelector: {matchLabels: {app: web}}\n  policyTypes: [Egress]\n") +
+                   policy("dev-all", "  podSelector: {}\n  policyTypes: [Ingress, Egress]\n", "dev"),
+               {{300, ids[0].identity}, {301, ids[1].identity},
+                {kPeerUnlabelled, Identity::make_unlabelled("a", "prod")}});
+  using V = std::vector<std::string>;
+  EXPECT_EQ(compiler.isolating(0, Direction::Ingress), (V{"prod/all-in"}));
+  EXPECT_EQ(compiler.isolating(0, Direction::Egress), (V{"prod/web-out"}));
+  EXPECT_EQ(compiler.isolating(1, Direction::Ingress), (V{"prod/all-in", "prod/db"}));
+  EXPECT_EQ(compiler.isolating(1, Direction::Egress), V{});
+  EXPECT_EQ(compiler.isolating(2, Direction::Ingress), (V{"prod/all-in", "prod/db"})) << "unlabelled: Maybe isolates";
+  EXPECT_EQ(compiler.isolating(2, Direction::Egress), (V{"prod/web-out"}));
+  EXPECT_EQ(compiler.isolating(3, Direction::Ingress), V{}) << "no such local identity";
+  // Each isolation the tables have is explained by some policy, and the other way round.
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(compiler.tables().local_ingress[i].isolated, !compiler.isolating(i, Direction::Ingress).empty()) << i;
+    EXPECT_EQ(compiler.tables().local_egress[i].isolated, !compiler.isolating(i, Direction::Egress).empty()) << i;
+  }
+}
+
 TEST_F(HandWritten, EgressSplitBetweenSourceAndDestination) {
   compile_with(policy("web-out", "  podSelector: {matchLabels: {app: web}}\n  policyTypes: [Egress]\n  egress:\n"
                                  "  - to: [{podSelector: {matchLabels: {app: db}}}]\n    ports: [{port: 5432}]\n"
