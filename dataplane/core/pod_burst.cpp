@@ -602,8 +602,9 @@ template <bool kPolicy, bool kVip = false>
       std::uint8_t* l4 = ip + sizeof(Ipv4Header);
       const std::uint8_t protocol = ip[9];
       constexpr unsigned kTcpFlags = 13;
-      vp->table->track(ConntrackHit{entry[i], FlowDirection::Original}, protocol == kIpProtoTcp ? l4[kTcpFlags] : 0,
-                       vp->now);
+      vp->table->track_lazy(
+          ConntrackHit{entry[i], FlowDirection::Original},
+          [&] { return protocol == kIpProtoTcp ? l4[kTcpFlags] : std::uint8_t{0}; }, vp->now);
       const NatTarget to = entry[i]->nat();
       service_nat_detail::rewrite(m, ip, l4, protocol, 16, 2, to.ip_be, to.port_be);
     }
