@@ -363,9 +363,9 @@ int worker_main(void* arg) {
     // part of the table per loop, never a pause; the worker neither naps nor blocks meanwhile.
     bool censusing = false;
     if (w.census.state.load(std::memory_order_acquire) == FlowCensus::kRequested) [[unlikely]] {
-      if (w.conntrack)
+      if (w.conntrack && w.conntrack->size() != 0)
         census_step(w.census, *w.conntrack, loop_start, kCensusEntriesPerLoop);
-      else
+      else  // nothing tracked: nothing to walk
         w.census.state.store(FlowCensus::kDone, std::memory_order_release);
       censusing = true;
     }

@@ -178,6 +178,25 @@ def run_bed(queues: int) -> None:
             assert set(per_queue) == set(range(queues)) and min(per_queue.values()) > 0, per_queue
         check_service_counters(f.counters(), queues, udp_flows=len(udp), tcp_flows=len(tcp) + 12,
                                repicked_at_least=sum(1 for v in udp.values() if v == "C"))
+        check_backend_counters(f, len(moved))
+
+
+def check_backend_counters(f, udp_flows: int) -> None:
+    """GetServiceCounters (vxfed-dpctl services): the new flows per backend add up to the
+    workers' new service flows (both are counted where a backend is picked); every worker's
+    census finished, and it finds the UDP flows (30 s) all on pod B now; pod C and the extra
+    backend are out of the entry, C with the flows it was given."""
+    report = f.call("services", "--json")["service_counters"]
+    workers_new = sum(int(w.get("service_new_flows", 0)) for w in f.counters().get("workers", []))
+    [svc] = report["services"]
+    backends = {b["ip"]: b for b in svc["backends"]}
+    t.log("per backend: " + ", ".join(f"{ip} new {b.get('new_flows', 0)} live {b.get('flows', 0)} "
+                                       f"in entry {b.get('in_entry', False)}" for ip, b in backends.items()))
+    assert report.get("flows_counted") and not report.get("flows_truncated"), report
+    assert sum(int(b.get("new_flows", 0)) for b in backends.values()) == workers_new == int(svc["new_flows"]), report
+    assert backends[d.POD_B].get("in_entry") and int(backends[d.POD_B].get("flows", 0)) >= udp_flows, report
+    assert not backends[d.POD_C].get("in_entry") and int(backends[d.POD_C].get("new_flows", 0)) > 0, report
+    assert not backends.get(EXTRA_BACKEND, {}).get("in_entry"), report
 
 
 def check_service_counters(counters: dict, queues: int, udp_flows: int, tcp_flows: int,
