@@ -505,13 +505,48 @@ template <bool kPolicy, bool kVip = false>
     hash[i] = flow_hash_words(addresses, proto_ports);
     if (a24) rte_prefetch0(a24 + (from_be32(d) >> 8));
   }
-  if constexpr (kVip) {
-    // The lookups after the loop that prefetched their buckets; a packet of the flow before
-    // takes its entry (a stream's burst is one lookup). The destination and the flow hash are
-    // the translated tuple's, as the route pass would read them after translate_pod_burst.
-    ConntrackEntry* memo = nullptr;
-    std::uint64_t memo_addresses = 0, memo_proto_ports = 1ull << 63;  // bit 63 never set: no first match
-    for (std::uint16_t i = 0; i < n; ++i) {
+  // With VIPs: the memo of the route loop's lookups (a packet of the flow before takes its
+  // entry: a stream's burst is one lookup). Bit 63 is never set: no first match.
+  [[maybe_unused]] ConntrackEntry* memo = nullptr;
+  [[maybe_unused]] std::uint64_t memo_addresses = 0, memo_proto_ports = 1ull << 63;
+  if constexpr (kVip) fast = n == 64 ? ~0ull : (1ull << n) - 1;
+  // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
+  // the destination of the one before it takes that one's answer, without a lookup. The LPM
+  // entry holds the prefix's answer (FoldedAnswer): for a route to one VTEP, that VTEP
+  // (no group or slot read); otherwise the group, whose slot the flow hash picks. So lookup,
+  // resolve and the VTEP's pick are one pass; the VTEP's entry is prefetched for the last pass.
+  const VtepEntry* vtep[kMaxBurst];
+  const EndpointEntry* local[kMaxBurst];
+  Destination last{};
+  const VtepEntry* last_vtep = nullptr;  // set when the answer named the VTEP itself
+  std::uint32_t last_dst = 0;
+  if constexpr (kPolicy || kVip) {
+    // The first packet of the fast set may leave it below (a flow not known), so not the
+    // complement of its destination: no packet of the set goes to the gateway (the pod checks;
+    // a VIP flow's backend that is the gateway gives the burst back).
+    last_dst = k.gateway_ip_be;
+  } else if (fast) {
+    last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
+  }
+  for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
+    const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+    if constexpr (kPolicy) {
+      // The lookup, a loop after the one that prefetched its bucket (so that the burst's misses
+      // overlap); a flow not known leaves the fast set (decided alone in the last pass).
+      const rte_mbuf* m = pkts[i];
+      const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+      const KnownFlowCheck::Verdict v = pp->known.check<false>(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p),
+                                                               p, rte_pktmbuf_data_len(m), key_hash[i]);
+      if (v == KnownFlowCheck::Unknown) [[unlikely]] {
+        fast &= ~(std::uint64_t{1} << i);
+        continue;
+      }
+      asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
+    }
+    if constexpr (kVip) {
+      // The lookup, a loop after the one that prefetched its bucket. The destination and the
+      // flow hash are the translated tuple's, as the route pass would read them after
+      // translate_pod_burst. Nothing has changed the burst yet: any doubt gives it back.
       const auto* p = rte_pktmbuf_mtod(pkts[i], const std::uint8_t*);
       const std::uint64_t addresses = pod_fast_hash_addresses(p), proto_ports = pod_fast_hash_proto_ports(p);
       if (((addresses ^ memo_addresses) | (proto_ports ^ memo_proto_ports)) != 0) {
@@ -529,35 +564,6 @@ template <bool kPolicy, bool kVip = false>
       dst[i] = to.ip_be;
       hash[i] = flow_hash_words((addresses & 0xffffffffull) | std::uint64_t{to.ip_be} << 32,
                                 (proto_ports & ~(0xffffull << 24)) | std::uint64_t{to.port_be} << 24);
-      if (a24) rte_prefetch0(a24 + (from_be32(to.ip_be) >> 8));
-    }
-    fast = n == 64 ? ~0ull : (1ull << n) - 1;
-  }
-  // A pod's burst mostly goes to few destinations (a training job's peers): a packet with
-  // the destination of the one before it takes that one's answer, without a lookup. The LPM
-  // entry holds the prefix's answer (FoldedAnswer): for a route to one VTEP, that VTEP
-  // (no group or slot read); otherwise the group, whose slot the flow hash picks. So lookup,
-  // resolve and the VTEP's pick are one pass; the VTEP's entry is prefetched for the last pass.
-  const VtepEntry* vtep[kMaxBurst];
-  const EndpointEntry* local[kMaxBurst];
-  Destination last{};
-  const VtepEntry* last_vtep = nullptr;  // set when the answer named the VTEP itself
-  std::uint32_t last_dst = 0;
-  if (fast) last_dst = ~dst[__builtin_ctzll(fast)];  // no match for the first packet
-  for (std::uint64_t bits = fast; bits; bits &= bits - 1) {
-    const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
-    if constexpr (kPolicy) {
-      // The lookup, a loop after the one that prefetched its bucket (so that the burst's misses
-      // overlap); a flow not known leaves the fast set (decided alone in the last pass).
-      const rte_mbuf* m = pkts[i];
-      const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
-      const KnownFlowCheck::Verdict v = pp->known.check<false>(pod_fast_hash_addresses(p), pod_fast_hash_proto_ports(p),
-                                                               p, rte_pktmbuf_data_len(m), key_hash[i]);
-      if (v == KnownFlowCheck::Unknown) [[unlikely]] {
-        fast &= ~(std::uint64_t{1} << i);
-        continue;
-      }
-      asks |= static_cast<std::uint64_t>(v == KnownFlowCheck::Asks) << i;
     }
     if (dst[i] != last_dst) {  // a shared prefix resolves per destination, so key on it
       last_dst = dst[i];
