@@ -4,6 +4,7 @@
 
 #include <grp.h>
 
+#include <deque>
 #include <set>
 #include <utility>
 
@@ -52,18 +53,31 @@ struct Daemon::Impl {
   std::unique_ptr<FederationLink> federation;   // null: vxfedd alone (no federation section)
   std::unique_ptr<PolicyApi> policy;            // null without the federation store
   std::unique_ptr<PolicyFollower> policy_follower;  // likewise: v1/policy/ compiled for this node's pods
-  // The forwarder's refusals per pod, attributed to policies at each counters poll
-  // (docs/policy.md, "Drops per policy"); with policy_follower only.
-  // Mutable: the metrics page (a const render) brings it up to date with the last poll first.
-  mutable PolicyDropLedger policy_drops;
-  mutable std::chrono::steady_clock::time_point policy_drops_counters_{};  // the counters it last took
-  void update_policy_drops() const {
-    if (!policy_follower || dataplane->counters_time() == policy_drops_counters_) return;
-    policy_drops_counters_ = dataplane->counters_time();
+  // The forwarder's refusals per pod, attributed to policies with each counters answer
+  // (docs/policy.md, "Drops per policy"); with policy_follower only. Before new policy entries
+  // go to the forwarder, its counters are asked for first (answered before the Delta is
+  // applied): that answer's moves are the view's before the change, kept here until it comes.
+  PolicyDropLedger policy_drops;
+  std::deque<std::pair<std::uint64_t, PolicyView>> policy_drops_before_;  // (poll number, view)
+  void flush_policy_drops() {
+    if (!policy_follower) return;
+    const std::uint64_t poll = dataplane->poll_counters_now();
+    if (poll == 0) return;  // no forwarder: nothing counted meanwhile
+    if (policy_drops_before_.size() >= 16) policy_drops_before_.pop_front();  // answers lost with a connection
+    policy_drops_before_.emplace_back(poll, policy_follower->view());
+  }
+  void take_policy_drops(std::uint64_t poll) {
+    if (!policy_follower) return;
+    while (poll != 0 && !policy_drops_before_.empty() && policy_drops_before_.front().first < poll)
+      policy_drops_before_.pop_front();
+    if (poll != 0 && !policy_drops_before_.empty() && policy_drops_before_.front().first == poll) {
+      policy_drops.update(policy_drops_before_.front().second, dataplane->counters());
+      policy_drops_before_.pop_front();
+      return;
+    }
     policy_drops.update(policy_follower->view(), dataplane->counters());
   }
   v1::PolicyDropsReport policy_drop_report() const {
-    update_policy_drops();
     const bool have = dataplane->counters_time().time_since_epoch().count() != 0;
     return policy_drops.report(policy_follower->view(), have ? &dataplane->counters() : nullptr);
   }
@@ -461,7 +475,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     };
     // Each network's compiled tables go to the forwarder (docs/policy.md, "Publishing to the forwarder").
     auto publish = [&d](const std::vector<dp::NetworkPolicy>& upserts, const std::vector<std::uint32_t>& removals,
-                        bool complete) { d.state->set_policies(upserts, removals, complete); };
+                        bool complete) {
+      d.flush_policy_drops();  // the drops until this change are counted with the policies before it
+      d.state->set_policies(upserts, removals, complete);
+    };
     auto follower = PolicyFollower::create(d.io, d.config, d.log, [&d] { return local_pods(d.state->list_endpoints()); },
                                            identities, publish);
     if (!follower) return make_error(follower.error());
@@ -551,10 +568,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, DaemonOptions opti
     return true;
   };
   d.handler = std::make_unique<ApiHandler>(*d.state, view);
+  d.dataplane->set_counters_listener([&d](std::uint64_t poll) { d.take_policy_drops(poll); });
   d.dataplane->set_listener([&d] {
     d.handler->progress();
     d.follow_dataplane_gbp();
-    d.update_policy_drops();  // a new counters poll: its drops attributed with the policies of now
   });
 
   ApiServer::Options api_options;

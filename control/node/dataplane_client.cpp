@@ -516,6 +516,7 @@ void DataplaneClient::on_response(const dp::DataplaneResponse& response) {
       if (response.ok() && response.has_counters()) {
         counters_ = response.counters();
         counters_time_ = SteadyClock::now();
+        if (counters_listener_) counters_listener_(p.generation);  // the poll_counters_now() number, or 0
       }
       return;
     case Kind::status:
@@ -546,6 +547,14 @@ void DataplaneClient::drop_connection(const std::string& why) {
   carried_.clear();
   schedule_reconnect();
   notify();
+}
+
+std::uint64_t DataplaneClient::poll_counters_now() {
+  if (!conn_ || !ready_) return 0;
+  dp::DataplaneRequest counters;
+  counters.mutable_get_counters();
+  send(counters, Kind::counters, ++counters_polls_now_);
+  return counters_polls_now_;
 }
 
 void DataplaneClient::tick() {

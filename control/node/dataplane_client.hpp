@@ -105,6 +105,13 @@ class DataplaneClient : public TablesSink {
   // Last counters the dataplane reported (empty before the first poll) and when.
   const dp::Counters& counters() const { return counters_; }
   std::chrono::steady_clock::time_point counters_time() const { return counters_time_; }
+  // Asks for the counters now, ahead of any Delta sent after it (the dataplane answers in
+  // order): what they say is the state before that Delta. Returns the request's number (> 0),
+  // which the counters listener is given with its answer; 0 when not connected and ready.
+  std::uint64_t poll_counters_now();
+  // Called with each counters answer as it arrives (counters() is it): the number
+  // poll_counters_now() returned for it, 0 for the periodic polls.
+  void set_counters_listener(std::function<void(std::uint64_t)> listener) { counters_listener_ = std::move(listener); }
   const dp::DataplaneStatus& status() const { return status_; }
   // Last per-service counters the dataplane reported (Options::service_counters; empty before
   // the first answer) and when.
@@ -214,6 +221,8 @@ class DataplaneClient : public TablesSink {
   Stats stats_;
   dp::Counters counters_;
   std::chrono::steady_clock::time_point counters_time_;
+  std::function<void(std::uint64_t)> counters_listener_;
+  std::uint64_t counters_polls_now_ = 0;  // poll_counters_now() requests sent
   dp::DataplaneStatus status_;
   dp::ServiceCountersReport service_counters_;
   std::chrono::steady_clock::time_point service_counters_time_;

@@ -11,7 +11,9 @@
 // identity or a refusal at a pod no policy isolates in that direction (as the view has it when
 // the drop is seen), and drops of an endpoint the view has no pod for.
 //
-// Pure: no I/O, no clock. vxfedd calls update() with each counters poll of the forwarder.
+// Pure: no I/O, no clock. vxfedd calls update() with each counters answer of the forwarder
+// (the periodic polls, and one asked for before each new set of entries goes to it, with the
+// view before the change).
 #pragma once
 
 #include <array>

@@ -9,9 +9,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "control/node/dataplane_client.hpp"
@@ -189,6 +191,8 @@ class FakeDataplane {
             auto* drop = response.mutable_counters()->add_drops();
             drop->set_reason("unknown_vni");
             drop->set_packets(3);
+            response.mutable_counters()->set_deltas_applied(
+                static_cast<std::uint64_t>(std::count(log_.begin(), log_.end(), "delta")));  // the Deltas before it
           }
         }
         if (!vxfed::write_delimited(fd, response, 1000)) break;
@@ -448,6 +452,53 @@ TEST_F(SyncTest, CountersArePolledOnceReady) {
   auto counters = on_io([this] { return client_->counters(); });
   ASSERT_EQ(counters.drops_size(), 1);
   EXPECT_EQ(counters.drops(0).packets(), 3u);
+  fake_->stop();
+}
+
+// poll_counters_now() (docs/policy.md, "Drops per policy"): its answer reaches the listener
+// with its number and says what the dataplane had before the Delta of a change made right
+// after it; the periodic polls come with 0; not connected, there is nothing to ask.
+TEST_F(SyncTest, CountersAskedNowAnswerBeforeTheChangesAfterThem) {
+  client_ = make_client();
+  EXPECT_EQ(on_io([this] { return client_->poll_counters_now(); }), 0u) << "not connected";
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> answers;  // (number, Deltas the fake had applied)
+  on_io([this, &answers] {
+    client_->set_counters_listener(
+        [this, &answers](std::uint64_t n) { answers.emplace_back(n, client_->counters().deltas_applied()); });
+    client_->start();
+    return 0;
+  });
+  fake_->start();
+  ASSERT_TRUE(converged());
+  const auto deltas = [this] {
+    const auto log = fake_->log();
+    return static_cast<std::uint64_t>(std::count(log.begin(), log.end(), "delta"));
+  };
+  const std::uint64_t before = deltas();
+  const std::uint64_t n = on_io([this] {
+    const std::uint64_t asked = client_->poll_counters_now();
+    state_->apply_routes(RouteOrigin::bgp, one_route(1));  // a Delta, sent after the request
+    return asked;
+  });
+  ASSERT_GT(n, 0u);
+  std::optional<std::uint64_t> seen;
+  for (int i = 0; i < 300 && !seen; ++i) {
+    seen = on_io([&] {
+      for (const auto& [number, applied] : answers)
+        if (number == n) return std::optional<std::uint64_t>(applied);
+      return std::optional<std::uint64_t>();
+    });
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(seen) << "no answer to poll_counters_now()";
+  EXPECT_EQ(*seen, before) << "the counters were taken before the change's Delta";
+  ASSERT_TRUE(converged());
+  EXPECT_EQ(deltas(), before + 1);
+  for (int i = 0; i < 300 && on_io([&] { return answers.size(); }) < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(on_io([&] {
+    return std::any_of(answers.begin(), answers.end(), [](const auto& a) { return a.first == 0; });
+  })) << "the periodic polls";
   fake_->stop();
 }
 

@@ -34,7 +34,11 @@ rule on the last node, and from `vxfedctl policy delete` returning to the first 
 again, for three rules: alpha's ingress denied in each cluster (decided on both nodes of that
 cluster), and cluster-a gamma's egress to cluster-b's alpha (decided on cluster-b's nodes). TCP
 probes every 20 ms; per deciding node, the send time from which every probe gives the new
-verdict; each must be under 0.5 s (the issue's bound).
+verdict; each must be under 0.5 s (the issue's bound). After them, `vxfedctl policy drops` on
+every node must show refusals counted for alpha/flip-deny (ingress), on cluster-b's nodes
+refusals by a remote source's egress (gamma's, counted apart: no policy of the local pod), and
+no ingress or egress refusal counted without a policy (each was refused while some policy
+isolated the pod; docs/policy.md "Drops per policy").
 
 VXFED_POLICY_NODES_PER_CLUSTER=3 runs the same on the 2 x 3 bed the issue states its time bound
 for (the pods spread over three nodes per cluster).
@@ -434,6 +438,28 @@ def main() -> None:
                 for node, took in per_node.items():
                     if took is None or took > FLIP_BOUND:
                         failures.append(f"{label} {what} on {node}: {took} s (bound {FLIP_BOUND} s)")
+        # ---- drops per policy (docs/policy.md, "Drops per policy") ----
+        # Each node holding alpha's pods counted the probes flip-deny refused for it
+        # (`vxfedctl policy drops`); cluster-b's nodes also refused gamma's (cluster-a) flows by
+        # their source's egress, which no policy of the local pod explains.
+        results["drops"] = {}
+        for cluster in ("cluster-a", "cluster-b"):
+            for n in bed.cluster_nodes(cluster):
+                report = n.vxfedd.ctl_json("policy", "drops")
+                got = {(c.get("policy", ""), c["direction"], c["reason"]): int(c["packets"])
+                       for c in report.get("policies", [])}
+                results["drops"][n.short] = {f"{k[0] or '(none)'} {k[1]} {k[2]}": v for k, v in got.items()}
+                t.log(f"{n.short}: vxfedctl policy drops: {results['drops'][n.short]}")
+                if not got.get(("alpha/flip-deny", "ingress", "policy_denied_ingress")):
+                    failures.append(f"{n.short}: no drops counted for alpha/flip-deny")
+                if cluster == "cluster-b" and not got.get(("", "egress", "policy_denied_remote_egress")):
+                    failures.append(f"{n.short}: gamma's refusals by its egress not counted")
+                # A pod's own tables refuse only while some policy isolates it: each such refusal
+                # has its policies (the counts until each change are taken before its Delta).
+                for reason in ("policy_denied_ingress", "policy_denied_egress"):
+                    for direction in ("ingress", "egress"):
+                        if got.get(("", direction, reason)):
+                            failures.append(f"{n.short}: {got[('', direction, reason)]} {reason} without a policy")
         results["total_s"] = round(time.monotonic() - t0, 1)
         print("RESULTS " + json.dumps(results), flush=True)
         assert not failures, "the truth table differs: " + "; ".join(failures)
