@@ -439,6 +439,21 @@ constexpr std::uint32_t kPodFastMinFirst = fast_layout::kPodHeadersEnd;
          ((raw16(p + kPodFragment) & to_be16(kIpv4FlagMf | kIpv4OffsetMask)) == 0) &
          ((proto == kIpProtoTcp) | (proto == kIpProtoUdp));
 }
+// An IPv4 header at `ip` (its 20 bytes readable) without options, neither MF nor a fragment
+// offset, of TCP or UDP: what a flow's known packet must be for its ports to sit right after
+// the header and to name the flow (the conntrack fast paths after pod_fast_l4_ok: a
+// decapsulated frame, a packet translate_pod_burst takes from its words). Version and IHL
+// (byte 0) and the fragment field's high byte (byte 6, its low 6 bits MF and the offset's top)
+// with byte 7 in one load, as a little-endian load lays them out; the caller checks that the
+// L4 header it reads is in the segment.
+[[gnu::always_inline]] inline bool ipv4_plain_tcp_udp(const std::uint8_t* ip) {
+  static_assert(std::endian::native == std::endian::little);
+  std::uint64_t head;
+  std::memcpy(&head, ip, 8);
+  constexpr std::uint64_t kMask = 0xffull | 0x3full << 48 | 0xffull << 56, kWant = fast_layout::kIpv4NoOptions;
+  const std::uint8_t protocol = ip[fast_layout::kIpProtocol];
+  return ((head & kMask) == kWant) & ((protocol == kIpProtoTcp) | (protocol == kIpProtoUdp));
+}
 // The two words of flow_hash_words (flow_hash.hpp) of a packet pod_fast_l4_ok accepted.
 inline std::uint64_t pod_fast_hash_addresses(const std::uint8_t* p) {
   using namespace parse_detail;

@@ -32,6 +32,7 @@
 #include "dataplane/core/conntrack.hpp"
 #include "dataplane/core/counters.hpp"
 #include "dataplane/core/flow_hash.hpp"
+#include "dataplane/core/parse_inline.hpp"
 #include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/tables.hpp"
 #include "dataplane/core/tx_stage.hpp"
@@ -173,15 +174,8 @@ class KnownDeliveryCheck {
     constexpr std::uint32_t kIp = 14, kL4 = kIp + 20;
     if (first_len < kL4 + 4) [[unlikely]] return false;
     const std::uint8_t* ip = frame + kIp;
-    // Version 4 without options, neither MF nor an offset: bytes 0, 6 and 7 of one load (as an
-    // x86 load lays them out: byte 0 lowest, the fragment field's high byte 6 at bit 48, whose
-    // low 6 bits are MF and the offset's top); then TCP or UDP.
-    static_assert(std::endian::native == std::endian::little);
-    std::uint64_t head;
-    std::memcpy(&head, ip, 8);
-    constexpr std::uint64_t kMask = 0xffull | 0x3full << 48 | 0xffull << 56, kWant = 0x45;
+    if (!ipv4_plain_tcp_udp(ip)) return false;
     const std::uint8_t protocol = ip[9];
-    if (((head & kMask) != kWant) | ((protocol != 6) & (protocol != 17))) return false;
     std::uint64_t addresses;
     std::memcpy(&addresses, ip + 12, 8);
     std::uint32_t ports;

@@ -307,10 +307,8 @@ std::uint16_t translate_pod_burst(const ForwardingTables& tables, ServiceFlows& 
     // The tuple view_packet() would give (IPv4 without options, not a fragment, TCP/UDP with
     // its header in the first segment), from the words.
     const std::uint8_t protocol = p[kIp + 9];
-    std::uint16_t fragment;
-    std::memcpy(&fragment, p + kIp + 6, 2);
-    if (table && len >= kIp + sizeof(Ipv4Header) + (protocol == kIpProtoTcp ? 20u : 8u) && p[kIp] == 0x45 &&
-        (fragment & to_be16(0x3fff)) == 0 && (protocol == kIpProtoTcp || protocol == kIpProtoUdp)) [[likely]] {
+    if (table && len >= kIp + sizeof(Ipv4Header) + (protocol == kIpProtoTcp ? 20u : 8u) &&
+        ipv4_plain_tcp_udp(p + kIp)) [[likely]] {
       key_addresses[i] = pod_fast_hash_addresses(p);
       key_proto_ports[i] = pod_fast_hash_proto_ports(p);  // IHL 5: the ports right after the IPv4 header
       hashes[i] = keys.hash(key_addresses[i], key_proto_ports[i]);
