@@ -447,6 +447,7 @@ constexpr std::uint32_t kPodFastMinFirst = fast_layout::kPodHeadersEnd;
 // with byte 7 in one load, as a little-endian load lays them out; the caller checks that the
 // L4 header it reads is in the segment.
 [[gnu::always_inline]] inline bool ipv4_plain_tcp_udp(const std::uint8_t* ip) {
+  using namespace parse_detail;
   static_assert(std::endian::native == std::endian::little);
   std::uint64_t head;
   std::memcpy(&head, ip, 8);

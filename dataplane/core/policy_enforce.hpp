@@ -32,7 +32,7 @@
 #include "dataplane/core/conntrack.hpp"
 #include "dataplane/core/counters.hpp"
 #include "dataplane/core/flow_hash.hpp"
-#include "dataplane/core/parse_inline.hpp"
+#include "dataplane/core/parse.hpp"
 #include "dataplane/core/service_nat.hpp"
 #include "dataplane/core/tables.hpp"
 #include "dataplane/core/tx_stage.hpp"
