@@ -1,9 +1,7 @@
 #include "control/metrics/metrics_server.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include "common/peer_credentials.hpp"
+#include "common/read_file.hpp"
 
 namespace vxfed::control {
 
@@ -123,11 +121,10 @@ namespace {
 // Who holds a listening TCP socket on ip:port (or on the wildcard address with that port), for
 // the log: "uid 65534", or "" when /proc/net/tcp does not say.
 std::string port_holder(std::uint32_t ip, std::uint16_t port) {
-  std::ifstream in("/proc/net/tcp");
-  std::stringstream text;
-  text << in.rdbuf();
+  const FileRead text = read_file("/proc/net/tcp");
+  if (!text) return "";
   for (std::uint32_t candidate : {ip, 0u})
-    if (auto uid = tcp_socket_uid(text.str(), candidate, port, 0, 0)) return "uid " + std::to_string(*uid);
+    if (auto uid = tcp_socket_uid(*text, candidate, port, 0, 0)) return "uid " + std::to_string(*uid);
   return "";
 }
 

@@ -1,8 +1,9 @@
 #include "control/metrics/tcp_counters.hpp"
 
-#include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "common/read_file.hpp"
 
 namespace vxfed::control {
 
@@ -34,11 +35,9 @@ std::map<std::string, std::uint64_t> parse_tcp_ext(const std::string& text) {
 }
 
 std::map<std::string, std::uint64_t> read_tcp_ext() {
-  std::ifstream in("/proc/net/netstat");
-  if (!in) return {};
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_tcp_ext(text.str());
+  const FileRead text = read_file("/proc/net/netstat");
+  if (!text) return {};
+  return parse_tcp_ext(*text);
 }
 
 }  // namespace vxfed::control
