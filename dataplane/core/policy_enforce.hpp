@@ -182,11 +182,11 @@ class KnownDeliveryCheck {
     std::memcpy(&ports, frame + kL4, 4);
     const std::uint64_t proto_ports = protocol | std::uint64_t{ports} << 8;
     const FlowKeysOf keys(vni | kPolicyZone);
+    const std::uint8_t tcp_flags = protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : 0;
     const ConntrackHit hit = table_->find(keys.key(addresses, proto_ports), keys.hash(addresses, proto_ports), now_);
     if (!hit) return false;
     if (hit.direction == FlowDirection::Original && !decided_under(policy, hit.entry->policy)) return false;
-    table_->track_lazy(
-        hit, [&] { return protocol == 6 && first_len > kL4 + 13 ? frame[kL4 + 13] : std::uint8_t{0}; }, now_);
+    table_->track(hit, tcp_flags, now_);
     return true;
   }
 
