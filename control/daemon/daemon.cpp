@@ -288,9 +288,10 @@ struct Daemon::Impl {
       if (dataplane->service_counters_time().time_since_epoch().count() != 0 &&
           dataplane->service_counters().flows_counted()) {
         f.have_flows = true;
+        const BackendFlows counted(dataplane->service_counters());
         for (const auto& [key, view] : service_programmer->views())
           for (const auto& b : view.backends) {
-            const auto flows = backend_flows(dataplane->service_counters(), key.str(), b.address.str());
+            const auto flows = counted.find(key.str(), b.address.str());
             if (!flows) continue;  // not in the forwarder's tables
             f.backend_flows.push_back({key.str(), b.cluster, b.address.str(), flows->first, flows->second});
           }

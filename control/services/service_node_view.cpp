@@ -14,21 +14,28 @@ const char* backend_state_token(BackendState state) {
   return "?";
 }
 
-std::optional<std::pair<std::uint64_t, std::uint64_t>> backend_flows(const dp::ServiceCountersReport& counters,
-                                                                   const std::string& service,
-                                                                   const std::string& address) {
+BackendFlows::BackendFlows(const dp::ServiceCountersReport& counters) {
   for (const auto& s : counters.services()) {
-    if (s.id() != service) continue;
-    for (const auto& b : s.backends())
-      if (b.ip() == address) return std::make_pair(b.flows(), b.new_flows());
-    return std::make_pair(std::uint64_t{0}, std::uint64_t{0});  // the service without this backend: none
+    const auto [it, first] = services_.try_emplace(s.id());
+    if (!first) continue;  // ids are unique in the forwarder's report; the first would be found
+    for (const auto& b : s.backends()) it->second.try_emplace(b.ip(), b.flows(), b.new_flows());
   }
-  return std::nullopt;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> BackendFlows::find(const std::string& service,
+                                                                          const std::string& address) const {
+  const auto s = services_.find(service);
+  if (s == services_.end()) return std::nullopt;
+  const auto b = s->second.find(address);
+  if (b == s->second.end()) return std::make_pair(std::uint64_t{0}, std::uint64_t{0});  // the service without it: none
+  return b->second;
 }
 
 void add_node_view(v1::ServiceListing& listing, const std::map<services::ServiceKey, ServiceView>& views,
                    std::int64_t node_revision, const dp::ServiceCountersReport* counters) {
   listing.set_node_revision(node_revision);
+  const std::optional<BackendFlows> flows =
+      counters && counters->flows_counted() ? std::optional<BackendFlows>(*counters) : std::nullopt;
   for (auto& info : *listing.mutable_services()) {
     services::ServiceKey key;
     key.namespace_name = info.namespace_();
@@ -48,8 +55,8 @@ void add_node_view(v1::ServiceListing& listing, const std::map<services::Service
       backend.set_allowed(b->second->allowed);
       backend.set_weight(b->second->allowed ? b->second->weight : 0);
       backend.set_kept(b->second->kept);
-      if (counters && counters->flows_counted()) {
-        if (const auto f = backend_flows(*counters, info.namespace_() + "/" + info.name(), backend.address())) {
+      if (flows) {
+        if (const auto f = flows->find(info.namespace_() + "/" + info.name(), backend.address())) {
           backend.set_flows_known(true);
           backend.set_flows(f->first);
           backend.set_new_flows(f->second);

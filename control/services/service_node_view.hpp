@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "control/services/service_programmer.hpp"
@@ -26,10 +27,19 @@ const char* backend_state_token(BackendState state);
 void add_node_view(v1::ServiceListing& listing, const std::map<services::ServiceKey, ServiceView>& views,
                    std::int64_t node_revision, const dp::ServiceCountersReport* counters = nullptr);
 
-// The forwarder's counters of one backend: (flows, new flows), or nothing when the report has
-// no such service and backend.
-std::optional<std::pair<std::uint64_t, std::uint64_t>> backend_flows(const dp::ServiceCountersReport& counters,
-                                                                   const std::string& service,
-                                                                   const std::string& address);
+// The forwarder's counters per backend (GetServiceCounters' answer), indexed once per answer:
+// the metrics and `service get` ask for every backend of every service, which a scan of the
+// report per backend would make quadratic at 10,000 services.
+class BackendFlows {
+ public:
+  explicit BackendFlows(const dp::ServiceCountersReport& counters);
+  // (flows, new flows) of one backend; (0, 0) for a backend the report's service does not
+  // have; nothing when the report has no such service.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> find(const std::string& service,
+                                                              const std::string& address) const;
+
+ private:
+  std::unordered_map<std::string, std::unordered_map<std::string, std::pair<std::uint64_t, std::uint64_t>>> services_;
+};
 
 }  // namespace vxfed::control

@@ -171,7 +171,7 @@ TEST(ServiceNodeView, EachBackendsFlowsFromTheForwardersCounters) {
   EXPECT_EQ(web.backends(1).new_flows(), 0u);
   // A service not in the node's view gets nothing.
   EXPECT_FALSE(listing.services(1).backends(0).flows_known());
-  EXPECT_EQ(backend_flows(counters, "default/nope", "10.244.1.5"), std::nullopt);
+  EXPECT_EQ(BackendFlows(counters).find("default/nope", "10.244.1.5"), std::nullopt);
   // Flows not counted (the census did not finish): not known.
   counters.set_flows_counted(false);
   v1::ServiceListing again;
