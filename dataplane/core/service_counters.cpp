@@ -54,8 +54,9 @@ bool census_step(FlowCensus& census, const ConntrackTable& table, std::uint64_t 
     r.vip_port_be = e.original.dst_port_be;
     r.vni = e.original.vni;
     r.protocol = e.original.protocol;
-    r.backend_be = e.reply.src_ip_be;
-    r.backend_port_be = e.reply.src_port_be;
+    const NatTarget backend = e.nat();
+    r.backend_be = backend.ip_be;
+    r.backend_port_be = backend.port_be;
   }
   census.cursor = end;
   if (end < table.capacity()) return false;
